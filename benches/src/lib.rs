@@ -1,0 +1,2 @@
+//! Inputs and baselines shared by calltape's benches.
+#![forbid(unsafe_code)]

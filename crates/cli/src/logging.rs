@@ -1,0 +1,32 @@
+//! Logging to stderr, filtered by `CALLTAPE_LOG` or the verbosity flags.
+
+use std::io::IsTerminal;
+
+use tracing_subscriber::EnvFilter;
+
+/// Whether coloured output is wanted on the given stream: a terminal, and `NO_COLOR` unset or empty.
+pub(crate) fn color_enabled(is_terminal: bool) -> bool {
+    is_terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
+/// Installs the global subscriber. Logs never go to stdout: in bridge modes stdout carries the protocol.
+pub(crate) fn init(verbose: u8, quiet: bool) {
+    let default = match (quiet, verbose) {
+        (true, _) => "error",
+        (false, 0) => "info",
+        (false, 1) => "debug",
+        (false, _) => "trace",
+    };
+    let filter = std::env::var("CALLTAPE_LOG")
+        .ok()
+        .filter(|s| !s.trim().is_empty())
+        .and_then(|s| EnvFilter::try_new(s).ok())
+        .unwrap_or_else(|| EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .without_time()
+        .with_ansi(color_enabled(std::io::stderr().is_terminal()))
+        .try_init();
+}
