@@ -1,2 +1,4 @@
 //! Inputs and baselines shared by calltape's benches.
 #![forbid(unsafe_code)]
+
+pub mod redact;

@@ -5,6 +5,7 @@
 #![allow(clippy::print_stdout)]
 
 mod logging;
+mod redact;
 
 use std::process::ExitCode;
 
@@ -53,12 +54,16 @@ struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
-enum Command {}
+enum Command {
+    /// Redact credentials from text, JSON or JSONL (files or stdin) to stdout.
+    Redact(redact::RedactArgs),
+}
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     logging::init(cli.verbose, cli.quiet);
-    let code: u8 = match cli.command {};
-    #[allow(unreachable_code)]
+    let code: u8 = match cli.command {
+        Command::Redact(args) => redact::run(args),
+    };
     ExitCode::from(code)
 }

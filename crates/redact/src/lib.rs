@@ -1,5 +1,144 @@
 //! Credential redaction by field name and in free text.
+//!
+//! `calltape-redact` hides credentials before anything reaches a log or a
+//! recording. It depends only on `serde_json` and `memchr`, does no I/O of its
+//! own, never fails and never panics (only building a configuration can be
+//! wrong), and works in time linear in the length of its input, whatever the
+//! input.
+//!
+//! **By name.** A field whose name is a credential name
+//! ([`is_credential_name`]: `apiKey`, `x-api-key`, `access_token`, `passWord`,
+//! `set-cookie`, …) or a session id name ([`is_session_id_name`]) has its value
+//! replaced by [`REDACTED`], whatever the value is. Arrays and objects are walked
+//! at any depth with an explicit stack, so a secret nested thousands of levels
+//! deep is still found and the output stays valid JSON.
+//!
+//! **In text.** Any string value, and any text given to
+//! [`Redactor::redact_text`], loses `Bearer` and `Basic` credentials, JWTs, the
+//! `user:password@` of URLs and connection strings, the value given to a
+//! credential name (`?access_token=…`, `TOKEN=…`, `"password": "…"`,
+//! `password: hunter2`, `-H "X-Api-Key: …"`), and tokens known by their form
+//! (`sk-…`, `ghp_…`, `github_pat_…`, `glpat-…`, `xoxb-…`, `AKIA…`, `AIza…`,
+//! `npm_…`, `hf_…`). A string that is itself JSON is redacted as JSON. Prose such
+//! as "a Bearer token goes in the header", e-mail addresses and URLs without a
+//! password are left as they are.
+//!
+//! Redacting is idempotent: redacting redacted output changes nothing.
+//!
+//! # Example
+//!
+//! ```
+//! use calltape_redact::{REDACTED, Redactor};
+//! use serde_json::json;
+//!
+//! let redactor = Redactor::new();
+//!
+//! let mut call = json!({
+//!     "headers": {"Authorization": "Bearer abc123", "Accept": "application/json"},
+//!     "params": {"query": "weather", "apiKey": {"id": 7}, "maxTokens": 256},
+//! });
+//! redactor.redact_value(&mut call);
+//! assert_eq!(call["headers"]["Authorization"], REDACTED);
+//! assert_eq!(call["params"]["apiKey"], REDACTED);
+//! assert_eq!(call["params"]["maxTokens"], 256);
+//!
+//! assert_eq!(
+//!     redactor.redact_text("curl -H 'Authorization: Bearer abc123' https://bob:pw@db.example.com"),
+//!     "curl -H 'Authorization: Bearer [REDACTED]' https://[REDACTED]@db.example.com",
+//! );
+//! // Nothing found: the text comes back borrowed.
+//! assert!(matches!(redactor.redact_text("a Bearer token goes in the header"), std::borrow::Cow::Borrowed(_)));
+//!
+//! // JSON text keeps its formatting: only secret bytes change.
+//! assert_eq!(
+//!     redactor.redact_json_text(r#"{ "user": "bob",  "password": "hunter2" }"#),
+//!     r#"{ "user": "bob",  "password": "[REDACTED]" }"#,
+//! );
+//! ```
+//!
+//! # Configuration
+//!
+//! ```
+//! use calltape_redact::Redactor;
+//!
+//! let redactor = Redactor::builder()
+//!     .keep_names(["pageToken"]) // a cursor, not a secret
+//!     .redact_names(["internalRef"])
+//!     .name_test(|name| name.ends_with("_pin"))
+//!     .build()?;
+//! assert!(!redactor.is_redacted_name("pageToken"));
+//! assert!(redactor.is_redacted_name("card_pin"));
+//! # Ok::<(), calltape_redact::Error>(())
+//! ```
+//!
+//! # Logging
+//!
+//! [`RedactingWriter`] wraps any `std::io::Write` and redacts line by line, so
+//! a `tracing_subscriber` or `env_logger` output never carries a credential:
+//!
+//! ```
+//! use std::sync::Mutex;
+//! use calltape_redact::{Redactor, RedactingWriter};
+//!
+//! let writer = RedactingWriter::new(Redactor::new(), std::io::stderr());
+//! let subscriber = tracing_subscriber::fmt().with_writer(Mutex::new(writer)).finish();
+//! tracing::subscriber::with_default(subscriber, || {
+//!     tracing::warn!("retrying with api_key=sk-proj-abcdefghijklmnopqrstuvwx");
+//! });
+//! ```
 #![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+mod error;
+mod json;
+mod names;
+mod redactor;
+mod span;
+mod text;
+mod writer;
+
+#[cfg(test)]
+mod linear;
+
+pub use error::{Error, ErrorKind, NameList};
+pub use names::{is_credential_name, is_session_id_name};
+pub use redactor::{Redactor, RedactorBuilder};
+pub use writer::RedactingWriter;
+
+// The README's examples are compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
 
 /// The placeholder that replaces every redacted value.
 pub const REDACTED: &str = "[REDACTED]";
+
+#[cfg(test)]
+thread_local! {
+    /// Work done by the scanners on this thread, counted in bytes looked at.
+    static STEPS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Counts `n` steps of work in tests (the linear-time tests read the count);
+/// compiles to nothing otherwise.
+macro_rules! step {
+    ($n:expr) => {{
+        #[cfg(test)]
+        {
+            let n = ($n) as u64;
+            $crate::STEPS.with(|s| s.set(s.get() + n));
+        }
+        #[cfg(not(test))]
+        if false {
+            let _ = $n;
+        }
+    }};
+}
+pub(crate) use step;
+
+#[cfg(test)]
+fn steps_of(f: impl FnOnce()) -> u64 {
+    STEPS.with(|s| s.set(0));
+    f();
+    STEPS.with(std::cell::Cell::get)
+}

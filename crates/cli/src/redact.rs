@@ -1,0 +1,226 @@
+//! `calltape redact`: redact text, JSON or JSONL from files or stdin to stdout.
+
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::path::PathBuf;
+
+use calltape_redact::Redactor;
+use clap::Args;
+
+use crate::exit;
+
+/// The longest line redacted whole; a longer one is redacted as text in pieces of this size.
+const MAX_LINE: usize = 16 * 1024 * 1024;
+
+const EXAMPLES: &str = "\
+Examples:
+  calltape redact server.log > server.redacted.log
+  kubectl logs my-pod | calltape redact
+  calltape redact --keep pageToken --name x-tenant calls.jsonl";
+
+/// Redact credentials from text, JSON or JSONL files (or stdin) and write the result to stdout.
+///
+/// Each line that parses as JSON is redacted as JSON and stays one line of valid JSON; any other line is
+/// redacted as text. Files are streamed line by line, so input of any size works in bounded memory.
+#[derive(Debug, Args)]
+#[command(after_help = EXAMPLES)]
+pub(crate) struct RedactArgs {
+    /// Files to read; stdin when none is given or for `-`.
+    #[arg(value_name = "FILE")]
+    files: Vec<PathBuf>,
+
+    /// A field name never to redact (repeatable), e.g. pageToken.
+    #[arg(long = "keep", value_name = "NAME")]
+    keep: Vec<String>,
+
+    /// An extra field name to redact (repeatable), e.g. x-tenant-id.
+    #[arg(long = "name", value_name = "NAME")]
+    names: Vec<String>,
+}
+
+pub(crate) fn run(args: RedactArgs) -> u8 {
+    let redactor = match Redactor::builder()
+        .keep_names(args.keep)
+        .redact_names(args.names)
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::error!("{e}");
+            return exit::USAGE;
+        }
+    };
+    let stdout = io::stdout();
+    let mut out = io::BufWriter::with_capacity(256 * 1024, stdout.lock());
+    let mut stream = LineRedactor::new(&redactor);
+    let mut code = exit::OK;
+
+    let files = if args.files.is_empty() {
+        vec![PathBuf::from("-")]
+    } else {
+        args.files
+    };
+    for path in files {
+        let result = if path.as_os_str() == "-" {
+            stream.run(io::stdin().lock(), &mut out)
+        } else {
+            match File::open(&path) {
+                Ok(file) => stream.run(file, &mut out),
+                Err(e) => {
+                    tracing::error!("cannot read {}: {}", path.display(), describe(&e));
+                    code = exit::USAGE;
+                    continue;
+                }
+            }
+        };
+        match result {
+            Ok(()) => {}
+            Err(StreamError::Read(e)) => {
+                tracing::error!("cannot read {}: {}", path.display(), describe(&e));
+                code = exit::USAGE;
+            }
+            Err(StreamError::Write(e)) if e.kind() == io::ErrorKind::BrokenPipe => return code,
+            Err(StreamError::Write(e)) => {
+                tracing::error!("cannot write to stdout: {e}");
+                return exit::USAGE;
+            }
+        }
+    }
+    if let Err(e) = out.flush()
+        && e.kind() != io::ErrorKind::BrokenPipe
+    {
+        tracing::error!("cannot write to stdout: {e}");
+        return exit::USAGE;
+    }
+    code
+}
+
+fn describe(e: &io::Error) -> String {
+    match e.kind() {
+        io::ErrorKind::NotFound => "no such file".to_owned(),
+        io::ErrorKind::PermissionDenied => "permission denied".to_owned(),
+        io::ErrorKind::IsADirectory => "is a directory".to_owned(),
+        _ => e.to_string(),
+    }
+}
+
+enum StreamError {
+    Read(io::Error),
+    Write(io::Error),
+}
+
+/// Streams lines through a redactor, holding at most [`MAX_LINE`] bytes of one line at a time.
+struct LineRedactor<'r> {
+    redactor: &'r Redactor,
+    buf: Vec<u8>,
+    warned_utf8: bool,
+}
+
+impl<'r> LineRedactor<'r> {
+    fn new(redactor: &'r Redactor) -> Self {
+        LineRedactor {
+            redactor,
+            buf: Vec::new(),
+            warned_utf8: false,
+        }
+    }
+
+    fn run(&mut self, input: impl Read, out: &mut impl Write) -> Result<(), StreamError> {
+        let mut reader = BufReader::with_capacity(256 * 1024, input);
+        loop {
+            self.buf.clear();
+            // Read up to MAX_LINE bytes or the end of the line, whichever comes first.
+            let limit = (MAX_LINE as u64) + 1;
+            let n = (&mut reader)
+                .take(limit)
+                .read_until(b'\n', &mut self.buf)
+                .map_err(StreamError::Read)?;
+            if n == 0 {
+                return Ok(());
+            }
+            let ended = self.buf.last() == Some(&b'\n');
+            if ended {
+                self.buf.pop();
+            }
+            if ended || self.buf.len() <= MAX_LINE {
+                self.write_line(out, ended)?;
+            } else {
+                self.write_long_line(&mut reader, out)?;
+            }
+        }
+    }
+
+    fn text(&mut self) -> String {
+        match String::from_utf8(std::mem::take(&mut self.buf)) {
+            Ok(s) => s,
+            Err(e) => {
+                if !self.warned_utf8 {
+                    self.warned_utf8 = true;
+                    tracing::warn!("input is not valid UTF-8; invalid bytes are written as U+FFFD");
+                }
+                String::from_utf8_lossy(e.as_bytes()).into_owned()
+            }
+        }
+    }
+
+    fn write_line(&mut self, out: &mut impl Write, newline: bool) -> Result<(), StreamError> {
+        let mut text = self.text();
+        let cr = text.ends_with('\r');
+        if cr {
+            text.pop();
+        }
+        let redacted = self.redactor.redact_json_text(&text);
+        out.write_all(redacted.as_bytes())
+            .map_err(StreamError::Write)?;
+        if cr {
+            out.write_all(b"\r").map_err(StreamError::Write)?;
+        }
+        if newline {
+            out.write_all(b"\n").map_err(StreamError::Write)?;
+        }
+        self.buf = text.into_bytes();
+        Ok(())
+    }
+
+    /// A line longer than [`MAX_LINE`]: redacted as text in pieces cut at whitespace where possible, so
+    /// memory stays bounded whatever the line's length.
+    fn write_long_line(
+        &mut self,
+        reader: &mut impl BufRead,
+        out: &mut impl Write,
+    ) -> Result<(), StreamError> {
+        loop {
+            // Cut the piece after its last whitespace so a token is rarely split; carry the rest over.
+            let cut = self
+                .buf
+                .iter()
+                .rposition(|b| b.is_ascii_whitespace())
+                .map_or(self.buf.len(), |i| i + 1);
+            let carry = self.buf.split_off(cut);
+            let piece = self.text();
+            let redacted = self.redactor.redact_text(&piece);
+            out.write_all(redacted.as_bytes())
+                .map_err(StreamError::Write)?;
+            self.buf = carry;
+            let want = (MAX_LINE - self.buf.len().min(MAX_LINE / 2)) as u64;
+            let n = reader
+                .take(want)
+                .read_until(b'\n', &mut self.buf)
+                .map_err(StreamError::Read)?;
+            let ended = self.buf.last() == Some(&b'\n');
+            if ended {
+                self.buf.pop();
+            }
+            if ended || n == 0 {
+                let piece = self.text();
+                let redacted = self.redactor.redact_text(&piece);
+                out.write_all(redacted.as_bytes())
+                    .map_err(StreamError::Write)?;
+                if ended {
+                    out.write_all(b"\n").map_err(StreamError::Write)?;
+                }
+                return Ok(());
+            }
+        }
+    }
+}

@@ -1,0 +1,4 @@
+//! End-to-end tests of the `calltape` binary.
+
+mod redact;
+mod support;

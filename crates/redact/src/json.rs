@@ -1,0 +1,459 @@
+//! JSON text: redaction by name and in strings, keeping every other byte.
+//!
+//! A validating scanner with an explicit stack (nesting depth costs heap, never
+//! call stack). A value under a redacted name becomes one span replaced by
+//! `"[REDACTED]"`; a string is decoded and given to the text rules, and a string
+//! that is itself JSON is scanned as JSON, up to [`MAX_EMBED`] levels deep. The
+//! spans found inside a string are mapped back onto its escaped bytes, so the
+//! bytes around them stay exactly as they were.
+
+use crate::redactor::Inner;
+use crate::span::{self, QUOTED_REDACTED, Span};
+use crate::step;
+
+/// How many JSON-inside-a-string levels are scanned as JSON. Deeper strings get
+/// the text rules only; the cap keeps the work linear.
+pub(crate) const MAX_EMBED: u8 = 8;
+
+fn is_ws(c: u8) -> bool {
+    matches!(c, b' ' | b'\t' | b'\n' | b'\r')
+}
+
+pub(crate) fn skip_ws(b: &[u8], mut i: usize) -> usize {
+    let start = i;
+    while i < b.len() && is_ws(b[i]) {
+        i += 1;
+    }
+    step!(i - start + 1);
+    i
+}
+
+/// Whether `text` starts like an object or an array and ends like one, after
+/// and before JSON whitespace: only such text is tried as JSON.
+pub(crate) fn looks_like_json(text: &str) -> bool {
+    let b = text.as_bytes();
+    if !matches!(b.get(skip_ws(b, 0)), Some(b'{' | b'[')) {
+        return false;
+    }
+    let mut end = b.len();
+    while end > 0 && is_ws(b[end - 1]) {
+        end -= 1;
+    }
+    step!(b.len() - end + 1);
+    matches!(b.get(end.wrapping_sub(1)), Some(b'}' | b']'))
+}
+
+/// A string token: content is `start..end`, the closing quote is at `end`.
+struct Str {
+    start: usize,
+    end: usize,
+    escaped: bool,
+}
+
+static STRING_SPECIAL: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut c = 0;
+    while c < 0x20 {
+        t[c] = true;
+        c += 1;
+    }
+    t[b'"' as usize] = true;
+    t[b'\\' as usize] = true;
+    t
+};
+
+fn hex4(b: &[u8], i: usize) -> Option<u32> {
+    let digits = b.get(i..i + 4)?;
+    let mut v = 0;
+    for &d in digits {
+        v = v * 16 + char::from(d).to_digit(16)?;
+    }
+    Some(v)
+}
+
+/// Checks the escape at `b[i] == '\\'`; returns the position after it and the
+/// code point it stands for.
+fn escape(b: &[u8], i: usize) -> Option<(usize, char)> {
+    let c = match *b.get(i + 1)? {
+        b'"' => '"',
+        b'\\' => '\\',
+        b'/' => '/',
+        b'b' => '\u{8}',
+        b'f' => '\u{c}',
+        b'n' => '\n',
+        b'r' => '\r',
+        b't' => '\t',
+        b'u' => {
+            let hi = hex4(b, i + 2)?;
+            return match hi {
+                0xD800..=0xDBFF => {
+                    if b.get(i + 6..i + 8) != Some(b"\\u") {
+                        return None;
+                    }
+                    let lo = hex4(b, i + 8)?;
+                    if !(0xDC00..=0xDFFF).contains(&lo) {
+                        return None;
+                    }
+                    let code = 0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00);
+                    Some((i + 12, char::from_u32(code)?))
+                }
+                0xDC00..=0xDFFF => None,
+                _ => Some((i + 6, char::from_u32(hi)?)),
+            };
+        }
+        _ => return None,
+    };
+    Some((i + 2, c))
+}
+
+fn scan_string(b: &[u8], quote: usize) -> Option<Str> {
+    let start = quote + 1;
+    let mut i = start;
+    let mut escaped = false;
+    loop {
+        let from = i;
+        while i < b.len() && !STRING_SPECIAL[b[i] as usize] {
+            i += 1;
+        }
+        step!(i - from + 1);
+        match *b.get(i)? {
+            b'"' => {
+                return Some(Str {
+                    start,
+                    end: i,
+                    escaped,
+                });
+            }
+            b'\\' => {
+                escaped = true;
+                i = escape(b, i)?.0;
+            }
+            _ => return None,
+        }
+    }
+}
+
+/// Decodes the content of a valid string; with `map`, also the byte offset in
+/// `raw` of every byte offset of the decoded text (and of its end).
+fn decode(raw: &[u8], map: Option<&mut Vec<usize>>) -> String {
+    step!(raw.len());
+    let mut out = Vec::with_capacity(raw.len());
+    let mut offsets = map;
+    let mut i = 0;
+    while i < raw.len() {
+        if raw[i] == b'\\' {
+            let Some((next, c)) = escape(raw, i) else {
+                break;
+            };
+            let mut buf = [0; 4];
+            let encoded = c.encode_utf8(&mut buf).as_bytes();
+            if let Some(m) = offsets.as_deref_mut() {
+                m.extend(std::iter::repeat_n(i, encoded.len()));
+            }
+            out.extend_from_slice(encoded);
+            i = next;
+        } else {
+            if let Some(m) = offsets.as_deref_mut() {
+                m.push(i);
+            }
+            out.push(raw[i]);
+            i += 1;
+        }
+    }
+    if let Some(m) = offsets {
+        m.push(raw.len());
+    }
+    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
+/// Checks the literal `word` at `i`.
+fn literal(b: &[u8], i: usize, word: &[u8]) -> Option<usize> {
+    step!(word.len());
+    b[i..].starts_with(word).then_some(i + word.len())
+}
+
+fn digits(b: &[u8], mut i: usize) -> usize {
+    let start = i;
+    while i < b.len() && b[i].is_ascii_digit() {
+        i += 1;
+    }
+    step!(i - start + 1);
+    i
+}
+
+/// Checks the number at `i`.
+fn number(b: &[u8], mut i: usize) -> Option<usize> {
+    if b[i] == b'-' {
+        i += 1;
+    }
+    match b.get(i)? {
+        b'0' => i += 1,
+        b'1'..=b'9' => i = digits(b, i),
+        _ => return None,
+    }
+    if b.get(i) == Some(&b'.') {
+        let after = digits(b, i + 1);
+        if after == i + 1 {
+            return None;
+        }
+        i = after;
+    }
+    if matches!(b.get(i), Some(b'e' | b'E')) {
+        i += 1;
+        if matches!(b.get(i), Some(b'+' | b'-')) {
+            i += 1;
+        }
+        let after = digits(b, i);
+        if after == i {
+            return None;
+        }
+        i = after;
+    }
+    Some(i)
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Expect {
+    Value,
+    ValueOrEnd,
+    Key,
+    KeyOrEnd,
+    CommaOrEnd,
+}
+
+impl Inner {
+    /// Pushes the spans for `text`: as JSON when it is JSON (an object or an
+    /// array, or with `any_json` any JSON value), else by the text rules.
+    pub(crate) fn scan_any(&self, text: &str, embed: u8, any_json: bool, out: &mut Vec<Span>) {
+        let mark = out.len();
+        if embed < MAX_EMBED && (any_json || looks_like_json(text)) {
+            if self.scan_json(text, embed, out) {
+                return;
+            }
+            out.truncate(mark);
+        }
+        if !self.text_rules {
+            return;
+        }
+        self.scan_text(text, out);
+        if out.len() == mark || embed >= MAX_EMBED {
+            return;
+        }
+        // Text that was not JSON can become JSON once redacted (a span may
+        // swallow the stray byte that made it invalid). Redacting again would
+        // then take the JSON path, which may find more: do that now, so that
+        // redacting stays idempotent. Rare, and one more linear pass.
+        let redacted = span::apply(text, &out[mark..]);
+        if !(any_json || looks_like_json(&redacted)) {
+            return;
+        }
+        let mut more = Vec::new();
+        if self.scan_json(&redacted, embed, &mut more) && !more.is_empty() {
+            let rewrite = span::apply(&redacted, &more).into_owned().into_boxed_str();
+            out.truncate(mark);
+            out.push(Span {
+                start: 0,
+                end: text.len(),
+                quote: 0,
+                rewrite: Some(rewrite),
+            });
+        }
+    }
+
+    /// Scans `text` as a stream of JSON values; false (with spans to discard)
+    /// when it is not JSON.
+    fn scan_json(&self, text: &str, embed: u8, out: &mut Vec<Span>) -> bool {
+        let b = text.as_bytes();
+        // Closing bracket of every open container.
+        let mut stack: Vec<u8> = Vec::new();
+        let mut expect = Expect::Value;
+        // While `Some((depth, start))`, the value that started at `start` at
+        // `depth` is being replaced whole: nothing inside it is looked at.
+        let mut suppress: Option<(usize, usize)> = None;
+        let mut redact_next = false;
+        let mut saw_value = false;
+        let mut i = 0;
+        loop {
+            i = skip_ws(b, i);
+            let Some(&c) = b.get(i) else {
+                return stack.is_empty() && saw_value;
+            };
+            step!(1);
+            let value_end = match expect {
+                Expect::ValueOrEnd if c == b']' => {
+                    stack.pop();
+                    i + 1
+                }
+                Expect::KeyOrEnd if c == b'}' => {
+                    stack.pop();
+                    i + 1
+                }
+                Expect::Value | Expect::ValueOrEnd => {
+                    let depth = stack.len();
+                    if suppress.is_none()
+                        && (redact_next || self.max_depth.is_some_and(|m| depth > m))
+                    {
+                        suppress = Some((depth, i));
+                    }
+                    redact_next = false;
+                    let end = match c {
+                        b'{' => {
+                            stack.push(b'}');
+                            expect = Expect::KeyOrEnd;
+                            i += 1;
+                            continue;
+                        }
+                        b'[' => {
+                            stack.push(b']');
+                            expect = Expect::ValueOrEnd;
+                            i += 1;
+                            continue;
+                        }
+                        b'"' => {
+                            let Some(s) = scan_string(b, i) else {
+                                return false;
+                            };
+                            if suppress.is_none() {
+                                self.string_value(text, &s, embed, out);
+                            }
+                            Some(s.end + 1)
+                        }
+                        b't' => literal(b, i, b"true"),
+                        b'f' => literal(b, i, b"false"),
+                        b'n' => literal(b, i, b"null"),
+                        b'-' | b'0'..=b'9' => number(b, i),
+                        _ => None,
+                    };
+                    match end {
+                        Some(end) => end,
+                        None => return false,
+                    }
+                }
+                Expect::Key | Expect::KeyOrEnd => {
+                    if c != b'"' {
+                        return false;
+                    }
+                    let Some(s) = scan_string(b, i) else {
+                        return false;
+                    };
+                    i = skip_ws(b, s.end + 1);
+                    if b.get(i) != Some(&b':') {
+                        return false;
+                    }
+                    i += 1;
+                    if suppress.is_none() {
+                        let decoded;
+                        let name = if s.escaped {
+                            decoded = decode(&b[s.start..s.end], None);
+                            decoded.as_str()
+                        } else {
+                            &text[s.start..s.end]
+                        };
+                        redact_next = self.is_redacted_name(name);
+                    }
+                    expect = Expect::Value;
+                    continue;
+                }
+                Expect::CommaOrEnd => {
+                    let Some(&close) = stack.last() else {
+                        return false;
+                    };
+                    if c == b',' {
+                        expect = if close == b'}' {
+                            Expect::Key
+                        } else {
+                            Expect::Value
+                        };
+                        i += 1;
+                        continue;
+                    }
+                    if c != close {
+                        return false;
+                    }
+                    stack.pop();
+                    i + 1
+                }
+            };
+            // A value ended at `value_end`.
+            let depth = stack.len();
+            if let Some((d, start)) = suppress
+                && d == depth
+            {
+                suppress = None;
+                if &b[start..value_end] != QUOTED_REDACTED.as_bytes() {
+                    out.push(Span::new(start, value_end, 1));
+                }
+            }
+            i = value_end;
+            if depth == 0 {
+                saw_value = true;
+                expect = Expect::Value;
+            } else {
+                expect = Expect::CommaOrEnd;
+            }
+        }
+    }
+
+    /// Pushes the spans found inside the string value `s` of `text`.
+    fn string_value(&self, text: &str, s: &Str, embed: u8, out: &mut Vec<Span>) {
+        let raw = &text.as_bytes()[s.start..s.end];
+        if !s.escaped {
+            let content = &text[s.start..s.end];
+            if !self.text_rules && !looks_like_json(content) {
+                return;
+            }
+            let mark = out.len();
+            self.scan_any(content, embed + 1, false, out);
+            for span in &mut out[mark..] {
+                *span = span.nested(span.start + s.start, span.end + s.start);
+            }
+            return;
+        }
+        let decoded = decode(raw, None);
+        if !self.text_rules && !looks_like_json(&decoded) {
+            return;
+        }
+        let mut inner = Vec::new();
+        self.scan_any(&decoded, embed + 1, false, &mut inner);
+        if inner.is_empty() {
+            return;
+        }
+        let mut map = Vec::with_capacity(decoded.len() + 1);
+        decode(raw, Some(&mut map));
+        for span in &inner {
+            if let (Some(&a), Some(&z)) = (map.get(span.start), map.get(span.end)) {
+                out.push(span.nested(s.start + a, s.start + z));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_follow_json_rules() {
+        assert_eq!(escape(br"\u00e9", 0), Some((6, 'é')));
+        assert_eq!(escape(br"\ud83d\ude00", 0), Some((12, '😀')));
+        assert_eq!(escape(br"\ud83d", 0), None);
+        assert_eq!(escape(br"\ude00", 0), None);
+        assert_eq!(escape(br"\x", 0), None);
+    }
+
+    #[test]
+    fn decoded_offsets_point_into_the_raw_string() {
+        let mut map = Vec::new();
+        let s = decode(br#"a\nb\u00e9c"#, Some(&mut map));
+        assert_eq!(s, "a\nbéc");
+        assert_eq!(map, [0, 1, 3, 4, 4, 10, 11]);
+    }
+
+    #[test]
+    fn numbers_follow_json_grammar() {
+        assert_eq!(number(b"-0.5e+3,", 0), Some(7));
+        assert_eq!(number(b"01", 0), Some(1));
+        assert_eq!(number(b"1.", 0), None);
+        assert_eq!(number(b"-", 0), None);
+    }
+}

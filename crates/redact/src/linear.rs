@@ -1,0 +1,178 @@
+//! Linear time, proven by counting steps instead of reading clocks: for every
+//! adversarial family, four times the input costs at most 4.5 times the steps.
+
+use serde_json::{Value, json};
+
+use crate::redactor::drop_iteratively;
+use crate::{Redactor, steps_of};
+
+const N: usize = 20_000;
+
+/// Text families built by repeating a unit, each aimed at a rule's look-ahead
+/// or look-behind.
+const FAMILIES: &[&str] = &[
+    "a.",
+    "a-",
+    "a",
+    " ",
+    "{a:",
+    "{\"a\":",
+    "\"",
+    "'",
+    "\\\"",
+    "[",
+    "{",
+    "]",
+    "Bearer ",
+    "Basic ",
+    "bearer a",
+    "eyJ.",
+    "eyJabcdefgh.ab.",
+    "eyJabcdefgh",
+    "://a:",
+    "://a:b",
+    "://",
+    "@",
+    "token=",
+    "token:",
+    "token: ",
+    "token:\"",
+    "token:'",
+    "token:\\\"",
+    "token: Bearer ",
+    "password=\"a",
+    "\"password\": \"",
+    "\"token\":",
+    "a=",
+    "a:",
+    "=",
+    ":",
+    "QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo=",
+    "QUJD",
+    "QUJD+/",
+    "sk-",
+    "ghp_",
+    "AKIA",
+    "xoxb-",
+    "a.b.c-d_e",
+    "apiKey",
+    "x-api-key: ",
+    "\\",
+    "%",
+    "\u{e9}",
+];
+
+fn text_steps(redactor: &Redactor, unit: &str, n: usize) -> (u64, u64) {
+    let text = unit.repeat(n / unit.len().max(1) + 1);
+    let t = steps_of(|| {
+        let _ = redactor.redact_text(&text);
+    });
+    let j = steps_of(|| {
+        let _ = redactor.redact_json_text(&text);
+    });
+    (t, j)
+}
+
+fn assert_linear(what: &str, small: u64, large: u64) {
+    assert!(small > 0, "{what}: no steps counted");
+    assert!(
+        large as f64 <= 4.5 * small as f64,
+        "{what}: {small} steps for n, {large} steps for 4n (ratio {:.2})",
+        large as f64 / small as f64
+    );
+}
+
+#[test]
+fn text_families_take_linear_steps() {
+    let redactor = Redactor::new();
+    for unit in FAMILIES {
+        let (t1, j1) = text_steps(&redactor, unit, N);
+        let (t4, j4) = text_steps(&redactor, unit, 4 * N);
+        assert_linear(&format!("redact_text({unit:?} x n)"), t1, t4);
+        assert_linear(&format!("redact_json_text({unit:?} x n)"), j1, j4);
+    }
+}
+
+#[test]
+fn pairs_of_families_take_linear_steps() {
+    // Mixed units catch rules that only misbehave after another rule fired.
+    let redactor = Redactor::new();
+    for a in FAMILIES.iter().step_by(3) {
+        for b in FAMILIES.iter().skip(1).step_by(4) {
+            let unit = format!("{a}{b}");
+            let (t1, j1) = text_steps(&redactor, &unit, N);
+            let (t4, j4) = text_steps(&redactor, &unit, 4 * N);
+            assert_linear(&format!("redact_text({unit:?} x n)"), t1, t4);
+            assert_linear(&format!("redact_json_text({unit:?} x n)"), j1, j4);
+        }
+    }
+}
+
+fn nested_json(depth: usize) -> String {
+    let mut s = String::with_capacity(depth * 12);
+    for _ in 0..depth {
+        s.push_str("{\"a\":[");
+    }
+    s.push_str("{\"password\":\"x\"}");
+    for _ in 0..depth {
+        s.push_str("]}");
+    }
+    s
+}
+
+/// JSON whose strings hold JSON, `levels` deep, with a secret at the bottom.
+fn embedded_json(levels: usize, filler: usize) -> String {
+    let mut s = format!("{{\"token\":\"abc\",\"pad\":\"{}\"}}", "x".repeat(filler));
+    for _ in 0..levels {
+        s = serde_json::to_string(&json!({ "inner": s })).unwrap_or_default();
+    }
+    s
+}
+
+#[test]
+fn deep_json_text_takes_linear_steps() {
+    let redactor = Redactor::new();
+    let small = nested_json(N / 10);
+    let large = nested_json(4 * N / 10);
+    let s = steps_of(|| assert!(!redactor.redact_json_text(&small).contains("\"x\"")));
+    let l = steps_of(|| assert!(!redactor.redact_json_text(&large).contains("\"x\"")));
+    assert_linear("nested JSON text", s, l);
+
+    let s = steps_of(|| assert!(!redactor.redact_text(&embedded_json(6, N)).contains("abc")));
+    let l = steps_of(|| {
+        assert!(
+            !redactor
+                .redact_text(&embedded_json(6, 4 * N))
+                .contains("abc")
+        )
+    });
+    assert_linear("JSON inside strings", s, l);
+}
+
+fn nested_value(depth: usize) -> Value {
+    let mut v = json!({"password": "x", "note": "Bearer abc123"});
+    for i in 0..depth {
+        // Not `json!`, which would serialize `v` recursively.
+        v = if i % 2 == 0 {
+            Value::Array(vec![v])
+        } else {
+            Value::Object(std::iter::once(("a".to_owned(), v)).collect())
+        };
+    }
+    v
+}
+
+#[test]
+fn deep_values_take_linear_steps() {
+    let redactor = Redactor::new();
+    let mut small = nested_value(N / 10);
+    let mut large = nested_value(4 * N / 10);
+    let s = steps_of(|| redactor.redact_value(&mut small));
+    let l = steps_of(|| redactor.redact_value(&mut large));
+    assert_linear("redact_value on nested values", s, l);
+    let s = steps_of(|| drop_iteratively(redactor.redacted_value(&small)));
+    let l = steps_of(|| drop_iteratively(redactor.redacted_value(&large)));
+    assert_linear("redacted_value on nested values", s, l);
+    drop_iteratively(small);
+    drop_iteratively(large);
+}

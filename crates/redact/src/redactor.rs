@@ -1,0 +1,448 @@
+//! The configured redactor and its builder.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use crate::error::{Error, ErrorKind, NameList};
+use crate::names::is_default_redacted;
+use crate::span::{self, Span};
+use crate::{REDACTED, step};
+
+type NameTest = Arc<dyn Fn(&str) -> bool + Send + Sync>;
+
+/// The configuration shared by every clone of a [`Redactor`].
+pub(crate) struct Inner {
+    extra: Vec<String>,
+    keep: Vec<String>,
+    tests: Vec<NameTest>,
+    pub(crate) text_rules: bool,
+    pub(crate) max_depth: Option<usize>,
+}
+
+impl Inner {
+    /// This configuration's decision for a field name.
+    pub(crate) fn is_redacted_name(&self, name: &str) -> bool {
+        self.is_redacted_bytes(name.as_bytes())
+    }
+
+    /// [`is_redacted_name`](Inner::is_redacted_name) on the bytes of a name.
+    pub(crate) fn is_redacted_bytes(&self, name: &[u8]) -> bool {
+        if self
+            .keep
+            .iter()
+            .any(|k| k.as_bytes().eq_ignore_ascii_case(name))
+        {
+            return false;
+        }
+        is_default_redacted(name)
+            || self
+                .extra
+                .iter()
+                .any(|k| k.as_bytes().eq_ignore_ascii_case(name))
+            || (!self.tests.is_empty()
+                && std::str::from_utf8(name)
+                    .is_ok_and(|name| self.tests.iter().any(|test| test(name))))
+    }
+
+    /// Redacts a scalar at `depth` on the spot, or queues a container.
+    fn visit<'v>(
+        &self,
+        v: &'v mut Value,
+        depth: usize,
+        spans: &mut Vec<Span>,
+        stack: &mut Vec<(&'v mut Value, usize)>,
+    ) {
+        step!(1);
+        if self.max_depth.is_some_and(|m| depth > m) {
+            replace(v);
+            return;
+        }
+        match v {
+            Value::String(s) => {
+                self.string_spans(s, spans);
+                if let Cow::Owned(new) = span::apply(s, spans) {
+                    *s = new;
+                }
+            }
+            Value::Array(_) | Value::Object(_) => stack.push((v, depth)),
+            Value::Null | Value::Bool(_) | Value::Number(_) => {}
+        }
+    }
+
+    /// The spans to redact in a string value (already decoded).
+    fn string_spans(&self, s: &str, spans: &mut Vec<Span>) {
+        spans.clear();
+        // The string sits inside a JSON document: one level of embedding.
+        self.scan_any(s, 1, false, spans);
+    }
+}
+
+/// Redacts credentials from JSON values, JSON text and free text.
+///
+/// Cheap to clone (the configuration sits behind an [`Arc`]) and safe to share
+/// between threads. No method fails or panics, and each runs in time linear in
+/// the size of its input.
+#[derive(Clone)]
+pub struct Redactor {
+    inner: Arc<Inner>,
+}
+
+impl fmt::Debug for Redactor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Redactor")
+            .field("redact_names", &self.inner.extra)
+            .field("keep_names", &self.inner.keep)
+            .field("name_tests", &self.inner.tests.len())
+            .field("text_rules", &self.inner.text_rules)
+            .field("max_depth", &self.inner.max_depth)
+            .finish()
+    }
+}
+
+impl Default for Redactor {
+    fn default() -> Redactor {
+        Redactor::new()
+    }
+}
+
+impl Redactor {
+    /// A redactor with the default rules: credential and session id names, text
+    /// rules on, no depth limit.
+    pub fn new() -> Redactor {
+        Redactor {
+            inner: Arc::new(Inner {
+                extra: Vec::new(),
+                keep: Vec::new(),
+                tests: Vec::new(),
+                text_rules: true,
+                max_depth: None,
+            }),
+        }
+    }
+
+    /// A builder to add names, keep names, or change the rules.
+    pub fn builder() -> RedactorBuilder {
+        RedactorBuilder::default()
+    }
+
+    /// Whether this redactor hides the value of a field called `name`: the
+    /// default names, plus the extra names and name tests, minus the kept names.
+    /// Extra and kept names are compared without regard to ASCII case.
+    pub fn is_redacted_name(&self, name: &str) -> bool {
+        self.inner.is_redacted_name(name)
+    }
+
+    /// Redacts `value` in place: the value of every redacted name becomes
+    /// `"[REDACTED]"`, and the text rules run over every string.
+    pub fn redact_value(&self, value: &mut Value) {
+        let inner = &*self.inner;
+        let mut spans = Vec::new();
+        // Only containers wait on the stack; scalars are dealt with on the spot.
+        let mut stack: Vec<(&mut Value, usize)> = Vec::new();
+        inner.visit(value, 0, &mut spans, &mut stack);
+        while let Some((v, depth)) = stack.pop() {
+            match v {
+                Value::Array(items) => {
+                    for item in items {
+                        inner.visit(item, depth + 1, &mut spans, &mut stack);
+                    }
+                }
+                Value::Object(map) => {
+                    for (name, item) in map.iter_mut() {
+                        if inner.is_redacted_name(name) {
+                            replace(item);
+                        } else {
+                            inner.visit(item, depth + 1, &mut spans, &mut stack);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// A redacted copy of `value`; see [`redact_value`](Redactor::redact_value).
+    pub fn redacted_value(&self, value: &Value) -> Value {
+        let inner = &*self.inner;
+        let mut spans = Vec::new();
+        let mut stack: Vec<Frame<'_>> = Vec::new();
+        let mut next = Some((value, 0usize));
+        loop {
+            if let Some((v, depth)) = next.take() {
+                step!(1);
+                let leaf = if inner.max_depth.is_some_and(|m| depth > m) {
+                    Some(Value::String(REDACTED.to_owned()))
+                } else {
+                    match v {
+                        Value::String(s) => {
+                            inner.string_spans(s, &mut spans);
+                            Some(Value::String(span::apply(s, &spans).into_owned()))
+                        }
+                        Value::Array(items) => {
+                            stack.push(Frame::Array {
+                                items: items.iter(),
+                                out: Vec::with_capacity(items.len()),
+                                depth,
+                            });
+                            None
+                        }
+                        Value::Object(map) => {
+                            stack.push(Frame::Object {
+                                items: map.iter(),
+                                out: Map::new(),
+                                name: None,
+                                depth,
+                            });
+                            None
+                        }
+                        other => Some(other.clone()),
+                    }
+                };
+                if let Some(done) = leaf
+                    && let Some(root) = attach(&mut stack, done)
+                {
+                    return root;
+                }
+            }
+            let Some(top) = stack.last_mut() else {
+                // Only reachable for an empty stack after a container root,
+                // which `attach` returns above.
+                return Value::Null;
+            };
+            match top {
+                Frame::Array { items, depth, .. } => {
+                    if let Some(item) = items.next() {
+                        next = Some((item, *depth + 1));
+                        continue;
+                    }
+                }
+                Frame::Object {
+                    items,
+                    out,
+                    name,
+                    depth,
+                } => {
+                    if let Some((k, item)) = items.next() {
+                        if inner.is_redacted_name(k) {
+                            out.insert(k.clone(), Value::String(REDACTED.to_owned()));
+                        } else {
+                            *name = Some(k.clone());
+                            next = Some((item, *depth + 1));
+                        }
+                        continue;
+                    }
+                }
+            }
+            // The top container is complete.
+            let done = match stack.pop() {
+                Some(Frame::Array { out, .. }) => Value::Array(out),
+                Some(Frame::Object { out, .. }) => Value::Object(out),
+                None => Value::Null,
+            };
+            if let Some(root) = attach(&mut stack, done) {
+                return root;
+            }
+        }
+    }
+
+    /// `text` with every credential the text rules find replaced by
+    /// `[REDACTED]`; borrowed when nothing was found.
+    ///
+    /// A text that is JSON (it starts with `{` or `[`, maybe after blanks, and
+    /// parses) is redacted as JSON, as [`redact_json_text`](Redactor::redact_json_text)
+    /// does.
+    pub fn redact_text<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        let mut spans = Vec::new();
+        self.inner.scan_any(text, 0, false, &mut spans);
+        span::apply(text, &spans)
+    }
+
+    /// `text`, which holds JSON (one value, or several separated by blanks as in
+    /// JSON Lines), redacted by name and in its strings. Every byte that is not
+    /// part of a secret stays as it was, so formatting and key order survive.
+    /// Text that is not JSON is redacted as [`redact_text`](Redactor::redact_text) does.
+    pub fn redact_json_text<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        let mut spans = Vec::new();
+        self.inner.scan_any(text, 0, true, &mut spans);
+        span::apply(text, &spans)
+    }
+
+    /// The spans `redact_text` would replace (used by the writer to carry a
+    /// secret across a chunk boundary).
+    pub(crate) fn text_spans(&self, text: &str) -> Vec<Span> {
+        let mut spans = Vec::new();
+        self.inner.scan_any(text, 0, false, &mut spans);
+        spans
+    }
+}
+
+enum Frame<'a> {
+    Array {
+        items: std::slice::Iter<'a, Value>,
+        out: Vec<Value>,
+        depth: usize,
+    },
+    Object {
+        items: serde_json::map::Iter<'a>,
+        out: Map<String, Value>,
+        name: Option<String>,
+        depth: usize,
+    },
+}
+
+/// Puts a finished value into the container on top of the stack, or returns
+/// it when it is the root.
+fn attach(stack: &mut [Frame<'_>], value: Value) -> Option<Value> {
+    match stack.last_mut() {
+        None => Some(value),
+        Some(Frame::Array { out, .. }) => {
+            out.push(value);
+            None
+        }
+        Some(Frame::Object { out, name, .. }) => {
+            if let Some(name) = name.take() {
+                out.insert(name, value);
+            }
+            None
+        }
+    }
+}
+
+/// Replaces a value by the placeholder, dropping the old value without
+/// recursion (a deeply nested value would overflow the stack if dropped
+/// recursively).
+fn replace(v: &mut Value) {
+    if matches!(v, Value::String(s) if s == REDACTED) {
+        return;
+    }
+    let old = std::mem::replace(v, Value::String(REDACTED.to_owned()));
+    drop_iteratively(old);
+}
+
+/// Drops a value of any depth with an explicit stack.
+pub(crate) fn drop_iteratively(value: Value) {
+    let mut stack = vec![value];
+    while let Some(v) = stack.pop() {
+        step!(1);
+        match v {
+            Value::Array(items) => stack.extend(items),
+            Value::Object(map) => stack.extend(map.into_iter().map(|(_, item)| item)),
+            _ => {}
+        }
+    }
+}
+
+/// Builds a [`Redactor`] with extra names, kept names, a name test, or other
+/// rules.
+///
+/// ```
+/// use calltape_redact::Redactor;
+/// let redactor = Redactor::builder()
+///     .redact_names(["internalRef"])
+///     .keep_names(["pageToken"])
+///     .build()
+///     .expect("valid configuration");
+/// assert!(redactor.is_redacted_name("internalRef"));
+/// assert!(!redactor.is_redacted_name("pageToken"));
+/// ```
+#[derive(Default)]
+pub struct RedactorBuilder {
+    extra: Vec<String>,
+    keep: Vec<String>,
+    tests: Vec<NameTest>,
+    text_rules: Option<bool>,
+    max_depth: Option<usize>,
+}
+
+impl fmt::Debug for RedactorBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedactorBuilder")
+            .field("redact_names", &self.extra)
+            .field("keep_names", &self.keep)
+            .field("name_tests", &self.tests.len())
+            .field("text_rules", &self.text_rules)
+            .field("max_depth", &self.max_depth)
+            .finish()
+    }
+}
+
+impl RedactorBuilder {
+    /// Extra field names whose values are redacted (compared without regard to
+    /// ASCII case), on top of the default names.
+    pub fn redact_names<I, S>(mut self, names: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.extra.extend(names.into_iter().map(Into::into));
+        self
+    }
+
+    /// Field names never redacted by name, even when a default rule, an extra
+    /// name or a name test matches (compared without regard to ASCII case).
+    pub fn keep_names<I, S>(mut self, names: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.keep.extend(names.into_iter().map(Into::into));
+        self
+    }
+
+    /// A test that marks more field names as redacted; called with each field
+    /// name. Several tests add up.
+    pub fn name_test(mut self, test: impl Fn(&str) -> bool + Send + Sync + 'static) -> Self {
+        self.tests.push(Arc::new(test));
+        self
+    }
+
+    /// Whether the text rules run (on by default). Off, only names are looked
+    /// at: values under redacted names in JSON, and JSON inside strings.
+    pub fn text_rules(mut self, on: bool) -> Self {
+        self.text_rules = Some(on);
+        self
+    }
+
+    /// Values nested deeper than `depth` containers are redacted whole; `None`
+    /// (the default) has no limit.
+    pub fn max_depth(mut self, depth: Option<usize>) -> Self {
+        self.max_depth = depth;
+        self
+    }
+
+    /// The redactor; fails when a name is empty or is both redacted and kept.
+    pub fn build(self) -> Result<Redactor, Error> {
+        for (list, names) in [
+            (NameList::Redact, &self.extra),
+            (NameList::Keep, &self.keep),
+        ] {
+            if let Some(position) = names.iter().position(|n| n.trim().is_empty()) {
+                return Err(Error::new(ErrorKind::EmptyName {
+                    list,
+                    position: position + 1,
+                }));
+            }
+        }
+        if let Some(name) = self
+            .keep
+            .iter()
+            .find(|k| self.extra.iter().any(|e| e.eq_ignore_ascii_case(k)))
+        {
+            return Err(Error::new(ErrorKind::ConflictingName {
+                name: name.clone(),
+            }));
+        }
+        Ok(Redactor {
+            inner: Arc::new(Inner {
+                extra: self.extra,
+                keep: self.keep,
+                tests: self.tests,
+                text_rules: self.text_rules.unwrap_or(true),
+                max_depth: self.max_depth,
+            }),
+        })
+    }
+}

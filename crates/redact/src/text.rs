@@ -1,0 +1,580 @@
+//! Text rules: credentials found in free text by their form.
+//!
+//! One left-to-right pass. Rules fire only at a few kinds of places (the start
+//! of a word, a `:` or `=`), and each rule's look-ahead or look-behind covers a
+//! region that no other firing of the same rule covers again, so the whole pass
+//! stays linear in the length of the text whatever the input.
+
+use crate::redactor::Inner;
+use crate::span::Span;
+use crate::{REDACTED, step};
+
+/// `[A-Za-z0-9_-]`: the characters of a word, of base64url and of most tokens.
+const WORD: u8 = 1;
+/// `[A-Za-z0-9_.-]`: the characters of a field name in `name=value`.
+const NAME: u8 = 2;
+/// `[A-Za-z0-9+/]`: base64.
+const B64: u8 = 4;
+/// `[A-Za-z0-9._~+/-]`: RFC 6750 token characters (before the `=` padding).
+const T68: u8 = 8;
+/// Ends an unquoted value: whitespace and control characters, `& # , ; } )`
+/// and quotes.
+const VALUE_END: u8 = 16;
+/// `:`, `=`, and the first letters of the rules that fire at the start of a
+/// word (`Bearer`, `Basic`, `eyJ`, `sk-`, `ghp_`, `AKIA`, …).
+const TRIGGER: u8 = 64;
+/// Ends the authority of a URL (`[` too: a placeholder ends it, as the `/`
+/// it may have replaced did).
+const AUTH_END: u8 = 32;
+
+static CLASS: [u8; 256] = classes();
+
+const fn classes() -> [u8; 256] {
+    let mut t = [0u8; 256];
+    let mut c = 0;
+    while c < 256 {
+        let b = c as u8;
+        let alnum = b.is_ascii_alphanumeric();
+        let mut k = 0;
+        if alnum || b == b'_' || b == b'-' {
+            k |= WORD;
+        }
+        if alnum || b == b'_' || b == b'-' || b == b'.' {
+            k |= NAME;
+        }
+        if alnum || b == b'+' || b == b'/' {
+            k |= B64;
+        }
+        if alnum || matches!(b, b'-' | b'.' | b'_' | b'~' | b'+' | b'/') {
+            k |= T68;
+        }
+        if b <= b' '
+            || b == 0x7f
+            || matches!(
+                b,
+                b'&' | b'#' | b',' | b';' | b'}' | b')' | b'"' | b'\'' | b'`'
+            )
+        {
+            k |= VALUE_END;
+        }
+        if b <= b' '
+            || b == 0x7f
+            || matches!(
+                b,
+                b'/' | b'?' | b'#' | b'"' | b'\'' | b'`' | b'<' | b'>' | b'\\' | b'['
+            )
+        {
+            k |= AUTH_END;
+        }
+        if matches!(
+            b,
+            b':' | b'=' | b'e' | b'B' | b'b' | b's' | b'g' | b'x' | b'A' | b'n' | b'h'
+        ) {
+            k |= TRIGGER;
+        }
+        t[c] = k;
+        c += 1;
+    }
+    t
+}
+
+#[inline]
+fn has(c: u8, class: u8) -> bool {
+    CLASS[c as usize] & class != 0
+}
+
+/// The end of the run of `class` bytes that starts at `i`.
+#[inline]
+fn run(b: &[u8], mut i: usize, class: u8) -> usize {
+    let start = i;
+    while i < b.len() && has(b[i], class) {
+        i += 1;
+    }
+    step!(i - start + 1);
+    i
+}
+
+fn is_blank(c: u8) -> bool {
+    c == b' ' || c == b'\t'
+}
+
+fn skip_blanks(b: &[u8], mut i: usize) -> usize {
+    let start = i;
+    while i < b.len() && is_blank(b[i]) {
+        i += 1;
+    }
+    step!(i - start + 1);
+    i
+}
+
+/// Whether a token after `Bearer`/`Basic` outside any credential context looks
+/// like a credential rather than a word of prose ("a Bearer token", "Basic usage").
+fn looks_like_credential(token: &[u8]) -> bool {
+    step!(token.len());
+    let strong = token
+        .iter()
+        .any(|c| c.is_ascii_digit() || matches!(c, b'_' | b'~' | b'+' | b'/' | b'='));
+    let inner_upper = token.iter().skip(1).any(u8::is_ascii_uppercase);
+    let lower = token.iter().any(u8::is_ascii_lowercase);
+    token.len() >= 24 || (token.len() >= 4 && (strong || (inner_upper && lower)))
+}
+
+/// Whether `token` is base64 of something holding a `:` (`user:password`).
+fn decodes_to_user_password(token: &[u8]) -> bool {
+    step!(token.len());
+    let mut acc: u32 = 0;
+    let mut bits = 0;
+    for &c in token {
+        let v = match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            b'=' => break,
+            _ => return false,
+        };
+        acc = (acc << 6) | u32::from(v);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            if (acc >> bits) & 0xff == u32::from(b':') {
+                return true;
+            }
+        }
+    }
+    false
+}
+
+/// Remembers, per kind of quote search, a region already known to hold no
+/// closing quote, so that many unterminated values on one line cost one scan.
+#[derive(Default)]
+struct QuoteMemo {
+    /// `[double, single] x [plain, escaped]`: `(from, to)` where a search
+    /// starting in `from..=to` finds no closing quote before `to`.
+    open: [[Option<(usize, usize)>; 2]; 2],
+}
+
+/// Where a quoted value that starts at `open` (its first backslash or quote)
+/// ends: `(content_start, content_end, after_closing_quote)`, or `None` when
+/// `b[open..]` does not start with a quote. An unterminated quote gives its
+/// content up to the end of the line with `after_closing_quote == content_end`.
+fn quoted_value(b: &[u8], open: usize, memo: &mut QuoteMemo) -> Option<(usize, usize, usize)> {
+    let mut q = open;
+    while q < b.len() && b[q] == b'\\' {
+        q += 1;
+    }
+    step!(q - open + 1);
+    let quote = *b.get(q)?;
+    if quote != b'"' && quote != b'\'' {
+        return None;
+    }
+    let escaped = q - open; // backslashes before the quote: the value sits in a JSON string
+    let start = q + 1;
+    let which = usize::from(quote == b'\'');
+    let mode = usize::from(escaped > 0);
+    if let Some((from, to)) = memo.open[which][mode]
+        && (from..=to).contains(&start)
+    {
+        return Some((start, to, to));
+    }
+    let mut backslashes = 0;
+    let mut i = start;
+    while i < b.len() {
+        let c = b[i];
+        if c == b'\n' {
+            break;
+        }
+        if c == quote {
+            let closes = if escaped == 0 {
+                backslashes % 2 == 0
+            } else {
+                true
+            };
+            if closes {
+                step!(i - start + 1);
+                let end = if escaped == 0 {
+                    i
+                } else {
+                    i - backslashes.min(escaped)
+                };
+                return Some((start, end.max(start), i + 1));
+            }
+        }
+        backslashes = if c == b'\\' { backslashes + 1 } else { 0 };
+        i += 1;
+    }
+    step!(i - start + 1);
+    memo.open[which][mode] = Some((start, i));
+    Some((start, i, i))
+}
+
+impl Inner {
+    /// Pushes the spans of every credential the text rules find in `text`.
+    pub(crate) fn scan_text(&self, text: &str, out: &mut Vec<Span>) {
+        let b = text.as_bytes();
+        let n = b.len();
+        let mut memo = QuoteMemo::default();
+        // Look-behinds never reach before `floor`, the end of the last span.
+        let mut floor = 0;
+        let mut i = 0;
+        while i < n {
+            // Most bytes cannot start a rule: skip them in a tight loop.
+            let from = i;
+            while i < n && !has(b[i], TRIGGER) {
+                i += 1;
+            }
+            step!(i - from + 1);
+            if i >= n {
+                break;
+            }
+            let c = b[i];
+            if c != b':' && c != b'=' {
+                // The first letter of a word rule, which only fires at the
+                // start of a word.
+                if i > 0 && has(b[i - 1], WORD) {
+                    i += 1;
+                    continue;
+                }
+                match self.word_rule(b, i, out) {
+                    Some(to) => {
+                        i = to;
+                        floor = to;
+                    }
+                    None => i += 1,
+                }
+                continue;
+            }
+            let fired = match c {
+                b':' if b[i + 1..].starts_with(b"//") => match url_userinfo(b, i + 3, out) {
+                    Some(to) => Some(to),
+                    None => {
+                        i += 3;
+                        continue;
+                    }
+                },
+                b':' if b.get(i + 1) == Some(&b':') => {
+                    i += 2;
+                    continue;
+                }
+                b':' if b.get(i + 1) == Some(&b'=') => {
+                    self.assignment(b, i, 2, floor, &mut memo, out)
+                }
+                b':' => self.assignment(b, i, 1, floor, &mut memo, out),
+                b'=' if b.get(i + 1) == Some(&b'=') => {
+                    i += 2;
+                    continue;
+                }
+                b'=' if b.get(i + 1) == Some(&b'>') => {
+                    self.assignment(b, i, 2, floor, &mut memo, out)
+                }
+                b'=' => self.assignment(b, i, 1, floor, &mut memo, out),
+                _ => None,
+            };
+            match fired {
+                Some(to) => {
+                    i = to.max(i + 1);
+                    floor = i;
+                }
+                None => i += 1,
+            }
+        }
+    }
+
+    /// Rules that fire at the start of the word `b[s..e]`: tokens known by
+    /// their form, JWTs, `Bearer`/`Basic` credentials.
+    fn word_rule(&self, b: &[u8], s: usize, out: &mut Vec<Span>) -> Option<usize> {
+        let rest = &b[s..];
+        let starts_ci = |p: &[u8]| rest.len() >= p.len() && rest[..p.len()].eq_ignore_ascii_case(p);
+        let candidate = match rest[0] {
+            b'e' => rest.starts_with(b"eyJ"),
+            b'B' | b'b' => starts_ci(b"basic") || starts_ci(b"bearer"),
+            b's' => rest.starts_with(b"sk-"),
+            b'g' => {
+                rest.starts_with(b"gh")
+                    || rest.starts_with(b"gl")
+                    || rest.starts_with(b"github_pat_")
+            }
+            b'x' => rest.starts_with(b"xox"),
+            b'A' => {
+                rest.starts_with(b"AKIA") || rest.starts_with(b"ASIA") || rest.starts_with(b"AIza")
+            }
+            b'n' => rest.starts_with(b"npm_"),
+            b'h' => rest.starts_with(b"hf_"),
+            _ => false,
+        };
+        step!(8);
+        if !candidate {
+            return None;
+        }
+        let e = run(b, s + 1, WORD);
+        let w = &b[s..e];
+        let len = w.len();
+        let body = |prefix: &[u8], min: usize| w.starts_with(prefix) && len >= prefix.len() + min;
+        let provider = match w[0] {
+            b'e' if w.starts_with(b"eyJ") => return jwt(b, s, e, out),
+            b'B' | b'b' => {
+                if w.eq_ignore_ascii_case(b"bearer") {
+                    return scheme_token(b, e, false, out);
+                }
+                if w.eq_ignore_ascii_case(b"basic") {
+                    return scheme_token(b, e, true, out);
+                }
+                false
+            }
+            b's' => body(b"sk-", 20),
+            b'g' => {
+                (len >= 4 + 20
+                    && w.starts_with(b"gh")
+                    && matches!(w[2], b'p' | b'o' | b's' | b'u' | b'r')
+                    && w[3] == b'_')
+                    || body(b"github_pat_", 20)
+                    || body(b"glpat-", 16)
+            }
+            b'x' => {
+                len >= 5 + 10
+                    && w.starts_with(b"xox")
+                    && matches!(w[3], b'a' | b'b' | b'p' | b'r' | b's')
+                    && w[4] == b'-'
+            }
+            b'A' => {
+                ((w.starts_with(b"AKIA") || w.starts_with(b"ASIA"))
+                    && len >= 20
+                    && w[4..20]
+                        .iter()
+                        .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit()))
+                    || body(b"AIza", 30)
+            }
+            b'n' => body(b"npm_", 30),
+            b'h' => body(b"hf_", 30),
+            _ => false,
+        };
+        if provider {
+            push_text(b, s, e, out);
+            Some(e)
+        } else {
+            None
+        }
+    }
+
+    /// `name: value`, `name=value`, `"name": "value"` and the like, fired at the
+    /// separator `b[sep..sep + sep_len]`.
+    fn assignment(
+        &self,
+        b: &[u8],
+        sep: usize,
+        sep_len: usize,
+        floor: usize,
+        memo: &mut QuoteMemo,
+        out: &mut Vec<Span>,
+    ) -> Option<usize> {
+        // Look behind for the name: blanks, a closing quote (maybe escaped),
+        // then name characters.
+        let mut k = sep;
+        let start = k;
+        while k > floor && is_blank(b[k - 1]) {
+            k -= 1;
+        }
+        if k > floor && (b[k - 1] == b'"' || b[k - 1] == b'\'') {
+            k -= 1;
+            while k > floor && b[k - 1] == b'\\' {
+                k -= 1;
+            }
+        }
+        let name_end = k;
+        while k > floor && has(b[k - 1], NAME) {
+            k -= 1;
+        }
+        step!(start - k + 1);
+        if k == name_end {
+            return None;
+        }
+        if !self.is_redacted_bytes(&b[k..name_end]) {
+            return None;
+        }
+        let v = skip_blanks(b, sep + sep_len);
+        if v >= b.len() {
+            return None;
+        }
+        if let Some((cs, ce, after)) = quoted_value(b, v, memo) {
+            if after > ce {
+                // Closed quote: the whole content goes.
+                push_text(b, cs, ce, out);
+                return Some(after);
+            }
+            // Unterminated: the value runs to the end of the word.
+            let end = run_value(b, cs);
+            push_text(b, cs, end, out);
+            return Some(end);
+        }
+        if b[v] == b'{' || (b[v] == b'[' && !b[v..].starts_with(REDACTED.as_bytes())) {
+            // A nested structure: its own names decide.
+            return None;
+        }
+        // `Authorization: Bearer abc` keeps its scheme word.
+        let word_end = run(b, v, WORD);
+        let scheme = &b[v..word_end];
+        if SCHEMES.iter().any(|s| scheme.eq_ignore_ascii_case(s)) {
+            let t = skip_blanks(b, word_end);
+            if t > word_end && t < b.len() && !has(b[t], VALUE_END) {
+                let end = run_value(b, t);
+                push_text(b, t, end, out);
+                return Some(end);
+            }
+        }
+        let end = run_value(b, v);
+        if end == v {
+            return None;
+        }
+        push_text(b, v, end, out);
+        Some(end)
+    }
+}
+
+/// Authorization schemes kept in front of the credential they introduce.
+const SCHEMES: &[&[u8]] = &[
+    b"bearer",
+    b"basic",
+    b"token",
+    b"negotiate",
+    b"ntlm",
+    b"dpop",
+    b"apikey",
+];
+
+/// The end of an unquoted value starting at `i`.
+fn run_value(b: &[u8], mut i: usize) -> usize {
+    let start = i;
+    while i < b.len() && !has(b[i], VALUE_END) {
+        i += 1;
+    }
+    step!(i - start + 1);
+    // Backslashes right before a quote escape it: they stay, so that the quote
+    // reads the same once the value is replaced (redacting stays idempotent).
+    if matches!(b.get(i), Some(b'"' | b'\'')) {
+        while i > start && b[i - 1] == b'\\' {
+            i -= 1;
+        }
+    }
+    i
+}
+
+/// Pushes `b[s..e]` as a text span unless it is empty or already the placeholder.
+fn push_text(b: &[u8], s: usize, e: usize, out: &mut Vec<Span>) {
+    if s < e && &b[s..e] != REDACTED.as_bytes() {
+        out.push(Span::new(s, e, 0));
+    }
+}
+
+/// A JWT whose first segment is the word `b[s..e]` (it starts with `eyJ`):
+/// three or more base64url segments joined by dots.
+fn jwt(b: &[u8], s: usize, e: usize, out: &mut Vec<Span>) -> Option<usize> {
+    if e - s < 10 || b.get(e) != Some(&b'.') {
+        return None;
+    }
+    let second = e + 1;
+    let second_end = run(b, second, WORD);
+    if second_end - second < 2 || b.get(second_end) != Some(&b'.') {
+        return None;
+    }
+    let third = second_end + 1;
+    let mut end = run(b, third, WORD);
+    if end == third {
+        // An unsigned JWT ends with its dot; only accept that when the payload
+        // looks like one too.
+        if !b[second..].starts_with(b"eyJ") {
+            return None;
+        }
+    }
+    // JWE and friends have more segments.
+    while b.get(end) == Some(&b'.') {
+        let next = run(b, end + 1, WORD);
+        if next == end + 1 {
+            break;
+        }
+        end = next;
+    }
+    push_text(b, s, end, out);
+    Some(end)
+}
+
+/// The credential after a `Bearer` or `Basic` scheme word ending at `e`.
+fn scheme_token(b: &[u8], e: usize, basic: bool, out: &mut Vec<Span>) -> Option<usize> {
+    let t = skip_blanks(b, e);
+    if t == e {
+        return None;
+    }
+    let mut end = run(b, t, if basic { B64 } else { T68 });
+    let padding_start = end;
+    while end < b.len() && b[end] == b'=' {
+        end += 1;
+    }
+    step!(end - padding_start + 1);
+    // A sentence may end right after the token.
+    while end > t && b[end - 1] == b'.' {
+        end -= 1;
+    }
+    if end == t {
+        return None;
+    }
+    let token = &b[t..end];
+    if looks_like_credential(token) || (basic && decodes_to_user_password(token)) {
+        push_text(b, t, end, out);
+        return Some(end);
+    }
+    None
+}
+
+/// The `user:password@` of a URL whose authority starts at `a` (after `://`).
+fn url_userinfo(b: &[u8], a: usize, out: &mut Vec<Span>) -> Option<usize> {
+    let mut i = a;
+    let mut at = None;
+    while i < b.len() && !has(b[i], AUTH_END) {
+        if b[i] == b'@' {
+            at = Some(i);
+        }
+        i += 1;
+    }
+    step!(i - a + 1);
+    let at = at?;
+    let userinfo = &b[a..at];
+    if !userinfo.contains(&b':') {
+        return None;
+    }
+    push_text(b, a, at, out);
+    Some(at)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_user_password_is_recognised() {
+        assert!(decodes_to_user_password(b"dXNlcjpwYXNz"));
+        assert!(decodes_to_user_password(b"YWxhZGRpbjpvcGVuc2VzYW1l"));
+        assert!(!decodes_to_user_password(b"usage"));
+        assert!(!decodes_to_user_password(b"aGVsbG8="));
+    }
+
+    #[test]
+    fn prose_after_bearer_is_not_a_credential() {
+        assert!(!looks_like_credential(b"token"));
+        assert!(!looks_like_credential(b"tokens"));
+        assert!(!looks_like_credential(b"Token"));
+        assert!(!looks_like_credential(b"token-based"));
+        assert!(looks_like_credential(b"abc123"));
+        assert!(looks_like_credential(b"abcDEFghi"));
+    }
+
+    #[test]
+    fn quoted_values_end_at_their_quote() {
+        let mut memo = QuoteMemo::default();
+        let b = br#"a "x\"y" b"#;
+        assert_eq!(quoted_value(b, 2, &mut memo), Some((3, 7, 8)));
+        let b = br#"\"secret\" rest"#;
+        assert_eq!(quoted_value(b, 0, &mut memo), Some((2, 8, 10)));
+        let b = b"'open ended\nnext";
+        assert_eq!(quoted_value(b, 0, &mut memo), Some((1, 11, 11)));
+    }
+}

@@ -1,0 +1,34 @@
+//! Replays every saved fuzz input (crashes found once, and seeds) through the
+//! same checks the fuzz targets run.
+
+use std::path::Path;
+
+use crate::checks::{check_json, check_text};
+
+fn replay(target: &str, check: fn(&[u8])) -> usize {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fuzz_regressions")
+        .join(target);
+    let mut count = 0;
+    let mut entries: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.expect("directory entry").path())
+        .collect();
+    entries.sort();
+    for path in entries {
+        let data = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        check(&data);
+        count += 1;
+    }
+    count
+}
+
+#[test]
+fn redact_text_regressions_hold() {
+    assert!(replay("redact_text", check_text) > 0);
+}
+
+#[test]
+fn redact_json_regressions_hold() {
+    assert!(replay("redact_json", check_json) > 0);
+}

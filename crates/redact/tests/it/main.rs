@@ -1,0 +1,8 @@
+//! Integration tests of calltape-redact.
+
+mod api;
+mod checks;
+mod fuzz_replay;
+mod table;
+mod value;
+mod writer;

@@ -1,0 +1,165 @@
+//! The redacting writer.
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+
+use calltape_redact::{RedactingWriter, Redactor};
+
+fn written(f: impl FnOnce(&mut RedactingWriter<&mut Vec<u8>>)) -> String {
+    let mut out = Vec::new();
+    {
+        let mut w = RedactingWriter::new(Redactor::new(), &mut out);
+        f(&mut w);
+    }
+    String::from_utf8(out).expect("utf-8")
+}
+
+#[test]
+fn complete_lines_are_redacted() {
+    let out = written(|w| {
+        w.write_all(b"GET /x?access_token=abc HTTP/1.1\n{\"password\":\"x\"}\r\nplain\n")
+            .expect("write");
+    });
+    assert_eq!(
+        out,
+        "GET /x?access_token=[REDACTED] HTTP/1.1\n{\"password\":\"[REDACTED]\"}\r\nplain\n"
+    );
+}
+
+#[test]
+fn a_line_split_across_writes_waits_for_its_end() {
+    let mut out = Vec::new();
+    let mut w = RedactingWriter::new(Redactor::new(), &mut out);
+    w.write_all(b"Authorization: Bea").expect("write");
+    w.write_all(b"rer abc123").expect("write");
+    assert!(
+        w.get_ref().is_empty(),
+        "nothing is written before the line ends"
+    );
+    w.write_all(b"def\nnext").expect("write");
+    assert_eq!(
+        w.get_ref().as_slice(),
+        b"Authorization: Bearer [REDACTED]\n"
+    );
+    w.flush().expect("flush");
+    assert_eq!(
+        w.get_ref().as_slice(),
+        b"Authorization: Bearer [REDACTED]\nnext"
+    );
+    drop(w);
+}
+
+#[test]
+fn flush_then_continuation_does_not_leak_the_rest_of_a_secret() {
+    let out = written(|w| {
+        w.write_all(b"token=abc").expect("write");
+        w.flush().expect("flush");
+        w.write_all(b"def ghi\n").expect("write");
+    });
+    assert_eq!(out, "token=[REDACTED] ghi\n");
+}
+
+#[test]
+fn drop_writes_the_partial_line() {
+    let out = written(|w| w.write_all(b"password=hunter2").expect("write"));
+    assert_eq!(out, "password=[REDACTED]");
+}
+
+#[test]
+fn long_lines_are_redacted_in_bounded_chunks() {
+    let secret = "S".repeat(5000);
+    let mut line = String::new();
+    for i in 0..200 {
+        line.push_str(&format!("word{i} "));
+        if i % 50 == 0 {
+            line.push_str("password: ");
+            line.push_str(&secret);
+            line.push(' ');
+            line.push_str("Authorization: Bearer abc123def ");
+        }
+    }
+    line.push('\n');
+    let mut out = Vec::new();
+    {
+        let mut w = RedactingWriter::new(Redactor::new(), &mut out).with_line_limit(1024);
+        for piece in line.as_bytes().chunks(100) {
+            w.write_all(piece).expect("write");
+        }
+    }
+    let out = String::from_utf8(out).expect("utf-8");
+    assert!(!out.contains("SSS"), "a piece of a long secret leaked");
+    assert!(!out.contains("abc123"), "a bearer token leaked");
+    assert!(out.contains("word199 \n"));
+    assert!(out.contains("word0 password: [REDACTED]"));
+}
+
+#[test]
+fn a_name_and_its_value_in_different_chunks_are_still_found() {
+    // Whitespace-cut chunks can end between a name and its value.
+    let mut text = "x ".repeat(200);
+    text.push_str("password:      hunter2 ");
+    text.push_str(&"y ".repeat(300));
+    text.push('\n');
+    for limit in [256, 300, 411, 420, 430, 512] {
+        let mut out = Vec::new();
+        {
+            let mut w = RedactingWriter::new(Redactor::new(), &mut out).with_line_limit(limit);
+            w.write_all(text.as_bytes()).expect("write");
+        }
+        let out = String::from_utf8(out).expect("utf-8");
+        assert!(!out.contains("hunter2"), "limit {limit}: {out}");
+        assert_eq!(
+            out.len(),
+            text.len() - "hunter2".len() + "[REDACTED]".len(),
+            "limit {limit}"
+        );
+    }
+}
+
+#[test]
+fn invalid_utf8_is_passed_lossily() {
+    let out = written(|w| w.write_all(b"caf\xe9 token=abc\n").expect("write"));
+    assert_eq!(out, "caf\u{fffd} token=[REDACTED]\n");
+}
+
+#[derive(Clone, Default)]
+struct Shared(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Shared {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().expect("lock").extend_from_slice(data);
+        Ok(data.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn tracing_output_never_carries_a_credential() {
+    let sink = Shared::default();
+    let redactor = Redactor::new();
+    let make = {
+        let sink = sink.clone();
+        move || RedactingWriter::new(redactor.clone(), sink.clone())
+    };
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(make)
+        .with_ansi(false)
+        .finish();
+    tracing::subscriber::with_default(subscriber, || {
+        tracing::info!(
+            api_key = "sk-proj-abcdefghijklmnopqrstuvwx",
+            "calling upstream"
+        );
+        tracing::warn!("retry with Authorization: Bearer abc123def456");
+    });
+    let logged = String::from_utf8(sink.0.lock().expect("lock").clone()).expect("utf-8");
+    assert!(logged.contains("calling upstream"), "{logged}");
+    assert!(logged.contains("api_key=\"[REDACTED]\""), "{logged}");
+    assert!(logged.contains("Bearer [REDACTED]"), "{logged}");
+    assert!(
+        !logged.contains("abcdefghijklmnopqrstuvwx") && !logged.contains("abc123def456"),
+        "{logged}"
+    );
+}
