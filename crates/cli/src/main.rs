@@ -3,9 +3,19 @@
 //! Every behaviour lives in a library crate; this binary only wires them together.
 #![forbid(unsafe_code)]
 #![allow(clippy::print_stdout)]
+// Doc comments here are `--help` text, where a URL must stay plain.
+#![allow(rustdoc::bare_urls)]
 
+mod bridge;
+mod demo;
+mod http;
 mod logging;
+mod record;
 mod redact;
+mod replay;
+mod serve;
+mod shared;
+mod show;
 
 use std::process::ExitCode;
 
@@ -55,15 +65,47 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Run an MCP server behind a stdio session that survives its restarts.
+    #[command(long_about = bridge::LONG_ABOUT, after_help = bridge::EXAMPLES)]
+    Bridge(bridge::BridgeArgs),
+    /// Record and replay LLM API calls through a local proxy (cassettes with credentials scrubbed).
+    #[command(after_help = http::EXAMPLES)]
+    Http(http::HttpArgs),
     /// Redact credentials from text, JSON or JSONL (files or stdin) to stdout.
     Redact(redact::RedactArgs),
+    /// Record an MCP client's calls, redacted, while bridging it to the server.
+    Record(record::RecordArgs),
+    /// Replay a call recording against a server and report what changed (exit 1 on a difference).
+    Replay(replay::ReplayArgs),
+    /// Serve one stdio MCP server over Streamable HTTP to many sessions.
+    #[command(after_help = serve::EXAMPLES)]
+    Serve(serve::ServeArgs),
+    /// Attach this stdio session to the key's shared server, starting it if none proves itself.
+    #[command(after_help = shared::EXAMPLES)]
+    Shared(shared::SharedArgs),
+    /// Summarise and validate a call recording.
+    Show(show::ShowArgs),
+    /// Record a session against a built-in demo server v1, replay it against v2, print the report.
+    Demo(demo::DemoArgs),
+    /// The demo's MCP server on stdio (versions 1 and 2).
+    #[command(hide = true)]
+    DemoServer(demo::DemoServerArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     logging::init(cli.verbose, cli.quiet);
     let code: u8 = match cli.command {
+        Command::Bridge(args) => bridge::run(args),
+        Command::Http(args) => http::run(args),
         Command::Redact(args) => redact::run(args),
+        Command::Serve(args) => serve::run(args),
+        Command::Shared(args) => shared::run(args),
+        Command::Record(args) => record::run(args),
+        Command::Replay(args) => replay::run(args),
+        Command::Show(args) => show::run(args),
+        Command::Demo(args) => demo::run(args),
+        Command::DemoServer(args) => demo::run_server(args),
     };
     ExitCode::from(code)
 }

@@ -281,8 +281,9 @@ impl Inner {
         }
     }
 
-    /// Rules that fire at the start of the word `b[s..e]`: tokens known by
-    /// their form, JWTs, `Bearer`/`Basic` credentials.
+    /// Rules that fire at the start of a word, `b[s]`: tokens known by their
+    /// form, JWTs, `Bearer`/`Basic` credentials. A cheap look at the first
+    /// bytes comes before scanning the word.
     fn word_rule(&self, b: &[u8], s: usize, out: &mut Vec<Span>) -> Option<usize> {
         let rest = &b[s..];
         let starts_ci = |p: &[u8]| rest.len() >= p.len() && rest[..p.len()].eq_ignore_ascii_case(p);

@@ -1,4 +1,11 @@
 //! End-to-end tests of the `calltape` binary.
 
+mod bridge;
+mod bridge_http;
+mod demo;
+mod http;
+mod record;
 mod redact;
+mod replay;
+mod shared;
 mod support;

@@ -1,0 +1,291 @@
+//! MCP call recording and replay.
+//!
+//! Claims: comparing 10,000 recorded calls with their replayed answers and producing the report takes
+//! under 100 ms (baseline in the same run: plain `serde_json::Value` equality over the same pairs, the
+//! floor any comparison pays); recording costs the bridge at most 10% of its pipelined throughput
+//! (baseline in the same run: the same bridge without a recorder).
+//!
+//! Like the bridge bench, this binary plays several roles chosen by `CALLTAPE_BENCH_ROLE`: the bench
+//! (unset), the echo server (`echo`), the bridge (`bridge`), and the bridge with a recorder on its tap
+//! (`record`, writing to `CALLTAPE_BENCH_RECORD`), composed as `calltape record` composes them.
+
+use std::hint::black_box;
+use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::Duration;
+
+use calltape_recorder::record::{Outcome, Recorder, RecorderOptions, Recording};
+use calltape_replay::mcp::{CallReport, Comparer, ReplayReport};
+use calltape_stdio_bridge::{Bridge, ChildUpstream, Direction, TapEvent};
+use criterion::{Criterion, Throughput};
+use serde_json::{Value, json};
+
+const ROLE: &str = "CALLTAPE_BENCH_ROLE";
+const RECORD_TO: &str = "CALLTAPE_BENCH_RECORD";
+/// Calls compared per iteration, and messages per pipelined iteration.
+const CALLS: usize = 10_000;
+
+fn main() {
+    match std::env::var(ROLE).as_deref() {
+        Ok("echo") => return echo_server(),
+        Ok("bridge") => return bridge(false),
+        Ok("record") => return bridge(true),
+        _ => {}
+    }
+    let mut criterion = Criterion::default().configure_from_args();
+    compare_and_report(&mut criterion);
+    recording_throughput(&mut criterion);
+    criterion.final_summary();
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Comparison and report.
+
+fn answer(i: usize, price: i64) -> Value {
+    let structured = json!({
+        "symbol": format!("SYM{i}"), "price": price, "currency": "USD",
+        "quotedAt": "2026-11-29T20:46:45.123Z", "quoteId": format!("q-{i:08x}"),
+        "book": {"bids": [[price - 1, 100], [price - 2, 250]], "asks": [[price + 1, 80]]},
+    });
+    json!({"content": [{"type": "text", "text": structured.to_string()}], "structuredContent": structured})
+}
+
+/// A recording of 10,000 calls in 100 sessions, and replayed outcomes where 1 in 10 calls changed price
+/// and 1 in 50 errors now.
+fn fixture() -> (Recording, Vec<Outcome>) {
+    let mut text = String::new();
+    let mut replayed = Vec::with_capacity(CALLS);
+    for i in 0..CALLS {
+        let line = json!({"v": 1, "at": "2026-11-29T20:46:45.123Z", "session": format!("{:08x}", i % 100),
+            "client": {"name": "bench", "version": "1"}, "method": "tools/call", "name": "quote",
+            "input": {"symbol": format!("SYM{i}")}, "answer": answer(i, 12), "durationMs": 1.25});
+        text.push_str(&line.to_string());
+        text.push('\n');
+        replayed.push(if i % 50 == 7 {
+            Outcome::Error(calltape_recorder::record::CallError::new(
+                calltape_recorder::record::ErrorCode::Text("tool_error".into()),
+                Some("quote service unavailable".into()),
+            ))
+        } else {
+            Outcome::Answer(answer(i, if i % 10 == 3 { 15 } else { 12 }))
+        });
+    }
+    let recording = Recording::parse("bench.jsonl", text.as_bytes()).expect("valid fixture");
+    (recording, replayed)
+}
+
+fn compare_and_report(c: &mut Criterion) {
+    let (recording, replayed) = fixture();
+    let comparer = Comparer::builder()
+        .ignore(["**.quotedAt", "**.quoteId"])
+        .build()
+        .expect("globs");
+    let mut group = c.benchmark_group("replay/compare_10k_calls");
+    group.throughput(Throughput::Elements(CALLS as u64));
+    group.sample_size(20);
+    group.bench_function("baseline_value_eq", |b| {
+        b.iter(|| {
+            let equal = recording
+                .calls
+                .iter()
+                .zip(&replayed)
+                .filter(|(call, now)| call.record.outcome == **now)
+                .count();
+            black_box(equal)
+        });
+    });
+    group.bench_function("compare_and_text_json_report", |b| {
+        b.iter(|| {
+            let calls: Vec<CallReport> = recording
+                .calls
+                .iter()
+                .zip(&replayed)
+                .enumerate()
+                .map(|(i, (call, now))| {
+                    let comparison = comparer.compare(&call.record.outcome, now);
+                    CallReport::new(
+                        i + 1,
+                        call.line,
+                        call.record.session.clone(),
+                        call.record.method.clone(),
+                        call.record.name.clone(),
+                        comparison.status,
+                        comparison.differences,
+                    )
+                })
+                .collect();
+            let report = ReplayReport::new(recording.path.clone(), calls);
+            let text = report.to_text(false);
+            let json = report.to_json().to_string();
+            black_box((text.len(), json.len()))
+        });
+    });
+    group.finish();
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Recording's cost on the bridge.
+
+fn echo_server() {
+    let mut input = BufReader::with_capacity(1 << 16, std::io::stdin().lock());
+    let mut out = BufWriter::new(std::io::stdout().lock());
+    let mut line = String::new();
+    loop {
+        line.clear();
+        match input.read_line(&mut line) {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+        let Ok(request) = serde_json::from_str::<Value>(&line) else {
+            continue;
+        };
+        let Some(id) = request.get("id") else {
+            continue;
+        };
+        let result = if request["method"] == "initialize" {
+            json!({ "protocolVersion": "2025-06-18", "capabilities": { "tools": {} },
+                "serverInfo": { "name": "bench-echo", "version": "1" } })
+        } else {
+            json!({ "content": [{ "type": "text", "text": request["params"]["arguments"]["text"] }] })
+        };
+        let answer = json!({ "jsonrpc": "2.0", "id": id, "result": result });
+        if writeln!(out, "{answer}").is_err() {
+            break;
+        }
+        if input.buffer().is_empty() && out.flush().is_err() {
+            break;
+        }
+    }
+}
+
+/// `calltape bridge -- <echo>` or `calltape record -o FILE -- <echo>`, composed the same way.
+fn bridge(record: bool) {
+    let exe = std::env::current_exe().expect("own path");
+    let upstream = ChildUpstream::new([exe]).expect("argv").env(ROLE, "echo");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let mut builder = Bridge::builder().upstream(upstream);
+    let recorder = if record {
+        let path = std::env::var_os(RECORD_TO).expect("CALLTAPE_BENCH_RECORD");
+        let recorder = runtime
+            .block_on(Recorder::open(
+                path,
+                RecorderOptions::default().max_bytes(1 << 40),
+            ))
+            .expect("recorder");
+        let session = recorder.session();
+        builder = builder.tap(move |event: TapEvent| match event.direction {
+            Direction::FromClient => session.client_frame(&event.frame, event.at),
+            _ => session.server_frame(&event.frame, event.at),
+        });
+        Some(recorder)
+    } else {
+        None
+    };
+    let bridge = builder.build().expect("bridge");
+    runtime
+        .block_on(bridge.run(tokio::io::stdin(), tokio::io::stdout()))
+        .expect("bridge run");
+    if let Some(recorder) = recorder {
+        runtime.block_on(recorder.close());
+    }
+    runtime.shutdown_timeout(Duration::from_millis(100));
+}
+
+struct Peer {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: BufReader<ChildStdout>,
+    line: String,
+}
+
+impl Peer {
+    fn start(role: &str, record_to: Option<&std::path::Path>) -> Self {
+        let mut command = Command::new(std::env::current_exe().expect("own path"));
+        command.env(ROLE, role);
+        if let Some(path) = record_to {
+            command.env(RECORD_TO, path);
+        }
+        let mut child = command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start the peer");
+        let stdin = child.stdin.take().expect("stdin");
+        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        let mut peer = Self {
+            child,
+            stdin: Some(stdin),
+            stdout,
+            line: String::new(),
+        };
+        let input = peer.stdin.as_mut().expect("stdin");
+        input.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},\"clientInfo\":{\"name\":\"bench\",\"version\":\"1\"}}}\n").expect("write");
+        peer.stdout.read_line(&mut peer.line).expect("read");
+        let input = peer.stdin.as_mut().expect("stdin");
+        input
+            .write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n")
+            .expect("write");
+        peer
+    }
+}
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        self.stdin = None;
+        let _ = self.child.wait();
+    }
+}
+
+fn recording_throughput(c: &mut Criterion) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let record_to = dir.path().join("bench.jsonl");
+    let calls: Vec<u8> = (0..CALLS)
+        .flat_map(|i| {
+            format!("{{\"jsonrpc\":\"2.0\",\"id\":{},\"method\":\"tools/call\",\"params\":{{\"name\":\"echo\",\"arguments\":{{\"text\":\"hello {i}\"}}}}}}\n", i + 1)
+                .into_bytes()
+        })
+        .collect();
+    let mut group = c.benchmark_group("replay/record_pipelined_10k");
+    group.throughput(Throughput::Elements(CALLS as u64));
+    group.sample_size(20);
+    for (name, mut peer) in [
+        ("bridge", Peer::start("bridge", None)),
+        (
+            "bridge_with_record",
+            Peer::start("record", Some(&record_to)),
+        ),
+    ] {
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                let Peer {
+                    stdin,
+                    stdout,
+                    line,
+                    ..
+                } = &mut peer;
+                let stdin = stdin.as_mut().expect("stdin open");
+                std::thread::scope(|scope| {
+                    scope.spawn(|| {
+                        stdin.write_all(&calls).expect("write");
+                        stdin.flush().expect("flush");
+                    });
+                    let mut bytes = 0;
+                    for _ in 0..CALLS {
+                        line.clear();
+                        bytes += stdout.read_line(line).expect("read");
+                    }
+                    black_box(bytes)
+                })
+            });
+        });
+    }
+    group.finish();
+    let lines = std::fs::read_to_string(&record_to)
+        .map(|t| t.lines().count())
+        .unwrap_or(0);
+    eprintln!("replay/record_pipelined_10k: the recorder wrote {lines} lines");
+}

@@ -1,0 +1,478 @@
+//! `calltape demo`: record a scripted session against the built-in demo server v1 through the real
+//! record path, replay it against v1 and v2, and print the report. No network, all files in a
+//! temporary folder it names.
+//!
+//! The demo server itself is the hidden `calltape demo-server 1|2` subcommand.
+
+use std::collections::hash_map::RandomState;
+use std::ffi::OsString;
+use std::hash::{BuildHasher, Hasher};
+use std::io::{BufRead, BufReader, IsTerminal, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use calltape_recorder::record::Recording;
+use calltape_replay::mcp::{Comparer, ReplayOptions, Replayed, Status, replay};
+use calltape_stdio_bridge::{ChildUpstream, Stderr, Upstream};
+use clap::Args;
+use serde_json::{Value, json};
+
+use crate::exit;
+
+/// The secret the scripted client sends in `pay`'s input; the recording must not hold it.
+const SECRET: &str = "tok_live_4eC39HqLyjWDarjtT1zdp7dc";
+
+/// The fields that vary per call in the demo server's quotes.
+const VOLATILE: &str = "**.quotedAt,**.quoteId";
+
+/// The arguments of `calltape demo`.
+#[derive(Debug, Args)]
+#[command(after_help = "Example:\n  cargo run --release -p calltape -- demo")]
+pub(crate) struct DemoArgs {
+    /// Put the files in DIR (created if missing) instead of a new temporary folder.
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
+}
+
+/// The arguments of the hidden `calltape demo-server`.
+#[derive(Debug, Args)]
+pub(crate) struct DemoServerArgs {
+    /// The server version: 1, or 2 with a new price, a failing pay and a working refund.
+    #[arg(value_parser = clap::value_parser!(u8).range(1..=2))]
+    version: u8,
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The demo server.
+
+/// Runs the demo MCP server on stdin and stdout until stdin closes.
+pub(crate) fn run_server(args: DemoServerArgs) -> u8 {
+    let stdin = std::io::stdin().lock();
+    let mut stdout = std::io::stdout().lock();
+    for line in stdin.lines() {
+        let Ok(line) = line else { break };
+        if line.trim().is_empty() {
+            continue;
+        }
+        let reply = match serde_json::from_str::<Value>(&line) {
+            Ok(message) => handle(args.version, &message),
+            Err(e) => Some(json!({"jsonrpc": "2.0", "id": null,
+                "error": {"code": -32700, "message": format!("parse error: {e}")}})),
+        };
+        if let Some(reply) = reply
+            && (writeln!(stdout, "{reply}").is_err() || stdout.flush().is_err())
+        {
+            break;
+        }
+    }
+    exit::OK
+}
+
+fn handle(version: u8, message: &Value) -> Option<Value> {
+    let id = message.get("id")?.clone();
+    let method = message.get("method").and_then(Value::as_str)?;
+    let params = message.get("params").cloned().unwrap_or(Value::Null);
+    let result = match method {
+        "initialize" => {
+            let asked = params.get("protocolVersion").and_then(Value::as_str);
+            let supported = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
+            let version_text = asked
+                .filter(|v| supported.contains(v))
+                .unwrap_or("2025-06-18");
+            Ok(json!({
+                "protocolVersion": version_text,
+                "capabilities": {"tools": {}, "resources": {}, "prompts": {}},
+                "serverInfo": {"name": "calltape-demo", "version": format!("{version}.0.0")},
+            }))
+        }
+        "ping" => Ok(json!({})),
+        "tools/list" => Ok(json!({"tools": [
+            tool("quote", "The price of a symbol", json!({"symbol": {"type": "string"}}), &["symbol"]),
+            tool("pay", "Pay an amount with a card token", json!({"amount": {"type": "number"},
+                "currency": {"type": "string"}, "cardToken": {"type": "string"}}), &["amount", "cardToken"]),
+            tool("refund", "Refund a payment", json!({"paymentId": {"type": "string"}}), &["paymentId"]),
+        ]})),
+        "tools/call" => call_tool(version, &params),
+        "resources/list" => Ok(json!({"resources": [
+            {"uri": "demo://terms", "name": "terms", "mimeType": "text/plain"}]})),
+        "resources/read" => match params.get("uri").and_then(Value::as_str) {
+            Some(uri @ "demo://terms") => {
+                Ok(json!({"contents": [{"uri": uri, "mimeType": "text/plain",
+                "text": "Quotes are valid for 15 minutes. Payments settle the next day."}]}))
+            }
+            other => Err((
+                -32002,
+                format!("Resource not found: {}", other.unwrap_or("")),
+            )),
+        },
+        "prompts/list" => Ok(json!({"prompts": [{"name": "receipt",
+            "arguments": [{"name": "paymentId", "required": true}]}]})),
+        "prompts/get" => {
+            let payment = params
+                .pointer("/arguments/paymentId")
+                .and_then(Value::as_str)
+                .unwrap_or("?");
+            Ok(
+                json!({"messages": [{"role": "user", "content": {"type": "text",
+                "text": format!("Write a short receipt for payment {payment}.")}}]}),
+            )
+        }
+        other => Err((-32601, format!("Method not found: {other}"))),
+    };
+    Some(match result {
+        Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
+        Err((code, message)) => {
+            json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
+        }
+    })
+}
+
+fn tool(name: &str, description: &str, properties: Value, required: &[&str]) -> Value {
+    json!({"name": name, "description": description,
+        "inputSchema": {"type": "object", "properties": properties, "required": required}})
+}
+
+fn tool_error(code: &str, text: &str) -> Value {
+    json!({"isError": true, "content": [{"type": "text", "text": text}], "_meta": {"code": code}})
+}
+
+fn structured(value: Value) -> Value {
+    json!({"content": [{"type": "text", "text": value.to_string()}], "structuredContent": value})
+}
+
+fn call_tool(version: u8, params: &Value) -> Result<Value, (i64, String)> {
+    let name = params.get("name").and_then(Value::as_str).unwrap_or("");
+    let args = params.get("arguments").cloned().unwrap_or(Value::Null);
+    match (name, version) {
+        ("quote", _) => {
+            let symbol = args.get("symbol").and_then(Value::as_str).unwrap_or("ACME");
+            let now = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .unwrap_or_default();
+            let mut hasher = RandomState::new().build_hasher();
+            hasher.write_u128(now.as_nanos());
+            Ok(structured(json!({
+                "symbol": symbol,
+                "price": if version == 1 { 12 } else { 15 },
+                "currency": "USD",
+                "quotedAt": now.as_millis() as u64,
+                "quoteId": format!("q-{:08x}", hasher.finish() as u32),
+            })))
+        }
+        ("pay", 1) => {
+            let amount = args.get("amount").cloned().unwrap_or(json!(0));
+            Ok(structured(
+                json!({"status": "paid", "amount": amount, "currency": "USD"}),
+            ))
+        }
+        ("pay", _) => Ok(tool_error(
+            "card_declined",
+            "card declined: the payment provider refused the card",
+        )),
+        ("refund", 1) => Ok(tool_error(
+            "not_supported",
+            "refunds are not supported by this version",
+        )),
+        ("refund", _) => {
+            let payment = args.get("paymentId").cloned().unwrap_or(Value::Null);
+            Ok(structured(
+                json!({"status": "refunded", "paymentId": payment}),
+            ))
+        }
+        (other, _) => Err((-32602, format!("Unknown tool: {other}"))),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The demo.
+
+/// The scripted client session: (method, params).
+fn script() -> Vec<(&'static str, Value)> {
+    vec![
+        (
+            "tools/call",
+            json!({"name": "quote", "arguments": {"symbol": "ACME"}}),
+        ),
+        (
+            "tools/call",
+            json!({"name": "pay", "arguments": {"amount": 12, "currency": "USD", "cardToken": SECRET}}),
+        ),
+        (
+            "tools/call",
+            json!({"name": "refund", "arguments": {"paymentId": "pay_1001"}}),
+        ),
+        ("resources/read", json!({"uri": "demo://terms"})),
+        (
+            "prompts/get",
+            json!({"name": "receipt", "arguments": {"paymentId": "pay_1001"}}),
+        ),
+    ]
+}
+
+pub(crate) fn run(args: DemoArgs) -> u8 {
+    match demo(args) {
+        Ok(true) => exit::OK,
+        Ok(false) => exit::DIFFERENCES,
+        Err(message) => {
+            eprintln!("calltape demo: {message}");
+            exit::UPSTREAM
+        }
+    }
+}
+
+fn demo(args: DemoArgs) -> Result<bool, String> {
+    let started = Instant::now();
+    let exe =
+        std::env::current_exe().map_err(|e| format!("cannot find the calltape binary: {e}"))?;
+    let dir = match args.dir {
+        Some(dir) => {
+            std::fs::create_dir_all(&dir)
+                .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+            dir
+        }
+        None => tempfile::Builder::new()
+            .prefix("calltape-demo-")
+            .tempdir()
+            .map_err(|e| format!("cannot create a temporary folder: {e}"))?
+            .keep(),
+    };
+    let path = dir.join("calls.jsonl");
+    let _ = std::fs::remove_file(&path);
+    let color = crate::replay::color_wanted(std::io::stdout().is_terminal());
+    let bold = |text: &str| {
+        if color {
+            format!("\x1b[1m{text}\x1b[0m")
+        } else {
+            text.to_owned()
+        }
+    };
+
+    println!("calltape demo: files in {}", dir.display());
+    println!();
+    println!(
+        "{}",
+        bold("1. Record a client session against demo server v1")
+    );
+    println!(
+        "   $ calltape record -o {} -- calltape demo-server 1",
+        path.display()
+    );
+    let calls = record(&exe, &path)?;
+    println!("   the client made {calls} calls: quote, pay (with cardToken \"{SECRET}\"), refund,");
+    println!("   a resource read and a prompt");
+
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let mode = std::fs::metadata(&path)
+        .map_err(|e| format!("cannot stat {}: {e}", path.display()))?
+        .permissions()
+        .mode()
+        & 0o777;
+    let recording = Recording::read(&path).map_err(|e| e.to_string())?;
+    println!();
+    println!("{}", bold("2. Check the recording"));
+    println!(
+        "   {} lines, mode {mode:04o}, secret present: {}",
+        recording.calls.len(),
+        if text.contains(SECRET) {
+            "YES (a bug)"
+        } else {
+            "no"
+        }
+    );
+    if let Some(pay) = recording.calls.iter().find(|c| c.record.name == "pay") {
+        let input = pay.record.input.clone().unwrap_or(Value::Null);
+        println!("   pay's recorded input: {input}");
+    }
+    let recorded_ok = !text.contains(SECRET) && mode == 0o600 && recording.calls.len() == calls;
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+    let against = |version: &str, ignore: &str| -> Result<Replayed, String> {
+        let upstream: Arc<dyn Upstream> = Arc::new(
+            ChildUpstream::new([
+                exe.clone().into_os_string(),
+                OsString::from("demo-server"),
+                version.into(),
+            ])
+            .map_err(|e| e.to_string())?
+            .stderr(Stderr::Null),
+        );
+        let comparer = Comparer::builder()
+            .ignore([ignore])
+            .build()
+            .map_err(|e| e.to_string())?;
+        let options = ReplayOptions::default()
+            .comparer(comparer)
+            .timeout(Duration::from_secs(10));
+        runtime
+            .block_on(replay(&recording, upstream, &options))
+            .map_err(|e| e.to_string())
+    };
+
+    println!();
+    println!("{}", bold("3. Replay it against v1"));
+    println!(
+        "   $ calltape replay {} -- calltape demo-server 1",
+        path.display()
+    );
+    let plain = against("1", "")?;
+    let varying: Vec<String> = plain
+        .report
+        .calls
+        .iter()
+        .flat_map(|c| c.differences.iter().map(|d| d.path.clone()))
+        .collect();
+    println!(
+        "   {}: only fields that vary per call differ: {}",
+        plain.report.summary(),
+        varying.join(", ")
+    );
+    println!(
+        "   $ calltape replay {} --ignore '{VOLATILE}' -- calltape demo-server 1",
+        path.display()
+    );
+    let clean = against("1", VOLATILE)?;
+    println!("   {}  → exit 0", clean.report.summary());
+
+    println!();
+    println!("{}", bold("4. Replay it against v2"));
+    println!(
+        "   $ calltape replay {} --ignore '{VOLATILE}' -- calltape demo-server 2",
+        path.display()
+    );
+    let v2 = against("2", VOLATILE)?;
+    println!();
+    for line in v2.report.to_text(color).lines() {
+        if line.is_empty() {
+            println!();
+        } else {
+            println!("   {line}");
+        }
+    }
+    println!("   → exit 1: CI fails and shows this report");
+    let want = [
+        ("quote", Status::Changed),
+        ("pay", Status::NewError),
+        ("refund", Status::GoneError),
+    ];
+    let as_expected = recorded_ok
+        && !clean.report.has_differences()
+        && want.iter().all(|(name, status)| {
+            v2.report
+                .calls
+                .iter()
+                .any(|c| c.name == *name && c.status == *status)
+        })
+        && v2.report.summary().same == calls - want.len();
+    println!();
+    println!(
+        "done in {:.1} s; the recording is {}",
+        started.elapsed().as_secs_f64(),
+        path.display()
+    );
+    if !as_expected {
+        eprintln!("calltape demo: the demo did not go as expected (see above)");
+    }
+    Ok(as_expected)
+}
+
+/// Runs `calltape record` around demo server v1 and drives it as the scripted client. Returns how
+/// many calls were answered.
+fn record(exe: &Path, path: &Path) -> Result<usize, String> {
+    let mut child = Command::new(exe)
+        .arg("--quiet")
+        .arg("record")
+        .arg("-o")
+        .arg(path)
+        .arg("--")
+        .arg(exe)
+        .args(["demo-server", "1"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map_err(|e| format!("cannot run calltape record: {e}"))?;
+    let result = drive(&mut child);
+    drop(child.stdin.take());
+    let status = child
+        .wait()
+        .map_err(|e| format!("calltape record did not finish: {e}"))?;
+    let calls = result?;
+    if !status.success() {
+        return Err(format!("calltape record failed: {status}"));
+    }
+    Ok(calls)
+}
+
+fn drive(child: &mut Child) -> Result<usize, String> {
+    let stdin = child.stdin.take().ok_or("no stdin for calltape record")?;
+    let stdout = child.stdout.take().ok_or("no stdout for calltape record")?;
+    let mut client = ScriptClient {
+        stdin,
+        stdout: BufReader::new(stdout),
+        next_id: 0,
+    };
+    client.request(
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "calltape-demo-client", "version": env!("CARGO_PKG_VERSION")}}),
+    )?;
+    client.notify("notifications/initialized")?;
+    let mut answered = 0;
+    for (method, params) in script() {
+        client.request(method, params)?;
+        answered += 1;
+    }
+    child.stdin = Some(client.stdin);
+    Ok(answered)
+}
+
+struct ScriptClient {
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    next_id: u64,
+}
+
+impl ScriptClient {
+    fn send(&mut self, message: &Value) -> Result<(), String> {
+        writeln!(self.stdin, "{message}")
+            .and_then(|()| self.stdin.flush())
+            .map_err(|e| format!("cannot write to calltape record: {e}"))
+    }
+
+    fn notify(&mut self, method: &str) -> Result<(), String> {
+        self.send(&json!({"jsonrpc": "2.0", "method": method}))
+    }
+
+    fn request(&mut self, method: &str, params: Value) -> Result<Value, String> {
+        self.next_id += 1;
+        let id = self.next_id;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))?;
+        let mut line = String::new();
+        loop {
+            line.clear();
+            let n = self
+                .stdout
+                .read_line(&mut line)
+                .map_err(|e| format!("cannot read from calltape record: {e}"))?;
+            if n == 0 {
+                return Err(format!(
+                    "calltape record closed its output before answering {method}"
+                ));
+            }
+            let Ok(message) = serde_json::from_str::<Value>(&line) else {
+                continue;
+            };
+            if message.get("id") == Some(&json!(id)) && message.get("method").is_none() {
+                return Ok(message);
+            }
+        }
+    }
+}

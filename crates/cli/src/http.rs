@@ -1,0 +1,734 @@
+//! `calltape http`: the record/replay proxy for LLM APIs, and its cassette management commands.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use calltape_recorder::cassette::{blobs_dir, import_mastra, scan_file};
+use calltape_recorder::{Body, Cassette, Content, Normalizer, Scrubber, StreamEnd};
+use calltape_replay::{Exhaustion, Mode, Proxy, RecordTiming, ReplayTiming};
+use clap::{Args, Subcommand, ValueEnum};
+
+use crate::exit;
+
+pub(crate) const EXAMPLES: &str = "\
+Examples:
+  calltape http --upstream openai=https://api.openai.com --cassette tests/cassettes/chat.jsonl \\
+      --env OPENAI_BASE_URL=openai/v1 -- pytest
+  calltape http --upstream anthropic=https://api.anthropic.com --cassette-dir tests/cassettes \\
+      --env ANTHROPIC_BASE_URL=anthropic -- npm test
+  calltape http --mode replay --upstream openai=https://api.openai.com --cassette chat.jsonl
+  calltape http scan tests/cassettes
+  calltape http show tests/cassettes/chat.jsonl
+
+Requests to http://127.0.0.1:PORT/<name>/<rest> go to that upstream's <rest>. A test can choose its own
+cassette under --cassette-dir with the header `x-calltape-cassette: NAME` or the path prefix
+/_cassette/NAME/.
+
+Modes (--mode, else CALLTAPE_MODE, else LLM_TEST_MODE / UPDATE_RECORDINGS=true, else replay when CI is
+set to anything but empty, 0 or false, else auto):
+  auto     replay hits, record misses          replay   strict: a miss is a 404, no upstream is contacted
+  record   re-record touched cassettes         append   keep recordings, add misses
+  live     forward only, write nothing         verify   forward and report structural drift
+
+A miss answers 404 in the provider's error shape with `x-should-retry: false`; stderr names the closest
+recordings with a diff. With a command, the exit status is the command's (verify exits 1 on drift when
+the command succeeded).";
+
+/// The arguments of `calltape http`.
+#[derive(Debug, Args)]
+#[command(after_help = EXAMPLES, args_conflicts_with_subcommands = true)]
+pub(crate) struct HttpArgs {
+    #[command(subcommand)]
+    action: Option<HttpAction>,
+
+    #[command(flatten)]
+    serve: ServeArgs,
+}
+
+#[derive(Debug, Subcommand)]
+enum HttpAction {
+    /// List the cassettes under a folder (default: the current one).
+    Ls {
+        /// The folder to search, recursively.
+        dir: Option<PathBuf>,
+    },
+    /// Summarise a cassette: interactions, models, sizes.
+    Show {
+        /// The cassette file.
+        cassette: PathBuf,
+    },
+    /// Delete a cassette and its sidecar blobs.
+    Rm {
+        /// The cassette file.
+        cassette: PathBuf,
+    },
+    /// Check cassettes for credentials (for pre-commit hooks and CI); exits 1 when one is found.
+    Scan {
+        /// Cassette files or folders (searched recursively for *.jsonl).
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+    },
+    /// Convert another recorder's recordings into cassettes.
+    Import {
+        /// The format to read.
+        #[arg(long, value_enum)]
+        from: ImportFormat,
+        /// The folder holding the recordings (for mastra: its __recordings__ folder).
+        dir: PathBuf,
+        /// Where to write the cassettes (default: the same folder).
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum ImportFormat {
+    /// The `{meta, recordings}` JSON files of Mastra's LLM recorder.
+    Mastra,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum Pace {
+    /// One write per event, no delay.
+    Fast,
+    /// The recorded delays, capped by --max-delay.
+    Realtime,
+    /// Events split at reproducible arbitrary byte positions (--seed), to test client parsers.
+    Rechunk,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum Timing {
+    /// Delays rounded to 10 ms buckets, so re-recording does not churn.
+    Bucketed,
+    /// Exact delays in milliseconds.
+    Full,
+}
+
+#[derive(Debug, Args)]
+struct ServeArgs {
+    /// An upstream API: NAME=URL (repeatable), e.g. openai=https://api.openai.com.
+    #[arg(long = "upstream", value_name = "NAME=URL")]
+    upstreams: Vec<String>,
+
+    /// The cassette for requests that do not choose one.
+    #[arg(long, value_name = "PATH")]
+    cassette: Option<PathBuf>,
+
+    /// The folder for per-test cassettes (chosen with the x-calltape-cassette header or /_cassette/NAME/).
+    #[arg(long, value_name = "DIR")]
+    cassette_dir: Option<PathBuf>,
+
+    /// The loopback address to listen on; port 0 picks a free port.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
+    listen: SocketAddr,
+
+    /// auto, replay, record (or update), append, live or verify.
+    #[arg(long, value_name = "MODE", value_parser = parse_mode)]
+    mode: Option<Mode>,
+
+    /// An environment variable for the command, pointing into the proxy: NAME=PATH gives
+    /// NAME=http://127.0.0.1:PORT/PATH (repeatable), e.g. OPENAI_BASE_URL=openai/v1.
+    #[arg(long = "env", value_name = "NAME=PATH")]
+    envs: Vec<String>,
+
+    /// A key the proxy sends upstream itself, so the command never holds it (record-side modes):
+    /// NAME=env:VAR or NAME=HEADER:env:VAR (repeatable).
+    #[arg(long = "auth", value_name = "NAME=env:VAR")]
+    auth: Vec<String>,
+
+    /// Drop body fields matching a dot-path glob before matching (repeatable), e.g. metadata.run_id.
+    #[arg(long = "ignore-body", value_name = "GLOB")]
+    ignore_body: Vec<String>,
+
+    /// Drop a query parameter before matching (repeatable).
+    #[arg(long = "ignore-query", value_name = "NAME")]
+    ignore_query: Vec<String>,
+
+    /// Serve the closest recording when nothing matches exactly, if at least this similar (0..1).
+    #[arg(long, value_name = "THRESHOLD", num_args = 0..=1, default_missing_value = "0.8")]
+    fuzzy: Option<f32>,
+
+    /// Accept fuzzy hits in replay mode too.
+    #[arg(long)]
+    allow_fuzzy: bool,
+
+    /// What to do once every recording of a request was served.
+    #[arg(long, value_name = "POLICY", default_value = "error", value_parser = parse_exhaustion)]
+    exhaustion: Exhaustion,
+
+    /// How replayed streams are paced.
+    #[arg(long = "replay-timing", value_enum, default_value = "fast")]
+    replay_timing: Pace,
+
+    /// The longest pause between two events with --replay-timing realtime, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 1000)]
+    max_delay: u64,
+
+    /// The seed for --replay-timing rechunk.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    seed: u64,
+
+    /// How recorded delays between stream events are stored.
+    #[arg(long, value_enum, default_value = "bucketed")]
+    timing: Timing,
+
+    /// Another field name to redact (repeatable).
+    #[arg(long = "redact-name", value_name = "NAME")]
+    redact_names: Vec<String>,
+
+    /// A field name never to redact (repeatable), e.g. max_tokens.
+    #[arg(long = "keep-name", value_name = "NAME")]
+    keep_names: Vec<String>,
+
+    /// Another response header to drop from recordings (repeatable; `prefix*` allowed).
+    #[arg(long = "drop-header", value_name = "NAME")]
+    drop_headers: Vec<String>,
+
+    /// A response header to keep although it is dropped by default (repeatable).
+    #[arg(long = "keep-header", value_name = "NAME")]
+    keep_headers: Vec<String>,
+
+    /// The command to run against the proxy; the exit status is its own.
+    #[arg(last = true, value_name = "CMD")]
+    command: Vec<OsString>,
+}
+
+fn parse_mode(s: &str) -> Result<Mode, String> {
+    s.parse()
+}
+
+fn parse_exhaustion(s: &str) -> Result<Exhaustion, String> {
+    s.parse()
+}
+
+pub(crate) fn run(args: HttpArgs) -> u8 {
+    match args.action {
+        Some(HttpAction::Ls { dir }) => ls(dir.as_deref().unwrap_or(Path::new("."))),
+        Some(HttpAction::Show { cassette }) => show(&cassette),
+        Some(HttpAction::Rm { cassette }) => rm(&cassette),
+        Some(HttpAction::Scan { paths }) => scan(&paths),
+        Some(HttpAction::Import {
+            from: ImportFormat::Mastra,
+            dir,
+            out,
+        }) => import_from_mastra(&dir, out.as_deref().unwrap_or(&dir)),
+        None => serve(args.serve),
+    }
+}
+
+fn split_pair<'a>(s: &'a str, what: &str) -> Result<(&'a str, &'a str), String> {
+    s.split_once('=')
+        .filter(|(k, v)| !k.is_empty() && !v.is_empty())
+        .ok_or_else(|| format!("{what} {s:?} is not NAME=VALUE"))
+}
+
+/// `NAME=env:VAR` or `NAME=HEADER:env:VAR` → (upstream, header, value).
+fn resolve_auth(spec: &str) -> Result<(String, String, String), String> {
+    let (name, rest) = split_pair(spec, "--auth")?;
+    let (header, var) = match rest.split_once("env:") {
+        Some(("", var)) => (None, var),
+        Some((h, var)) => (Some(h.trim_end_matches(':')), var),
+        None => {
+            return Err(format!(
+                "--auth {name}=…: give the key as env:VAR (the value never goes on the command line)"
+            ));
+        }
+    };
+    let value = std::env::var(var)
+        .ok()
+        .filter(|v| !v.is_empty())
+        .ok_or_else(|| format!("--auth {name}: environment variable {var} is not set"))?;
+    let anthropic = name.contains("anthropic") || name.contains("claude");
+    Ok(match header {
+        Some(h) => (name.to_owned(), h.to_owned(), value),
+        None if anthropic => (name.to_owned(), "x-api-key".to_owned(), value),
+        None => (
+            name.to_owned(),
+            "authorization".to_owned(),
+            format!("Bearer {value}"),
+        ),
+    })
+}
+
+fn serve(args: ServeArgs) -> u8 {
+    if args.upstreams.is_empty() {
+        tracing::error!(
+            "give at least one --upstream NAME=URL, e.g. --upstream openai=https://api.openai.com"
+        );
+        return exit::USAGE;
+    }
+    let mode = match Mode::resolve(args.mode) {
+        Ok(m) => m,
+        Err(e) => {
+            tracing::error!("{e}");
+            return exit::USAGE;
+        }
+    };
+    let mut builder = Proxy::builder()
+        .listen(args.listen)
+        .mode(mode)
+        .exhaustion(args.exhaustion)
+        .allow_fuzzy(args.allow_fuzzy)
+        .redact_names(args.redact_names)
+        .keep_names(args.keep_names)
+        .replay_timing(match args.replay_timing {
+            Pace::Fast => ReplayTiming::Fast,
+            Pace::Realtime => ReplayTiming::Realtime {
+                max_delay: Duration::from_millis(args.max_delay),
+            },
+            Pace::Rechunk => ReplayTiming::Rechunk { seed: args.seed },
+        })
+        .record_timing(match args.timing {
+            Timing::Bucketed => RecordTiming::Bucketed,
+            Timing::Full => RecordTiming::Full,
+        });
+    for spec in &args.upstreams {
+        match split_pair(spec, "--upstream") {
+            Ok((name, url)) => builder = builder.upstream(name, url),
+            Err(e) => {
+                tracing::error!("{e}, e.g. openai=https://api.openai.com");
+                return exit::USAGE;
+            }
+        }
+    }
+    let mut hint = String::from("calltape http --mode record");
+    for u in &args.upstreams {
+        hint.push_str(&format!(" --upstream {u}"));
+    }
+    if let Some(c) = &args.cassette {
+        builder = builder.cassette(c);
+        hint.push_str(&format!(" --cassette {}", c.display()));
+    }
+    if let Some(d) = &args.cassette_dir {
+        builder = builder.cassette_dir(d);
+        hint.push_str(&format!(" --cassette-dir {}", d.display()));
+    }
+    hint.push_str(" -- <your test command> (or set CALLTAPE_MODE=record)");
+    builder = builder.rerecord_hint(hint);
+    if let Some(t) = args.fuzzy {
+        builder = builder.fuzzy(t);
+    }
+    for g in args.ignore_body {
+        builder = builder.ignore_body(g);
+    }
+    for q in args.ignore_query {
+        builder = builder.ignore_query(q);
+    }
+    for h in args.drop_headers {
+        builder = builder.drop_response_header(h);
+    }
+    for h in args.keep_headers {
+        builder = builder.keep_response_header(h);
+    }
+    if mode != Mode::Replay {
+        for spec in &args.auth {
+            match resolve_auth(spec) {
+                Ok((up, header, value)) => builder = builder.auth(up, header, value),
+                Err(e) => {
+                    tracing::error!("{e}");
+                    return exit::USAGE;
+                }
+            }
+        }
+    }
+    let mut envs = Vec::new();
+    for spec in &args.envs {
+        match split_pair(spec, "--env") {
+            Ok((k, v)) => envs.push((k.to_owned(), v.trim_start_matches('/').to_owned())),
+            Err(e) => {
+                tracing::error!("{e}, e.g. OPENAI_BASE_URL=openai/v1");
+                return exit::USAGE;
+            }
+        }
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::error!("cannot start the async runtime: {e}");
+            return exit::UPSTREAM;
+        }
+    };
+    runtime.block_on(async move {
+        let proxy = match builder.start().await {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::error!("{e}");
+                return exit::USAGE;
+            }
+        };
+        tracing::info!(mode = %proxy.mode(), url = %proxy.url(), "calltape http proxy listening");
+        let code = if args.command.is_empty() {
+            for u in &args.upstreams {
+                if let Some((name, _)) = u.split_once('=') {
+                    println!("{name} {}", proxy.base_url(name));
+                }
+            }
+            println!("{}", proxy.url());
+            wait_for_signal().await;
+            exit::OK
+        } else {
+            run_child(&args.command, &envs, &proxy.url()).await
+        };
+        let report = match proxy.shutdown().await {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::error!("{e}");
+                return exit::UPSTREAM;
+            }
+        };
+        let summary = report.summary();
+        if report.misses.is_empty()
+            && report.fuzzy_hits.is_empty()
+            && report.errors.is_empty()
+            && report.drift.is_empty()
+        {
+            tracing::info!("{summary}");
+        } else {
+            eprintln!("{summary}");
+        }
+        if code == exit::OK && !report.drift.is_empty() {
+            return exit::DIFFERENCES;
+        }
+        code
+    })
+}
+
+async fn wait_for_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate()).ok();
+    let term_recv = async {
+        match term.as_mut() {
+            Some(t) => {
+                t.recv().await;
+            }
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term_recv => {}
+    }
+}
+
+async fn run_child(command: &[OsString], envs: &[(String, String)], base: &str) -> u8 {
+    let mut cmd = tokio::process::Command::new(&command[0]);
+    cmd.args(&command[1..]);
+    cmd.env("CALLTAPE_PROXY_URL", base);
+    for (k, v) in envs {
+        cmd.env(k, format!("{base}/{v}"));
+    }
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::error!("cannot run {}: {e}", command[0].to_string_lossy());
+            return exit::USAGE;
+        }
+    };
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate()).ok();
+    let status = loop {
+        let term_recv = async {
+            match term.as_mut() {
+                Some(t) => {
+                    t.recv().await;
+                }
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            status = child.wait() => break status,
+            _ = term_recv => {
+                // Pass the request on; the child's exit ends the loop.
+                if let Some(pid) = child.id().and_then(|p| rustix::process::Pid::from_raw(p as i32)) {
+                    let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+                }
+            }
+            _ = tokio::signal::ctrl_c() => {
+                // The terminal sent SIGINT to the child too; wait for it to finish.
+            }
+        }
+    };
+    match status {
+        Ok(s) => {
+            use std::os::unix::process::ExitStatusExt;
+            match (s.code(), s.signal()) {
+                (Some(c), _) => u8::try_from(c).unwrap_or(1),
+                (None, Some(sig)) => u8::try_from(128 + sig).unwrap_or(1),
+                _ => 1,
+            }
+        }
+        Err(e) => {
+            tracing::error!("waiting for the command failed: {e}");
+            exit::UPSTREAM
+        }
+    }
+}
+
+/// Cassette files under `dir`: `*.jsonl` whose first line is a cassette meta record.
+fn find_cassettes(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut entries: Vec<_> = entries.flatten().map(|e| e.path()).collect();
+    entries.sort();
+    for p in entries {
+        if p.is_dir() {
+            if !p.to_string_lossy().ends_with(".blobs") {
+                find_cassettes(&p, out);
+            }
+        } else if p.extension().is_some_and(|e| e == "jsonl") && is_cassette(&p) {
+            out.push(p);
+        }
+    }
+}
+
+fn is_cassette(path: &Path) -> bool {
+    use std::io::BufRead;
+    let Ok(f) = std::fs::File::open(path) else {
+        return false;
+    };
+    let mut first = String::new();
+    if std::io::BufReader::new(f).read_line(&mut first).is_err() {
+        return false;
+    }
+    serde_json::from_str::<serde_json::Value>(&first).is_ok_and(|v| {
+        v.get("t").and_then(|t| t.as_str()) == Some("meta") && v.get("normalizer").is_some()
+    })
+}
+
+fn ls(dir: &Path) -> u8 {
+    let mut found = Vec::new();
+    find_cassettes(dir, &mut found);
+    for p in &found {
+        match Cassette::load(p) {
+            Ok(c) => {
+                let size = std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
+                println!(
+                    "{}  {} interactions  {}",
+                    p.display(),
+                    c.interactions.len(),
+                    human_size(size)
+                );
+            }
+            Err(e) => println!("{}  unreadable: {e}", p.display()),
+        }
+    }
+    exit::OK
+}
+
+fn human_size(n: u64) -> String {
+    if n < 1024 {
+        format!("{n} B")
+    } else if n < 1024 * 1024 {
+        format!("{:.1} KiB", n as f64 / 1024.0)
+    } else {
+        format!("{:.1} MiB", n as f64 / (1024.0 * 1024.0))
+    }
+}
+
+fn body_size(b: &Body) -> usize {
+    match b {
+        Body::Empty => 0,
+        Body::Json(v) => v.to_string().len(),
+        Body::Text(t) => t.len(),
+        Body::Binary(b) => b.data.len(),
+    }
+}
+
+fn show(path: &Path) -> u8 {
+    let c = match Cassette::load(path) {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::error!("{e}");
+            return exit::USAGE;
+        }
+    };
+    let mut models: BTreeMap<String, usize> = BTreeMap::new();
+    println!("{}", path.display());
+    println!(
+        "  format v1, normaliser {}, redaction {}, {} interactions",
+        c.meta.normalizer,
+        c.meta.redaction,
+        c.interactions.len()
+    );
+    for i in &c.interactions {
+        let r = &i.request;
+        let model = match &r.body {
+            Body::Json(v) => v.get("model").and_then(|m| m.as_str()).map(str::to_owned),
+            _ => None,
+        };
+        if let Some(m) = &model {
+            *models.entry(m.clone()).or_default() += 1;
+        }
+        let answer = match &i.response.content {
+            Content::Body(b) => format!(
+                "{} bytes{}",
+                body_size(b),
+                if matches!(b, Body::Binary(_)) {
+                    " (blob)"
+                } else {
+                    ""
+                }
+            ),
+            Content::Stream(s) => {
+                let bytes: usize = s.events.iter().map(|e| e.to_bytes(s.format).len()).sum();
+                let end = match s.end {
+                    StreamEnd::Clean => "clean".to_owned(),
+                    StreamEnd::Truncated => "truncated".to_owned(),
+                    StreamEnd::Reset { after_bytes } => format!("reset after {after_bytes} bytes"),
+                };
+                format!(
+                    "{} stream, {} events, {bytes} bytes, ended {end}",
+                    s.format.as_str(),
+                    s.events.len()
+                )
+            }
+        };
+        println!(
+            "  {} #{} {} {} {}{} -> {} {}",
+            r.key,
+            r.seq,
+            r.method,
+            r.upstream,
+            r.path,
+            model.map(|m| format!(" [{m}]")).unwrap_or_default(),
+            i.response.status,
+            answer
+        );
+    }
+    if !models.is_empty() {
+        let list: Vec<String> = models.iter().map(|(m, n)| format!("{m} ×{n}")).collect();
+        println!("  models: {}", list.join(", "));
+    }
+    exit::OK
+}
+
+fn rm(path: &Path) -> u8 {
+    if !is_cassette(path) {
+        tracing::error!(
+            "{} is not a cassette (its first line is not a cassette meta record); refusing to delete it",
+            path.display()
+        );
+        return exit::USAGE;
+    }
+    if let Err(e) = std::fs::remove_file(path) {
+        tracing::error!("cannot remove {}: {e}", path.display());
+        return exit::USAGE;
+    }
+    let blobs = blobs_dir(path);
+    if blobs.exists()
+        && let Err(e) = std::fs::remove_dir_all(&blobs)
+    {
+        tracing::error!("cannot remove {}: {e}", blobs.display());
+        return exit::USAGE;
+    }
+    println!("removed {}", path.display());
+    exit::OK
+}
+
+fn scan(paths: &[PathBuf]) -> u8 {
+    let scrubber = match Scrubber::builder().secrets_from_env(true).build() {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::error!("{e}");
+            return exit::USAGE;
+        }
+    };
+    let mut files = Vec::new();
+    for p in paths {
+        if p.is_dir() {
+            find_cassettes(p, &mut files);
+        } else {
+            files.push(p.clone());
+        }
+    }
+    let mut found = 0;
+    let mut code = exit::OK;
+    for f in &files {
+        match scan_file(f, &scrubber) {
+            Ok(findings) => {
+                for finding in findings {
+                    println!(
+                        "{}:{}: {}: {}",
+                        f.display(),
+                        finding.line,
+                        finding.location,
+                        finding.what
+                    );
+                    found += 1;
+                }
+            }
+            Err(e) => {
+                tracing::error!("{e}");
+                code = exit::USAGE;
+            }
+        }
+    }
+    if found > 0 {
+        eprintln!(
+            "calltape http scan: {found} possible credential(s) in {} file(s) checked; redact them or re-record",
+            files.len()
+        );
+        return exit::DIFFERENCES;
+    }
+    tracing::info!("calltape http scan: {} file(s) clean", files.len());
+    code
+}
+
+fn import_from_mastra(dir: &Path, out: &Path) -> u8 {
+    let scrubber = match Scrubber::builder().secrets_from_env(true).build() {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::error!("{e}");
+            return exit::USAGE;
+        }
+    };
+    let normalizer = Normalizer::new();
+    let mut files: Vec<PathBuf> = match std::fs::read_dir(dir) {
+        Ok(entries) => entries
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|e| e == "json"))
+            .collect(),
+        Err(e) => {
+            tracing::error!("cannot read {}: {e}", dir.display());
+            return exit::USAGE;
+        }
+    };
+    files.sort();
+    if files.is_empty() {
+        tracing::error!("{} holds no *.json recordings to import", dir.display());
+        return exit::USAGE;
+    }
+    let mut code = exit::OK;
+    for file in files {
+        let stem = file
+            .file_stem()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
+        let target = out.join(format!("{stem}.jsonl"));
+        let result = import_mastra(&file, &normalizer, &scrubber)
+            .and_then(|c| c.save(&target, &scrubber).map(|_| c.interactions.len()));
+        match result {
+            Ok(n) => println!(
+                "{} -> {} ({n} interactions)",
+                file.display(),
+                target.display()
+            ),
+            Err(e) => {
+                tracing::error!("{e}");
+                code = exit::USAGE;
+            }
+        }
+    }
+    code
+}

@@ -1,0 +1,262 @@
+//! `calltape replay`: replay a recording against a server and report what changed.
+
+use std::ffi::OsString;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use calltape_recorder::record::Recording;
+use calltape_redact::Redactor;
+use calltape_replay::mcp::{Comparer, Format, ReplayOptions, replay, update_recording};
+use calltape_stdio_bridge::{
+    ChildUpstream, DEFAULT_HTTP_PATH, ExtraHeaders, HttpUpstream, Stderr, UnixUpstream, Upstream,
+    parse_duration,
+};
+use clap::{ArgGroup, Args};
+
+use crate::exit;
+
+pub(crate) const EXAMPLES: &str = "\
+Examples:
+  calltape replay calls.jsonl -- node server.js
+  calltape replay calls.jsonl --ignore '**.quotedAt,**.requestId' -- python -m my_server
+  calltape replay calls.jsonl --format junit --output replay.xml --url http://127.0.0.1:3000/mcp
+  calltape replay calls.jsonl --update -- node server.js     # accept the new answers
+
+Each recorded session is replayed through a fresh connection (a new child process, a new HTTP
+session) with the recorded client info, its calls in recorded order. A call is same, changed (with
+each differing path), new-error or gone-error. A recorded \"[REDACTED]\" matches any value.
+
+Exit codes: 0 no difference (or --update rewrote the recording), 1 differences, 2 unreadable or
+invalid recording or bad arguments, 3 the server could not be started or stopped answering.";
+
+/// The arguments of `calltape replay`.
+#[derive(Debug, Args)]
+#[command(after_help = EXAMPLES)]
+#[command(group(ArgGroup::new("server").required(true).args(["url", "socket", "command"])))]
+pub(crate) struct ReplayArgs {
+    /// The recording to replay.
+    #[arg(value_name = "FILE")]
+    file: PathBuf,
+
+    /// Skip these dot paths (repeatable, comma-separated): * is one key or index, ** any number,
+    /// e.g. '**.quotedAt', 'content.*.text', 'error.message'.
+    #[arg(long = "ignore", value_name = "GLOB")]
+    ignore: Vec<String>,
+
+    /// Compare structure only: keys, types and array element shapes, not values.
+    #[arg(long)]
+    shape: bool,
+
+    /// Rewrite the recording with the new answers (atomically, redacted, same order) and exit 0.
+    #[arg(long)]
+    update: bool,
+
+    /// The report's format.
+    #[arg(long, value_name = "FORMAT", default_value = "text", value_parser = ["text", "json", "junit"])]
+    format: String,
+
+    /// Write the report to FILE instead of stdout.
+    #[arg(long, value_name = "FILE")]
+    output: Option<PathBuf>,
+
+    /// Sessions replayed at once.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    jobs: usize,
+
+    /// The longest one call may take, e.g. 30s or 500ms.
+    #[arg(long, value_name = "DUR", default_value = "30s", value_parser = duration)]
+    timeout: Duration,
+
+    /// Also redact fields with this name in the replayed answers (repeatable); use the recording's.
+    #[arg(long = "redact", value_name = "NAME")]
+    redact: Vec<String>,
+
+    /// Never redact fields with this name by name (repeatable); use the recording's.
+    #[arg(long = "keep", value_name = "NAME")]
+    keep: Vec<String>,
+
+    /// An HTTP header sent with every request to --url or --socket (repeatable).
+    #[arg(long = "header", value_name = "'K: V'")]
+    headers: Vec<String>,
+
+    /// A file of headers, one 'K: V' per line.
+    #[arg(long, value_name = "FILE")]
+    header_file: Option<PathBuf>,
+
+    /// A Streamable HTTP endpoint, e.g. http://127.0.0.1:3000/mcp.
+    #[arg(long, value_name = "URL")]
+    url: Option<String>,
+
+    /// A Unix socket serving Streamable HTTP.
+    #[arg(long, value_name = "PATH")]
+    socket: Option<PathBuf>,
+
+    /// The MCP endpoint's path on --socket.
+    #[arg(long = "path", value_name = "PATH", requires = "socket", default_value = DEFAULT_HTTP_PATH)]
+    http_path: String,
+
+    /// The server to run for each session, with its arguments (no shell).
+    #[arg(last = true, value_name = "CMD")]
+    command: Vec<OsString>,
+}
+
+fn duration(input: &str) -> Result<Duration, String> {
+    parse_duration(input).map_err(|e| e.to_string())
+}
+
+fn upstream(args: &ReplayArgs) -> Result<Arc<dyn Upstream>, String> {
+    if !args.command.is_empty() {
+        if !args.headers.is_empty() || args.header_file.is_some() {
+            return Err(
+                "--header and --header-file apply to --url and --socket, not to a command".into(),
+            );
+        }
+        let child = ChildUpstream::new(args.command.iter().cloned()).map_err(|e| e.to_string())?;
+        return Ok(Arc::new(child.stderr(Stderr::Inherit)));
+    }
+    let mut headers = ExtraHeaders::new();
+    for line in &args.headers {
+        headers.push_line(line).map_err(|e| e.to_string())?;
+    }
+    if let Some(file) = &args.header_file {
+        headers.read_file(file).map_err(|e| e.to_string())?;
+    }
+    if let Some(url) = &args.url {
+        return Ok(Arc::new(
+            HttpUpstream::new(url, headers).map_err(|e| e.to_string())?,
+        ));
+    }
+    if let Some(socket) = &args.socket {
+        return Ok(Arc::new(
+            UnixUpstream::new(socket, &args.http_path, headers).map_err(|e| e.to_string())?,
+        ));
+    }
+    Err("give the server: `-- CMD ARGS…`, --url URL or --socket PATH".into())
+}
+
+/// Whether the report may use colour: a terminal, and `NO_COLOR` unset.
+pub(crate) fn color_wanted(to_terminal: bool) -> bool {
+    to_terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
+pub(crate) fn run(args: ReplayArgs) -> u8 {
+    let recording = match Recording::read(&args.file) {
+        Ok(recording) => recording,
+        Err(e) => {
+            eprintln!("calltape: {e}");
+            return exit::USAGE;
+        }
+    };
+    let comparer = match Comparer::builder()
+        .ignore(&args.ignore)
+        .shape(args.shape)
+        .build()
+    {
+        Ok(comparer) => comparer,
+        Err(e) => {
+            eprintln!("calltape: {e}");
+            return exit::USAGE;
+        }
+    };
+    let redactor = match Redactor::builder()
+        .redact_names(args.redact.iter().map(String::as_str))
+        .keep_names(args.keep.iter().map(String::as_str))
+        .build()
+    {
+        Ok(redactor) => redactor,
+        Err(e) => {
+            eprintln!("calltape: {e}");
+            return exit::USAGE;
+        }
+    };
+    let upstream = match upstream(&args) {
+        Ok(upstream) => upstream,
+        Err(message) => {
+            eprintln!("calltape: {message}");
+            return exit::USAGE;
+        }
+    };
+    let format: Format = args.format.parse().unwrap_or_default();
+    let mut options = ReplayOptions::default()
+        .comparer(comparer)
+        .redactor(redactor)
+        .jobs(args.jobs)
+        .timeout(args.timeout);
+    if std::io::stderr().is_terminal() {
+        options = options.progress(progress_bar());
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("calltape: cannot start the async runtime: {e}");
+            return exit::UPSTREAM;
+        }
+    };
+    let result = runtime.block_on(replay(&recording, upstream, &options));
+    if std::io::stderr().is_terminal() {
+        eprint!("\r\x1b[2K");
+    }
+    let replayed = match result {
+        Ok(replayed) => replayed,
+        Err(e) => {
+            eprintln!("calltape: {e}");
+            return exit::UPSTREAM;
+        }
+    };
+    let report = &replayed.report;
+    if args.update {
+        if let Err(e) = update_recording(&recording, &replayed.outcomes) {
+            eprintln!("calltape: {e}");
+            return exit::USAGE;
+        }
+        eprintln!(
+            "calltape: {}: rewritten with the replayed answers ({})",
+            args.file.display(),
+            report.summary()
+        );
+        return exit::OK;
+    }
+    let to_terminal = args.output.is_none() && std::io::stdout().is_terminal();
+    let text = report.render(format, color_wanted(to_terminal));
+    match &args.output {
+        Some(path) => {
+            if let Err(e) = std::fs::write(path, &text) {
+                eprintln!(
+                    "calltape: cannot write the report to {}: {e}",
+                    path.display()
+                );
+                return exit::USAGE;
+            }
+            eprintln!("calltape: {}", report.summary());
+        }
+        None => print!("{text}"),
+    }
+    if report.has_differences() {
+        exit::DIFFERENCES
+    } else {
+        exit::OK
+    }
+}
+
+/// A one-line progress bar on stderr, shown once the replay has run for a second.
+fn progress_bar() -> calltape_replay::mcp::Progress {
+    let started = Instant::now();
+    Arc::new(move |done: usize, total: usize| {
+        if started.elapsed() < Duration::from_secs(1) || total == 0 {
+            return;
+        }
+        let width = 30;
+        let filled = done * width / total;
+        eprint!(
+            "\r\x1b[2K[{}{}] {done}/{total} calls",
+            "#".repeat(filled),
+            " ".repeat(width - filled)
+        );
+    })
+}

@@ -1,0 +1,234 @@
+//! `calltape serve`: one stdio MCP server behind a Streamable HTTP endpoint shared by many sessions.
+
+use std::{
+    ffi::OsString, io::Write, net::SocketAddr, os::unix::fs::OpenOptionsExt, path::PathBuf,
+    time::Duration,
+};
+
+use calltape_recorder::record::{Recorder, RecorderOptions};
+use calltape_stdio_bridge::{
+    ChildUpstream, Direction, Error, Stderr, TapEvent, parse_duration,
+    serve::{Serve, StopReason},
+    shared::{SERVE_KEY_ENV, Secret, SharedKey, SharedPaths, Transport, serve_shared},
+};
+use clap::Args;
+
+use crate::exit;
+
+pub(crate) const EXAMPLES: &str = "\
+Examples:
+  calltape serve --listen 127.0.0.1:8808 -- npx -y @modelcontextprotocol/server-everything
+  calltape serve --listen 127.0.0.1:0 --token-file ~/.mcp-token --idle-exit 10m -- python server.py
+  calltape serve --socket /run/user/1000/mcp.sock -- node server.js
+  calltape serve --listen 127.0.0.1:8808 --record calls.jsonl -- python server.py
+
+MCP is served at /mcp over HTTP/1.1. The server runs CMD once and multiplexes every session onto it:
+the first initialize is forwarded and its answer reused, request ids and progress tokens are remapped,
+list changes go to every session, and a crashed CMD is restarted and re-initialized.
+
+Loopback only: any request with an Origin header gets 403, a Host that is not 127.0.0.1, localhost or
+[::1] gets 421, and there is no CORS. With --token-file a fresh token is written to that file (0600) and
+every /mcp request must carry it as `Authorization: Bearer <token>`.
+
+What cannot be shared: the log level (logging/setLevel applies to every session) and roots that differ
+between sessions (a roots/list request goes to the session whose request is in flight).";
+
+/// The arguments of `calltape serve`.
+#[derive(Debug, Args)]
+#[command(after_help = EXAMPLES)]
+pub(crate) struct ServeArgs {
+    /// Listen on this address of 127.0.0.1 (port 0 picks a free one); the URL is printed on stdout.
+    #[arg(long, value_name = "ADDR", conflicts_with = "socket")]
+    listen: Option<SocketAddr>,
+
+    /// Listen on a Unix socket (made owner-only) instead.
+    #[arg(long, value_name = "PATH")]
+    socket: Option<PathBuf>,
+
+    /// Require a bearer token: a fresh one is generated at start and written to FILE (0600).
+    #[arg(long, value_name = "FILE")]
+    token_file: Option<PathBuf>,
+
+    /// Exit once no session has been connected for this long, e.g. 30s or 10m.
+    #[arg(long, value_name = "DUR", value_parser = duration)]
+    idle_exit: Option<Duration>,
+
+    /// Record every session's calls (credentials redacted) to FILE, created 0600 or extended.
+    #[arg(long, value_name = "FILE")]
+    record: Option<PathBuf>,
+
+    /// Answer each request with one JSON body instead of an SSE stream.
+    #[arg(long)]
+    json_response: bool,
+
+    /// The transport of a shared server (set by `calltape shared`).
+    #[arg(long, hide = true, default_value = "unix", value_parser = transport)]
+    transport: Transport,
+
+    /// The server to run, with its arguments (no shell).
+    #[arg(last = true, required = true, value_name = "CMD")]
+    command: Vec<OsString>,
+}
+
+fn duration(input: &str) -> Result<Duration, String> {
+    parse_duration(input).map_err(|e| e.to_string())
+}
+
+pub(crate) fn transport(input: &str) -> Result<Transport, String> {
+    input.parse::<Transport>().map_err(|e| e.to_string())
+}
+
+async fn signalled() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+}
+
+fn write_token_file(path: &PathBuf, token: &str) -> Result<(), String> {
+    let _ = std::fs::remove_file(path);
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(|e| format!("cannot write the token file {}: {e}", path.display()))?;
+    file.write_all(token.as_bytes())
+        .map_err(|e| format!("cannot write the token file {}: {e}", path.display()))
+}
+
+pub(crate) fn run(args: ServeArgs) -> u8 {
+    let child = match ChildUpstream::new(args.command.iter().cloned()) {
+        Ok(child) => child,
+        Err(e) => {
+            tracing::error!("{e}");
+            return exit::USAGE;
+        }
+    };
+    let shared_key = std::env::var(SERVE_KEY_ENV).ok();
+    let mut serve = Serve::new(child.stderr(Stderr::Inherit)).json_response(args.json_response);
+    // One thread: children are forked from it, and their parent-death signal is tied to that thread.
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            tracing::error!("cannot start the async runtime: {e}");
+            return exit::UPSTREAM;
+        }
+    };
+    let recorder = match &args.record {
+        Some(path) => match runtime.block_on(Recorder::open(path, RecorderOptions::default())) {
+            Ok(recorder) => {
+                let for_sessions = recorder.clone();
+                serve = serve.tap_sessions(move || {
+                    let session = for_sessions.session();
+                    Box::new(move |event: TapEvent| match event.direction {
+                        Direction::FromClient => session.client_frame(&event.frame, event.at),
+                        Direction::ToClient => session.server_frame(&event.frame, event.at),
+                        _ => {}
+                    })
+                });
+                Some((recorder, path.clone()))
+            }
+            Err(e) => {
+                tracing::error!("cannot record to {}: {e}", path.display());
+                return exit::USAGE;
+            }
+        },
+        None => None,
+    };
+    let result: Result<StopReason, Error> = if let Some(key) = shared_key {
+        if args.listen.is_some() || args.socket.is_some() || args.token_file.is_some() {
+            tracing::error!(
+                "a shared server picks its own endpoint and token: drop --listen, --socket and --token-file"
+            );
+            return exit::USAGE;
+        }
+        let key = match SharedKey::new(&key) {
+            Ok(key) => key,
+            Err(e) => {
+                tracing::error!("{e}");
+                return exit::USAGE;
+            }
+        };
+        let paths = match SharedPaths::from_env(&key) {
+            Ok(paths) => paths,
+            Err(e) => {
+                tracing::error!("{e}");
+                return exit::USAGE;
+            }
+        };
+        serve = serve.idle_exit(args.idle_exit.unwrap_or(Duration::from_secs(600)));
+        runtime.block_on(serve_shared(&paths, args.transport, serve, signalled()))
+    } else {
+        if let Some(idle) = args.idle_exit {
+            serve = serve.idle_exit(idle);
+        }
+        if let Some(path) = &args.token_file {
+            let token = match Secret::generate() {
+                Ok(secret) => secret.to_hex(),
+                Err(e) => {
+                    tracing::error!("{e}");
+                    return exit::UPSTREAM;
+                }
+            };
+            if let Err(message) = write_token_file(path, &token) {
+                tracing::error!("{message}");
+                return exit::USAGE;
+            }
+            serve = serve.bearer_token(token);
+        }
+        runtime.block_on(async {
+            let server = match (&args.listen, &args.socket) {
+                (_, Some(path)) => serve.listen_unix(path).await?,
+                (Some(addr), None) => serve.listen_tcp(*addr).await?,
+                (None, None) => serve.listen_tcp(([127, 0, 0, 1], 0).into()).await?,
+            };
+            match server.endpoint() {
+                calltape_stdio_bridge::shared::Endpoint::Http(addr) => {
+                    println!("http://127.0.0.1:{}/mcp", addr.port());
+                }
+                calltape_stdio_bridge::shared::Endpoint::Unix(path) => {
+                    println!("unix:{}", path.display())
+                }
+            }
+            let _ = std::io::stdout().flush();
+            tracing::info!("serving at {}", server.endpoint());
+            server.run_until(signalled()).await
+        })
+    };
+    if let Some((recorder, path)) = recorder {
+        // The session observers run on threads of their own: give them a moment to see the last frames.
+        std::thread::sleep(Duration::from_millis(200));
+        let report = runtime.block_on(recorder.close());
+        if report.is_complete() {
+            tracing::info!("{}: {report}", path.display());
+        } else {
+            eprintln!("calltape: {}: {report}", path.display());
+        }
+    }
+    runtime.shutdown_timeout(Duration::from_millis(200));
+    match result {
+        Ok(reason) => {
+            tracing::debug!("stopped ({reason:?})");
+            exit::OK
+        }
+        Err(e) => {
+            tracing::error!("{e}");
+            match e.kind() {
+                calltape_stdio_bridge::ErrorKind::Io { .. }
+                | calltape_stdio_bridge::ErrorKind::Spawn { .. } => exit::UPSTREAM,
+                _ => exit::USAGE,
+            }
+        }
+    }
+}

@@ -1,0 +1,190 @@
+//! `calltape shared`: a stdio session of the key's shared server, started when none proves itself.
+
+use std::{ffi::OsString, time::Duration};
+
+use calltape_stdio_bridge::{
+    Bridge, FrameReader, FrameWriter, Incoming, UPSTREAM_UNREACHABLE, parse_duration,
+    shared::{Launcher, SharedKey, SharedPaths, SharedUpstream, Transport},
+};
+use clap::Args;
+use serde_json::{Value, json};
+
+use crate::{exit, serve::transport};
+
+pub(crate) const EXAMPLES: &str = "\
+Examples:
+  calltape shared --key notes -- npx -y some-mcp-server
+  calltape shared --key notes --transport http --idle-exit 30m -- python server.py
+
+Put it in each MCP client's configuration as the server command: the first session starts one server
+for the key (`calltape serve` of this binary, detached), every later one attaches to it.
+
+Files: $CALLTAPE_HOME/shared/<key>/ (default $XDG_RUNTIME_DIR/calltape, else ~/.calltape), a 0700
+folder with server.json (0600), server.sock (0600), server.log and lock files. A folder that others can
+write to, or a record that others can read, is refused.
+
+A session sends its bearer token only to a server that proved it holds the record's secret (a fresh
+challenge per connection on the socket, per request over loopback HTTP).";
+
+/// The arguments of `calltape shared`.
+#[derive(Debug, Args)]
+#[command(after_help = EXAMPLES)]
+pub(crate) struct SharedArgs {
+    /// The server's key: 1 to 64 of a-z 0-9 . _ -, starting and ending with a letter or digit.
+    #[arg(long, value_name = "KEY")]
+    key: String,
+
+    /// How sessions reach the server: an owner-only Unix socket, or loopback HTTP.
+    #[arg(long, value_name = "unix|http", default_value = "unix", value_parser = transport)]
+    transport: Transport,
+
+    /// A server this session starts exits once no session has been connected for this long.
+    #[arg(long, value_name = "DUR", default_value = "10m", value_parser = duration)]
+    idle_exit: Duration,
+
+    /// How long to wait for a server to prove itself.
+    #[arg(long, value_name = "DUR", default_value = "60s", value_parser = duration)]
+    start_timeout: Duration,
+
+    /// The server to run when none is running, with its arguments (no shell).
+    #[arg(last = true, required = true, value_name = "CMD")]
+    command: Vec<OsString>,
+}
+
+fn duration(input: &str) -> Result<Duration, String> {
+    parse_duration(input).map_err(|e| e.to_string())
+}
+
+fn launcher(args: &SharedArgs) -> Result<Launcher, String> {
+    let program =
+        std::env::current_exe().map_err(|e| format!("cannot find this program's path: {e}"))?;
+    let mut argv: Vec<OsString> = vec![
+        "serve".into(),
+        "--transport".into(),
+        args.transport.to_string().into(),
+        "--idle-exit".into(),
+        format!("{}ms", args.idle_exit.as_millis()).into(),
+        "--".into(),
+    ];
+    argv.extend(args.command.iter().cloned());
+    Ok(Launcher {
+        program,
+        args: argv,
+    })
+}
+
+pub(crate) fn run(args: SharedArgs) -> u8 {
+    // Every check that touches no server comes first, so a mistake is said before anything starts.
+    let key = match SharedKey::new(&args.key) {
+        Ok(key) => key,
+        Err(e) => {
+            tracing::error!("{e}");
+            return exit::USAGE;
+        }
+    };
+    let paths = match SharedPaths::from_env(&key) {
+        Ok(paths) => paths,
+        Err(e) => {
+            tracing::error!("{e}");
+            return exit::USAGE;
+        }
+    };
+    if args.transport == Transport::Unix
+        && let Err(e) = paths.check_socket_len()
+    {
+        tracing::error!("{e}");
+        return exit::USAGE;
+    }
+    if let Err(e) = paths.prepare() {
+        tracing::error!("{e}");
+        return exit::USAGE;
+    }
+    let launcher = match launcher(&args) {
+        Ok(launcher) => launcher,
+        Err(message) => {
+            tracing::error!("{message}");
+            return exit::UPSTREAM;
+        }
+    };
+    let upstream =
+        SharedUpstream::new(paths, args.transport, launcher).start_timeout(args.start_timeout);
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            tracing::error!("cannot start the async runtime: {e}");
+            return exit::UPSTREAM;
+        }
+    };
+    let code = runtime.block_on(async {
+        match upstream.attach().await {
+            Ok(attached) => {
+                tracing::debug!(
+                    pid = attached.pid,
+                    started = attached.started,
+                    "attached to the shared server `{key}` at {}",
+                    attached.endpoint
+                );
+            }
+            Err(e) => {
+                tracing::error!("cannot attach to the shared server: {e}");
+                answer_held_requests(&e.to_string()).await;
+                return exit::UPSTREAM;
+            }
+        }
+        let bridge = match Bridge::builder().upstream(upstream).build() {
+            Ok(bridge) => bridge,
+            Err(e) => {
+                tracing::error!("{e}");
+                return exit::USAGE;
+            }
+        };
+        match bridge.run(tokio::io::stdin(), tokio::io::stdout()).await {
+            Ok(_) => exit::OK,
+            Err(e) => {
+                tracing::error!("{e}");
+                exit::UPSTREAM
+            }
+        }
+    });
+    runtime.shutdown_timeout(Duration::from_millis(100));
+    code
+}
+
+/// Answers every request the client sent (until stdin ends or stays quiet for 2 s) with an error that
+/// carries its own id and the reason.
+async fn answer_held_requests(reason: &str) {
+    let mut reader = FrameReader::new(tokio::io::stdin());
+    let mut writer = FrameWriter::new(tokio::io::stdout());
+    loop {
+        let next = match tokio::time::timeout(Duration::from_secs(2), reader.next()).await {
+            Ok(Ok(Some(next))) => next,
+            _ => break,
+        };
+        let Incoming::Frame(frame) = next else {
+            continue;
+        };
+        let Ok(message) = serde_json::from_slice::<Value>(&frame) else {
+            continue;
+        };
+        let requests: Vec<&Value> = match &message {
+            Value::Array(items) => items.iter().collect(),
+            one => vec![one],
+        };
+        for request in requests {
+            let id = request.get("id").filter(|id| !id.is_null());
+            if let (Some(id), Some(_)) = (id, request.get("method")) {
+                let answer = json!({"jsonrpc": "2.0", "id": id, "error": {
+                    "code": UPSTREAM_UNREACHABLE,
+                    "message": "the shared server is unavailable",
+                    "data": {"reason": "shared_server_unavailable", "upstream": {"message": reason}}}});
+                let bytes = serde_json::to_vec(&answer).expect("JSON values serialize");
+                if writer.write(&bytes).await.is_err() || writer.flush().await.is_err() {
+                    return;
+                }
+            }
+        }
+    }
+}

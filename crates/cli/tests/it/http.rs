@@ -1,0 +1,458 @@
+//! `calltape http` against the official OpenAI and Anthropic Python SDKs, with a local fake API as the
+//! upstream: record, replay offline, no secrets in the cassette, byte-identical re-records.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::support::{calltape, peers};
+
+const OPENAI_KEY: &str = "sk-proj-e2eTestKey0123456789abcdefghij";
+const ANTHROPIC_KEY: &str = "sk-ant-api03-e2eTestKey0123456789abcdef";
+
+fn peer_script(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/peers")
+        .join(name)
+}
+
+fn python() -> PathBuf {
+    peers().join("venv/bin/python")
+}
+
+/// The fake API; killed when dropped.
+struct FakeApi {
+    child: Child,
+    port: u16,
+    log: PathBuf,
+}
+
+impl FakeApi {
+    fn start(dir: &Path) -> Self {
+        let log = dir.join("fake-connections.log");
+        let mut child = Command::new(python())
+            .arg(peer_script("http_fake_api.py"))
+            .arg("--log")
+            .arg(&log)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("start the fake API");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let port = line
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("fake API printed {line:?}"));
+        Self { child, port, log }
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    fn connections(&self) -> usize {
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .count()
+    }
+}
+
+impl Drop for FakeApi {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Runs `calltape http --mode MODE … -- python http_client.py OUT scenario` and returns the exit
+/// status, what the client parsed, and calltape's stderr.
+fn run_client(mode: &str, upstream: &str, cassette: &Path, scenario: &str) -> (i32, Value, String) {
+    let out = cassette.with_extension(format!("{mode}.{scenario}.out.json"));
+    let output = calltape()
+        .args(["http", "--mode", mode])
+        .args(["--upstream", &format!("openai={upstream}")])
+        .args(["--upstream", &format!("anthropic={upstream}")])
+        .arg("--cassette")
+        .arg(cassette)
+        .args([
+            "--env",
+            "OPENAI_BASE_URL=openai/v1",
+            "--env",
+            "ANTHROPIC_BASE_URL=anthropic",
+        ])
+        .arg("--")
+        .arg(python())
+        .arg(peer_script("http_client.py"))
+        .arg(&out)
+        .arg(scenario)
+        .env("OPENAI_API_KEY", OPENAI_KEY)
+        .env("ANTHROPIC_API_KEY", ANTHROPIC_KEY)
+        .env_remove("CALLTAPE_MODE")
+        .env_remove("CI")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run calltape http");
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    let parsed = std::fs::read_to_string(&out)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or(Value::Null);
+    (output.status.code().unwrap_or(-1), parsed, stderr)
+}
+
+/// The cassette with the delay of each event masked: delays are measured, so a loaded machine can
+/// move one into the next 10 ms bucket (the bucketing itself is unit-tested).
+fn masked(text: &str) -> String {
+    text.lines()
+        .map(|l| {
+            let mut v: Value = serde_json::from_str(l).unwrap();
+            if let Some(d) = v.get_mut("d") {
+                assert_eq!(d.as_u64().unwrap() % 10, 0);
+                *d = Value::from(0);
+            }
+            v.to_string()
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn real_sdks_record_then_replay_offline_with_no_secrets() {
+    let dir = tempfile::tempdir().unwrap();
+    let cassette = dir.path().join("chat.jsonl");
+    let fake = FakeApi::start(dir.path());
+
+    let (status, recorded, stderr) = run_client("record", &fake.url(), &cassette, "all");
+    assert_eq!(status, 0, "record run failed:\n{stderr}");
+    assert_eq!(recorded["chat"]["content"], "echo: hi");
+    assert_eq!(recorded["chat_stream"], "Hello, world!");
+    assert_eq!(recorded["responses"]["text"], "Hi there");
+    assert_eq!(recorded["anthropic"]["text"], "You said hey");
+    assert_eq!(recorded["anthropic_error"]["class"], "APIStatusError");
+    assert!(
+        recorded["anthropic_error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("Overloaded")
+    );
+    assert_eq!(recorded["audio"]["len"], 4016);
+    assert_eq!(
+        recorded["models"],
+        serde_json::json!(["gpt-4o-mini", "tts-1"])
+    );
+    let text = std::fs::read_to_string(&cassette).unwrap();
+    for key in [OPENAI_KEY, ANTHROPIC_KEY] {
+        assert!(!text.contains(key), "a key reached the cassette");
+    }
+    assert!(
+        text.contains("auth was Bearer [REDACTED]"),
+        "the echoed key is scrubbed"
+    );
+    assert!(text.contains(r#""event":"ping""#) && text.contains(r#""data":"[DONE]""#));
+    assert!(!text.contains("set-cookie") && !text.contains("x-request-id"));
+    let connections_after_record = fake.connections();
+    assert!(connections_after_record >= 1);
+
+    // Replay with the upstream still listening: it must see no connection at all.
+    let (status, replayed, stderr) = run_client("replay", &fake.url(), &cassette, "all");
+    assert_eq!(status, 0, "replay run failed:\n{stderr}");
+    assert_eq!(
+        replayed, recorded,
+        "the SDKs parse the same results from the replay"
+    );
+    assert_eq!(
+        fake.connections(),
+        connections_after_record,
+        "replay contacted the upstream"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&cassette).unwrap(),
+        text,
+        "replay changed the cassette"
+    );
+
+    // Replay with the upstream gone entirely.
+    drop(fake);
+    let (status, offline, stderr) = run_client("replay", "http://127.0.0.1:9", &cassette, "all");
+    assert_eq!(status, 0, "offline replay failed:\n{stderr}");
+    assert_eq!(offline, recorded);
+
+    // A miss is one non-retried, readable error naming the closest recording.
+    let (status, miss, stderr) = run_client("replay", "http://127.0.0.1:9", &cassette, "miss");
+    assert_eq!(status, 0, "{stderr}");
+    assert_eq!(miss["error"]["class"], "NotFoundError");
+    assert_eq!(miss["error"]["status"], 404);
+    let message = miss["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("closest recording: POST openai /v1/chat/completions"),
+        "{message}"
+    );
+    assert!(
+        stderr.contains("1 missed"),
+        "the SDK must not retry a miss:\n{stderr}"
+    );
+    let mut names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("chat.jsonl") || n.starts_with('.'))
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        vec!["chat.jsonl", "chat.jsonl.blobs"],
+        "no lock, journal or temp files"
+    );
+}
+
+#[test]
+fn re_recording_real_sdk_traffic_twice_gives_identical_cassettes() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = FakeApi::start(dir.path());
+    let mut texts = Vec::new();
+    for n in 0..2 {
+        let cassette = dir.path().join(format!("run{n}.jsonl"));
+        let (status, _, stderr) = run_client("record", &fake.url(), &cassette, "all");
+        assert_eq!(status, 0, "{stderr}");
+        texts.push(
+            std::fs::read_to_string(&cassette)
+                .unwrap()
+                .replace(&format!("run{n}.jsonl"), "C"),
+        );
+    }
+    assert_eq!(masked(&texts[0]), masked(&texts[1]));
+}
+
+/// Sends one HTTP/1.1 request and returns the whole answer.
+fn http_post(addr: &str, path: &str, body: &str) -> String {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    write!(
+        s,
+        "POST {path} HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut out = String::new();
+    let _ = s.read_to_string(&mut out);
+    out
+}
+
+#[test]
+fn a_proxy_killed_during_a_record_leaves_the_previous_cassette_intact() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = FakeApi::start(dir.path());
+    let cassette = dir.path().join("c.jsonl");
+    let (status, _, stderr) = run_client("record", &fake.url(), &cassette, "all");
+    assert_eq!(status, 0, "{stderr}");
+    let before = std::fs::read(&cassette).unwrap();
+
+    let mut proxy = calltape()
+        .args([
+            "http",
+            "--mode",
+            "record",
+            "--upstream",
+            &format!("openai={}", fake.url()),
+        ])
+        .arg("--cassette")
+        .arg(&cassette)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(proxy.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let base = line.split_whitespace().nth(1).unwrap().to_owned();
+    let addr = base
+        .trim_start_matches("http://")
+        .split('/')
+        .next()
+        .unwrap()
+        .to_owned();
+    let answer = http_post(
+        &addr,
+        "/openai/v1/chat/completions",
+        r#"{"model":"m","messages":[{"role":"user","content":"new"}]}"#,
+    );
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    proxy.kill().unwrap(); // SIGKILL
+    proxy.wait().unwrap();
+
+    assert_eq!(std::fs::read(&cassette).unwrap(), before);
+    let stray: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".tmp") || n.contains("lock"))
+        .collect();
+    assert!(stray.is_empty(), "{stray:?}");
+}
+
+#[test]
+fn management_commands_list_show_scan_and_remove() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = FakeApi::start(dir.path());
+    let cassette = dir.path().join("sub/chat.jsonl");
+    std::fs::create_dir(dir.path().join("sub")).unwrap();
+    let (status, _, stderr) = run_client("record", &fake.url(), &cassette, "all");
+    assert_eq!(status, 0, "{stderr}");
+
+    let ls = calltape()
+        .args(["http", "ls"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let ls = String::from_utf8(ls.stdout).unwrap();
+    assert!(
+        ls.contains("chat.jsonl") && ls.contains("8 interactions"),
+        "{ls}"
+    );
+
+    let show = calltape()
+        .args(["http", "show"])
+        .arg(&cassette)
+        .output()
+        .unwrap();
+    let show = String::from_utf8(show.stdout).unwrap();
+    assert!(
+        show.contains("POST openai /v1/chat/completions [gpt-4o-mini] -> 200"),
+        "{show}"
+    );
+    assert!(show.contains("sse stream, 7 events"), "{show}");
+    assert!(show.contains("(blob)"), "{show}");
+    assert!(show.contains("models: claude-test-model ×2"), "{show}");
+
+    let clean = calltape()
+        .args(["http", "scan"])
+        .arg(dir.path())
+        .env("OPENAI_API_KEY", OPENAI_KEY)
+        .output()
+        .unwrap();
+    assert_eq!(
+        clean.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&clean.stdout)
+    );
+
+    // A key pasted into a cassette by hand is caught by name (never printed).
+    let leaked = dir.path().join("leaked.jsonl");
+    let text = std::fs::read_to_string(&cassette)
+        .unwrap()
+        .replace("echo: hi", &format!("echo: {OPENAI_KEY}"));
+    std::fs::write(&leaked, text).unwrap();
+    let dirty = calltape()
+        .args(["http", "scan"])
+        .arg(&leaked)
+        .env("OPENAI_API_KEY", OPENAI_KEY)
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&dirty.stdout);
+    assert_eq!(dirty.status.code(), Some(1), "{report}");
+    assert!(
+        report.contains("OPENAI_API_KEY") && !report.contains(OPENAI_KEY),
+        "{report}"
+    );
+
+    let rm = calltape()
+        .args(["http", "rm"])
+        .arg(&cassette)
+        .output()
+        .unwrap();
+    assert_eq!(rm.status.code(), Some(0));
+    assert!(!cassette.exists());
+    assert!(!dir.path().join("sub/chat.jsonl.blobs").exists());
+    let refuse = calltape()
+        .args(["http", "rm"])
+        .arg(dir.path().join("fake-connections.log"))
+        .output()
+        .unwrap();
+    assert_eq!(refuse.status.code(), Some(2));
+}
+
+#[test]
+fn mastra_recordings_import_into_replayable_cassettes() {
+    let dir = tempfile::tempdir().unwrap();
+    let recordings = dir.path().join("__recordings__");
+    std::fs::create_dir(&recordings).unwrap();
+    let doc = serde_json::json!({
+        "meta": {"name": "agent", "createdAt": "2026-02-10T23:59:28Z"},
+        "recordings": [{
+            "hash": "281cc79a0aacf9a8",
+            "request": {"url": "https://api.openai.com/v1/chat/completions", "method": "POST",
+                        "body": {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]},
+                        "timestamp": 1770767968756u64},
+            "response": {"status": 200, "statusText": "OK",
+                         "headers": {"content-type": "application/json", "set-cookie": "__cf_bm=x", "openai-project": "proj_x"},
+                         "body": {"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "gpt-4o-mini",
+                                  "choices": [{"index": 0, "finish_reason": "stop",
+                                               "message": {"role": "assistant", "content": "imported answer"}}]},
+                         "isStreaming": false}
+        }]
+    });
+    std::fs::write(recordings.join("agent.json"), doc.to_string()).unwrap();
+    let out = dir.path().join("cassettes");
+    let import = calltape()
+        .args(["http", "import", "--from", "mastra"])
+        .arg(&recordings)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(
+        import.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&import.stderr)
+    );
+    let cassette = out.join("agent.jsonl");
+    let text = std::fs::read_to_string(&cassette).unwrap();
+    assert!(!text.contains("set-cookie") && !text.contains("proj_x"));
+
+    // The imported cassette answers the SDK offline.
+    let script = dir.path().join("ask.py");
+    std::fs::write(
+        &script,
+        "import openai, sys\nprint(openai.OpenAI().chat.completions.create(model='gpt-4o-mini', \
+         messages=[{'role': 'user', 'content': 'hi'}]).choices[0].message.content)\n",
+    )
+    .unwrap();
+    let run = calltape()
+        .args([
+            "http",
+            "--mode",
+            "replay",
+            "--upstream",
+            "openai=https://api.openai.com",
+            "--env",
+            "OPENAI_BASE_URL=openai/v1",
+        ])
+        .arg("--cassette")
+        .arg(&cassette)
+        .arg("--")
+        .arg(python())
+        .arg(&script)
+        .env("OPENAI_API_KEY", OPENAI_KEY)
+        .output()
+        .unwrap();
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&run.stdout).trim(),
+        "imported answer"
+    );
+}

@@ -1,0 +1,173 @@
+"""A fake LLM API for the `calltape http` end-to-end tests (loopback only, no network).
+
+Routes: OpenAI chat completions (JSON, and SSE ending with `data: [DONE]`), the Responses API stream,
+Anthropic messages SSE (named events, a ping, an error event mid-stream when the prompt says
+"overload"), binary audio, and a gzip-encoded model list. Every accepted connection is appended to
+the --log file so a test can prove replay never reached this server.
+
+Usage: python http_fake_api.py --log FILE   (prints the port on stdout, then serves until killed)
+"""
+
+import argparse
+import gzip
+import json
+import sys
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+LOG = None
+
+
+def sse(handler, events):
+    handler.send_response(200)
+    handler.send_header("content-type", "text/event-stream; charset=utf-8")
+    handler.send_header("cache-control", "no-cache")
+    handler.send_header("x-request-id", "req_fake_1")
+    handler.send_header("cf-ray", "8f1-LHR")
+    handler.send_header("connection", "close")
+    handler.end_headers()
+    for chunk in events:
+        handler.wfile.write(chunk.encode())
+        handler.wfile.flush()
+    handler.close_connection = True
+
+
+def send_json(handler, body, status=200, gzip_it=False):
+    data = json.dumps(body).encode()
+    handler.send_response(status)
+    handler.send_header("content-type", "application/json")
+    handler.send_header("set-cookie", "__cf_bm=abc123; HttpOnly")
+    handler.send_header("openai-organization", "org-fake")
+    handler.send_header("x-ratelimit-remaining-requests", "99")
+    if gzip_it:
+        data = gzip.compress(data)
+        handler.send_header("content-encoding", "gzip")
+    handler.send_header("content-length", str(len(data)))
+    handler.end_headers()
+    handler.wfile.write(data)
+
+
+def last_user_text(body):
+    messages = body.get("messages") or []
+    if messages:
+        content = messages[-1].get("content")
+        if isinstance(content, str):
+            return content
+        return " ".join(part.get("text", "") for part in content if isinstance(part, dict))
+    inp = body.get("input")
+    return inp if isinstance(inp, str) else json.dumps(inp)
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def setup(self):
+        super().setup()
+        with open(LOG, "a") as f:
+            f.write("connection\n")
+
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        if self.path.startswith("/v1/models"):
+            send_json(self, {"object": "list", "data": [
+                {"id": "gpt-4o-mini", "object": "model", "created": 1, "owned_by": "system"},
+                {"id": "tts-1", "object": "model", "created": 2, "owned_by": "system"},
+            ]}, gzip_it=True)
+        else:
+            send_json(self, {"error": {"message": "no route", "type": "invalid_request_error"}}, 404)
+
+    def do_POST(self):
+        length = int(self.headers.get("content-length") or 0)
+        raw = self.rfile.read(length)
+        body = json.loads(raw or b"{}")
+        auth = self.headers.get("authorization") or self.headers.get("x-api-key") or ""
+        text = last_user_text(body)
+        path = self.path.split("?")[0]
+        if path == "/v1/chat/completions" and body.get("stream"):
+            events = []
+            words = ["Hello", ",", " ", "world", "!"]
+            for i, word in enumerate(words):
+                delta = {"role": "assistant", "content": word} if i == 0 else {"content": word}
+                chunk = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 1700000000,
+                         "model": body.get("model"), "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
+                events.append("data: " + json.dumps(chunk) + "\n\n")
+            last = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 1700000000,
+                    "model": body.get("model"), "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
+            events.append("data: " + json.dumps(last) + "\n\n")
+            events.append("data: [DONE]\n\n")
+            sse(self, events)
+        elif path == "/v1/chat/completions":
+            send_json(self, {
+                "id": "chatcmpl-1", "object": "chat.completion", "created": 1700000000, "model": body.get("model"),
+                "choices": [{"index": 0, "finish_reason": "stop",
+                             "message": {"role": "assistant", "content": "echo: " + text}}],
+                "usage": {"prompt_tokens": 3, "completion_tokens": 5, "total_tokens": 8},
+                # An upstream that echoes the caller's key: the proxy must scrub it.
+                "x_echo": "auth was " + auth,
+            })
+        elif path == "/v1/responses":
+            resp = {"id": "resp_1", "object": "response", "created_at": 1, "status": "in_progress",
+                    "model": body.get("model"), "output": [], "parallel_tool_calls": True,
+                    "tool_choice": "auto", "tools": []}
+            done = dict(resp, status="completed", output=[{
+                "type": "message", "id": "msg_1", "status": "completed", "role": "assistant",
+                "content": [{"type": "output_text", "text": "Hi there", "annotations": []}]}])
+            evs = [
+                ("response.created", {"type": "response.created", "sequence_number": 0, "response": resp}),
+                ("response.output_text.delta", {"type": "response.output_text.delta", "sequence_number": 1,
+                 "item_id": "msg_1", "output_index": 0, "content_index": 0, "delta": "Hi", "logprobs": []}),
+                ("response.output_text.delta", {"type": "response.output_text.delta", "sequence_number": 2,
+                 "item_id": "msg_1", "output_index": 0, "content_index": 0, "delta": " there", "logprobs": []}),
+                ("response.completed", {"type": "response.completed", "sequence_number": 3, "response": done}),
+            ]
+            sse(self, ["event: %s\ndata: %s\n\n" % (e, json.dumps(d)) for e, d in evs])
+        elif path == "/v1/messages":
+            model = body.get("model")
+            events = [
+                ("message_start", {"type": "message_start", "message": {
+                    "id": "msg_fake", "type": "message", "role": "assistant", "model": model, "content": [],
+                    "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 3, "output_tokens": 1}}}),
+                ("content_block_start", {"type": "content_block_start", "index": 0,
+                                         "content_block": {"type": "text", "text": ""}}),
+                ("ping", {"type": "ping"}),
+                ("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                         "delta": {"type": "text_delta", "text": "You said " + text}}),
+            ]
+            if "overload" in text:
+                events.append(("error", {"type": "error",
+                                         "error": {"type": "overloaded_error", "message": "Overloaded"}}))
+            else:
+                events += [
+                    ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+                    ("message_delta", {"type": "message_delta",
+                                       "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                                       "usage": {"output_tokens": 4}}),
+                    ("message_stop", {"type": "message_stop"}),
+                ]
+            sse(self, ["event: %s\ndata: %s\n\n" % (e, json.dumps(d)) for e, d in events])
+        elif path == "/v1/audio/speech":
+            wav = b"RIFF\x24\x00\x00\x00WAVEfmt " + bytes(i % 251 for i in range(4000))
+            self.send_response(200)
+            self.send_header("content-type", "audio/wav")
+            self.send_header("content-length", str(len(wav)))
+            self.end_headers()
+            self.wfile.write(wav)
+        else:
+            send_json(self, {"error": {"message": "no route " + path, "type": "invalid_request_error"}}, 404)
+
+
+def main():
+    global LOG
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--log", required=True)
+    args = parser.parse_args()
+    LOG = args.log
+    open(LOG, "w").close()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    print(server.server_address[1], flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,69 @@
+"""An MCP client (the official Python SDK) that makes a scripted set of calls through `calltape record`.
+
+Usage: python replay_client.py SCENARIO -- COMMAND...
+
+COMMAND is the stdio server the client starts (for the tests: `calltape record -o FILE -- SERVER…` or
+`calltape record -o FILE --url URL`). SCENARIO is `everything` (the reference server) or `demo` (the
+replay_server.py test server). Prints one JSON object with what the client received.
+"""
+
+import asyncio
+import json
+import os
+import sys
+
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+# Secrets the client puts in its arguments; the recording must hold none of them.
+BEARER = "Bearer rk_live_51HqLyjWDarjtT1zdp7dcXwq"
+JWT = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiJyZXBsYXktdGVzdCJ9.c2lnbmF0dXJlLW9mLXRoZS10ZXN0"
+API_KEY = "ak_test_9f8e7d6c5b4a39281706"
+
+
+def dump(value):
+    if hasattr(value, "model_dump"):
+        return value.model_dump(mode="json", exclude_none=True)
+    return value
+
+
+async def everything(session):
+    echo = await session.call_tool(
+        "echo",
+        {"message": f"Authorization: {BEARER} and token {JWT}", "apiKey": API_KEY},
+    )
+    total = await session.call_tool("get-sum", {"a": 2, "b": 40})
+    resource = await session.read_resource("demo://resource/static/document/architecture.md")
+    prompt = await session.get_prompt("simple-prompt", {})
+    return {"echo": dump(echo), "sum": dump(total), "resource": dump(resource), "prompt": dump(prompt)}
+
+
+async def demo(session):
+    quote = await session.call_tool("quote", {"symbol": "ACME"})
+    pay = await session.call_tool("pay", {"amount": 12, "apiKey": API_KEY})
+    refund = await session.call_tool("refund", {"paymentId": "pay_1001"})
+    terms = await session.read_resource("demo://terms")
+    greeting = await session.get_prompt("greeting", {"name": "Ada"})
+    return {
+        "quote": dump(quote),
+        "pay": dump(pay),
+        "refund": dump(refund),
+        "terms": dump(terms),
+        "greeting": dump(greeting),
+    }
+
+
+async def main(scenario, command):
+    server = StdioServerParameters(command=command[0], args=command[1:], env=dict(os.environ))
+    async with stdio_client(server) as (read, write):
+        async with ClientSession(read, write) as session:
+            init = await session.initialize()
+            result = await {"everything": everything, "demo": demo}[scenario](session)
+            result["server"] = init.serverInfo.name
+            return result
+
+
+if __name__ == "__main__":
+    split = sys.argv.index("--")
+    result = asyncio.run(asyncio.wait_for(main(sys.argv[1], sys.argv[split + 1 :]), 60))
+    print(json.dumps(result))

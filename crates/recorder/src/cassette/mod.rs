@@ -1,0 +1,34 @@
+//! The HTTP cassette, format version 1.
+//!
+//! A cassette is a JSONL file, one canonical JSON record per line (keys sorted, no whitespace):
+//!
+//! - a `meta` line: format version and the fingerprints of the normaliser and redaction rules (no
+//!   wall-clock time, so re-recording the same traffic changes nothing);
+//! - per interaction, a `req` line (method, upstream name, path, sorted query, allow-listed headers,
+//!   body, match key, sequence number among requests with the same key), then either a `res` line with
+//!   the whole body, or a `res` line naming the stream format followed by one `ev` line per event (with
+//!   its delay in 10 ms buckets) and an `end` line saying how the stream ended.
+//!
+//! Bodies are stored decoded: JSON as JSON, text as text, binary content in content-addressed sidecar
+//! files in `<cassette>.blobs/`, referenced by a path relative to the cassette's folder. Interactions are
+//! written in a canonical order, so concurrent recording gives the same bytes as sequential recording.
+
+mod canonical;
+mod file;
+mod import;
+mod model;
+mod normalize;
+mod redaction;
+mod scan;
+mod scrub;
+
+pub use canonical::to_canonical_string;
+pub use file::{SaveOutcome, blobs_dir};
+pub use import::{DROPPED_RESPONSE_HEADERS, import_mastra, is_dropped_response_header};
+pub use model::{
+    Blob, Body, Cassette, Content, FORMAT_VERSION, Interaction, Meta, Request, Response, Stream,
+    StreamEnd, StreamEvent, StreamFormat, bucket_delay,
+};
+pub use normalize::Normalizer;
+pub use scan::{Finding, scan_file, scan_text};
+pub use scrub::{Scrubber, ScrubberBuilder, is_secret_env_name};

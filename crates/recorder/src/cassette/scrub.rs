@@ -1,0 +1,362 @@
+//! Redaction of everything that goes into a cassette, and the last check on each written line.
+
+use std::borrow::Cow;
+use std::sync::{Arc, RwLock};
+
+use serde_json::Value;
+
+use super::model::{Body, Content, Interaction, Request, Response, hex};
+use super::redaction::{REDACTED, Rules};
+use crate::error::{ErrorKind, Result};
+
+/// Shortest value treated as a literal secret; shorter ones would scrub ordinary words.
+const MIN_SECRET_LEN: usize = 8;
+
+/// Removes credentials from recorded traffic.
+///
+/// Two layers: calltape's redaction rules (credential field names, bearer tokens and well-known token
+/// formats in text), then the literal values of credentials this process knows about — the auth headers
+/// it forwarded and environment variables named like `*_API_KEY`, `*_TOKEN` or `*_SECRET` — wherever they
+/// appear. [`check_line`](Self::check_line) is the final guard before a line is written.
+///
+/// Cloning is cheap and clones share the literal secrets, so a secret learnt by one request protects
+/// the lines written for all of them.
+#[derive(Debug, Clone)]
+pub struct Scrubber {
+    rules: Arc<Rules>,
+    secrets: Arc<RwLock<Vec<Secret>>>,
+}
+
+#[derive(Debug, Clone)]
+struct Secret {
+    name: String,
+    value: String,
+    escaped: Option<String>,
+}
+
+/// Builds a [`Scrubber`].
+#[derive(Debug, Default)]
+pub struct ScrubberBuilder {
+    redact_names: Vec<String>,
+    keep_names: Vec<String>,
+    secrets: Vec<(String, String)>,
+    from_env: bool,
+}
+
+impl ScrubberBuilder {
+    /// Extra field names whose values are always redacted.
+    pub fn redact_names<I, S>(mut self, names: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.redact_names.extend(names.into_iter().map(Into::into));
+        self
+    }
+
+    /// Field names that are never redacted by name (for example `pageToken`).
+    pub fn keep_names<I, S>(mut self, names: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.keep_names.extend(names.into_iter().map(Into::into));
+        self
+    }
+
+    /// A literal secret value to scrub, under a name used in reports (never the value).
+    pub fn secret(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.secrets.push((name.into(), value.into()));
+        self
+    }
+
+    /// Also scrub the values of this process's environment variables named like `*_API_KEY`,
+    /// `*_TOKEN`, `*_SECRET` (and `*_KEY`, `*_PASSWORD`).
+    pub fn secrets_from_env(mut self, yes: bool) -> Self {
+        self.from_env = yes;
+        self
+    }
+
+    /// Builds the scrubber.
+    pub fn build(self) -> Result<Scrubber> {
+        let rules = Rules::new(self.redact_names, self.keep_names)
+            .map_err(|e| ErrorKind::Redaction(e.to_string()))?;
+        let s = Scrubber {
+            rules: Arc::new(rules),
+            secrets: Arc::default(),
+        };
+        for (name, value) in self.secrets {
+            s.add_secret(&name, &value);
+        }
+        if self.from_env {
+            for (name, value) in std::env::vars_os() {
+                let (Some(name), Some(value)) = (name.to_str(), value.to_str()) else {
+                    continue;
+                };
+                if is_secret_env_name(name) {
+                    s.add_secret(name, value);
+                }
+            }
+        }
+        Ok(s)
+    }
+}
+
+/// Whether an environment variable's name says it holds a credential.
+pub fn is_secret_env_name(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    ["_API_KEY", "_TOKEN", "_SECRET", "_KEY", "_PASSWORD"]
+        .iter()
+        .any(|s| upper.ends_with(s))
+        || matches!(upper.as_str(), "API_KEY" | "TOKEN" | "SECRET")
+}
+
+impl Default for Scrubber {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Scrubber {
+    /// The default rules and no literal secrets.
+    pub fn new() -> Self {
+        Self {
+            rules: Arc::default(),
+            secrets: Arc::default(),
+        }
+    }
+
+    /// A builder for custom names and secrets.
+    pub fn builder() -> ScrubberBuilder {
+        ScrubberBuilder::default()
+    }
+
+    /// Learns one more literal secret (for example the value of an auth header being forwarded).
+    /// Values shorter than 8 bytes are ignored.
+    pub fn add_secret(&self, name: &str, value: &str) {
+        let value = value.trim();
+        if value.len() < MIN_SECRET_LEN {
+            return;
+        }
+        let mut secrets = self.secrets.write().unwrap_or_else(|e| e.into_inner());
+        if secrets.iter().any(|s| s.value == value) {
+            return;
+        }
+        let escaped = serde_json::to_string(value)
+            .ok()
+            .map(|q| q[1..q.len() - 1].to_owned())
+            .filter(|e| e != value);
+        secrets.push(Secret {
+            name: name.to_owned(),
+            value: value.to_owned(),
+            escaped,
+        });
+        // Longest first, so a secret that contains another is replaced whole.
+        secrets.sort_by_key(|s| std::cmp::Reverse(s.value.len()));
+    }
+
+    /// Learns the credential in an auth header value (`Bearer XYZ`, `Basic …` or a bare key).
+    pub fn add_header_secret(&self, header: &str, value: &str) {
+        self.add_secret(header, value);
+        if let Some((_, token)) = value.trim().split_once(' ') {
+            self.add_secret(header, token);
+        }
+    }
+
+    /// Whether a field, query or header name names a credential.
+    pub fn is_secret_name(&self, name: &str) -> bool {
+        self.rules.is_secret_name(name)
+    }
+
+    /// A stable fingerprint of the redaction configuration (not of the secrets).
+    pub fn fingerprint(&self) -> String {
+        fingerprint(self.rules.describe())
+    }
+
+    /// Redacts free text.
+    pub fn scrub_text<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        let redacted = self.rules.redact_text(text);
+        let secrets = self.secrets.read().unwrap_or_else(|e| e.into_inner());
+        if secrets.iter().all(|s| !redacted.contains(&s.value)) {
+            return redacted;
+        }
+        let mut owned = redacted.into_owned();
+        for s in secrets.iter() {
+            if owned.contains(&s.value) {
+                owned = owned.replace(&s.value, REDACTED);
+            }
+        }
+        Cow::Owned(owned)
+    }
+
+    /// Redacts a JSON value in place: credential-named fields, then text in every string.
+    pub fn scrub_value(&self, value: &mut Value) {
+        self.rules.redact_value(value);
+        self.scrub_strings(value);
+    }
+
+    fn scrub_strings(&self, value: &mut Value) {
+        match value {
+            Value::String(s) => {
+                if let Cow::Owned(o) = self.scrub_text(s) {
+                    *s = o;
+                }
+            }
+            Value::Array(items) => items.iter_mut().for_each(|v| self.scrub_strings(v)),
+            Value::Object(map) => map.values_mut().for_each(|v| self.scrub_strings(v)),
+            _ => {}
+        }
+    }
+
+    /// Redacts a body in place. Binary bodies are left alone.
+    pub fn scrub_body(&self, body: &mut Body) {
+        match body {
+            Body::Json(v) => self.scrub_value(v),
+            Body::Text(t) => {
+                if let Cow::Owned(o) = self.scrub_text(t) {
+                    *t = o;
+                }
+            }
+            Body::Empty | Body::Binary(_) => {}
+        }
+    }
+
+    /// Redacts a query parameter list in place: credential-named parameters lose their value.
+    pub fn scrub_query(&self, query: &mut [(String, String)]) {
+        for (name, value) in query.iter_mut() {
+            if self.is_secret_name(name) {
+                *value = REDACTED.to_owned();
+            } else if let Cow::Owned(o) = self.scrub_text(value) {
+                *value = o;
+            }
+        }
+    }
+
+    /// Redacts a request in place (query, header values and body).
+    pub fn scrub_request(&self, request: &mut Request) {
+        self.scrub_query(&mut request.query);
+        for value in request.headers.values_mut() {
+            if let Cow::Owned(o) = self.scrub_text(value) {
+                *value = o;
+            }
+        }
+        self.scrub_body(&mut request.body);
+    }
+
+    /// Redacts a response in place (header values, body, and every stream event).
+    pub fn scrub_response(&self, response: &mut Response) {
+        for (name, value) in response.headers.iter_mut() {
+            if self.is_secret_name(name) {
+                *value = REDACTED.to_owned();
+            } else if let Cow::Owned(o) = self.scrub_text(value) {
+                *value = o;
+            }
+        }
+        match &mut response.content {
+            Content::Body(b) => self.scrub_body(b),
+            Content::Stream(s) => {
+                for ev in &mut s.events {
+                    for field in [&mut ev.data, &mut ev.raw, &mut ev.event, &mut ev.id]
+                        .into_iter()
+                        .flatten()
+                    {
+                        if let Cow::Owned(o) = self.scrub_text(field) {
+                            *field = o;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Redacts a whole interaction in place.
+    pub fn scrub_interaction(&self, interaction: &mut Interaction) {
+        self.scrub_request(&mut interaction.request);
+        self.scrub_response(&mut interaction.response);
+    }
+
+    /// The final check on a serialized line: the name of a known secret it still contains and the byte
+    /// offset where it is, or `None` when the line is clean.
+    pub fn check_line(&self, line: &str) -> Option<(String, usize)> {
+        let secrets = self.secrets.read().unwrap_or_else(|e| e.into_inner());
+        for s in secrets.iter() {
+            if let Some(at) = line.find(&s.value) {
+                return Some((s.name.clone(), at));
+            }
+            if let Some(at) = s.escaped.as_deref().and_then(|e| line.find(e)) {
+                return Some((s.name.clone(), at));
+            }
+        }
+        None
+    }
+}
+
+/// A short stable fingerprint of a configuration description.
+pub(crate) fn fingerprint(description: &str) -> String {
+    use sha2::{Digest, Sha256};
+    hex(&Sha256::digest(description.as_bytes())[..8])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn literal_secrets_are_scrubbed_everywhere_and_caught_by_the_check() {
+        let s = Scrubber::builder()
+            .secret("OPENAI_API_KEY", "plainvalue-12345")
+            .build()
+            .unwrap();
+        let mut v = json!({"echo": "you said plainvalue-12345!", "n": ["plainvalue-12345"]});
+        s.scrub_value(&mut v);
+        assert_eq!(
+            v,
+            json!({"echo": "you said [REDACTED]!", "n": ["[REDACTED]"]})
+        );
+        assert_eq!(
+            s.check_line(r#"{"x":"plainvalue-12345"}"#),
+            Some(("OPENAI_API_KEY".to_owned(), 6))
+        );
+        assert_eq!(s.check_line(r#"{"x":"[REDACTED]"}"#), None);
+    }
+
+    #[test]
+    fn header_secrets_learn_the_bare_token() {
+        let s = Scrubber::new();
+        s.add_header_secret("authorization", "Bearer tok-abcdefgh");
+        assert_eq!(s.scrub_text("tok-abcdefgh"), "[REDACTED]");
+        s.add_secret("short", "abc");
+        assert_eq!(s.scrub_text("abc"), "abc");
+    }
+
+    #[test]
+    fn fields_named_like_credentials_are_redacted() {
+        let s = Scrubber::new();
+        let mut v = json!({"api_key": "x", "model": "gpt", "nested": {"password": 3}});
+        s.scrub_value(&mut v);
+        assert_eq!(
+            v,
+            json!({"api_key": "[REDACTED]", "model": "gpt", "nested": {"password": "[REDACTED]"}})
+        );
+        let mut q = vec![
+            ("key".to_owned(), "abc".to_owned()),
+            ("alt".to_owned(), "json".to_owned()),
+        ];
+        s.scrub_query(&mut q);
+        assert_eq!(q[0].1, "[REDACTED]");
+        assert_eq!(q[1].1, "json");
+    }
+
+    #[test]
+    fn env_names() {
+        for (name, yes) in [
+            ("OPENAI_API_KEY", true),
+            ("GH_TOKEN", true),
+            ("HOME", false),
+            ("PATH", false),
+        ] {
+            assert_eq!(is_secret_env_name(name), yes, "{name}");
+        }
+    }
+}

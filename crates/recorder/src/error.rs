@@ -1,0 +1,151 @@
+//! The crate's one error type.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// An error from reading, writing or checking a cassette.
+///
+/// Its [`kind`](Error::kind) says what went wrong; the message names the file (and for a reader the line)
+/// and what to do about it.
+#[derive(Debug, thiserror::Error)]
+#[error(transparent)]
+pub struct Error {
+    kind: Box<ErrorKind>,
+}
+
+/// What went wrong, with the details a caller may want to act on.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// A file or folder could not be read, written or renamed.
+    #[error("{}: {action}: {source}", path.display())]
+    Io {
+        /// The file or folder.
+        path: PathBuf,
+        /// What was being done ("cannot read", "cannot write", …).
+        action: &'static str,
+        /// Why it failed.
+        #[source]
+        source: io::Error,
+    },
+    /// A cassette line is not valid JSON or does not have the shape of a cassette record.
+    #[error("{}:{line}: {message}; fix the line or re-record the cassette", path.display())]
+    Parse {
+        /// The cassette.
+        path: PathBuf,
+        /// The 1-based line number.
+        line: usize,
+        /// What was wrong with the line, naming the field when one is at fault.
+        message: String,
+    },
+    /// The cassette was written by a newer or unknown format version.
+    #[error(
+        "{}: cassette format version {found} is not supported (this build reads version 1); \
+         re-record it or upgrade calltape",
+        path.display()
+    )]
+    Version {
+        /// The cassette.
+        path: PathBuf,
+        /// The version found in its meta line.
+        found: u64,
+    },
+    /// A serialized line still holds the value of a known credential, so nothing was written.
+    #[error(
+        "{}:{line}: the {record} record still contains the value of {secret} at byte {column}; \
+         nothing was written. Redact that field (for example with --ignore-body or a redaction name) \
+         and record again",
+        path.display()
+    )]
+    SecretInLine {
+        /// The cassette (or the file being scanned).
+        path: PathBuf,
+        /// The 1-based line number.
+        line: usize,
+        /// The record type of that line (`req`, `res`, `ev`, …).
+        record: String,
+        /// The name of the credential (an environment variable or header name), never its value.
+        secret: String,
+        /// The 0-based byte offset of the value in the line.
+        column: usize,
+    },
+    /// A blob reference points outside the cassette's sidecar folder.
+    #[error(
+        "{}:{line}: blob reference {reference:?} is not a file inside the cassette's .blobs folder; \
+         refusing to follow it",
+        path.display()
+    )]
+    BlobPath {
+        /// The cassette.
+        path: PathBuf,
+        /// The 1-based line number.
+        line: usize,
+        /// The reference as written.
+        reference: String,
+    },
+    /// A dot-path glob given to the normaliser is malformed.
+    #[error("invalid body glob {glob:?}: {reason}")]
+    Glob {
+        /// The glob as given.
+        glob: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// The redaction configuration was refused.
+    #[error("invalid redaction configuration: {0}")]
+    Redaction(String),
+    /// A cassette file could not be replaced.
+    #[error(transparent)]
+    Store(calltape_jsonl_store::Error),
+    /// A call recording holds lines that are not valid call records.
+    #[error("{}", crate::record::describe_problems(path, problems, *total))]
+    InvalidRecording {
+        /// The recording.
+        path: PathBuf,
+        /// The first bad lines (at most [`MAX_PROBLEMS`](crate::record::MAX_PROBLEMS)), each with why.
+        problems: Vec<crate::record::LineProblem>,
+        /// How many lines are bad in all.
+        total: usize,
+    },
+}
+
+impl Error {
+    /// What went wrong.
+    pub fn kind(&self) -> &ErrorKind {
+        &self.kind
+    }
+
+    /// Whether the error is a file that does not exist.
+    pub fn is_not_found(&self) -> bool {
+        matches!(&*self.kind, ErrorKind::Io { source, .. } if source.kind() == io::ErrorKind::NotFound)
+    }
+
+    pub(crate) fn io(path: &Path, action: &'static str, source: io::Error) -> Self {
+        ErrorKind::Io {
+            path: path.to_path_buf(),
+            action,
+            source,
+        }
+        .into()
+    }
+
+    pub(crate) fn parse(path: &Path, line: usize, message: impl Into<String>) -> Self {
+        ErrorKind::Parse {
+            path: path.to_path_buf(),
+            line,
+            message: message.into(),
+        }
+        .into()
+    }
+}
+
+impl From<ErrorKind> for Error {
+    fn from(kind: ErrorKind) -> Self {
+        Self {
+            kind: Box::new(kind),
+        }
+    }
+}
+
+/// The crate's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

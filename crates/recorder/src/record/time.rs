@@ -1,0 +1,80 @@
+//! Timestamps and session ids, without a calendar crate.
+
+use std::collections::hash_map::RandomState;
+use std::hash::{BuildHasher, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// `time` as an RFC 3339 UTC timestamp with milliseconds: `2026-11-29T20:46:45.123Z`.
+pub(crate) fn rfc3339_millis(time: SystemTime) -> String {
+    let since = time.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let secs = since.as_secs();
+    let millis = since.subsec_millis();
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    let (year, month, day) = civil_from_days(days);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{millis:03}Z",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60
+    )
+}
+
+/// The proleptic Gregorian date of a day count since 1970-01-01 (Howard Hinnant's algorithm).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+/// A fresh 8-character session id: random per process (the standard library's hash keys are seeded
+/// from the OS), distinct per call.
+pub(crate) fn new_session_id() -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let mut hasher = RandomState::new().build_hasher();
+    hasher.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_nanos();
+    hasher.write_u128(nanos);
+    hasher.write_u32(std::process::id());
+    format!("{:08x}", hasher.finish() as u32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn timestamps_are_rfc3339_utc_with_millis() {
+        let cases = [
+            (0, "1970-01-01T00:00:00.000Z"),
+            (951_782_400_123, "2000-02-29T00:00:00.123Z"),
+            (1_795_985_205_123, "2026-11-29T20:46:45.123Z"),
+            (4_107_542_399_999, "2100-02-28T23:59:59.999Z"),
+        ];
+        for (millis, want) in cases {
+            let time = UNIX_EPOCH + Duration::from_millis(millis);
+            assert_eq!(rfc3339_millis(time), want);
+        }
+    }
+
+    #[test]
+    fn session_ids_are_eight_hex_characters_and_differ() {
+        let a = new_session_id();
+        let b = new_session_id();
+        assert_eq!(a.len(), 8);
+        assert!(a.bytes().all(|c| c.is_ascii_hexdigit()));
+        assert_ne!(a, b);
+    }
+}

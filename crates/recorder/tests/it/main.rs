@@ -1,0 +1,4 @@
+//! Integration tests of calltape-recorder.
+
+mod cassette;
+mod record;

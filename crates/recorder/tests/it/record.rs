@@ -1,0 +1,282 @@
+//! The MCP call recorder, driven with the frames a bridge's observer hook would show it.
+
+use std::os::unix::fs::PermissionsExt;
+use std::time::{Duration, SystemTime};
+
+use calltape_recorder::record::{
+    CallError, ErrorCode, Outcome, Recorder, RecorderOptions, Recording,
+};
+use serde_json::{Value, json};
+
+const JWT: &str = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.c2lnbmF0dXJlLXNpZ25hdHVyZQ";
+const BEARER: &str = "Bearer abcdef0123456789secretvalue";
+const API_KEY: &str = "live-api-key-0123456789";
+
+fn frame(value: Value) -> Vec<u8> {
+    serde_json::to_vec(&value).unwrap()
+}
+
+struct Clock(SystemTime);
+
+impl Clock {
+    fn at(&self, ms: u64) -> SystemTime {
+        self.0 + Duration::from_millis(ms)
+    }
+}
+
+#[tokio::test]
+async fn a_session_is_recorded_paired_redacted_and_owner_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("calls.jsonl");
+    let recorder = Recorder::open(&path, RecorderOptions::default())
+        .await
+        .unwrap();
+    let session = recorder.session();
+    let clock = Clock(SystemTime::now());
+    let client = |v: Value, ms| session.client_frame(&frame(v), clock.at(ms));
+    let server = |v: Value, ms| session.server_frame(&frame(v), clock.at(ms));
+
+    client(
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "claude-code", "version": "1.2.0"}}}),
+        0,
+    );
+    server(
+        json!({"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": "2025-03-26",
+        "capabilities": {}, "serverInfo": {"name": "demo", "version": "1"}}}),
+        1,
+    );
+    client(
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        2,
+    );
+    client(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+        3,
+    );
+    server(
+        json!({"jsonrpc": "2.0", "id": 1, "result": {"tools": []}}),
+        4,
+    );
+    client(
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "echo", "_meta": {"progressToken": "p-77"},
+        "arguments": {"message": format!("use {BEARER} and {JWT}"), "apiKey": API_KEY}}}),
+        10,
+    );
+    client(
+        json!({"jsonrpc": "2.0", "id": "r", "method": "resources/read", "params": {
+        "uri": "https://svc.example/data?access_token=tok123456789&x=1"}}),
+        11,
+    );
+    server(
+        json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": "p-77", "progress": 1}}),
+        12,
+    );
+    server(
+        json!({"jsonrpc": "2.0", "id": 2, "result": {"content": [{"type": "text", "text": format!("echo: {API_KEY}")}],
+        "structuredContent": {"password": "hunter2"}}}),
+        22,
+    );
+    server(
+        json!({"jsonrpc": "2.0", "id": "r", "result": {"contents": [{"uri": "x", "text": "ok"}]}}),
+        15,
+    );
+    // A batch: a prompt that fails with a JSON-RPC error, a tool error, an internal error.
+    session.client_frame(&frame(json!([
+        {"jsonrpc": "2.0", "id": 3, "method": "prompts/get", "params": {"name": "greet", "arguments": {"who": "bob"}}},
+        {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "pay", "arguments": {"amount": 12}}},
+        {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "boom"}},
+    ])), clock.at(30));
+    server(
+        json!([
+            {"jsonrpc": "2.0", "id": 3, "error": {"code": -32602, "message": "MCP error -32602: Prompt greet needs a name"}},
+            {"jsonrpc": "2.0", "id": 4, "result": {"isError": true, "_meta": {"code": "card_declined"}, "content": [{"type": "text", "text": "card declined"}]}},
+            {"jsonrpc": "2.0", "id": 5, "error": {"code": -32603, "message": "Internal error 5f2a"}},
+        ]),
+        31,
+    );
+    // Never answered: no line.
+    client(
+        json!({"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {"name": "slow"}}),
+        40,
+    );
+    let id = session.id().to_owned();
+    drop(session);
+    let report = recorder.close().await;
+    assert_eq!((report.recorded, report.unanswered), (5, 1), "{report}");
+    assert!(report.is_complete(), "{report}");
+
+    let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    let text = std::fs::read_to_string(&path).unwrap();
+    for secret in [
+        JWT,
+        "abcdef0123456789secretvalue",
+        API_KEY,
+        "hunter2",
+        "tok123456789",
+        "p-77",
+        "5f2a",
+    ] {
+        assert!(!text.contains(secret), "{secret} leaked into {text}");
+    }
+    let recording = Recording::read(&path).unwrap();
+    let calls: Vec<_> = recording.calls.iter().map(|c| &c.record).collect();
+    assert_eq!(calls.len(), 5);
+    let names: Vec<(&str, &str)> = calls
+        .iter()
+        .map(|c| (c.method.as_str(), c.name.as_str()))
+        .collect();
+    // Written in the order answers arrived.
+    assert_eq!(
+        names,
+        [
+            ("tools/call", "echo"),
+            (
+                "resources/read",
+                "https://svc.example/data?access_token=[REDACTED]&x=1"
+            ),
+            ("prompts/get", "greet"),
+            ("tools/call", "pay"),
+            ("tools/call", "boom"),
+        ]
+    );
+    for call in &calls {
+        assert_eq!(call.session, id);
+        assert_eq!(call.client.as_ref().unwrap()["name"], "claude-code");
+        assert_eq!(call.server.as_ref().unwrap()["name"], "demo");
+        assert_eq!(call.protocol_version.as_deref(), Some("2025-03-26"));
+        assert_eq!(call.at.len(), "2026-11-29T20:46:45.123Z".len());
+    }
+    assert_eq!(calls[1].input, None);
+    assert_eq!(calls[1].duration_ms, 4.0);
+    assert_eq!(calls[0].duration_ms, 12.0);
+    let echo_input = calls[0].input.as_ref().unwrap();
+    assert_eq!(echo_input["apiKey"], "[REDACTED]");
+    assert_eq!(
+        echo_input["message"],
+        "use Bearer [REDACTED] and [REDACTED]"
+    );
+    assert!(echo_input.get("_meta").is_none());
+    let Outcome::Answer(answer) = &calls[0].outcome else {
+        panic!()
+    };
+    assert_eq!(answer["structuredContent"]["password"], "[REDACTED]");
+    // The server echoed the key given under a credential name: hidden there too.
+    assert_eq!(answer["content"][0]["text"], "echo: [REDACTED]");
+    assert_eq!(
+        calls[2].outcome,
+        Outcome::Error(CallError::new(
+            ErrorCode::Number(-32602),
+            Some("Prompt greet needs a name".into())
+        ))
+    );
+    assert_eq!(calls[2].input, Some(json!({"who": "bob"})));
+    assert_eq!(
+        calls[3].outcome,
+        Outcome::Error(CallError::new(
+            ErrorCode::Text("card_declined".into()),
+            Some("card declined".into())
+        ))
+    );
+    assert_eq!(
+        calls[4].outcome,
+        Outcome::Error(CallError::new(ErrorCode::Number(-32603), None))
+    );
+    assert_eq!(calls[4].input, Some(json!({})));
+}
+
+#[tokio::test]
+async fn options_choose_methods_and_names_and_an_existing_file_is_extended() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("calls.jsonl");
+    for round in 0..2 {
+        let options = RecorderOptions::default()
+            .methods(["tools/call", "tools/list"])
+            .redact_names(["symbol"])
+            .keep_names(["pageToken"]);
+        let recorder = Recorder::open(&path, options).await.unwrap();
+        let session = recorder.session();
+        let now = SystemTime::now();
+        session.client_frame(
+            &frame(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "quote", "arguments": {"symbol": "ACME", "pageToken": "p2"},
+            "_meta": {"io.modelcontextprotocol/clientInfo": {"name": "stateless", "version": "9"},
+                      "io.modelcontextprotocol/protocolVersion": "2026-07-28"}}})),
+            now,
+        );
+        session.client_frame(&frame(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {"cursor": "c"}})), now);
+        session.client_frame(&frame(json!({"jsonrpc": "2.0", "id": 3, "method": "prompts/get", "params": {"name": "p"}})), now);
+        for id in 1..=3 {
+            session.server_frame(
+                &frame(json!({"jsonrpc": "2.0", "id": id, "result": {"round": round}})),
+                now,
+            );
+        }
+        drop(session);
+        let report = recorder.close().await;
+        assert_eq!(report.recorded, 2);
+    }
+    let recording = Recording::read(&path).unwrap();
+    assert_eq!(recording.calls.len(), 4);
+    let first = &recording.calls[0].record;
+    assert_eq!(
+        first.input,
+        Some(json!({"symbol": "[REDACTED]", "pageToken": "p2"}))
+    );
+    assert_eq!(first.client.as_ref().unwrap()["name"], "stateless");
+    assert_eq!(first.protocol_version.as_deref(), Some("2026-07-28"));
+    let list = &recording.calls[1].record;
+    assert_eq!(
+        (list.method.as_str(), list.name.as_str()),
+        ("tools/list", "")
+    );
+    assert_eq!(list.input, Some(json!({"cursor": "c"})));
+    assert_eq!(
+        recording.calls[3].record.outcome,
+        Outcome::Answer(json!({"round": 1}))
+    );
+    assert_ne!(
+        recording.calls[0].record.session,
+        recording.calls[2].record.session
+    );
+}
+
+#[tokio::test]
+async fn calls_after_close_are_counted_not_written_and_bad_frames_are_ignored() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("calls.jsonl");
+    let recorder = Recorder::open(&path, RecorderOptions::default())
+        .await
+        .unwrap();
+    let session = recorder.session();
+    let now = SystemTime::now();
+    session.client_frame(b"not json", now);
+    session.server_frame(b"{\"id\":", now);
+    session.client_frame(
+        &frame(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "a"}})),
+        now,
+    );
+    let report = recorder.close().await;
+    assert_eq!(report.recorded, 0);
+    session.server_frame(
+        &frame(json!({"jsonrpc": "2.0", "id": 1, "result": {}})),
+        now,
+    );
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "");
+    assert!(
+        Recorder::open(&path, RecorderOptions::default().redact_names([""]))
+            .await
+            .is_err()
+    );
+}
+
+#[test]
+fn recorder_types_are_send_and_sync() {
+    fn assert_traits<T: Send + Sync>() {}
+    assert_traits::<Recorder>();
+    assert_traits::<calltape_recorder::record::SessionRecorder>();
+    assert_traits::<Recording>();
+}

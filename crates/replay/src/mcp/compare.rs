@@ -1,0 +1,665 @@
+//! Comparing a recorded outcome with a replayed one: every differing path, into texts that hold JSON,
+//! with `[REDACTED]` matching anything and `--ignore` globs skipping whole subtrees.
+
+use std::fmt;
+
+use calltape_recorder::record::{CallError, Outcome};
+use calltape_redact::REDACTED;
+use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+use serde_json::Value;
+
+use crate::error::{Error, ErrorKind};
+
+/// How a replayed call compares with its recording.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Status {
+    /// The same answer (or error), up to ignored paths and redacted values.
+    Same,
+    /// A different answer, or an error with another code or message.
+    Changed,
+    /// Answered when recorded, an error now.
+    NewError,
+    /// An error when recorded, answered now.
+    GoneError,
+}
+
+impl Status {
+    /// The status as reports write it: `same`, `changed`, `new-error`, `gone-error`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Same => "same",
+            Self::Changed => "changed",
+            Self::NewError => "new-error",
+            Self::GoneError => "gone-error",
+        }
+    }
+
+    /// Every status, in report order.
+    pub const ALL: [Status; 4] = [Self::Same, Self::Changed, Self::NewError, Self::GoneError];
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One place where the replayed outcome differs from the recorded one.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Difference {
+    /// The dot path, such as `structuredContent.price` or `content.0.text.price`; `error.message` for
+    /// an error; empty for the whole answer.
+    pub path: String,
+    /// The recorded value; `None` when the path did not exist.
+    pub recorded: Option<Value>,
+    /// The replayed value; `None` when the path no longer exists.
+    pub replayed: Option<Value>,
+}
+
+/// The result of comparing one call.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Comparison {
+    /// The verdict.
+    pub status: Status,
+    /// Each difference; empty when `status` is [`Status::Same`].
+    pub differences: Vec<Difference>,
+}
+
+/// Compares recorded outcomes with replayed ones; build it once, use it for every call.
+#[derive(Debug, Clone, Default)]
+pub struct Comparer {
+    ignore: Option<GlobSet>,
+    shape: bool,
+}
+
+/// Builds a [`Comparer`].
+#[derive(Debug, Clone, Default)]
+pub struct ComparerBuilder {
+    globs: Vec<String>,
+    shape: bool,
+}
+
+impl ComparerBuilder {
+    /// Skips the paths matching `globs`: dot paths where `*` is one key or index and `**` any number of
+    /// them, zero included (`**.quotedAt`, `content.*.text`, `error.message`). Each argument may hold
+    /// several globs separated by commas.
+    pub fn ignore<I, S>(mut self, globs: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        for arg in globs {
+            self.globs.extend(
+                arg.as_ref()
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|g| !g.is_empty())
+                    .map(str::to_owned),
+            );
+        }
+        self
+    }
+
+    /// Compares structure only: object keys, value types and array element shapes.
+    pub fn shape(mut self, shape: bool) -> Self {
+        self.shape = shape;
+        self
+    }
+
+    /// Compiles the globs once.
+    pub fn build(self) -> Result<Comparer, Error> {
+        let ignore = if self.globs.is_empty() {
+            None
+        } else {
+            let mut set = GlobSetBuilder::new();
+            for glob in &self.globs {
+                let compiled = GlobBuilder::new(&glob_to_slashes(glob))
+                    .literal_separator(true)
+                    .backslash_escape(true)
+                    .build()
+                    .map_err(|e| {
+                        Error::from(ErrorKind::IgnoreGlob {
+                            glob: glob.clone(),
+                            reason: e.kind().to_string(),
+                        })
+                    })?;
+                set.add(compiled);
+            }
+            Some(set.build().map_err(|e| {
+                Error::from(ErrorKind::IgnoreGlob {
+                    glob: self.globs.join(","),
+                    reason: e.to_string(),
+                })
+            })?)
+        };
+        Ok(Comparer {
+            ignore,
+            shape: self.shape,
+        })
+    }
+}
+
+/// `**.quotedAt` → `**/quotedAt`: globset separates on `/`, our paths on `.`.
+fn glob_to_slashes(glob: &str) -> String {
+    glob.replace('/', "\u{2215}").replace('.', "/")
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Seg<'a> {
+    Key(&'a str),
+    Index(usize),
+}
+
+struct Walk<'c, 'v> {
+    comparer: &'c Comparer,
+    path: Vec<Seg<'v>>,
+    out: Vec<Difference>,
+}
+
+impl Comparer {
+    /// A comparer with no ignored paths, comparing values.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Starts building a comparer.
+    pub fn builder() -> ComparerBuilder {
+        ComparerBuilder::default()
+    }
+
+    /// Compares a recorded outcome with the replayed one. Both should already be redacted with the
+    /// same rules.
+    pub fn compare(&self, recorded: &Outcome, replayed: &Outcome) -> Comparison {
+        let mut walk = Walk {
+            comparer: self,
+            path: Vec::new(),
+            out: Vec::new(),
+        };
+        let status = match (recorded, replayed) {
+            (Outcome::Answer(r), Outcome::Answer(p)) => {
+                walk.value(r, p);
+                if walk.out.is_empty() {
+                    Status::Same
+                } else {
+                    Status::Changed
+                }
+            }
+            (Outcome::Error(r), Outcome::Error(p)) => {
+                walk.error(r, p);
+                if walk.out.is_empty() {
+                    Status::Same
+                } else {
+                    Status::Changed
+                }
+            }
+            (Outcome::Answer(_), Outcome::Error(p)) => {
+                walk.out.push(Difference {
+                    path: "error".into(),
+                    recorded: None,
+                    replayed: Some(p.to_value()),
+                });
+                Status::NewError
+            }
+            (Outcome::Error(r), Outcome::Answer(_)) => {
+                walk.out.push(Difference {
+                    path: "error".into(),
+                    recorded: Some(r.to_value()),
+                    replayed: None,
+                });
+                Status::GoneError
+            }
+        };
+        Comparison {
+            status,
+            differences: walk.out,
+        }
+    }
+
+    fn ignored(&self, path: &[Seg<'_>]) -> bool {
+        let Some(set) = &self.ignore else {
+            return false;
+        };
+        let mut text = String::new();
+        for (i, seg) in path.iter().enumerate() {
+            if i > 0 {
+                text.push('/');
+            }
+            match seg {
+                Seg::Key(k) => text.push_str(&k.replace('/', "\u{2215}")),
+                Seg::Index(n) => text.push_str(&n.to_string()),
+            }
+        }
+        set.is_match(&text)
+    }
+}
+
+fn dot_path(path: &[Seg<'_>]) -> String {
+    let mut text = String::new();
+    for (i, seg) in path.iter().enumerate() {
+        if i > 0 {
+            text.push('.');
+        }
+        match seg {
+            Seg::Key(k) => text.push_str(k),
+            Seg::Index(n) => text.push_str(&n.to_string()),
+        }
+    }
+    text
+}
+
+impl<'v> Walk<'_, 'v> {
+    fn push(&mut self, recorded: Option<&Value>, replayed: Option<&Value>) {
+        if self.comparer.ignored(&self.path) {
+            return;
+        }
+        self.out.push(Difference {
+            path: dot_path(&self.path),
+            recorded: recorded.cloned(),
+            replayed: replayed.cloned(),
+        });
+    }
+
+    fn error(&mut self, recorded: &'v CallError, replayed: &'v CallError) {
+        self.path.push(Seg::Key("error"));
+        if recorded.code != replayed.code {
+            self.path.push(Seg::Key("code"));
+            let (r, p) = (recorded.code.to_value(), replayed.code.to_value());
+            self.push(Some(&r), Some(&p));
+            self.path.pop();
+        }
+        if !self.comparer.shape
+            && let Some(r) = &recorded.message
+        {
+            let same = match &replayed.message {
+                Some(p) => r == p || (r.contains(REDACTED) && matches_pattern(r, p)),
+                None => false,
+            };
+            if !same {
+                self.path.push(Seg::Key("message"));
+                let r = Value::String(r.clone());
+                let p = replayed.message.clone().map(Value::String);
+                self.push(Some(&r), p.as_ref());
+                self.path.pop();
+            }
+        }
+        self.path.pop();
+    }
+
+    fn value(&mut self, recorded: &'v Value, replayed: &'v Value) {
+        if recorded == replayed {
+            return;
+        }
+        if let Value::String(r) = recorded
+            && r == REDACTED
+        {
+            return;
+        }
+        match (recorded, replayed) {
+            (Value::Object(r), Value::Object(p)) => {
+                if self.comparer.ignored(&self.path) {
+                    return;
+                }
+                for (key, rv) in r {
+                    self.path.push(Seg::Key(key));
+                    match p.get(key) {
+                        Some(pv) => self.value(rv, pv),
+                        None => self.push(Some(rv), None),
+                    }
+                    self.path.pop();
+                }
+                for (key, pv) in p {
+                    if !r.contains_key(key) {
+                        self.path.push(Seg::Key(key));
+                        self.push(None, Some(pv));
+                        self.path.pop();
+                    }
+                }
+            }
+            (Value::Array(r), Value::Array(p)) => {
+                if self.comparer.ignored(&self.path) {
+                    return;
+                }
+                if self.comparer.shape {
+                    if r.is_empty() || p.is_empty() {
+                        return;
+                    }
+                    for (i, pv) in p.iter().enumerate() {
+                        self.path.push(Seg::Index(i));
+                        self.value(&r[i.min(r.len() - 1)], pv);
+                        self.path.pop();
+                    }
+                    return;
+                }
+                for i in 0..r.len().max(p.len()) {
+                    self.path.push(Seg::Index(i));
+                    match (r.get(i), p.get(i)) {
+                        (Some(rv), Some(pv)) => self.value(rv, pv),
+                        (rv, pv) => self.push(rv, pv),
+                    }
+                    self.path.pop();
+                }
+            }
+            (Value::String(r), Value::String(p)) => {
+                if let (Some(rj), Some(pj)) = (json_in_text(r), json_in_text(p)) {
+                    // The parsed values live only for this call: compare them in a walk of their own
+                    // that starts at this path, and keep what it found.
+                    let mut inner = Walk {
+                        comparer: self.comparer,
+                        path: self.path.clone(),
+                        out: Vec::new(),
+                    };
+                    inner.value(&rj, &pj);
+                    self.out.append(&mut inner.out);
+                    return;
+                }
+                if self.comparer.shape || (r.contains(REDACTED) && matches_pattern(r, p)) {
+                    return;
+                }
+                self.push(Some(recorded), Some(replayed));
+            }
+            (Value::Number(r), Value::Number(p)) => {
+                if self.comparer.shape || r.as_f64() == p.as_f64() {
+                    return;
+                }
+                self.push(Some(recorded), Some(replayed));
+            }
+            (Value::Bool(_), Value::Bool(_)) if self.comparer.shape => {}
+            _ => self.push(Some(recorded), Some(replayed)),
+        }
+    }
+}
+
+/// A text that holds a JSON object or array, parsed.
+fn json_in_text(text: &str) -> Option<Value> {
+    let trimmed = text.trim_start();
+    if !(trimmed.starts_with('{') || trimmed.starts_with('[')) {
+        return None;
+    }
+    serde_json::from_str::<Value>(text)
+        .ok()
+        .filter(|v| v.is_object() || v.is_array())
+}
+
+/// Whether `text` matches `pattern`, where each `[REDACTED]` in the pattern stands for any text
+/// (empty included). Leftmost matching of each literal piece is enough for a pattern of this kind, so
+/// the check is linear in the texts' lengths.
+pub(crate) fn matches_pattern(pattern: &str, text: &str) -> bool {
+    let mut pieces = pattern.split(REDACTED);
+    let first = pieces.next().unwrap_or_default();
+    let Some(mut rest) = text.strip_prefix(first) else {
+        return false;
+    };
+    let pieces: Vec<&str> = pieces.collect();
+    let Some((last, middle)) = pieces.split_last() else {
+        return rest.is_empty();
+    };
+    for piece in middle {
+        match rest.find(piece) {
+            Some(at) => rest = &rest[at + piece.len()..],
+            None => return false,
+        }
+    }
+    rest.len() >= last.len() && rest.ends_with(last)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use calltape_recorder::record::ErrorCode;
+    use serde_json::json;
+
+    fn answer(v: Value) -> Outcome {
+        Outcome::Answer(v)
+    }
+
+    fn error(code: Value, message: Option<&str>) -> Outcome {
+        let code = match code {
+            Value::Number(n) => ErrorCode::Number(n.as_i64().unwrap()),
+            Value::String(s) => ErrorCode::Text(s),
+            _ => unreachable!(),
+        };
+        Outcome::Error(CallError::new(code, message.map(str::to_owned)))
+    }
+
+    /// (ignore globs, shape, recorded, replayed, expected "status: path recorded → replayed; …")
+    type Case = (&'static str, bool, Outcome, Outcome, &'static str);
+
+    fn render(c: &Comparison) -> String {
+        let show = |v: &Option<Value>| v.as_ref().map_or("-".to_owned(), Value::to_string);
+        let mut out = c.status.to_string();
+        for d in &c.differences {
+            out.push_str(&format!(
+                "; {} {} → {}",
+                d.path,
+                show(&d.recorded),
+                show(&d.replayed)
+            ));
+        }
+        out
+    }
+
+    #[test]
+    fn comparison_table() {
+        let quote = |price: i64, at: &str| {
+            json!({"content": [{"type": "text", "text": format!("{{\"price\":{price},\"quotedAt\":\"{at}\"}}")}],
+                   "structuredContent": {"price": price, "quotedAt": at}})
+        };
+        let cases: Vec<Case> = vec![
+            (
+                "",
+                false,
+                answer(json!({"a": 1})),
+                answer(json!({"a": 1})),
+                "same",
+            ),
+            (
+                "",
+                false,
+                answer(json!({"a": 1})),
+                answer(json!({"a": 1.0})),
+                "same",
+            ),
+            (
+                "",
+                false,
+                answer(quote(12, "t1")),
+                answer(quote(15, "t1")),
+                "changed; content.0.text.price 12 → 15; structuredContent.price 12 → 15",
+            ),
+            (
+                "**.quotedAt",
+                false,
+                answer(quote(12, "t1")),
+                answer(quote(12, "t2")),
+                "same",
+            ),
+            (
+                "",
+                false,
+                answer(quote(12, "t1")),
+                answer(quote(12, "t2")),
+                "changed; content.0.text.quotedAt \"t1\" → \"t2\"; structuredContent.quotedAt \"t1\" → \"t2\"",
+            ),
+            (
+                "structuredContent.quotedAt",
+                false,
+                answer(quote(12, "t1")),
+                answer(quote(12, "t2")),
+                "changed; content.0.text.quotedAt \"t1\" → \"t2\"",
+            ),
+            (
+                "content.*.text",
+                false,
+                answer(quote(12, "t1")),
+                answer(quote(12, "t2")),
+                "changed; structuredContent.quotedAt \"t1\" → \"t2\"",
+            ),
+            (
+                "content.**, structuredContent",
+                false,
+                answer(quote(12, "t1")),
+                answer(quote(13, "t2")),
+                "same",
+            ),
+            (
+                "",
+                false,
+                answer(json!({"a": [1, 2]})),
+                answer(json!({"a": [1]})),
+                "changed; a.1 2 → -",
+            ),
+            (
+                "",
+                false,
+                answer(json!({"a": 1})),
+                answer(json!({"a": 1, "b": 2})),
+                "changed; b - → 2",
+            ),
+            (
+                "",
+                false,
+                answer(json!({"token": "[REDACTED]"})),
+                answer(json!({"token": {"x": 1}})),
+                "same",
+            ),
+            (
+                "",
+                false,
+                answer(json!({"text": "Bearer [REDACTED] for [REDACTED]."})),
+                answer(json!({"text": "Bearer abc for bob."})),
+                "same",
+            ),
+            (
+                "",
+                false,
+                answer(json!({"text": "Bearer [REDACTED] for [REDACTED]."})),
+                answer(json!({"text": "Basic abc for bob."})),
+                "changed; text \"Bearer [REDACTED] for [REDACTED].\" → \"Basic abc for bob.\"",
+            ),
+            (
+                "",
+                false,
+                answer(json!([1])),
+                answer(json!("x")),
+                "changed;  [1] → \"x\"",
+            ),
+            (
+                "",
+                true,
+                answer(json!({"a": 1, "b": ["x"], "c": "{\"d\":1}"})),
+                answer(json!({"a": 2, "b": ["y", "z"], "c": "{\"d\":7}"})),
+                "same",
+            ),
+            (
+                "",
+                true,
+                answer(json!({"a": 1, "b": [{"k": 1}], "c": "{\"d\":1}"})),
+                answer(json!({"a": "1", "b": [{"k": 2}, {"j": 1}], "c": "{\"e\":1}"})),
+                "changed; a 1 → \"1\"; b.1.k 1 → -; b.1.j - → 1; c.d 1 → -; c.e - → 1",
+            ),
+            (
+                "",
+                false,
+                answer(json!({})),
+                error(json!("tool_error"), Some("no")),
+                "new-error; error - → {\"code\":\"tool_error\",\"message\":\"no\"}",
+            ),
+            (
+                "",
+                false,
+                error(json!(-32602), Some("bad")),
+                answer(json!({})),
+                "gone-error; error {\"code\":-32602,\"message\":\"bad\"} → -",
+            ),
+            (
+                "",
+                false,
+                error(json!(-32602), Some("bad")),
+                error(json!(-32602), Some("bad")),
+                "same",
+            ),
+            (
+                "",
+                false,
+                error(json!(-32602), Some("bad")),
+                error(json!(-32601), Some("bad")),
+                "changed; error.code -32602 → -32601",
+            ),
+            (
+                "",
+                false,
+                error(json!(-32602), Some("bad")),
+                error(json!(-32602), Some("worse")),
+                "changed; error.message \"bad\" → \"worse\"",
+            ),
+            (
+                "error.message",
+                false,
+                error(json!(-32602), Some("bad")),
+                error(json!(-32602), Some("worse")),
+                "same",
+            ),
+            (
+                "",
+                false,
+                error(json!(-32603), None),
+                error(json!(-32603), Some("id 1")),
+                "same",
+            ),
+            (
+                "",
+                false,
+                error(json!("x"), Some("card [REDACTED] declined")),
+                error(json!("x"), Some("card 4242 declined")),
+                "same",
+            ),
+            (
+                "",
+                true,
+                error(json!(1), Some("a")),
+                error(json!(1), Some("b")),
+                "same",
+            ),
+        ];
+        for (globs, shape, recorded, replayed, want) in cases {
+            let comparer = Comparer::builder()
+                .ignore([globs])
+                .shape(shape)
+                .build()
+                .unwrap();
+            let got = render(&comparer.compare(&recorded, &replayed));
+            assert_eq!(got, want, "ignore {globs:?}, shape {shape}");
+        }
+    }
+
+    #[test]
+    fn redacted_patterns_match_any_text_in_place() {
+        let cases = [
+            ("[REDACTED]", "anything", true),
+            ("[REDACTED]", "", true),
+            ("a[REDACTED]b", "ab", true),
+            ("a[REDACTED]b", "axxb", true),
+            ("a[REDACTED]b", "axxbc", false),
+            ("a[REDACTED]b[REDACTED]c", "a1b2b3c", true),
+            ("a[REDACTED]bc[REDACTED]", "abc", true),
+            ("ab[REDACTED]ba", "aba", false),
+            ("x", "x", true),
+            ("x", "y", false),
+        ];
+        for (pattern, text, want) in cases {
+            assert_eq!(matches_pattern(pattern, text), want, "{pattern} ~ {text}");
+        }
+    }
+
+    #[test]
+    fn a_bad_glob_is_refused_with_its_text() {
+        let error = Comparer::builder().ignore(["a.[b"]).build().unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "invalid --ignore glob \"a.[b\": unclosed character class; missing ']'; write dot paths \
+             where * is one key and ** any number, such as **.quotedAt"
+        );
+    }
+}

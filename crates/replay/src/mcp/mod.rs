@@ -1,0 +1,35 @@
+//! MCP replay: read a call recording, replay each recorded session against a server through a fresh
+//! connection, compare every answer with the recorded one, and report what changed.
+//!
+//! [`replay`] drives the sessions through any [`Upstream`](calltape_stdio_bridge::Upstream) (a child
+//! process, a Streamable HTTP endpoint); [`Comparer`] decides what differs; [`ReplayReport`] renders
+//! text, JSON or JUnit; [`update_recording`] accepts the new answers.
+//!
+//! # Example
+//!
+//! ```
+//! use calltape_recorder::record::Outcome;
+//! use calltape_replay::mcp::{Comparer, Status};
+//! use serde_json::json;
+//!
+//! let comparer = Comparer::builder().ignore(["**.quotedAt"]).build()?;
+//! let recorded = Outcome::Answer(json!({"structuredContent": {"price": 12, "quotedAt": "09:00", "key": "[REDACTED]"}}));
+//! let replayed = Outcome::Answer(json!({"structuredContent": {"price": 15, "quotedAt": "09:05", "key": "[REDACTED]"}}));
+//! let comparison = comparer.compare(&recorded, &replayed);
+//! assert_eq!(comparison.status, Status::Changed);
+//! assert_eq!(comparison.differences.len(), 1);
+//! assert_eq!(comparison.differences[0].path, "structuredContent.price");
+//! # Ok::<(), calltape_replay::Error>(())
+//! ```
+
+mod compare;
+mod report;
+mod session;
+mod update;
+
+pub use compare::{Comparer, ComparerBuilder, Comparison, Difference, Status};
+pub use report::{CallReport, Format, REPORT_VERSION, ReplayReport, Summary};
+pub use session::{
+    DEFAULT_PROTOCOL_VERSION, DEFAULT_TIMEOUT, Progress, ReplayOptions, Replayed, replay,
+};
+pub use update::update_recording;

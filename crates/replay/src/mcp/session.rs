@@ -1,0 +1,403 @@
+//! Replaying a recording: each recorded session through a fresh connection, calls in order, sessions
+//! in parallel.
+
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use calltape_recorder::record::{Outcome, RecordedCall, Recording, redact_outcome, request_params};
+use calltape_redact::Redactor;
+use calltape_stdio_bridge::{Link, Upstream, UpstreamEvent};
+use futures::StreamExt;
+use serde_json::{Map, Value, json};
+use tokio::time::Instant;
+
+use crate::error::{Error, ErrorKind};
+use crate::mcp::compare::Comparer;
+use crate::mcp::report::{CallReport, ReplayReport};
+
+/// The protocol version a replay asks for when the recording names none.
+pub const DEFAULT_PROTOCOL_VERSION: &str = "2025-06-18";
+
+/// How long a replayed call may take by default.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Called after each replayed call with (calls done, calls in all).
+pub type Progress = Arc<dyn Fn(usize, usize) + Send + Sync>;
+
+/// How to replay: the comparison rules, the redactor, parallelism and the per-call timeout.
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct ReplayOptions {
+    /// Compares each recorded outcome with the replayed one.
+    pub comparer: Comparer,
+    /// Redacts replayed outcomes before comparison; use the rules the recording was made with.
+    pub redactor: Redactor,
+    /// Sessions replayed at once (at least 1).
+    pub jobs: usize,
+    /// The longest a call (or the handshake) may take.
+    pub timeout: Duration,
+    /// Told of progress after each call.
+    pub progress: Option<Progress>,
+}
+
+impl fmt::Debug for ReplayOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ReplayOptions")
+            .field("comparer", &self.comparer)
+            .field("jobs", &self.jobs)
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for ReplayOptions {
+    fn default() -> Self {
+        Self {
+            comparer: Comparer::new(),
+            redactor: Redactor::new(),
+            jobs: 1,
+            timeout: DEFAULT_TIMEOUT,
+            progress: None,
+        }
+    }
+}
+
+impl ReplayOptions {
+    /// Uses `comparer`.
+    pub fn comparer(mut self, comparer: Comparer) -> Self {
+        self.comparer = comparer;
+        self
+    }
+
+    /// Uses `redactor` on replayed outcomes.
+    pub fn redactor(mut self, redactor: Redactor) -> Self {
+        self.redactor = redactor;
+        self
+    }
+
+    /// Replays up to `jobs` sessions at once.
+    pub fn jobs(mut self, jobs: usize) -> Self {
+        self.jobs = jobs.max(1);
+        self
+    }
+
+    /// Gives each call (and each handshake) at most `timeout`.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Reports progress to `progress`.
+    pub fn progress(mut self, progress: Progress) -> Self {
+        self.progress = Some(progress);
+        self
+    }
+}
+
+/// What a replay produced: the report, and each call's replayed (redacted) outcome for `--update`.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Replayed {
+    /// The comparison of every call.
+    pub report: ReplayReport,
+    /// The replayed outcomes, in recording order.
+    pub outcomes: Vec<Outcome>,
+}
+
+/// Replays every call of `recording` against `upstream` and compares the answers.
+///
+/// Each recorded session gets its own link (a fresh child process, a new HTTP session), initialized
+/// with the recorded client info and protocol version; its calls are sent in recorded order. Fails
+/// when the server cannot be started or stops answering, naming the call.
+pub async fn replay(
+    recording: &Recording,
+    upstream: Arc<dyn Upstream>,
+    options: &ReplayOptions,
+) -> Result<Replayed, Error> {
+    let total = recording.calls.len();
+    let done = AtomicUsize::new(0);
+    let sessions = recording.sessions();
+    let runs = futures::stream::iter(sessions.into_iter().map(|(_, indexes)| {
+        let upstream = upstream.clone();
+        let done = &done;
+        async move {
+            let calls: Vec<(usize, &RecordedCall)> =
+                indexes.iter().map(|&i| (i, &recording.calls[i])).collect();
+            let outcomes = run_session(&*upstream, &calls, options, || {
+                let n = done.fetch_add(1, Ordering::AcqRel) + 1;
+                if let Some(progress) = &options.progress {
+                    progress(n, total);
+                }
+            })
+            .await?;
+            Ok::<_, Error>(indexes.into_iter().zip(outcomes).collect::<Vec<_>>())
+        }
+    }))
+    .buffer_unordered(options.jobs.max(1));
+    let mut outcomes: Vec<Option<Outcome>> = vec![None; total];
+    let mut runs = std::pin::pin!(runs);
+    while let Some(run) = runs.next().await {
+        for (index, outcome) in run? {
+            outcomes[index] = Some(outcome);
+        }
+    }
+    let outcomes: Vec<Outcome> = outcomes
+        .into_iter()
+        .map(|o| o.unwrap_or(Outcome::Answer(Value::Null)))
+        .collect();
+    let calls = recording
+        .calls
+        .iter()
+        .zip(&outcomes)
+        .enumerate()
+        .map(|(i, (call, replayed))| {
+            let comparison = options.comparer.compare(&call.record.outcome, replayed);
+            CallReport::new(
+                i + 1,
+                call.line,
+                call.record.session.clone(),
+                call.record.method.clone(),
+                call.record.name.clone(),
+                comparison.status,
+                comparison.differences,
+            )
+        })
+        .collect();
+    Ok(Replayed {
+        report: ReplayReport::new(recording.path.clone(), calls),
+        outcomes,
+    })
+}
+
+/// One session: connect, initialize as the recorded client did, send each call, close.
+async fn run_session(
+    upstream: &dyn Upstream,
+    calls: &[(usize, &RecordedCall)],
+    options: &ReplayOptions,
+    mut tick: impl FnMut(),
+) -> Result<Vec<Outcome>, Error> {
+    let describe = upstream.describe();
+    let fail = |reason: String| -> Error {
+        ErrorKind::ReplayUpstream {
+            upstream: describe.clone(),
+            reason,
+        }
+        .into()
+    };
+    let Some((_, first)) = calls.first() else {
+        return Ok(Vec::new());
+    };
+    let session = first.record.session.clone();
+    let link = upstream.connect().await.map_err(|e| {
+        fail(format!(
+            "cannot start the server for recorded session {session}: {e}"
+        ))
+    })?;
+    let mut conn = Conn {
+        link,
+        timeout: options.timeout,
+        initialize: initialize_request(&first.record),
+    };
+    let result = async {
+        conn.handshake()
+            .await
+            .map_err(|why| fail(format!("initialize for recorded session {session}: {why}")))?;
+        let mut outcomes = Vec::with_capacity(calls.len());
+        for (n, (index, call)) in calls.iter().enumerate() {
+            let record = &call.record;
+            let request = json!({
+                "jsonrpc": "2.0",
+                "id": n + 1,
+                "method": record.method,
+                "params": request_params(record),
+            });
+            let answer = conn.request(request).await.map_err(|why| {
+                fail(format!(
+                    "call {} ({} {}, line {}): {why}",
+                    index + 1,
+                    record.method,
+                    record.name,
+                    call.line
+                ))
+            })?;
+            let mut outcome =
+                Outcome::from_response(&answer).unwrap_or(Outcome::Answer(Value::Null));
+            redact_outcome(&options.redactor, &mut outcome);
+            outcomes.push(outcome);
+            tick();
+        }
+        Ok(outcomes)
+    }
+    .await;
+    let close = conn.link.close;
+    drop(conn.link.outgoing);
+    close().await;
+    result
+}
+
+fn initialize_request(record: &calltape_recorder::record::CallRecord) -> Value {
+    let client = record.client.clone().unwrap_or_else(|| {
+        let mut m = Map::new();
+        m.insert("name".into(), json!("calltape-replay"));
+        m.insert("version".into(), json!(env!("CARGO_PKG_VERSION")));
+        m
+    });
+    json!({
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": record.protocol_version.as_deref().unwrap_or(DEFAULT_PROTOCOL_VERSION),
+            "capabilities": {},
+            "clientInfo": client,
+        }
+    })
+}
+
+struct Conn {
+    link: Link,
+    timeout: Duration,
+    initialize: Value,
+}
+
+impl Conn {
+    async fn send(&self, message: &Value) -> Result<(), String> {
+        let bytes = Bytes::from(serde_json::to_vec(message).unwrap_or_default());
+        self.link
+            .outgoing
+            .send(bytes)
+            .await
+            .map_err(|_| "the server's connection is closed".to_owned())
+    }
+
+    async fn handshake(&mut self) -> Result<(), String> {
+        let answer = self.request(self.initialize.clone()).await?;
+        if let Some(error) = answer.get("error") {
+            return Err(format!("the server refused initialize: {error}"));
+        }
+        self.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            .await
+    }
+
+    /// Sends `request` and waits for its answer, answering the server's own requests meanwhile.
+    async fn request(&mut self, request: Value) -> Result<Value, String> {
+        let id = request.get("id").cloned().unwrap_or(Value::Null);
+        self.send(&request).await?;
+        let deadline = Instant::now() + self.timeout;
+        loop {
+            let event = match tokio::time::timeout_at(deadline, self.link.events.recv()).await {
+                Err(_) => {
+                    return Err(format!("no answer within {}", humanize(self.timeout)));
+                }
+                Ok(None) => return Err("the server's connection closed".to_owned()),
+                Ok(Some(event)) => event,
+            };
+            match event {
+                UpstreamEvent::Message(frame) => {
+                    let Ok(message) = serde_json::from_slice::<Value>(&frame) else {
+                        continue;
+                    };
+                    for message in into_messages(message) {
+                        if let Some(answer) = self.handle(message, &id).await? {
+                            return Ok(answer);
+                        }
+                    }
+                }
+                UpstreamEvent::SessionExpired { frame } => {
+                    self.reinitialize().await?;
+                    self.link
+                        .outgoing
+                        .send(frame)
+                        .await
+                        .map_err(|_| "the server's connection is closed".to_owned())?;
+                }
+                UpstreamEvent::Undelivered { reason, .. } => {
+                    return Err(format!("the request could not be delivered: {reason}"));
+                }
+                UpstreamEvent::ProtocolError {
+                    status, message, ..
+                } => {
+                    return Err(match status {
+                        Some(status) => format!("the server answered HTTP {status}: {message}"),
+                        None => format!("the server's answer is not MCP: {message}"),
+                    });
+                }
+                UpstreamEvent::Closed { reason } => {
+                    return Err(format!("the server stopped: {reason}"));
+                }
+            }
+        }
+    }
+
+    /// Handles one message from the server: `Some` when it is the answer to `id`.
+    async fn handle(&self, message: Value, id: &Value) -> Result<Option<Value>, String> {
+        let method = message.get("method").and_then(Value::as_str);
+        match (method, message.get("id")) {
+            (Some(method), Some(request_id)) => {
+                let reply = match method {
+                    "ping" => json!({"jsonrpc": "2.0", "id": request_id, "result": {}}),
+                    "roots/list" => {
+                        json!({"jsonrpc": "2.0", "id": request_id, "result": {"roots": []}})
+                    }
+                    _ => json!({"jsonrpc": "2.0", "id": request_id, "error": {
+                        "code": -32601,
+                        "message": format!("calltape replay does not answer {method}"),
+                    }}),
+                };
+                self.send(&reply).await?;
+                Ok(None)
+            }
+            (Some(_), None) => Ok(None),
+            (None, Some(answer_id)) if answer_id == id => Ok(Some(message)),
+            _ => Ok(None),
+        }
+    }
+
+    /// The HTTP session expired: initialize again (its answer swallowed) before resending.
+    async fn reinitialize(&mut self) -> Result<(), String> {
+        let mut init = self.initialize.clone();
+        init["id"] = json!("calltape-reinit");
+        self.send(&init).await?;
+        let deadline = Instant::now() + self.timeout;
+        loop {
+            match tokio::time::timeout_at(deadline, self.link.events.recv()).await {
+                Ok(Some(UpstreamEvent::Message(frame))) => {
+                    let Ok(message) = serde_json::from_slice::<Value>(&frame) else {
+                        continue;
+                    };
+                    if message.get("id") == Some(&init["id"]) && message.get("method").is_none() {
+                        break;
+                    }
+                }
+                Ok(Some(UpstreamEvent::Closed { reason })) => {
+                    return Err(format!("the server stopped: {reason}"));
+                }
+                Ok(Some(_)) => {}
+                Ok(None) => return Err("the server's connection closed".to_owned()),
+                Err(_) => {
+                    return Err("no answer to a new initialize after the session expired".into());
+                }
+            }
+        }
+        self.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            .await
+    }
+}
+
+fn into_messages(value: Value) -> Vec<Value> {
+    match value {
+        Value::Array(items) => items,
+        other => vec![other],
+    }
+}
+
+fn humanize(d: Duration) -> String {
+    if d.subsec_millis() == 0 {
+        format!("{}s", d.as_secs())
+    } else {
+        format!("{}ms", d.as_millis())
+    }
+}

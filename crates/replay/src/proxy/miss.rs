@@ -1,0 +1,136 @@
+//! Answers for requests the cassette cannot serve, shaped like the provider's own errors so SDKs raise
+//! a readable exception and do not retry.
+
+use bytes::Bytes;
+use calltape_recorder::{Normalizer, Request};
+use http::{HeaderValue, StatusCode};
+use http_body_util::{BodyExt, Full};
+use serde_json::json;
+
+use super::ProxyBody;
+use super::tape::{Tape, diff_text};
+
+/// Which error shape an upstream's clients expect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Provider {
+    OpenAi,
+    Anthropic,
+}
+
+impl Provider {
+    pub(crate) fn guess(name: &str, url: &str) -> Self {
+        if name.contains("anthropic") || url.contains("anthropic") || name.contains("claude") {
+            Self::Anthropic
+        } else {
+            Self::OpenAi
+        }
+    }
+}
+
+/// An error response in the provider's shape, with `x-should-retry: false`.
+pub(crate) fn error_response(
+    provider: Provider,
+    status: StatusCode,
+    kind: &str,
+    message: &str,
+) -> hyper::Response<ProxyBody> {
+    let body = match provider {
+        Provider::OpenAi => {
+            json!({"error": {"message": message, "type": kind, "param": null, "code": kind}})
+        }
+        Provider::Anthropic => {
+            let t = match status.as_u16() {
+                404 => "not_found_error",
+                400 => "invalid_request_error",
+                _ => "api_error",
+            };
+            json!({"type": "error", "error": {"type": t, "message": message}})
+        }
+    };
+    let bytes = Bytes::from(body.to_string());
+    let mut resp = hyper::Response::new(
+        Full::new(bytes)
+            .map_err(|never| match never {})
+            .boxed_unsync(),
+    );
+    *resp.status_mut() = status;
+    let h = resp.headers_mut();
+    h.insert(
+        http::header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    h.insert("x-should-retry", HeaderValue::from_static("false"));
+    h.insert("x-calltape", HeaderValue::from_static("miss"));
+    resp
+}
+
+/// The short message for the client and the full diagnostics for stderr.
+pub(crate) fn describe_miss(
+    tape: &Tape,
+    request: &Request,
+    normalizer: &Normalizer,
+    why: &str,
+    rerecord: &str,
+) -> (String, String) {
+    let ranked = tape.ranked(request, normalizer, false);
+    let head = format!(
+        "calltape: {why} for {} {} {} (key {}) in {}",
+        request.method,
+        request.upstream,
+        request.path,
+        request.key,
+        tape.path.display()
+    );
+    let mut short = head.clone();
+    let mut long = head;
+    long.push_str(&format!(
+        "\n  request:\n{}",
+        indent(&diff_text(normalizer, request), "    ")
+    ));
+    match ranked.first() {
+        None => {
+            short.push_str("; the cassette holds no recordings");
+            long.push_str("\n  the cassette holds no recordings");
+        }
+        Some(&(i, ratio)) => {
+            let r = &tape.get(i).request;
+            short.push_str(&format!(
+                "; closest recording: {} {} {} (key {}, seq {}, {:.0}% similar)",
+                r.method,
+                r.upstream,
+                r.path,
+                r.key,
+                r.seq,
+                ratio * 100.0
+            ));
+        }
+    }
+    for &(i, ratio) in ranked.iter().take(3) {
+        let r = &tape.get(i).request;
+        let diff = similar::TextDiff::from_lines(
+            &diff_text(normalizer, r),
+            &diff_text(normalizer, request),
+        )
+        .unified_diff()
+        .context_radius(2)
+        .header("recorded", "request")
+        .to_string();
+        long.push_str(&format!(
+            "\n  closest: key {} seq {} ({:.0}% similar)\n{}",
+            r.key,
+            r.seq,
+            ratio * 100.0,
+            indent(&diff, "    ")
+        ));
+    }
+    short.push_str(&format!("; to re-record: {rerecord}"));
+    long.push_str(&format!("\n  to re-record: {rerecord}"));
+    (short, long)
+}
+
+pub(crate) fn indent(text: &str, prefix: &str) -> String {
+    text.lines()
+        .map(|l| format!("{prefix}{l}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}

@@ -1,0 +1,597 @@
+//! The HTTP record/replay proxy for LLM APIs.
+//!
+//! A test points its SDK's base URL at `http://127.0.0.1:PORT/<upstream>/…`; the proxy serves the
+//! answer from a cassette, or forwards the request to the named upstream and records the answer,
+//! depending on the [`Mode`]. Streams (server-sent events, NDJSON) are teed to the client as they
+//! arrive and stored one event per line; replay gives back the same bytes.
+//!
+//! A test may pick its own cassette with the `x-calltape-cassette: NAME` header or the path prefix
+//! `/_cassette/NAME/`, resolved under the [`cassette_dir`](ProxyBuilder::cassette_dir), so one proxy
+//! serves a parallel test run.
+
+mod capture;
+mod miss;
+mod options;
+mod server;
+mod stream;
+mod tape;
+mod verify;
+
+use std::collections::HashMap;
+use std::io;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use calltape_recorder::{Normalizer, Scrubber};
+use http::{HeaderName, HeaderValue};
+use http_body_util::combinators::UnsyncBoxBody;
+use tokio::sync::{Notify, watch};
+
+pub use options::{Exhaustion, Mode, RecordTiming, ReplayTiming};
+
+use crate::error::{ErrorKind, Result};
+use miss::Provider;
+use tape::Tape;
+
+pub(crate) type ProxyBody = UnsyncBoxBody<Bytes, io::Error>;
+
+/// The header a request uses to choose its cassette under the cassette folder.
+pub const CASSETTE_HEADER: &str = "x-calltape-cassette";
+
+/// Entry point: `Proxy::builder()`.
+#[derive(Debug)]
+pub struct Proxy;
+
+impl Proxy {
+    /// A builder with the defaults: loopback on a free port, mode resolved from the environment
+    /// ([`Mode::resolve`]), fast replay, 10 ms delay buckets, `error` on exhaustion, no fuzzy matching.
+    pub fn builder() -> ProxyBuilder {
+        ProxyBuilder::default()
+    }
+}
+
+/// Configures and starts a [`Proxy`].
+#[derive(Debug)]
+pub struct ProxyBuilder {
+    upstreams: Vec<(String, String)>,
+    listen: SocketAddr,
+    cassette: Option<PathBuf>,
+    cassette_dir: Option<PathBuf>,
+    mode: Option<Mode>,
+    replay_timing: ReplayTiming,
+    record_timing: RecordTiming,
+    exhaustion: Exhaustion,
+    fuzzy: Option<f32>,
+    allow_fuzzy: bool,
+    ignore_body: Vec<String>,
+    ignore_query: Vec<String>,
+    auth: Vec<(String, String, String)>,
+    redact_names: Vec<String>,
+    keep_names: Vec<String>,
+    drop_headers: Vec<String>,
+    keep_headers: Vec<String>,
+    secrets_from_env: bool,
+    rerecord_hint: Option<String>,
+}
+
+impl Default for ProxyBuilder {
+    fn default() -> Self {
+        Self {
+            upstreams: Vec::new(),
+            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            cassette: None,
+            cassette_dir: None,
+            mode: None,
+            replay_timing: ReplayTiming::Fast,
+            record_timing: RecordTiming::Bucketed,
+            exhaustion: Exhaustion::Error,
+            fuzzy: None,
+            allow_fuzzy: false,
+            ignore_body: Vec::new(),
+            ignore_query: Vec::new(),
+            auth: Vec::new(),
+            redact_names: Vec::new(),
+            keep_names: Vec::new(),
+            drop_headers: Vec::new(),
+            keep_headers: Vec::new(),
+            secrets_from_env: true,
+            rerecord_hint: None,
+        }
+    }
+}
+
+impl ProxyBuilder {
+    /// Routes `/<name>/…` to `url` (e.g. `openai` → `https://api.openai.com`).
+    pub fn upstream(mut self, name: impl Into<String>, url: impl Into<String>) -> Self {
+        self.upstreams.push((name.into(), url.into()));
+        self
+    }
+
+    /// The loopback address to listen on (default `127.0.0.1:0`, a free port).
+    pub fn listen(mut self, addr: SocketAddr) -> Self {
+        self.listen = addr;
+        self
+    }
+
+    /// The cassette used by requests that do not choose one.
+    pub fn cassette(mut self, path: impl Into<PathBuf>) -> Self {
+        self.cassette = Some(path.into());
+        self
+    }
+
+    /// The folder in which per-test cassette names are resolved.
+    pub fn cassette_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.cassette_dir = Some(dir.into());
+        self
+    }
+
+    /// The mode; without it, [`Mode::resolve`] decides from the environment.
+    pub fn mode(mut self, mode: Mode) -> Self {
+        self.mode = Some(mode);
+        self
+    }
+
+    /// How replayed streams are paced.
+    pub fn replay_timing(mut self, timing: ReplayTiming) -> Self {
+        self.replay_timing = timing;
+        self
+    }
+
+    /// How recorded delays are stored.
+    pub fn record_timing(mut self, timing: RecordTiming) -> Self {
+        self.record_timing = timing;
+        self
+    }
+
+    /// What replay does once every recording of a key has been served.
+    pub fn exhaustion(mut self, policy: Exhaustion) -> Self {
+        self.exhaustion = policy;
+        self
+    }
+
+    /// Enables fuzzy matching for misses, with a similarity threshold between 0 and 1.
+    pub fn fuzzy(mut self, threshold: f32) -> Self {
+        self.fuzzy = Some(threshold);
+        self
+    }
+
+    /// Lets a fuzzy hit be served in `replay` mode (otherwise it fails there).
+    pub fn allow_fuzzy(mut self, yes: bool) -> Self {
+        self.allow_fuzzy = yes;
+        self
+    }
+
+    /// Drops body fields matching a dot-path glob before keying.
+    pub fn ignore_body(mut self, glob: impl Into<String>) -> Self {
+        self.ignore_body.push(glob.into());
+        self
+    }
+
+    /// Drops a query parameter before keying.
+    pub fn ignore_query(mut self, name: impl Into<String>) -> Self {
+        self.ignore_query.push(name.into());
+        self
+    }
+
+    /// Sends `header: value` to the upstream `name` on every forwarded request, so the client never holds
+    /// the key. The value is scrubbed from everything recorded.
+    pub fn auth(
+        mut self,
+        upstream: impl Into<String>,
+        header: impl Into<String>,
+        value: impl Into<String>,
+    ) -> Self {
+        self.auth
+            .push((upstream.into(), header.into(), value.into()));
+        self
+    }
+
+    /// Extra field names to redact.
+    pub fn redact_names<I: IntoIterator<Item = S>, S: Into<String>>(mut self, names: I) -> Self {
+        self.redact_names.extend(names.into_iter().map(Into::into));
+        self
+    }
+
+    /// Field names never redacted by name.
+    pub fn keep_names<I: IntoIterator<Item = S>, S: Into<String>>(mut self, names: I) -> Self {
+        self.keep_names.extend(names.into_iter().map(Into::into));
+        self
+    }
+
+    /// Another response header to drop from recordings (`prefix*` allowed).
+    pub fn drop_response_header(mut self, pattern: impl Into<String>) -> Self {
+        self.drop_headers.push(pattern.into().to_ascii_lowercase());
+        self
+    }
+
+    /// A response header to keep even though it is on the default drop list.
+    pub fn keep_response_header(mut self, name: impl Into<String>) -> Self {
+        self.keep_headers.push(name.into().to_ascii_lowercase());
+        self
+    }
+
+    /// Whether to scrub the values of environment variables named like `*_API_KEY`, `*_TOKEN`,
+    /// `*_SECRET` (default on).
+    pub fn secrets_from_env(mut self, yes: bool) -> Self {
+        self.secrets_from_env = yes;
+        self
+    }
+
+    /// The command shown in miss messages to re-record.
+    pub fn rerecord_hint(mut self, hint: impl Into<String>) -> Self {
+        self.rerecord_hint = Some(hint.into());
+        self
+    }
+
+    /// Binds the listener and starts serving.
+    pub async fn start(self) -> Result<ProxyHandle> {
+        let mode = Mode::resolve(self.mode).map_err(ErrorKind::Config)?;
+        if !self.listen.ip().is_loopback() {
+            return Err(ErrorKind::NotLoopback(self.listen).into());
+        }
+        if self.upstreams.is_empty() {
+            return Err(ErrorKind::Config(
+                "no upstream configured; add one such as openai=https://api.openai.com".into(),
+            )
+            .into());
+        }
+        if mode != Mode::Live && self.cassette.is_none() && self.cassette_dir.is_none() {
+            return Err(ErrorKind::Config(
+                "no cassette: give a cassette file or a cassette folder for per-test cassettes"
+                    .into(),
+            )
+            .into());
+        }
+        if let Some(t) = self.fuzzy.filter(|t| !(0.0..=1.0).contains(t)) {
+            return Err(
+                ErrorKind::Config(format!("fuzzy threshold {t} is not between 0 and 1")).into(),
+            );
+        }
+        let mut upstreams = HashMap::new();
+        for (name, url) in &self.upstreams {
+            if name.is_empty() || name.contains('/') || name.starts_with('_') {
+                return Err(ErrorKind::Upstream {
+                    name: name.clone(),
+                    reason: "names must be non-empty, without `/`, and not start with `_`".into(),
+                }
+                .into());
+            }
+            let parsed: http::Uri = url.parse().map_err(|e| ErrorKind::Upstream {
+                name: name.clone(),
+                reason: format!("{url:?} is not a URL: {e}"),
+            })?;
+            if !matches!(parsed.scheme_str(), Some("http" | "https")) || parsed.host().is_none() {
+                return Err(ErrorKind::Upstream {
+                    name: name.clone(),
+                    reason: format!("{url:?} must be an http:// or https:// URL with a host"),
+                }
+                .into());
+            }
+            let base = url.trim_end_matches('/').to_owned();
+            let provider = Provider::guess(name, &base);
+            if upstreams
+                .insert(name.clone(), UpstreamCfg { base, provider })
+                .is_some()
+            {
+                return Err(ErrorKind::Upstream {
+                    name: name.clone(),
+                    reason: "given twice".into(),
+                }
+                .into());
+            }
+        }
+        let scrubber = Scrubber::builder()
+            .redact_names(self.redact_names)
+            .keep_names(self.keep_names)
+            .secrets_from_env(self.secrets_from_env)
+            .build()?;
+        let normalizer = Normalizer::with_rules(&self.ignore_body, &self.ignore_query)?;
+        let mut auth = HashMap::new();
+        for (up, header, value) in self.auth {
+            if !upstreams.contains_key(&up) {
+                return Err(ErrorKind::Upstream {
+                    name: up,
+                    reason: "auth given for an upstream that is not configured".into(),
+                }
+                .into());
+            }
+            scrubber.add_header_secret(&header, &value);
+            let name =
+                HeaderName::from_bytes(header.to_ascii_lowercase().as_bytes()).map_err(|_| {
+                    ErrorKind::Config(format!(
+                        "auth header name {header:?} is not a valid header name"
+                    ))
+                })?;
+            let mut v = HeaderValue::from_str(&value).map_err(|_| {
+                ErrorKind::Config(format!(
+                    "the auth value for {up:?} is not a valid header value"
+                ))
+            })?;
+            v.set_sensitive(true);
+            auth.insert(up, (name, v));
+        }
+        // Replay mode never talks to an upstream, so it builds no client at all.
+        let client = if mode.forwards() {
+            Some(
+                reqwest::Client::builder()
+                    .redirect(reqwest::redirect::Policy::none())
+                    .no_proxy()
+                    .build()
+                    .map_err(|e| ErrorKind::Client(e.to_string()))?,
+            )
+        } else {
+            None
+        };
+        let listener = tokio::net::TcpListener::bind(self.listen)
+            .await
+            .map_err(|source| ErrorKind::Bind {
+                addr: self.listen,
+                source,
+            })?;
+        let addr = listener.local_addr().map_err(|source| ErrorKind::Bind {
+            addr: self.listen,
+            source,
+        })?;
+        let state = Arc::new(State {
+            mode,
+            upstreams,
+            cassette: self.cassette,
+            cassette_dir: self.cassette_dir,
+            normalizer,
+            scrubber,
+            client,
+            tapes: Mutex::new(HashMap::new()),
+            report: Mutex::new(Report::default()),
+            inflight: AtomicUsize::new(0),
+            idle: Notify::new(),
+            replay_timing: self.replay_timing,
+            record_timing: self.record_timing,
+            exhaustion: self.exhaustion,
+            fuzzy: self.fuzzy,
+            allow_fuzzy: self.allow_fuzzy,
+            drop_headers: self.drop_headers,
+            keep_headers: self.keep_headers,
+            auth,
+            rerecord_hint: self.rerecord_hint.unwrap_or_else(|| {
+                "run the tests again with CALLTAPE_MODE=record (or --mode record) and the upstream reachable"
+                    .to_owned()
+            }),
+        });
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let task = tokio::spawn(server::serve(listener, Arc::clone(&state), stop_rx));
+        tracing::debug!(%addr, %mode, "proxy listening");
+        Ok(ProxyHandle {
+            addr,
+            state,
+            stop: stop_tx,
+            task: Some(task),
+            finished: false,
+        })
+    }
+}
+
+#[derive(Debug)]
+pub(crate) struct UpstreamCfg {
+    pub(crate) base: String,
+    pub(crate) provider: Provider,
+}
+
+pub(crate) struct State {
+    pub(crate) mode: Mode,
+    pub(crate) upstreams: HashMap<String, UpstreamCfg>,
+    pub(crate) cassette: Option<PathBuf>,
+    pub(crate) cassette_dir: Option<PathBuf>,
+    pub(crate) normalizer: Normalizer,
+    pub(crate) scrubber: Scrubber,
+    pub(crate) client: Option<reqwest::Client>,
+    pub(crate) tapes: Mutex<HashMap<PathBuf, Arc<Mutex<Tape>>>>,
+    pub(crate) report: Mutex<Report>,
+    pub(crate) inflight: AtomicUsize,
+    pub(crate) idle: Notify,
+    pub(crate) replay_timing: ReplayTiming,
+    pub(crate) record_timing: RecordTiming,
+    pub(crate) exhaustion: Exhaustion,
+    pub(crate) fuzzy: Option<f32>,
+    pub(crate) allow_fuzzy: bool,
+    pub(crate) drop_headers: Vec<String>,
+    pub(crate) keep_headers: Vec<String>,
+    pub(crate) auth: HashMap<String, (HeaderName, HeaderValue)>,
+    pub(crate) rerecord_hint: String,
+}
+
+impl State {
+    pub(crate) fn report(&self) -> std::sync::MutexGuard<'_, Report> {
+        self.report.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The tape for a cassette path, loading it on first use.
+    pub(crate) fn tape(&self, path: &Path) -> calltape_recorder::Result<Arc<Mutex<Tape>>> {
+        let mut tapes = self.tapes.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(t) = tapes.get(path) {
+            return Ok(Arc::clone(t));
+        }
+        let tape = Tape::open(path, self.mode, &self.normalizer, &self.scrubber)?;
+        tracing::debug!(cassette = %path.display(), recordings = tape.len(), "cassette opened");
+        let tape = Arc::new(Mutex::new(tape));
+        tapes.insert(path.to_path_buf(), Arc::clone(&tape));
+        Ok(tape)
+    }
+
+    /// Saves every tape with unsaved recordings; failures go to the report.
+    fn save_all(&self) {
+        let tapes: Vec<Arc<Mutex<Tape>>> = self
+            .tapes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .cloned()
+            .collect();
+        for t in tapes {
+            let mut tape = t.lock().unwrap_or_else(|e| e.into_inner());
+            if !tape.is_dirty() {
+                continue;
+            }
+            match tape.save(&self.scrubber) {
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::error!("{e}");
+                    self.report().errors.push(e.to_string());
+                }
+            }
+        }
+    }
+}
+
+/// What the proxy did: counts, and the misses, fuzzy hits, drift and errors it met.
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct Report {
+    /// Requests answered from a cassette.
+    pub replayed: usize,
+    /// Interactions recorded.
+    pub recorded: usize,
+    /// Requests forwarded to an upstream.
+    pub forwarded: usize,
+    /// One line per request that no recording could answer.
+    pub misses: Vec<String>,
+    /// One line per request answered by a fuzzy match.
+    pub fuzzy_hits: Vec<String>,
+    /// One line per structural difference found in `verify` mode.
+    pub drift: Vec<String>,
+    /// Cassettes that could not be written, upstream failures.
+    pub errors: Vec<String>,
+}
+
+impl Report {
+    /// A few lines for stderr: counts, then every miss, fuzzy hit, drift and error.
+    pub fn summary(&self) -> String {
+        let mut s = format!(
+            "calltape http: {} replayed, {} recorded, {} forwarded, {} missed, {} fuzzy, {} drift, {} errors",
+            self.replayed,
+            self.recorded,
+            self.forwarded,
+            self.misses.len(),
+            self.fuzzy_hits.len(),
+            self.drift.len(),
+            self.errors.len()
+        );
+        for (label, items) in [
+            ("miss", &self.misses),
+            ("fuzzy", &self.fuzzy_hits),
+            ("drift", &self.drift),
+            ("error", &self.errors),
+        ] {
+            for item in items {
+                s.push_str(&format!("\n  {label}: {item}"));
+            }
+        }
+        s
+    }
+}
+
+/// A running proxy. Dropping it stops the listener and saves what was recorded; prefer
+/// [`shutdown`](Self::shutdown), which also waits for streams still being recorded.
+#[derive(Debug)]
+pub struct ProxyHandle {
+    addr: SocketAddr,
+    state: Arc<State>,
+    stop: watch::Sender<bool>,
+    task: Option<tokio::task::JoinHandle<()>>,
+    finished: bool,
+}
+
+impl std::fmt::Debug for State {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("State")
+            .field("mode", &self.mode)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ProxyHandle {
+    /// The address the proxy listens on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://ADDR`, the proxy's root URL.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// The base URL a client of upstream `name` should use: `http://ADDR/name`.
+    pub fn base_url(&self, name: &str) -> String {
+        format!("http://{}/{}", self.addr, name)
+    }
+
+    /// The mode in effect.
+    pub fn mode(&self) -> Mode {
+        self.state.mode
+    }
+
+    /// What happened so far.
+    pub fn report(&self) -> Report {
+        self.state.report().clone()
+    }
+
+    /// Stops accepting requests, waits (up to 30 s) for answers still being recorded, writes the
+    /// cassettes, and returns the report.
+    pub async fn shutdown(mut self) -> Result<Report> {
+        let _ = self.stop.send(true);
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+        let wait = async {
+            loop {
+                let notified = self.state.idle.notified();
+                if self.state.inflight.load(Ordering::SeqCst) == 0 {
+                    break;
+                }
+                notified.await;
+            }
+        };
+        if tokio::time::timeout(Duration::from_secs(30), wait)
+            .await
+            .is_err()
+        {
+            self.state
+                .report()
+                .errors
+                .push("gave up waiting for answers still being recorded after 30 s".into());
+        }
+        let state = Arc::clone(&self.state);
+        tokio::task::spawn_blocking(move || state.save_all())
+            .await
+            .map_err(|e| ErrorKind::Config(format!("saving cassettes panicked: {e}")))?;
+        self.finished = true;
+        Ok(self.state.report().clone())
+    }
+}
+
+impl Drop for ProxyHandle {
+    fn drop(&mut self) {
+        if self.finished {
+            return;
+        }
+        let _ = self.stop.send(true);
+        self.state.save_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn public_types_are_send_and_sync() {
+        fn check<T: Send + Sync>() {}
+        check::<ProxyHandle>();
+        check::<ProxyBuilder>();
+        check::<Report>();
+        check::<Mode>();
+    }
+}

@@ -1,0 +1,211 @@
+//! Modes and knobs of the proxy.
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+/// What the proxy does with each request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Mode {
+    /// Replay hits, record misses, per interaction. The default outside CI.
+    Auto,
+    /// Strict replay: a miss is an error and no upstream connection is ever opened. The default in CI.
+    Replay,
+    /// Re-record every touched cassette from scratch (alias `update`).
+    Record,
+    /// Keep what is recorded, replay hits and add misses.
+    Append,
+    /// Forward only; write nothing.
+    Live,
+    /// Forward, compare the live answer's structure to the recording, report drift; write nothing.
+    Verify,
+}
+
+impl Mode {
+    /// The mode's name as accepted on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Auto => "auto",
+            Self::Replay => "replay",
+            Self::Record => "record",
+            Self::Append => "append",
+            Self::Live => "live",
+            Self::Verify => "verify",
+        }
+    }
+
+    /// Whether this mode may open connections to upstreams.
+    pub fn forwards(self) -> bool {
+        self != Self::Replay
+    }
+
+    /// Whether this mode writes cassettes.
+    pub fn writes(self) -> bool {
+        matches!(self, Self::Auto | Self::Record | Self::Append)
+    }
+
+    /// Resolves the mode: `explicit` (the `--mode` flag) wins, then `CALLTAPE_MODE`, then the reference
+    /// recorder's variables (`UPDATE_RECORDINGS=true`, `LLM_TEST_MODE`, `RECORD_LLM=true`), then `replay`
+    /// when `CI` is set to anything but empty, `0` or `false`, else `auto`.
+    pub fn resolve(explicit: Option<Mode>) -> Result<Mode, String> {
+        Self::resolve_with(explicit, |name| std::env::var(name).ok())
+    }
+
+    /// [`resolve`](Self::resolve) with a custom environment lookup.
+    pub fn resolve_with(
+        explicit: Option<Mode>,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<Mode, String> {
+        if let Some(m) = explicit {
+            return Ok(m);
+        }
+        let set = |name: &str| env(name).filter(|v| !v.trim().is_empty());
+        if let Some(v) = set("CALLTAPE_MODE") {
+            return v.parse().map_err(|e: String| format!("CALLTAPE_MODE: {e}"));
+        }
+        if set("UPDATE_RECORDINGS").is_some_and(|v| truthy(&v)) {
+            return Ok(Mode::Record);
+        }
+        if let Some(v) = set("LLM_TEST_MODE") {
+            return v.parse().map_err(|e: String| format!("LLM_TEST_MODE: {e}"));
+        }
+        if set("RECORD_LLM").is_some_and(|v| truthy(&v)) {
+            return Ok(Mode::Record);
+        }
+        if set("CI")
+            .is_some_and(|v| !matches!(v.trim().to_ascii_lowercase().as_str(), "0" | "false"))
+        {
+            return Ok(Mode::Replay);
+        }
+        Ok(Mode::Auto)
+    }
+}
+
+fn truthy(v: &str) -> bool {
+    matches!(
+        v.trim().to_ascii_lowercase().as_str(),
+        "1" | "true" | "yes" | "on"
+    )
+}
+
+impl fmt::Display for Mode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Mode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(match s.trim().to_ascii_lowercase().as_str() {
+            "auto" => Self::Auto,
+            "replay" => Self::Replay,
+            "record" | "update" => Self::Record,
+            "append" => Self::Append,
+            "live" => Self::Live,
+            "verify" => Self::Verify,
+            other => {
+                return Err(format!(
+                    "unknown mode {other:?}; expected auto, replay, record, update, append, live or verify"
+                ));
+            }
+        })
+    }
+}
+
+/// How replayed streams are paced and cut.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReplayTiming {
+    /// One write per event, no delay.
+    Fast,
+    /// The recorded delays, each capped at the given maximum.
+    Realtime {
+        /// The longest pause between two events.
+        max_delay: Duration,
+    },
+    /// The stream's bytes split at reproducible arbitrary positions (chosen from the seed), to test
+    /// clients' parsers; no delay.
+    Rechunk {
+        /// The seed for the split positions.
+        seed: u64,
+    },
+}
+
+/// How recorded stream delays are stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecordTiming {
+    /// Rounded to 10 ms buckets, so re-recording gives the same file.
+    Bucketed,
+    /// Exact milliseconds.
+    Full,
+}
+
+/// What replay does when every recording for a key has been served.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exhaustion {
+    /// Treat it as a miss.
+    Error,
+    /// Serve the last recording again.
+    RepeatLast,
+    /// Start again from the first recording.
+    Cycle,
+}
+
+impl FromStr for Exhaustion {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "error" => Ok(Self::Error),
+            "repeat-last" => Ok(Self::RepeatLast),
+            "cycle" => Ok(Self::Cycle),
+            other => Err(format!(
+                "unknown exhaustion policy {other:?}; expected error, repeat-last or cycle"
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mode_resolution_order() {
+        type Env = &'static [(&'static str, &'static str)];
+        let table: &[(Env, Option<Mode>, Mode)] = &[
+            (&[], None, Mode::Auto),
+            (&[("CI", "true")], None, Mode::Replay),
+            (&[("CI", "1")], None, Mode::Replay),
+            (&[("CI", "0")], None, Mode::Auto),
+            (&[("CI", "false")], None, Mode::Auto),
+            (&[("CI", "")], None, Mode::Auto),
+            (
+                &[("CI", "true"), ("CALLTAPE_MODE", "record")],
+                None,
+                Mode::Record,
+            ),
+            (&[("CI", "true")], Some(Mode::Auto), Mode::Auto),
+            (
+                &[("CALLTAPE_MODE", "live")],
+                Some(Mode::Replay),
+                Mode::Replay,
+            ),
+            (&[("UPDATE_RECORDINGS", "true")], None, Mode::Record),
+            (&[("LLM_TEST_MODE", "replay")], None, Mode::Replay),
+            (&[("LLM_TEST_MODE", "update")], None, Mode::Record),
+            (&[("RECORD_LLM", "true")], None, Mode::Record),
+        ];
+        for (env, explicit, expected) in table {
+            let got = Mode::resolve_with(*explicit, |name| {
+                env.iter()
+                    .find(|(k, _)| *k == name)
+                    .map(|(_, v)| (*v).to_owned())
+            })
+            .unwrap();
+            assert_eq!(got, *expected, "{env:?} {explicit:?}");
+        }
+        assert!(
+            Mode::resolve_with(None, |n| (n == "CALLTAPE_MODE").then(|| "nope".into())).is_err()
+        );
+    }
+}

@@ -1,0 +1,4 @@
+//! Integration tests of calltape-replay.
+
+mod mcp;
+mod proxy;

@@ -1,0 +1,343 @@
+//! MCP replay driven against an in-process server behind the bridge's `Upstream` trait.
+
+use std::os::unix::fs::PermissionsExt;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use calltape_recorder::record::{Outcome, Recording};
+use calltape_replay::ErrorKind;
+use calltape_replay::mcp::{Comparer, ReplayOptions, Status, replay, update_recording};
+use calltape_stdio_bridge::{BoxFuture, Link, Upstream, UpstreamEvent};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+/// A small MCP server living in the test: `quote` answers a price, `secret` answers a token, `ask`
+/// pings the client before answering, `hang` never answers and `crash` closes the link.
+#[derive(Default)]
+struct Fake {
+    price: i64,
+    connects: AtomicUsize,
+    initializes: Mutex<Vec<Value>>,
+}
+
+/// The fake as an upstream: every connect is a fresh "process" of the same server.
+struct Server(Arc<Fake>);
+
+impl Upstream for Server {
+    fn describe(&self) -> String {
+        "fake server".into()
+    }
+
+    fn connect(&self) -> BoxFuture<'_, Result<Link, calltape_stdio_bridge::Error>> {
+        let fake = self.0.clone();
+        Box::pin(async move {
+            fake.connects.fetch_add(1, Ordering::SeqCst);
+            let (out_tx, mut out_rx) = mpsc::channel::<Bytes>(16);
+            let (ev_tx, ev_rx) = mpsc::channel::<UpstreamEvent>(16);
+            tokio::spawn(async move {
+                let mut asked: Option<Value> = None;
+                while let Some(frame) = out_rx.recv().await {
+                    let message: Value = serde_json::from_slice(&frame).unwrap();
+                    let id = message.get("id").cloned();
+                    let reply = |result: Value| {
+                        Bytes::from(
+                            serde_json::to_vec(
+                                &json!({"jsonrpc": "2.0", "id": id, "result": result}),
+                            )
+                            .unwrap(),
+                        )
+                    };
+                    match message.get("method").and_then(Value::as_str) {
+                        Some("initialize") => {
+                            fake.initializes
+                                .lock()
+                                .unwrap()
+                                .push(message["params"].clone());
+                            let _ = ev_tx.send(UpstreamEvent::Message(reply(json!({"protocolVersion": "2025-06-18",
+                                "capabilities": {}, "serverInfo": {"name": "fake", "version": "1"}})))).await;
+                        }
+                        Some("tools/call") => match message["params"]["name"].as_str().unwrap() {
+                            "quote" => {
+                                let _ = ev_tx
+                                    .send(UpstreamEvent::Message(reply(
+                                        json!({"structuredContent": {"price": fake.price}}),
+                                    )))
+                                    .await;
+                            }
+                            "secret" => {
+                                let _ = ev_tx
+                                    .send(UpstreamEvent::Message(reply(json!({"token": "abc123",
+                                    "text": "use Bearer s3cr3t-value-123456 now"}))))
+                                    .await;
+                            }
+                            "ask" => {
+                                asked = id.clone();
+                                let _ = ev_tx.send(UpstreamEvent::Message(Bytes::from_static(
+                                    b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{}}"))).await;
+                                let _ = ev_tx.send(UpstreamEvent::Message(Bytes::from_static(
+                                    b"{\"jsonrpc\":\"2.0\",\"id\":\"srv-1\",\"method\":\"ping\"}"))).await;
+                            }
+                            "crash" => {
+                                let _ = ev_tx
+                                    .send(UpstreamEvent::Closed {
+                                        reason: "exit status 1".into(),
+                                    })
+                                    .await;
+                                return;
+                            }
+                            _ => {}
+                        },
+                        None if message.get("id") == Some(&json!("srv-1")) => {
+                            // The client answered our ping: now answer the call that asked.
+                            let answer = json!({"jsonrpc": "2.0", "id": asked.take(), "result": {"pinged": message["result"].is_object()}});
+                            let _ = ev_tx
+                                .send(UpstreamEvent::Message(Bytes::from(
+                                    serde_json::to_vec(&answer).unwrap(),
+                                )))
+                                .await;
+                        }
+                        _ => {}
+                    }
+                }
+            });
+            Ok(Link {
+                outgoing: out_tx,
+                events: ev_rx,
+                close: Box::new(|| Box::pin(async {})),
+            })
+        })
+    }
+}
+
+fn line(session: &str, client: &str, version: Option<&str>, name: &str, outcome: &str) -> String {
+    let version = version
+        .map(|v| format!(",\"protocolVersion\":\"{v}\""))
+        .unwrap_or_default();
+    format!(
+        r#"{{"v":1,"at":"2026-11-29T20:46:45.123Z","session":"{session}","client":{{"name":"{client}","version":"1"}}{version},"method":"tools/call","name":"{name}","input":{{}},{outcome},"durationMs":1}}"#
+    )
+}
+
+fn write(dir: &tempfile::TempDir, lines: &[String]) -> Recording {
+    let path = dir.path().join("calls.jsonl");
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+    Recording::read(&path).unwrap()
+}
+
+#[tokio::test]
+async fn each_session_gets_its_own_connection_and_recorded_client() {
+    let dir = tempfile::tempdir().unwrap();
+    let recording = write(
+        &dir,
+        &[
+            line(
+                "aaaaaaaa",
+                "first",
+                Some("2025-03-26"),
+                "quote",
+                r#""answer":{"structuredContent":{"price":12}}"#,
+            ),
+            line(
+                "bbbbbbbb",
+                "second",
+                None,
+                "quote",
+                r#""answer":{"structuredContent":{"price":15}}"#,
+            ),
+            line(
+                "aaaaaaaa",
+                "first",
+                Some("2025-03-26"),
+                "secret",
+                r#""answer":{"token":"[REDACTED]","text":"use Bearer [REDACTED] now"}"#,
+            ),
+            line(
+                "bbbbbbbb",
+                "second",
+                None,
+                "ask",
+                r#""answer":{"pinged":true}"#,
+            ),
+        ],
+    );
+    let fake = Arc::new(Fake {
+        price: 15,
+        ..Fake::default()
+    });
+    let options = ReplayOptions::default().jobs(2);
+    let replayed = replay(&recording, Arc::new(Server(fake.clone())), &options)
+        .await
+        .unwrap();
+    assert_eq!(fake.connects.load(Ordering::SeqCst), 2);
+    let mut inits = fake.initializes.lock().unwrap().clone();
+    inits.sort_by_key(|p| p["clientInfo"]["name"].as_str().unwrap().to_owned());
+    assert_eq!(
+        inits[0]["clientInfo"],
+        json!({"name": "first", "version": "1"})
+    );
+    assert_eq!(inits[0]["protocolVersion"], "2025-03-26");
+    assert_eq!(inits[1]["clientInfo"]["name"], "second");
+    assert_eq!(inits[1]["protocolVersion"], "2025-06-18");
+
+    let statuses: Vec<(usize, Status)> = replayed
+        .report
+        .calls
+        .iter()
+        .map(|c| (c.line, c.status))
+        .collect();
+    assert_eq!(
+        statuses,
+        [
+            (1, Status::Changed),
+            (2, Status::Same),
+            (3, Status::Same),
+            (4, Status::Same)
+        ]
+    );
+    let changed = &replayed.report.calls[0].differences[0];
+    assert_eq!(changed.path, "structuredContent.price");
+    assert_eq!(
+        (changed.recorded.clone(), changed.replayed.clone()),
+        (Some(json!(12)), Some(json!(15)))
+    );
+    // The replayed secret never leaves the replay unredacted.
+    assert_eq!(
+        replayed.outcomes[2],
+        Outcome::Answer(json!({"token": "[REDACTED]", "text": "use Bearer [REDACTED] now"}))
+    );
+    assert_eq!(
+        replayed.report.summary().to_string(),
+        "4 calls, 3 same, 1 changed, 0 new-error, 0 gone-error"
+    );
+
+    update_recording(&recording, &replayed.outcomes).unwrap();
+    let mode = std::fs::metadata(&recording.path)
+        .unwrap()
+        .permissions()
+        .mode()
+        & 0o777;
+    assert_eq!(mode, 0o600);
+    let updated = Recording::read(&recording.path).unwrap();
+    assert_eq!(updated.calls.len(), 4);
+    for (old, new) in recording.calls.iter().zip(&updated.calls) {
+        assert_eq!(
+            (&old.record.session, &old.record.name),
+            (&new.record.session, &new.record.name)
+        );
+    }
+    assert_eq!(
+        updated.calls[0].record.outcome,
+        Outcome::Answer(json!({"structuredContent": {"price": 15}}))
+    );
+    let again = replay(&updated, Arc::new(Server(fake.clone())), &options)
+        .await
+        .unwrap();
+    assert!(
+        !again.report.has_differences(),
+        "{}",
+        again.report.to_text(false)
+    );
+}
+
+#[tokio::test]
+async fn ignored_paths_and_shape_mode_apply() {
+    let dir = tempfile::tempdir().unwrap();
+    let recording = write(
+        &dir,
+        &[line(
+            "aaaaaaaa",
+            "c",
+            None,
+            "quote",
+            r#""answer":{"structuredContent":{"price":12}}"#,
+        )],
+    );
+    let fake = Arc::new(Fake {
+        price: 99,
+        ..Fake::default()
+    });
+    for comparer in [
+        Comparer::builder().ignore(["**.price"]).build().unwrap(),
+        Comparer::builder().shape(true).build().unwrap(),
+    ] {
+        let options = ReplayOptions::default().comparer(comparer);
+        let replayed = replay(&recording, Arc::new(Server(fake.clone())), &options)
+            .await
+            .unwrap();
+        assert!(!replayed.report.has_differences());
+    }
+}
+
+#[tokio::test]
+async fn a_server_that_stops_or_hangs_is_an_upstream_failure_naming_the_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let recording = write(
+        &dir,
+        &[
+            line("aaaaaaaa", "c", None, "quote", r#""answer":{}"#),
+            line("aaaaaaaa", "c", None, "crash", r#""answer":{}"#),
+        ],
+    );
+    let fake = Arc::new(Fake::default());
+    let error = replay(
+        &recording,
+        Arc::new(Server(fake.clone())),
+        &ReplayOptions::default(),
+    )
+    .await
+    .unwrap_err();
+    assert!(matches!(error.kind(), ErrorKind::ReplayUpstream { .. }));
+    assert_eq!(
+        error.to_string(),
+        "fake server: call 2 (tools/call crash, line 2): the server stopped: exit status 1"
+    );
+
+    let recording = write(
+        &dir,
+        &[line("aaaaaaaa", "c", None, "hang", r#""answer":{}"#)],
+    );
+    let options = ReplayOptions::default().timeout(Duration::from_millis(50));
+    let error = replay(&recording, Arc::new(Server(fake)), &options)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "fake server: call 1 (tools/call hang, line 1): no answer within 50ms"
+    );
+}
+
+#[tokio::test]
+async fn progress_is_reported_per_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let recording = write(
+        &dir,
+        &[
+            line("aaaaaaaa", "c", None, "quote", r#""answer":{}"#),
+            line("bbbbbbbb", "c", None, "quote", r#""answer":{}"#),
+        ],
+    );
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let sink = seen.clone();
+    let options = ReplayOptions::default().progress(Arc::new(move |done, total| {
+        sink.lock().unwrap().push((done, total))
+    }));
+    replay(
+        &recording,
+        Arc::new(Server(Arc::new(Fake::default()))),
+        &options,
+    )
+    .await
+    .unwrap();
+    assert_eq!(*seen.lock().unwrap(), [(1, 2), (2, 2)]);
+}
+
+#[test]
+fn replay_types_are_send_and_sync() {
+    fn assert_traits<T: Send + Sync>() {}
+    assert_traits::<ReplayOptions>();
+    assert_traits::<Comparer>();
+    assert_traits::<calltape_replay::mcp::ReplayReport>();
+}

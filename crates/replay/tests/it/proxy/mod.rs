@@ -1,0 +1,4 @@
+//! The HTTP record/replay proxy against a fake upstream on loopback.
+
+mod fake;
+mod flows;

@@ -1,0 +1,173 @@
+//! The crate's error type and the JSON-RPC error codes the bridge answers with.
+//!
+//! Bridge failures use codes in -32000…-32019 only: the MCP specification reserves -32020…-32099.
+//! Every error the bridge sends carries `data.reason` (a snake_case string) and, where known,
+//! `data.upstream` (`{ "status": …, "message": … }`).
+
+use std::{io, path::PathBuf};
+
+/// The line was not JSON, was JSON but not an object or array, or was longer than the frame limit.
+/// `data.reason` is `parse_error`, `not_object` or `frame_too_large`; `id` is `null`.
+pub const PARSE_ERROR: i64 = -32700;
+/// The upstream could not be reached before the client left (`data.reason = "upstream_unreachable"`),
+/// or it forgot the session again right after the bridge re-initialized it
+/// (`data.reason = "session_expired"`).
+pub const UPSTREAM_UNREACHABLE: i64 = -32000;
+/// The request was in flight when the upstream exited or the connection dropped; its outcome is unknown
+/// and it is never replayed (`data.reason` is `upstream_exited`, `upstream_restarted` (a restart was
+/// asked for), `connection_lost`, or `session_ended` (the client left first)).
+pub const UPSTREAM_EXITED: i64 = -32001;
+/// The hold buffer (messages held while the upstream starts) was full (`data.reason = "buffer_full"`).
+pub const BUFFER_FULL: i64 = -32002;
+/// The request was held longer than the restart deadline (`data.reason = "restart_deadline"`).
+pub const RESTART_DEADLINE: i64 = -32003;
+/// The upstream answered with something that is not MCP, such as an HTML error page
+/// (`data.reason = "upstream_protocol_error"`, `data.upstream = { status, message }`).
+pub const UPSTREAM_PROTOCOL_ERROR: i64 = -32004;
+
+/// An error from this crate: building a bridge or an upstream, or running a session.
+#[derive(Debug, thiserror::Error)]
+#[error(transparent)]
+pub struct Error {
+    kind: Box<ErrorKind>,
+}
+
+/// What went wrong.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// Reading or writing a stream failed.
+    #[error("{context}: {source}")]
+    Io {
+        /// What was being done.
+        context: String,
+        /// The underlying error.
+        #[source]
+        source: io::Error,
+    },
+    /// A child process could not be started.
+    #[error("cannot start `{program}`: {source}")]
+    Spawn {
+        /// The program that was run.
+        program: String,
+        /// The underlying error.
+        #[source]
+        source: io::Error,
+    },
+    /// The upstream could not be reached; the bridge retries.
+    #[error("{upstream} is unreachable: {reason}")]
+    Unreachable {
+        /// The upstream's description (never a secret).
+        upstream: String,
+        /// Why.
+        reason: String,
+    },
+    /// A duration was not written like `30s`, `500ms` or `2m`.
+    #[error("invalid duration `{input}`: write a number and a unit, like 500ms, 30s, 2m or 1h")]
+    InvalidDuration {
+        /// What was given.
+        input: String,
+    },
+    /// A setting was invalid.
+    #[error("{0}")]
+    Config(String),
+    /// Watching files for changes failed.
+    #[error("cannot watch {}: {message}", path.display())]
+    Watch {
+        /// The path that could not be watched.
+        path: PathBuf,
+        /// Why.
+        message: String,
+    },
+    /// A shared-server key broke one of the naming rules; nothing was touched.
+    #[error("invalid key `{key}`: {rule}")]
+    InvalidKey {
+        /// The key as given.
+        key: String,
+        /// The rule it broke.
+        rule: &'static str,
+    },
+    /// A folder, record or socket of a shared server is not safe to trust or to write to.
+    #[error("refusing to use {} ({reason}); {hint}", path.display())]
+    UnsafePath {
+        /// The path that was refused.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+        /// What to do about it.
+        hint: &'static str,
+    },
+    /// A Unix socket path is longer than the platform allows.
+    #[error(
+        "socket path {} is {len} bytes, over the {max}-byte limit; set CALLTAPE_HOME to a shorter folder or use --transport http",
+        path.display()
+    )]
+    SocketPathTooLong {
+        /// The socket path.
+        path: PathBuf,
+        /// Its length in bytes.
+        len: usize,
+        /// The platform limit.
+        max: usize,
+    },
+    /// Something already listens on the socket a server was to bind; it is never replaced.
+    #[error("a live server already listens on {}; stop it or use another key", path.display())]
+    SocketInUse {
+        /// The socket path.
+        path: PathBuf,
+    },
+    /// The process at a shared server's endpoint did not prove that it holds the record's secret.
+    #[error("the process at {endpoint} did not prove it is the shared server: {reason}")]
+    IdentityRefused {
+        /// The endpoint that was challenged.
+        endpoint: String,
+        /// Why the answer was refused.
+        reason: String,
+    },
+    /// A shared server could not be started or did not come up in time.
+    #[error("the shared server `{key}` did not start: {reason}")]
+    SharedStart {
+        /// The key.
+        key: String,
+        /// Why.
+        reason: String,
+    },
+}
+
+impl Error {
+    /// What went wrong.
+    pub fn kind(&self) -> &ErrorKind {
+        &self.kind
+    }
+
+    /// Makes an [`ErrorKind::Io`] error.
+    pub fn io(context: impl Into<String>, source: io::Error) -> Self {
+        ErrorKind::Io {
+            context: context.into(),
+            source,
+        }
+        .into()
+    }
+
+    /// Makes an [`ErrorKind::Config`] error.
+    pub fn config(message: impl Into<String>) -> Self {
+        ErrorKind::Config(message.into()).into()
+    }
+
+    /// Makes an [`ErrorKind::Unreachable`] error.
+    pub fn unreachable(upstream: impl Into<String>, reason: impl Into<String>) -> Self {
+        ErrorKind::Unreachable {
+            upstream: upstream.into(),
+            reason: reason.into(),
+        }
+        .into()
+    }
+}
+
+impl From<ErrorKind> for Error {
+    fn from(kind: ErrorKind) -> Self {
+        Self {
+            kind: Box::new(kind),
+        }
+    }
+}

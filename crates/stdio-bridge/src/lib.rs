@@ -1,0 +1,105 @@
+//! A stdio MCP session that survives server restarts.
+//!
+//! An MCP client (an editor, an agent host) starts a stdio server and speaks newline-delimited JSON-RPC
+//! to it. A [`Bridge`] is that server from the client's point of view, and forwards every message to the
+//! real one: a child process ([`ChildUpstream`]), a Streamable HTTP endpoint ([`HttpUpstream`]) or HTTP
+//! over a Unix socket ([`UnixUpstream`]). When the server restarts, starts late or forgets the session,
+//! the client sees no error and no hang.
+//!
+//! # What the bridge does
+//!
+//! - **Framing** ([`FrameReader`], [`FrameWriter`]): one message per line; a trailing `\r` is stripped,
+//!   blank lines are skipped, a line longer than the frame limit is discarded while it streams in. A line
+//!   that is not a message is answered with `-32700` and the session goes on.
+//! - **Holding**: while the upstream starts or restarts, the client's messages are held in order
+//!   (256 messages / 64 MiB by default) and sent once it is ready. A held request gets an error when the
+//!   buffer is full or after the restart deadline (30 s by default); the bridge keeps trying.
+//! - **Restarts**: a request in flight when the upstream dies gets an error with its own id. The next
+//!   upstream receives the client's original `initialize` (and `notifications/initialized`), whose answers
+//!   the client never sees, and the client receives `notifications/{tools,resources,prompts}/list_changed`
+//!   for each list the server said can change. An HTTP session the server forgot is re-initialized the
+//!   same way and the request retried once.
+//! - **Observing** ([`Tap`]): every frame in both directions, with a timestamp, on a thread of its own;
+//!   a slow tap loses frames (counted in [`Summary::tap_dropped`]), never slows the session.
+//! - **Hot reload** ([`Watcher`], [`RestartHandle`]): restart the upstream when files change.
+//!
+//! The bridge parses only what routing needs (`id`, `method`, and the capabilities in the answer to
+//! `initialize`); it never records and depends on no other calltape crate.
+//!
+//! # Error codes
+//!
+//! Every error the bridge makes carries `data.reason` (snake_case) and, where known, `data.upstream`
+//! (`{ "status": …, "message": … }`). Bridge failures use -32000…-32019 only: the MCP specification
+//! reserves -32020…-32099.
+//!
+//! | code | constant | `data.reason` | when |
+//! |---|---|---|---|
+//! | -32700 | [`PARSE_ERROR`] | `parse_error`, `not_object`, `frame_too_large` | a line that is not a message (`id: null`) |
+//! | -32000 | [`UPSTREAM_UNREACHABLE`] | `upstream_unreachable`, `session_expired` | the client left before the upstream could be reached, or the upstream forgot the session again right after a replay |
+//! | -32001 | [`UPSTREAM_EXITED`] | `upstream_exited`, `upstream_restarted`, `connection_lost`, `session_ended` | the request was in flight when the upstream died or the connection dropped; never replayed |
+//! | -32002 | [`BUFFER_FULL`] | `buffer_full` | the upstream is not ready and the hold buffer is full |
+//! | -32003 | [`RESTART_DEADLINE`] | `restart_deadline` | the request was held longer than the restart deadline |
+//! | -32004 | [`UPSTREAM_PROTOCOL_ERROR`] | `upstream_protocol_error` | the upstream answered with something that is not MCP |
+//!
+//! # Example
+//!
+//! A hot-reload dev tool: `devtool src -- cargo run -q` as the server command in an editor's MCP
+//! configuration restarts the server whenever `src` changes, and the editor's session carries on.
+//!
+//! ```no_run
+//! use std::time::Duration;
+//!
+//! use calltape_stdio_bridge::{Bridge, ChildUpstream, Watcher};
+//!
+//! #[tokio::main(flavor = "current_thread")]
+//! async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//!     let args: Vec<String> = std::env::args().skip(1).collect();
+//!     let split = args.iter().position(|a| a == "--").ok_or("usage: devtool PATH... -- CMD...")?;
+//!     let (watched, command) = (&args[..split], &args[split + 1..]);
+//!
+//!     let bridge = Bridge::builder()
+//!         .upstream(ChildUpstream::new(command)?)
+//!         .restart_deadline(Duration::from_secs(60))
+//!         .build()?;
+//!     // Restart the server 200 ms after the last change; dropping the watcher stops watching.
+//!     let _watcher = Watcher::start(watched, Duration::from_millis(200), bridge.restart_handle())?;
+//!
+//!     // Logs go to stderr: stdout belongs to the protocol.
+//!     let summary = bridge.run(tokio::io::stdin(), tokio::io::stdout()).await?;
+//!     eprintln!("the server was restarted {} times", summary.reinitializations);
+//!     Ok(())
+//! }
+//! ```
+#![deny(unsafe_code)]
+#![deny(missing_docs)]
+
+mod bridge;
+mod error;
+pub mod frame;
+pub mod serve;
+mod session;
+pub mod shared;
+pub mod stdio;
+mod tap;
+mod units;
+pub mod upstream;
+mod watch;
+
+pub use bridge::{
+    Bridge, BridgeBuilder, DEFAULT_BUFFER_BYTES, DEFAULT_BUFFER_MESSAGES, DEFAULT_RESTART_DEADLINE,
+    DEFAULT_TAP_CAPACITY, RestartHandle, Summary,
+};
+pub use error::{
+    BUFFER_FULL, Error, ErrorKind, PARSE_ERROR, RESTART_DEADLINE, UPSTREAM_EXITED,
+    UPSTREAM_PROTOCOL_ERROR, UPSTREAM_UNREACHABLE,
+};
+pub use frame::{DEFAULT_MAX_FRAME, FrameReader, FrameWriter, Incoming, InvalidLine};
+pub use tap::{Direction, Tap, TapEvent};
+pub use units::{parse_duration, parse_size};
+pub use upstream::{BoxFuture, ChildUpstream, Frame, Link, Stderr, Upstream, UpstreamEvent};
+pub use upstream::{DEFAULT_HTTP_PATH, ExtraHeaders, HttpUpstream, UnixUpstream};
+pub use watch::{DEFAULT_DEBOUNCE, Watcher};
+
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

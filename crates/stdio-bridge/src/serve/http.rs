@@ -1,0 +1,1071 @@
+//! The server side of MCP's Streamable HTTP transport, on loopback TCP or a Unix socket (hyper, HTTP/1.1).
+
+use std::{
+    collections::{HashMap, HashSet},
+    convert::Infallible,
+    future::Future,
+    net::SocketAddr,
+    path::{Path, PathBuf},
+    pin::Pin,
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicUsize, Ordering},
+    },
+    task::{Context, Poll},
+    time::Duration,
+};
+
+use bytes::Bytes;
+use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, header};
+use http_body_util::{BodyExt, Full, Limited, combinators::UnsyncBoxBody};
+use hyper::body::{Body, Frame as BodyFrame, Incoming, SizeHint};
+use hyper_util::rt::TokioIo;
+use serde_json::{Value, json};
+use tokio::{
+    net::{TcpListener, UnixListener},
+    sync::{Notify, mpsc},
+    time::Instant,
+};
+
+use super::mux::{Command, Mux, Outbox, SessionNo};
+use crate::{
+    Direction, Error, ErrorKind, Tap, Upstream,
+    shared::{
+        Endpoint, IDENTITY_PATH, MCP_PATH, Nonce, ServerKeys, check_socket_len, token_matches,
+    },
+    tap::TapSender,
+};
+
+/// The MCP protocol versions this server accepts in `MCP-Protocol-Version`.
+pub const SUPPORTED_PROTOCOL_VERSIONS: &[&str] = &[
+    "2024-11-05",
+    "2025-03-26",
+    "2025-06-18",
+    "2025-11-25",
+    "2026-07-28",
+];
+
+/// The first protocol version whose requests may come without a session (stateless).
+const STATELESS_VERSION: &str = "2026-07-28";
+
+/// The largest request body accepted on `/mcp`.
+const MAX_BODY: usize = 16 * 1024 * 1024;
+/// The largest body accepted on the identity endpoint.
+const MAX_IDENTITY_BODY: usize = 1024;
+
+const SESSION_HEADER: &str = "mcp-session-id";
+const VERSION_HEADER: &str = "mcp-protocol-version";
+
+type ResBody = UnsyncBoxBody<Bytes, Infallible>;
+
+/// Makes the observer of one session.
+type TapFactory = Arc<dyn Fn() -> Box<dyn Tap> + Send + Sync>;
+
+/// Frames queued for a session's tap before further ones are dropped.
+const TAP_CAPACITY: usize = 4096;
+
+/// Why [`Server::run_until`] returned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StopReason {
+    /// The shutdown future completed (a signal, say).
+    Shutdown,
+    /// No session was left for the idle period.
+    Idle,
+}
+
+/// A Streamable HTTP server in front of one upstream (usually a stdio child process), multiplexing any
+/// number of MCP sessions onto it.
+///
+/// It listens on 127.0.0.1 or on a Unix socket only, refuses any request with an `Origin` header (403)
+/// or a `Host` that is not a loopback name (421), sends no CORS headers, and, when given a token,
+/// answers `/mcp` only to requests that carry it as a bearer token (401), compared in constant time.
+pub struct Serve {
+    upstream: Arc<dyn Upstream>,
+    token: Option<String>,
+    keys: Option<ServerKeys>,
+    idle_exit: Option<Duration>,
+    session_timeout: Duration,
+    json_response: bool,
+    tap: Option<TapFactory>,
+}
+
+impl std::fmt::Debug for Serve {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Serve")
+            .field("upstream", &self.upstream.describe())
+            .field("token", &self.token.as_ref().map(|_| "[REDACTED]"))
+            .field("idle_exit", &self.idle_exit)
+            .field("json_response", &self.json_response)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Serve {
+    /// A server in front of `upstream`, started once and restarted when it exits.
+    pub fn new(upstream: impl Upstream) -> Self {
+        Self {
+            upstream: Arc::new(upstream),
+            token: None,
+            keys: None,
+            idle_exit: None,
+            session_timeout: Duration::from_secs(3600),
+            json_response: false,
+            tap: None,
+        }
+    }
+
+    /// Gives every session an observer of its own, made by `factory` when the session starts: it sees
+    /// the session's messages as the session sent and received them (its own ids), on a thread of its
+    /// own behind a bounded queue, so a slow observer never slows a session. A recorder plugs in here.
+    #[must_use]
+    pub fn tap_sessions(
+        mut self,
+        factory: impl Fn() -> Box<dyn Tap> + Send + Sync + 'static,
+    ) -> Self {
+        self.tap = Some(Arc::new(factory));
+        self
+    }
+
+    /// Requires `Authorization: Bearer <token>` on every `/mcp` request.
+    #[must_use]
+    pub fn bearer_token(mut self, token: impl Into<String>) -> Self {
+        self.token = Some(token.into());
+        self
+    }
+
+    /// Serves as a shared server: answers identity challenges at
+    /// `POST /.well-known/calltape-shared-server` and requires the token derived from the same secret.
+    #[must_use]
+    pub fn shared_keys(mut self, keys: ServerKeys) -> Self {
+        self.token = Some(keys.token().to_owned());
+        self.keys = Some(keys);
+        self
+    }
+
+    /// Stops once no session has had a connection open or sent a request for this long.
+    #[must_use]
+    pub fn idle_exit(mut self, after: Duration) -> Self {
+        self.idle_exit = Some(after);
+        self
+    }
+
+    /// Forgets a session that has had no connection open and sent nothing for this long (default 1 h).
+    #[must_use]
+    pub fn session_timeout(mut self, after: Duration) -> Self {
+        self.session_timeout = after;
+        self
+    }
+
+    /// Answers requests with a single JSON body instead of an SSE stream; the messages tied to a request
+    /// (progress, server-to-client requests) then go to the session's GET stream.
+    #[must_use]
+    pub fn json_response(mut self, on: bool) -> Self {
+        self.json_response = on;
+        self
+    }
+
+    /// Listens on a port of 127.0.0.1 (port 0 picks a free one).
+    pub async fn listen_tcp(self, addr: SocketAddr) -> Result<Server, Error> {
+        let loopback_v4 =
+            matches!(addr, SocketAddr::V4(a) if *a.ip() == std::net::Ipv4Addr::LOCALHOST);
+        if !loopback_v4 {
+            return Err(Error::config(format!(
+                "refusing to listen on {addr}: calltape serve listens on 127.0.0.1 only"
+            )));
+        }
+        let listener = TcpListener::bind(addr)
+            .await
+            .map_err(|e| Error::io(format!("cannot listen on {addr}"), e))?;
+        let local = listener
+            .local_addr()
+            .map_err(|e| Error::io("cannot read the listening address", e))?;
+        Ok(self.server(
+            Listener::Tcp(listener),
+            Endpoint::Http(local),
+            Some(local.port()),
+        ))
+    }
+
+    /// Listens on a Unix socket at `path`, owner-only (0600). A stale socket (nothing listening) is
+    /// removed first; a live one is never replaced.
+    pub async fn listen_unix(self, path: &Path) -> Result<Server, Error> {
+        check_socket_len(path)?;
+        remove_stale_socket(path).await?;
+        let listener = UnixListener::bind(path)
+            .map_err(|e| Error::io(format!("cannot listen on {}", path.display()), e))?;
+        crate::shared::make_private(path)?;
+        let endpoint = Endpoint::Unix(path.to_owned());
+        let mut server = self.server(Listener::Unix(listener), endpoint, None);
+        server.socket = Some(path.to_owned());
+        Ok(server)
+    }
+
+    fn server(self, listener: Listener, endpoint: Endpoint, port: Option<u16>) -> Server {
+        let mux = Mux::start(self.upstream);
+        let inner = Arc::new(Inner {
+            mux,
+            token: self.token,
+            keys: self.keys,
+            endpoint_text: endpoint.to_string(),
+            port,
+            json_response: self.json_response,
+            tap: self.tap,
+            sessions: Mutex::new(HashMap::new()),
+            open: AtomicUsize::new(0),
+            last_activity: Mutex::new(Instant::now()),
+            activity: Notify::new(),
+        });
+        Server {
+            listener,
+            endpoint,
+            inner,
+            idle_exit: self.idle_exit,
+            session_timeout: self.session_timeout,
+            socket: None,
+        }
+    }
+}
+
+async fn remove_stale_socket(path: &Path) -> Result<(), Error> {
+    use std::os::unix::fs::FileTypeExt;
+    let meta = match std::fs::symlink_metadata(path) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(Error::io(format!("cannot inspect {}", path.display()), e)),
+    };
+    if !meta.file_type().is_socket() {
+        return Err(ErrorKind::UnsafePath {
+            path: path.to_owned(),
+            reason: "it exists and is not a socket".into(),
+            hint: "remove it or choose another socket path",
+        }
+        .into());
+    }
+    match tokio::net::UnixStream::connect(path).await {
+        Ok(_) => Err(ErrorKind::SocketInUse {
+            path: path.to_owned(),
+        }
+        .into()),
+        Err(_) => {
+            tracing::debug!(path = %path.display(), "removing a stale socket");
+            std::fs::remove_file(path).map_err(|e| {
+                Error::io(
+                    format!("cannot remove the stale socket {}", path.display()),
+                    e,
+                )
+            })
+        }
+    }
+}
+
+enum Listener {
+    Tcp(TcpListener),
+    Unix(UnixListener),
+}
+
+/// A listening server; [`run_until`](Server::run_until) serves it.
+pub struct Server {
+    listener: Listener,
+    endpoint: Endpoint,
+    inner: Arc<Inner>,
+    idle_exit: Option<Duration>,
+    session_timeout: Duration,
+    socket: Option<PathBuf>,
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("endpoint", &self.endpoint)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Server {
+    /// Where it listens: `http://127.0.0.1:<port>` or `unix:<path>`.
+    pub fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
+    }
+
+    /// Serves until `shutdown` completes or, with an idle exit set, no session is left for that long.
+    /// Then stops the upstream gracefully and removes its own socket.
+    pub async fn run_until(
+        self,
+        shutdown: impl Future<Output = ()> + Send,
+    ) -> Result<StopReason, Error> {
+        let Self {
+            listener,
+            inner,
+            idle_exit,
+            session_timeout,
+            socket,
+            ..
+        } = self;
+        tokio::pin!(shutdown);
+        let mut tick = tokio::time::interval(Duration::from_millis(250));
+        let reason = loop {
+            tokio::select! {
+                () = &mut shutdown => break StopReason::Shutdown,
+                _ = tick.tick() => {
+                    inner.expire_sessions(session_timeout);
+                    if let Some(idle) = idle_exit && inner.idle_for() >= idle {
+                        break StopReason::Idle;
+                    }
+                }
+                accepted = accept(&listener) => match accepted {
+                    Ok(io) => {
+                        let inner = Arc::clone(&inner);
+                        tokio::spawn(async move {
+                            let service = hyper::service::service_fn(move |req| {
+                                let inner = Arc::clone(&inner);
+                                async move { Ok::<_, Infallible>(inner.handle(req).await) }
+                            });
+                            let conn = hyper::server::conn::http1::Builder::new()
+                                .keep_alive(true)
+                                .serve_connection(io, service);
+                            if let Err(e) = conn.await {
+                                tracing::trace!("connection ended: {e}");
+                            }
+                        });
+                    }
+                    Err(e) => {
+                        tracing::warn!("accept failed: {e}");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                },
+            }
+        };
+        tracing::debug!("stopping ({reason:?})");
+        if let Some(path) = socket {
+            let _ = std::fs::remove_file(path);
+        }
+        inner.mux.shutdown().await;
+        Ok(reason)
+    }
+}
+
+type Io = TokioIo<Box<dyn IoStream>>;
+
+trait IoStream: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin {}
+impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin> IoStream for T {}
+
+async fn accept(listener: &Listener) -> std::io::Result<Io> {
+    match listener {
+        Listener::Tcp(l) => {
+            let (stream, _) = l.accept().await?;
+            let _ = stream.set_nodelay(true);
+            Ok(TokioIo::new(Box::new(stream)))
+        }
+        Listener::Unix(l) => {
+            let (stream, _) = l.accept().await?;
+            Ok(TokioIo::new(Box::new(stream)))
+        }
+    }
+}
+
+struct SessionEntry {
+    no: SessionNo,
+    open: AtomicUsize,
+    last_seen: Mutex<Instant>,
+    tap: Option<TapSender>,
+}
+
+struct Inner {
+    mux: Mux,
+    token: Option<String>,
+    keys: Option<ServerKeys>,
+    endpoint_text: String,
+    port: Option<u16>,
+    json_response: bool,
+    tap: Option<TapFactory>,
+    sessions: Mutex<HashMap<String, Arc<SessionEntry>>>,
+    /// Connections open across all sessions (GET streams and POSTs waiting for answers).
+    open: AtomicUsize,
+    last_activity: Mutex<Instant>,
+    activity: Notify,
+}
+
+/// Counts an open stream for as long as it lives.
+struct StreamGuard {
+    inner: Arc<Inner>,
+    session: Option<Arc<SessionEntry>>,
+}
+
+impl StreamGuard {
+    fn new(inner: &Arc<Inner>, session: Option<Arc<SessionEntry>>) -> Self {
+        inner.open.fetch_add(1, Ordering::SeqCst);
+        if let Some(s) = &session {
+            s.open.fetch_add(1, Ordering::SeqCst);
+        }
+        Self {
+            inner: Arc::clone(inner),
+            session,
+        }
+    }
+}
+
+impl Drop for StreamGuard {
+    fn drop(&mut self) {
+        self.inner.open.fetch_sub(1, Ordering::SeqCst);
+        if let Some(s) = &self.session {
+            s.open.fetch_sub(1, Ordering::SeqCst);
+            *lock(&s.last_seen) = Instant::now();
+        }
+        self.inner.touch();
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn plain(status: StatusCode, text: &str) -> Response<ResBody> {
+    let mut res = Response::new(Full::new(Bytes::from(format!("{text}\n"))).boxed_unsync());
+    *res.status_mut() = status;
+    res.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    res
+}
+
+fn json_response(status: StatusCode, value: &Value) -> Response<ResBody> {
+    let body = serde_json::to_vec(value).expect("JSON values serialize");
+    let mut res = Response::new(Full::new(Bytes::from(body)).boxed_unsync());
+    *res.status_mut() = status;
+    res.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    res
+}
+
+fn rpc_error(status: StatusCode, code: i64, message: &str) -> Response<ResBody> {
+    json_response(
+        status,
+        &json!({"jsonrpc": "2.0", "id": null, "error": {"code": code, "message": message}}),
+    )
+}
+
+/// Whether `host` is a loopback name, with no port or with `port` (any port when `port` is `None`).
+pub(crate) fn host_is_loopback(host: &str, port: Option<u16>) -> bool {
+    let (name, host_port) = if let Some(rest) = host.strip_prefix('[') {
+        match rest.split_once(']') {
+            Some((inside, after)) => (format!("[{inside}]"), after.strip_prefix(':')),
+            None => return false,
+        }
+    } else {
+        match host.rsplit_once(':') {
+            Some((name, p)) => (name.to_owned(), Some(p)),
+            None => (host.to_owned(), None),
+        }
+    };
+    let name_ok = matches!(
+        name.to_ascii_lowercase().as_str(),
+        "127.0.0.1" | "localhost" | "[::1]"
+    );
+    let port_ok = match (host_port, port) {
+        (None, _) => true,
+        (Some(p), want) => match p.parse::<u16>() {
+            Ok(p) => want.is_none_or(|want| want == p),
+            Err(_) => false,
+        },
+    };
+    name_ok && port_ok
+}
+
+fn accepts(headers: &HeaderMap, wanted: &str) -> bool {
+    let (kind, _) = wanted.split_once('/').unwrap_or((wanted, ""));
+    headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|v| {
+            v.split(',').any(|item| {
+                let media = item
+                    .split(';')
+                    .next()
+                    .unwrap_or("")
+                    .trim()
+                    .to_ascii_lowercase();
+                media == wanted || media == "*/*" || media == format!("{kind}/*")
+            })
+        })
+}
+
+fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+impl Inner {
+    fn touch(&self) {
+        *lock(&self.last_activity) = Instant::now();
+        self.activity.notify_waiters();
+    }
+
+    fn idle_for(&self) -> Duration {
+        if self.open.load(Ordering::SeqCst) > 0 {
+            return Duration::ZERO;
+        }
+        lock(&self.last_activity).elapsed()
+    }
+
+    fn expire_sessions(&self, timeout: Duration) {
+        let mut expired = Vec::new();
+        lock(&self.sessions).retain(|_, s| {
+            let keep = s.open.load(Ordering::SeqCst) > 0 || lock(&s.last_seen).elapsed() < timeout;
+            if !keep {
+                expired.push(s.no);
+            }
+            keep
+        });
+        for no in expired {
+            tracing::debug!(session = no, "session expired");
+            self.mux.send(Command::Close { session: no });
+        }
+    }
+
+    async fn handle(self: Arc<Self>, req: Request<Incoming>) -> Response<ResBody> {
+        let res = self.route(req).await;
+        tracing::trace!(status = res.status().as_u16(), "answered");
+        res
+    }
+
+    async fn route(self: &Arc<Self>, req: Request<Incoming>) -> Response<ResBody> {
+        // A browser always sends Origin on the requests that matter; this server serves no page.
+        if req.headers().contains_key(header::ORIGIN) {
+            return plain(
+                StatusCode::FORBIDDEN,
+                "requests with an Origin header are refused",
+            );
+        }
+        let host_ok =
+            header_str(req.headers(), "host").is_some_and(|h| host_is_loopback(h, self.port));
+        if !host_ok {
+            return plain(
+                StatusCode::MISDIRECTED_REQUEST,
+                "the Host header must name this loopback server",
+            );
+        }
+        let path = req.uri().path().to_owned();
+        if path == IDENTITY_PATH && self.keys.is_some() {
+            if req.method() != Method::POST {
+                return plain(StatusCode::METHOD_NOT_ALLOWED, "use POST");
+            }
+            return self.identify(req).await;
+        }
+        if path != MCP_PATH {
+            return plain(StatusCode::NOT_FOUND, "not found; MCP is served at /mcp");
+        }
+        if let Some(token) = &self.token {
+            let presented = header_str(req.headers(), "authorization")
+                .and_then(|v| {
+                    v.strip_prefix("Bearer ")
+                        .or_else(|| v.strip_prefix("bearer "))
+                })
+                .unwrap_or("");
+            if !token_matches(token.as_bytes(), presented.as_bytes()) {
+                let mut res = plain(StatusCode::UNAUTHORIZED, "a valid bearer token is required");
+                res.headers_mut()
+                    .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+                return res;
+            }
+        }
+        if let Some(version) = header_str(req.headers(), VERSION_HEADER)
+            && !SUPPORTED_PROTOCOL_VERSIONS.contains(&version)
+        {
+            return rpc_error(
+                StatusCode::BAD_REQUEST,
+                -32600,
+                &format!(
+                    "unsupported MCP-Protocol-Version; supported: {}",
+                    SUPPORTED_PROTOCOL_VERSIONS.join(", ")
+                ),
+            );
+        }
+        self.touch();
+        match *req.method() {
+            Method::POST => self.post(req).await,
+            Method::GET => self.get(&req),
+            Method::DELETE => self.delete(&req),
+            _ => {
+                let mut res = plain(StatusCode::METHOD_NOT_ALLOWED, "use POST, GET or DELETE");
+                res.headers_mut()
+                    .insert(header::ALLOW, HeaderValue::from_static("GET, POST, DELETE"));
+                res
+            }
+        }
+    }
+
+    async fn identify(&self, req: Request<Incoming>) -> Response<ResBody> {
+        let Some(keys) = &self.keys else {
+            return plain(StatusCode::NOT_FOUND, "not found");
+        };
+        let Ok(body) = Limited::new(req.into_body(), MAX_IDENTITY_BODY)
+            .collect()
+            .await
+        else {
+            return plain(
+                StatusCode::BAD_REQUEST,
+                "the body must be {\"nonce\":\"<64 hex digits>\"}",
+            );
+        };
+        #[derive(serde::Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Challenge {
+            nonce: String,
+        }
+        let nonce = serde_json::from_slice::<Challenge>(&body.to_bytes())
+            .ok()
+            .and_then(|c| Nonce::from_hex(&c.nonce));
+        let Some(nonce) = nonce else {
+            return plain(
+                StatusCode::BAD_REQUEST,
+                "the body must be {\"nonce\":\"<64 hex digits>\"}",
+            );
+        };
+        json_response(
+            StatusCode::OK,
+            &json!({"proof": keys.prove(&self.endpoint_text, &nonce)}),
+        )
+    }
+
+    fn session_of(&self, headers: &HeaderMap) -> Result<Option<Arc<SessionEntry>>, UnknownSession> {
+        let Some(id) = header_str(headers, SESSION_HEADER) else {
+            return Ok(None);
+        };
+        match lock(&self.sessions).get(id) {
+            Some(s) => {
+                *lock(&s.last_seen) = Instant::now();
+                Ok(Some(Arc::clone(s)))
+            }
+            None => Err(UnknownSession),
+        }
+    }
+
+    async fn new_session(&self) -> Option<(String, Arc<SessionEntry>)> {
+        let no = self.mux.open().await?;
+        let id = Nonce::generate().ok()?.to_hex();
+        let tap =
+            self.tap
+                .as_ref()
+                .and_then(|factory| match TapSender::start(factory(), TAP_CAPACITY) {
+                    Ok(tap) => Some(tap),
+                    Err(e) => {
+                        tracing::warn!("cannot start the session's observer: {e}");
+                        None
+                    }
+                });
+        let entry = Arc::new(SessionEntry {
+            no,
+            open: AtomicUsize::new(0),
+            last_seen: Mutex::new(Instant::now()),
+            tap,
+        });
+        lock(&self.sessions).insert(id.clone(), Arc::clone(&entry));
+        tracing::debug!(session = no, "session opened");
+        Some((id, entry))
+    }
+
+    async fn post(self: &Arc<Self>, req: Request<Incoming>) -> Response<ResBody> {
+        let headers = req.headers().clone();
+        if !(accepts(&headers, "application/json") && accepts(&headers, "text/event-stream")) {
+            return plain(
+                StatusCode::NOT_ACCEPTABLE,
+                "Accept must include application/json and text/event-stream",
+            );
+        }
+        let json_type = header_str(&headers, "content-type").is_some_and(|t| {
+            t.split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .eq_ignore_ascii_case("application/json")
+        });
+        if !json_type {
+            return plain(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "Content-Type must be application/json",
+            );
+        }
+        let body = match Limited::new(req.into_body(), MAX_BODY).collect().await {
+            Ok(body) => body.to_bytes(),
+            Err(_) => {
+                return plain(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "the body is over 16 MiB or was cut short",
+                );
+            }
+        };
+        let messages = match serde_json::from_slice::<Value>(&body) {
+            Ok(Value::Array(items)) if !items.is_empty() && items.iter().all(Value::is_object) => {
+                items
+            }
+            Ok(value @ Value::Object(_)) => vec![value],
+            Ok(_) => {
+                return rpc_error(
+                    StatusCode::BAD_REQUEST,
+                    -32600,
+                    "a message must be a JSON object or a batch of them",
+                );
+            }
+            Err(_) => {
+                return rpc_error(
+                    StatusCode::BAD_REQUEST,
+                    -32700,
+                    "parse error: the body is not JSON",
+                );
+            }
+        };
+        let is_initialize = messages
+            .iter()
+            .any(|m| m.get("method").and_then(Value::as_str) == Some("initialize"));
+        let mut session = match self.session_of(&headers) {
+            Ok(session) => session,
+            Err(UnknownSession) => return UnknownSession.response(),
+        };
+        let mut minted = None;
+        let mut ephemeral = false;
+        if is_initialize {
+            if messages.len() != 1 {
+                return rpc_error(
+                    StatusCode::BAD_REQUEST,
+                    -32600,
+                    "initialize must be sent alone",
+                );
+            }
+            if session.is_some() {
+                return rpc_error(
+                    StatusCode::BAD_REQUEST,
+                    -32600,
+                    "initialize must not carry an Mcp-Session-Id",
+                );
+            }
+            let Some((id, entry)) = self.new_session().await else {
+                return plain(StatusCode::SERVICE_UNAVAILABLE, "the server is stopping");
+            };
+            minted = Some(id);
+            session = Some(entry);
+        } else if session.is_none() {
+            let stateless =
+                header_str(&headers, VERSION_HEADER).is_some_and(|v| v >= STATELESS_VERSION);
+            if !stateless {
+                return rpc_error(
+                    StatusCode::BAD_REQUEST,
+                    -32600,
+                    "Mcp-Session-Id is required; initialize first",
+                );
+            }
+            // A stateless request: a session of its own for this one exchange, ids remapped as usual.
+            let Some(no) = self.mux.open().await else {
+                return plain(StatusCode::SERVICE_UNAVAILABLE, "the server is stopping");
+            };
+            ephemeral = true;
+            session = Some(Arc::new(SessionEntry {
+                no,
+                open: AtomicUsize::new(0),
+                last_seen: Mutex::new(Instant::now()),
+                tap: None,
+            }));
+        }
+        let session = session.expect("set above");
+        if let Some(tap) = &session.tap {
+            for m in &messages {
+                tap.send(Direction::FromClient, &to_frame(m));
+            }
+        }
+        let mut expected = HashSet::new();
+        for m in &messages {
+            if m.get("method").is_some()
+                && let Some(id) = m.get("id").filter(|id| !id.is_null())
+            {
+                expected.insert(id.to_string());
+            }
+        }
+        let batch = messages.len() > 1;
+        if expected.is_empty() {
+            for message in messages {
+                self.mux.send(Command::Message {
+                    session: session.no,
+                    message,
+                    answers: None,
+                    related: false,
+                });
+            }
+            if ephemeral {
+                self.mux.send(Command::Close {
+                    session: session.no,
+                });
+            }
+            let mut res = Response::new(Full::new(Bytes::new()).boxed_unsync());
+            *res.status_mut() = StatusCode::ACCEPTED;
+            return res;
+        }
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let related = !self.json_response;
+        for message in messages {
+            let is_request = message.get("method").is_some()
+                && message.get("id").is_some_and(|id| !id.is_null());
+            self.mux.send(Command::Message {
+                session: session.no,
+                message,
+                answers: is_request.then(|| tx.clone()),
+                related,
+            });
+        }
+        drop(tx);
+        let guard = StreamGuard::new(self, (!ephemeral).then(|| Arc::clone(&session)));
+        let close_after = ephemeral.then(|| (self.mux.clone(), session.no));
+        let mut res = if self.json_response {
+            let mut answers = Vec::new();
+            while !expected.is_empty() {
+                let Some(message) = rx.recv().await else {
+                    break;
+                };
+                if let Some(key) = answer_key(&message)
+                    && expected.remove(&key)
+                {
+                    if let Some(tap) = &session.tap {
+                        tap.send(Direction::ToClient, &to_frame(&message));
+                    }
+                    answers.push(message);
+                }
+            }
+            drop(guard);
+            if let Some((mux, no)) = close_after {
+                mux.send(Command::Close { session: no });
+            }
+            if answers.is_empty() {
+                return plain(StatusCode::SERVICE_UNAVAILABLE, "the server is stopping");
+            }
+            let value = if batch {
+                Value::Array(answers)
+            } else {
+                answers.remove(0)
+            };
+            json_response(StatusCode::OK, &value)
+        } else {
+            let body = SseBody {
+                rx,
+                expected: Some(expected),
+                done: false,
+                tap: session.tap.clone(),
+                _guard: guard,
+                close_after,
+            };
+            let mut res = Response::new(body.boxed_unsync());
+            res.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("text/event-stream"),
+            );
+            res.headers_mut()
+                .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+            res
+        };
+        if let Some(id) = minted
+            && let Ok(value) = HeaderValue::from_str(&id)
+        {
+            res.headers_mut().insert(SESSION_HEADER, value);
+        }
+        res
+    }
+
+    fn get(self: &Arc<Self>, req: &Request<Incoming>) -> Response<ResBody> {
+        if !accepts(req.headers(), "text/event-stream") {
+            return plain(
+                StatusCode::NOT_ACCEPTABLE,
+                "Accept must include text/event-stream",
+            );
+        }
+        let session = match self.session_of(req.headers()) {
+            Ok(Some(session)) => session,
+            Ok(None) => return plain(StatusCode::BAD_REQUEST, "Mcp-Session-Id is required"),
+            Err(UnknownSession) => return UnknownSession.response(),
+        };
+        let (tx, rx): (Outbox, _) = mpsc::unbounded_channel();
+        self.mux.send(Command::Stream {
+            session: session.no,
+            outbox: tx,
+        });
+        let body = SseBody {
+            rx,
+            expected: None,
+            done: false,
+            tap: session.tap.clone(),
+            _guard: StreamGuard::new(self, Some(session)),
+            close_after: None,
+        };
+        let mut res = Response::new(body.boxed_unsync());
+        res.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/event-stream"),
+        );
+        res.headers_mut()
+            .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+        res
+    }
+
+    fn delete(&self, req: &Request<Incoming>) -> Response<ResBody> {
+        let Some(id) = header_str(req.headers(), SESSION_HEADER) else {
+            return plain(StatusCode::BAD_REQUEST, "Mcp-Session-Id is required");
+        };
+        let Some(entry) = lock(&self.sessions).remove(id) else {
+            return plain(StatusCode::NOT_FOUND, "unknown or expired session");
+        };
+        tracing::debug!(session = entry.no, "session deleted");
+        self.mux.send(Command::Close { session: entry.no });
+        let mut res = Response::new(Full::new(Bytes::new()).boxed_unsync());
+        *res.status_mut() = StatusCode::OK;
+        res
+    }
+}
+
+/// A session id that names no session (never minted, deleted or expired).
+struct UnknownSession;
+
+impl UnknownSession {
+    fn response(self) -> Response<ResBody> {
+        plain(
+            StatusCode::NOT_FOUND,
+            "unknown or expired session; initialize again",
+        )
+    }
+}
+
+fn to_frame(message: &Value) -> Bytes {
+    Bytes::from(serde_json::to_vec(message).expect("JSON values serialize"))
+}
+
+/// The id of an answer (a message with an id and no method), as JSON text.
+fn answer_key(message: &Value) -> Option<String> {
+    if message.get("method").is_some() {
+        return None;
+    }
+    message
+        .get("id")
+        .filter(|id| !id.is_null())
+        .map(Value::to_string)
+}
+
+/// An SSE body fed by the multiplexer. For a POST it ends after the answers to its requests.
+struct SseBody {
+    rx: mpsc::UnboundedReceiver<Value>,
+    expected: Option<HashSet<String>>,
+    done: bool,
+    tap: Option<TapSender>,
+    _guard: StreamGuard,
+    close_after: Option<(Mux, SessionNo)>,
+}
+
+impl Drop for SseBody {
+    fn drop(&mut self) {
+        if let Some((mux, no)) = self.close_after.take() {
+            mux.send(Command::Close { session: no });
+        }
+    }
+}
+
+impl Body for SseBody {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<BodyFrame<Bytes>, Infallible>>> {
+        if self.done {
+            return Poll::Ready(None);
+        }
+        match self.rx.poll_recv(cx) {
+            Poll::Ready(Some(message)) => {
+                if let (Some(expected), Some(key)) = (self.expected.as_mut(), answer_key(&message))
+                {
+                    expected.remove(&key);
+                    if expected.is_empty() {
+                        self.done = true;
+                    }
+                }
+                let frame = to_frame(&message);
+                if let Some(tap) = &self.tap {
+                    tap.send(Direction::ToClient, &frame);
+                }
+                let mut event = Vec::with_capacity(frame.len() + 24);
+                event.extend_from_slice(b"event: message\ndata: ");
+                event.extend_from_slice(&frame);
+                event.extend_from_slice(b"\n\n");
+                Poll::Ready(Some(Ok(BodyFrame::data(Bytes::from(event)))))
+            }
+            Poll::Ready(None) => Poll::Ready(None),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.done
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        SizeHint::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_hosts() {
+        for host in [
+            "127.0.0.1",
+            "127.0.0.1:8080",
+            "localhost",
+            "LOCALHOST:8080",
+            "[::1]",
+            "[::1]:8080",
+        ] {
+            assert!(host_is_loopback(host, Some(8080)), "{host}");
+            assert!(host_is_loopback(host, None), "{host}");
+        }
+        for host in [
+            "127.0.0.1:8081",
+            "localhost.:8080",
+            "localhost.",
+            "evil.example",
+            "evil.example:8080",
+            "127.0.0.2",
+            "0.0.0.0:8080",
+            "[::2]:8080",
+            "localhost:",
+            "localhost:x",
+            "[::1",
+            "",
+            "127.0.0.1.nip.io",
+        ] {
+            assert!(!host_is_loopback(host, Some(8080)), "{host}");
+        }
+    }
+
+    #[test]
+    fn accept_lists() {
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            header::ACCEPT,
+            HeaderValue::from_static("application/json, text/event-stream"),
+        );
+        assert!(accepts(&headers, "application/json"));
+        assert!(accepts(&headers, "text/event-stream"));
+        headers.insert(
+            header::ACCEPT,
+            HeaderValue::from_static("application/json;q=0.9"),
+        );
+        assert!(accepts(&headers, "application/json"));
+        assert!(!accepts(&headers, "text/event-stream"));
+        headers.insert(header::ACCEPT, HeaderValue::from_static("*/*"));
+        assert!(accepts(&headers, "text/event-stream"));
+        headers.insert(header::ACCEPT, HeaderValue::from_static("text/*"));
+        assert!(accepts(&headers, "text/event-stream"));
+        assert!(!accepts(&headers, "application/json"));
+        assert!(!accepts(&HeaderMap::new(), "application/json"));
+    }
+}

@@ -1,0 +1,49 @@
+//! `calltape serve`: one stdio MCP server behind a Streamable HTTP endpoint that any number of sessions
+//! share.
+//!
+//! [`Serve`] builds the server: it listens on 127.0.0.1 or on an owner-only Unix socket, hardens loopback
+//! HTTP (no `Origin`, loopback `Host` only, no CORS, an optional bearer token compared in constant time),
+//! and multiplexes every session onto one upstream:
+//!
+//! - the first session's `initialize` is forwarded and its answer cached; later sessions are answered
+//!   from the cache with their own ids;
+//! - request ids and progress tokens are rewritten to unique ones upstream and mapped back;
+//!   `notifications/cancelled` follows the mapping;
+//! - list changes and `notifications/message` go to every session, `notifications/resources/updated`
+//!   only to the sessions that subscribed to that URI;
+//! - a server-to-client request (roots, sampling, elicitation, ping) goes to the session whose request is
+//!   in flight (the most recent one if several), and its answer back with the upstream's own id;
+//! - when the upstream exits, in-flight requests of every session get an error with their own ids
+//!   (code [`UPSTREAM_EXITED`](crate::UPSTREAM_EXITED)), and the upstream is started again and
+//!   re-initialized from the cached handshake.
+//!
+//! # What cannot be shared
+//!
+//! The upstream sees one client. `logging/setLevel` sets the level for every session (the last one to set
+//! it wins), and roots that differ between sessions cannot be told apart: a `roots/list` request goes to
+//! one session only. Stateless 2026-07-28 requests (no session id) only get their ids remapped.
+//!
+//! # Example
+//!
+//! ```no_run
+//! use calltape_stdio_bridge::{ChildUpstream, serve::Serve};
+//!
+//! # async fn run() -> Result<(), calltape_stdio_bridge::Error> {
+//! let server = Serve::new(ChildUpstream::new(["python", "server.py"])?)
+//!     .bearer_token("a long random token")
+//!     .listen_tcp(([127, 0, 0, 1], 8808).into())
+//!     .await?;
+//! // Sessions now POST to http://127.0.0.1:8808/mcp.
+//! server
+//!     .run_until(async {
+//!         let _ = tokio::signal::ctrl_c().await;
+//!     })
+//!     .await?;
+//! # Ok(())
+//! # }
+//! ```
+
+mod http;
+mod mux;
+
+pub use http::{SUPPORTED_PROTOCOL_VERSIONS, Serve, Server, StopReason};

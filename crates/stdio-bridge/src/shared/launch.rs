@@ -1,0 +1,270 @@
+//! Start-or-attach: find the key's server, or start exactly one.
+//!
+//! Two OS file locks in the key's folder replace leases:
+//! - `server.lock` is held by the server for its whole life. The session that starts a server takes it
+//!   first and hands it over as the server's standard input, so there is no instant in which a starting
+//!   server does not hold it, even if that session is killed right after.
+//! - `start.lock` is held by the session that is starting a server; sessions started together queue on
+//!   it and find the new server's record once they get it.
+
+use std::{
+    ffi::OsString,
+    fs::OpenOptions,
+    os::unix::{fs::OpenOptionsExt, process::CommandExt},
+    path::PathBuf,
+    process::{Child, Command, Stdio},
+    time::Duration,
+};
+
+use tokio::time::Instant;
+
+use super::{
+    client::Conn,
+    identity::ServerKeys,
+    lock::FileLock,
+    paths::{SharedPaths, check_private_file},
+    record::{Endpoint, Record, Transport},
+};
+use crate::{Error, ErrorKind};
+
+/// The environment variable that tells `calltape serve` it is the shared server of this key.
+pub const SERVE_KEY_ENV: &str = "CALLTAPE_SHARED_SERVE";
+
+/// How long a session waits for a server to prove itself, by default.
+pub const DEFAULT_START_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How a session starts the key's server: a program (usually its own binary) and the arguments that
+/// make it `calltape serve` for this key. The key goes in its environment ([`SERVE_KEY_ENV`]); its
+/// standard input is the server lock; its stderr goes to the key's `server.log`.
+#[derive(Debug, Clone)]
+pub struct Launcher {
+    /// The program.
+    pub program: PathBuf,
+    /// Its arguments.
+    pub args: Vec<OsString>,
+}
+
+/// A server that proved its identity.
+#[derive(Clone)]
+pub struct Attached {
+    /// Where it listens.
+    pub endpoint: Endpoint,
+    /// Its MCP path.
+    pub path: String,
+    /// Its process id.
+    pub pid: u32,
+    /// Whether this session started it.
+    pub started: bool,
+    pub(crate) keys: ServerKeys,
+}
+
+impl std::fmt::Debug for Attached {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Attached")
+            .field("endpoint", &self.endpoint)
+            .field("pid", &self.pid)
+            .field("started", &self.started)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Reads the record and challenges the endpoint it names; `Ok(None)` when nothing proves itself.
+pub async fn probe(paths: &SharedPaths) -> Result<Option<Attached>, Error> {
+    let Some(record) = Record::read(&paths.record())? else {
+        return Ok(None);
+    };
+    if let Endpoint::Unix(socket) = &record.endpoint {
+        if socket != &paths.socket() {
+            tracing::debug!("the record names a socket outside the key's folder; ignoring it");
+            return Ok(None);
+        }
+        if !check_private_file(socket, true)? {
+            return Ok(None);
+        }
+    }
+    let keys = record.secret.keys();
+    let mut conn = match Conn::open(&record.endpoint).await {
+        Ok(conn) => conn,
+        Err(e) => {
+            tracing::debug!("nothing answers at {}: {e}", record.endpoint);
+            return Ok(None);
+        }
+    };
+    match conn.challenge(&record.endpoint, &keys).await {
+        Ok(()) => Ok(Some(Attached {
+            endpoint: record.endpoint,
+            path: record.path,
+            pid: record.pid,
+            started: false,
+            keys,
+        })),
+        Err(reason) => {
+            tracing::warn!(
+                "the process at {} did not prove it is the shared server `{}` ({reason}); it was not sent the token",
+                record.endpoint,
+                paths.key()
+            );
+            Ok(None)
+        }
+    }
+}
+
+fn start_error(paths: &SharedPaths, reason: String) -> Error {
+    ErrorKind::SharedStart {
+        key: paths.key().to_string(),
+        reason,
+    }
+    .into()
+}
+
+/// Finds the key's server or starts one, waiting up to `timeout` for it to prove itself.
+pub async fn attach_or_start(
+    paths: &SharedPaths,
+    transport: Transport,
+    launcher: &Launcher,
+    timeout: Duration,
+) -> Result<Attached, Error> {
+    paths.prepare()?;
+    if transport == Transport::Unix {
+        paths.check_socket_len()?;
+    }
+    if let Some(attached) = probe(paths).await? {
+        return Ok(attached);
+    }
+    let deadline = Instant::now() + timeout;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let Some(start_lock) = FileLock::acquire_within(&paths.start_lock(), left).await? else {
+            return Err(start_error(
+                paths,
+                format!(
+                    "another session is starting it and no server proved its identity within {} s",
+                    timeout.as_secs()
+                ),
+            ));
+        };
+        // Another session may have started it while this one waited for the lock.
+        if let Some(attached) = probe(paths).await? {
+            return Ok(attached);
+        }
+        match FileLock::try_acquire(&paths.server_lock())? {
+            None => {
+                // A server holds its lock but has not proved itself yet: it is starting. Wait for it
+                // without holding the start lock; if it dies, go round and start one.
+                drop(start_lock);
+                tracing::debug!("a server of `{}` is starting; waiting for it", paths.key());
+                if let Some(attached) = wait_for_server(paths, deadline, None).await? {
+                    return Ok(attached);
+                }
+            }
+            Some(server_lock) => {
+                let child = spawn_server(paths, launcher, server_lock)?;
+                let attached = wait_for_server(paths, deadline, Some(child)).await?;
+                drop(start_lock);
+                if let Some(mut attached) = attached {
+                    attached.started = true;
+                    return Ok(attached);
+                }
+            }
+        }
+        if Instant::now() >= deadline {
+            return Err(start_error(
+                paths,
+                format!(
+                    "no server proved its identity within {} s",
+                    timeout.as_secs()
+                ),
+            ));
+        }
+    }
+}
+
+fn spawn_server(
+    paths: &SharedPaths,
+    launcher: &Launcher,
+    server_lock: FileLock,
+) -> Result<Child, Error> {
+    let log = OpenOptions::new()
+        .create(true)
+        .write(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(paths.log())
+        .map_err(|e| Error::io(format!("cannot open {}", paths.log().display()), e))?;
+    let child = Command::new(&launcher.program)
+        .args(&launcher.args)
+        .env(SERVE_KEY_ENV, paths.key().as_str())
+        // The server keeps its files exactly where this session looks for them.
+        .env("CALLTAPE_HOME", paths.home())
+        // The server lock, already taken: the server holds it from its first instant.
+        .stdin(Stdio::from(server_lock.into_file()))
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(log))
+        // Detached from the session's process group, so a Ctrl-C or a client that kills the
+        // session's group leaves the shared server running.
+        .process_group(0)
+        .spawn()
+        .map_err(|e| start_error(paths, format!("it could not be started ({e})")))?;
+    tracing::debug!(
+        pid = child.id(),
+        "started the shared server of `{}`",
+        paths.key()
+    );
+    Ok(child)
+}
+
+/// The last line the server wrote to its log, which says why it stopped.
+fn last_log_line(paths: &SharedPaths) -> Option<String> {
+    let text = std::fs::read_to_string(paths.log()).ok()?;
+    text.lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .map(|l| l.trim().to_owned())
+}
+
+async fn wait_for_server(
+    paths: &SharedPaths,
+    deadline: Instant,
+    mut child: Option<Child>,
+) -> Result<Option<Attached>, Error> {
+    loop {
+        if let Some(attached) = probe(paths).await? {
+            if let Some(mut child) = child {
+                // Reap it whenever it exits, so it never lingers as a zombie of this session.
+                std::thread::spawn(move || child.wait());
+            }
+            return Ok(Some(attached));
+        }
+        match &mut child {
+            Some(c) => {
+                if let Ok(Some(status)) = c.try_wait() {
+                    let how = match (
+                        status.code(),
+                        std::os::unix::process::ExitStatusExt::signal(&status),
+                    ) {
+                        (Some(code), _) => format!("it exited with status {code}"),
+                        (None, Some(signal)) => format!("it was killed by signal {signal}"),
+                        _ => "it exited".to_owned(),
+                    };
+                    let why = last_log_line(paths)
+                        .map(|l| format!(": {l}"))
+                        .unwrap_or_default();
+                    return Err(start_error(
+                        paths,
+                        format!("{how}{why} (log: {})", paths.log().display()),
+                    ));
+                }
+            }
+            None => {
+                if !FileLock::is_held(&paths.server_lock())? {
+                    // The server that was starting is gone.
+                    return Ok(None);
+                }
+            }
+        }
+        if Instant::now() >= deadline {
+            return Ok(None);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}

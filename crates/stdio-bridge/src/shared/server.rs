@@ -1,0 +1,71 @@
+//! The shared server's own side: hold the key's lock, listen, write the record, serve, clean up.
+
+use std::future::Future;
+
+use super::{
+    lock::{FileLock, stdin_holds_lock},
+    paths::SharedPaths,
+    record::{MCP_PATH, Record, Transport},
+};
+use crate::{
+    Error,
+    serve::{Serve, StopReason},
+    shared::identity::Secret,
+};
+
+/// Runs `serve` as the shared server of the key `paths` names, until `shutdown` completes or the idle
+/// period set on `serve` passes with no session.
+///
+/// It holds the key's server lock for its whole life (taken over from its standard input when the
+/// session that started it passed it there, else taken here; refused when another server holds it),
+/// generates a fresh secret, listens (an owner-only socket in the key's folder, or a free port of
+/// 127.0.0.1), and only then writes the record. On the way out it removes the record, if the record
+/// still names this process, and the socket.
+pub async fn serve_shared(
+    paths: &SharedPaths,
+    transport: Transport,
+    serve: Serve,
+    shutdown: impl Future<Output = ()> + Send,
+) -> Result<StopReason, Error> {
+    paths.prepare()?;
+    let lock_path = paths.server_lock();
+    let _lock = if stdin_holds_lock(&lock_path) {
+        None
+    } else {
+        Some(FileLock::try_acquire(&lock_path)?.ok_or_else(|| {
+            Error::from(crate::ErrorKind::SharedStart {
+                key: paths.key().to_string(),
+                reason: format!("another server holds {}", lock_path.display()),
+            })
+        })?)
+    };
+    let secret = Secret::generate()?;
+    let serve = serve.shared_keys(secret.keys());
+    let server = match transport {
+        Transport::Unix => {
+            paths.check_socket_len()?;
+            serve.listen_unix(&paths.socket()).await?
+        }
+        Transport::Http => serve.listen_tcp(([127, 0, 0, 1], 0).into()).await?,
+    };
+    let pid = std::process::id();
+    let record = Record {
+        endpoint: server.endpoint().clone(),
+        path: MCP_PATH.to_owned(),
+        pid,
+        secret,
+    };
+    record.write(&paths.record())?;
+    tracing::info!(
+        pid,
+        "shared server `{}` listening at {}",
+        paths.key(),
+        server.endpoint()
+    );
+    let result = server.run_until(shutdown).await;
+    Record::remove_if_pid(&paths.record(), pid);
+    if let Ok(reason) = &result {
+        tracing::info!("shared server `{}` stopped ({reason:?})", paths.key());
+    }
+    result
+}

@@ -1,0 +1,472 @@
+//! [`SharedUpstream`]: the key's shared server as an [`Upstream`] for a [`Bridge`](crate::Bridge).
+//!
+//! Every `connect` finds the key's server or starts one. Each link speaks Streamable HTTP to it and
+//! sends the bearer token only on a connection whose other end has just proved its identity: over
+//! loopback HTTP every request (the GET stream and the DELETE included) goes on a fresh connection that
+//! is challenged first, so a process that takes the port after the server stops gets nothing; over the
+//! owner-only socket each connection is challenged once and then reused.
+
+use std::{
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use bytes::Bytes;
+use http::{Method, Request, StatusCode, header};
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use serde_json::Value;
+use tokio::{
+    sync::{mpsc, watch},
+    task::JoinHandle,
+};
+
+use super::{
+    client::{Conn, SseSplitter},
+    launch::{Attached, DEFAULT_START_TIMEOUT, Launcher, attach_or_start},
+    paths::SharedPaths,
+    record::Transport,
+};
+use crate::{BoxFuture, Error, Frame, Link, Upstream, UpstreamEvent};
+
+/// The longest answer body read from the server.
+const MAX_ANSWER: usize = 64 * 1024 * 1024;
+
+/// The key's shared server, reached as an upstream: started when none proves itself.
+#[derive(Clone)]
+pub struct SharedUpstream {
+    paths: SharedPaths,
+    transport: Transport,
+    launcher: Launcher,
+    timeout: Duration,
+    first: Arc<Mutex<Option<Attached>>>,
+}
+
+impl std::fmt::Debug for SharedUpstream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SharedUpstream")
+            .field("key", self.paths.key())
+            .field("transport", &self.transport)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SharedUpstream {
+    /// The shared server of the key `paths` names, over `transport`, started with `launcher` when none
+    /// proves itself.
+    pub fn new(paths: SharedPaths, transport: Transport, launcher: Launcher) -> Self {
+        Self {
+            paths,
+            transport,
+            launcher,
+            timeout: DEFAULT_START_TIMEOUT,
+            first: Arc::new(Mutex::new(None)),
+        }
+    }
+
+    /// How long to wait for a server to prove itself (default 60 s).
+    #[must_use]
+    pub fn start_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Finds the key's server or starts one. The next [`connect`](Upstream::connect) uses this server
+    /// without asking again.
+    pub async fn attach(&self) -> Result<Attached, Error> {
+        let attached =
+            attach_or_start(&self.paths, self.transport, &self.launcher, self.timeout).await?;
+        *self
+            .first
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(attached.clone());
+        Ok(attached)
+    }
+
+    async fn link(&self) -> Result<Link, Error> {
+        let cached = self
+            .first
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        let attached = match cached {
+            Some(attached) => attached,
+            None => {
+                attach_or_start(&self.paths, self.transport, &self.launcher, self.timeout).await?
+            }
+        };
+        tracing::debug!(
+            pid = attached.pid,
+            "attached to the shared server `{}` at {}",
+            self.paths.key(),
+            attached.endpoint
+        );
+        Ok(start_link(attached))
+    }
+}
+
+impl Upstream for SharedUpstream {
+    fn describe(&self) -> String {
+        format!("shared server `{}`", self.paths.key())
+    }
+
+    fn connect(&self) -> BoxFuture<'_, Result<Link, Error>> {
+        Box::pin(self.link())
+    }
+}
+
+struct Ctx {
+    attached: Attached,
+    events: mpsc::Sender<UpstreamEvent>,
+    session: Mutex<Option<String>>,
+    version: Mutex<Option<String>>,
+    /// Challenged connections to the socket, ready for another request.
+    pool: Mutex<Vec<Conn>>,
+    stop: watch::Sender<bool>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+enum ConnError {
+    /// Nothing answered: nothing was sent.
+    Unreachable(String),
+    /// Something answered but did not prove itself: it was sent nothing but the challenge.
+    Refused(String),
+}
+
+impl Ctx {
+    fn reusable(&self) -> bool {
+        self.attached.endpoint.transport() == Transport::Unix
+    }
+
+    /// A connection whose other end has proved its identity.
+    async fn conn(&self) -> Result<Conn, ConnError> {
+        if self.reusable() {
+            let mut pool = lock(&self.pool);
+            while let Some(conn) = pool.pop() {
+                if conn.is_usable() {
+                    return Ok(conn);
+                }
+            }
+        }
+        let endpoint = &self.attached.endpoint;
+        let mut conn = Conn::open(endpoint)
+            .await
+            .map_err(|e| ConnError::Unreachable(format!("cannot connect to {endpoint}: {e}")))?;
+        match conn.challenge(endpoint, &self.attached.keys).await {
+            Ok(()) => Ok(conn),
+            Err(reason) => {
+                tracing::warn!(
+                    "the process at {endpoint} did not prove it is the shared server ({reason}); it was not sent the token"
+                );
+                Err(ConnError::Refused(format!(
+                    "the process at {endpoint} did not prove it is the shared server: {reason}"
+                )))
+            }
+        }
+    }
+
+    fn give_back(&self, conn: Conn) {
+        if self.reusable() && conn.is_usable() {
+            lock(&self.pool).push(conn);
+        }
+    }
+
+    fn request(&self, method: Method, body: Option<Bytes>, accept: &str) -> Request<Full<Bytes>> {
+        let mut builder = Request::builder()
+            .method(method)
+            .uri(self.attached.path.as_str())
+            .header(header::ACCEPT, accept)
+            .header(
+                header::AUTHORIZATION,
+                format!("Bearer {}", self.attached.keys.token()),
+            );
+        if body.is_some() {
+            builder = builder.header(header::CONTENT_TYPE, "application/json");
+        }
+        if let Some(id) = lock(&self.session).as_deref() {
+            builder = builder.header("mcp-session-id", id);
+        }
+        if let Some(version) = lock(&self.version).as_deref() {
+            builder = builder.header("mcp-protocol-version", version);
+        }
+        builder
+            .body(Full::new(body.unwrap_or_default()))
+            .expect("a valid request")
+    }
+
+    async fn emit(&self, event: UpstreamEvent) {
+        let _ = self.events.send(event).await;
+    }
+}
+
+fn start_link(attached: Attached) -> Link {
+    let (outgoing, outgoing_rx) = mpsc::channel::<Frame>(64);
+    let (events_tx, events) = mpsc::channel(64);
+    let (stop, _) = watch::channel(false);
+    let ctx = Arc::new(Ctx {
+        attached,
+        events: events_tx,
+        session: Mutex::new(None),
+        version: Mutex::new(None),
+        pool: Mutex::new(Vec::new()),
+        stop,
+    });
+    let sender = tokio::spawn(send_loop(Arc::clone(&ctx), outgoing_rx));
+    Link {
+        outgoing,
+        events,
+        close: Box::new(move || {
+            Box::pin(async move {
+                let _ = ctx.stop.send(true);
+                sender.abort();
+                // End the session on the server, after proving it is still the server.
+                if lock(&ctx.session).is_some() {
+                    let end = async {
+                        if let Ok(mut conn) = ctx.conn().await {
+                            let _ = conn
+                                .send(ctx.request(Method::DELETE, None, "application/json"))
+                                .await;
+                        }
+                    };
+                    let _ = tokio::time::timeout(Duration::from_secs(2), end).await;
+                }
+            })
+        }),
+    }
+}
+
+fn routing(frame: &[u8]) -> (Option<String>, bool) {
+    match serde_json::from_slice::<Value>(frame) {
+        Ok(Value::Object(map)) => {
+            let method = map.get("method").and_then(Value::as_str).map(str::to_owned);
+            let request = method.is_some() && map.get("id").is_some_and(|id| !id.is_null());
+            (method, request)
+        }
+        Ok(Value::Array(items)) => {
+            let request = items
+                .iter()
+                .any(|m| m.get("method").is_some() && m.get("id").is_some_and(|id| !id.is_null()));
+            (None, request)
+        }
+        _ => (None, false),
+    }
+}
+
+async fn send_loop(ctx: Arc<Ctx>, mut outgoing: mpsc::Receiver<Frame>) {
+    let mut stream: Option<JoinHandle<()>> = None;
+    while let Some(frame) = outgoing.recv().await {
+        let (method, _) = routing(&frame);
+        let initialize = method.as_deref() == Some("initialize");
+        if initialize {
+            // A new handshake: a new session on the server.
+            *lock(&ctx.session) = None;
+            *lock(&ctx.version) = None;
+            if let Some(task) = stream.take() {
+                task.abort();
+            }
+        }
+        let mut conn = match ctx.conn().await {
+            Ok(conn) => conn,
+            Err(ConnError::Unreachable(reason) | ConnError::Refused(reason)) => {
+                ctx.emit(UpstreamEvent::Undelivered {
+                    frame,
+                    maybe_delivered: false,
+                    reason: reason.clone(),
+                })
+                .await;
+                ctx.emit(UpstreamEvent::Closed { reason }).await;
+                break;
+            }
+        };
+        let had_session = lock(&ctx.session).is_some();
+        let req = ctx.request(
+            Method::POST,
+            Some(frame.clone()),
+            "application/json, text/event-stream",
+        );
+        let res = match conn.send(req).await {
+            Ok(res) => res,
+            Err(e) => {
+                let reason = format!("the shared server dropped the connection: {e}");
+                ctx.emit(UpstreamEvent::Undelivered {
+                    frame,
+                    maybe_delivered: true,
+                    reason: reason.clone(),
+                })
+                .await;
+                ctx.emit(UpstreamEvent::Closed { reason }).await;
+                break;
+            }
+        };
+        let status = res.status();
+        if status == StatusCode::NOT_FOUND && had_session {
+            *lock(&ctx.session) = None;
+            if let Some(task) = stream.take() {
+                task.abort();
+            }
+            ctx.emit(UpstreamEvent::SessionExpired { frame }).await;
+            continue;
+        }
+        if status == StatusCode::ACCEPTED {
+            let _ = res.into_body().collect().await;
+            ctx.give_back(conn);
+            continue;
+        }
+        if status != StatusCode::OK {
+            let text = Limited::new(res.into_body(), 4096)
+                .collect()
+                .await
+                .map(|b| String::from_utf8_lossy(&b.to_bytes()).trim().to_owned())
+                .unwrap_or_default();
+            ctx.emit(UpstreamEvent::ProtocolError {
+                frame,
+                status: Some(status.as_u16()),
+                message: text,
+            })
+            .await;
+            continue;
+        }
+        if initialize {
+            if let Some(id) = res
+                .headers()
+                .get("mcp-session-id")
+                .and_then(|v| v.to_str().ok())
+            {
+                *lock(&ctx.session) = Some(id.to_owned());
+            }
+            // The handshake's answer is read before anything else is sent: later requests carry the
+            // negotiated version.
+            let answers = read_answers(&ctx, res).await;
+            ctx.give_back(conn);
+            for answer in answers {
+                if let Ok(value) = serde_json::from_slice::<Value>(&answer)
+                    && let Some(version) = value["result"]["protocolVersion"].as_str()
+                {
+                    *lock(&ctx.version) = Some(version.to_owned());
+                }
+                ctx.emit(UpstreamEvent::Message(answer)).await;
+            }
+            if lock(&ctx.session).is_some() {
+                stream = Some(tokio::spawn(get_stream(Arc::clone(&ctx))));
+            }
+            continue;
+        }
+        // Answers may take long (a slow tool): read them aside, so later requests go out meanwhile.
+        let ctx2 = Arc::clone(&ctx);
+        tokio::spawn(async move {
+            for answer in read_answers(&ctx2, res).await {
+                ctx2.emit(UpstreamEvent::Message(answer)).await;
+            }
+            ctx2.give_back(conn);
+        });
+    }
+    if let Some(task) = stream {
+        task.abort();
+    }
+}
+
+/// The messages of a JSON or SSE answer, in order. SSE events are passed on as they come.
+async fn read_answers(ctx: &Ctx, res: hyper::Response<Incoming>) -> Vec<Frame> {
+    let sse = res
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|t| t.starts_with("text/event-stream"));
+    let mut body = res.into_body();
+    if !sse {
+        return match Limited::new(body, MAX_ANSWER).collect().await {
+            Ok(b) => {
+                let bytes = b.to_bytes();
+                match serde_json::from_slice::<Value>(&bytes) {
+                    Ok(Value::Array(items)) => items
+                        .iter()
+                        .map(|m| Bytes::from(serde_json::to_vec(m).expect("JSON values serialize")))
+                        .collect(),
+                    Ok(_) => vec![bytes],
+                    Err(_) => Vec::new(),
+                }
+            }
+            Err(_) => Vec::new(),
+        };
+    }
+    let mut splitter = SseSplitter::default();
+    while let Some(Ok(frame)) = body.frame().await {
+        if let Ok(data) = frame.into_data() {
+            for event in splitter.feed(&data) {
+                ctx.emit(UpstreamEvent::Message(event)).await;
+            }
+        }
+    }
+    Vec::new()
+}
+
+/// The session's GET stream, reopened (and its server challenged again) whenever it ends.
+async fn get_stream(ctx: Arc<Ctx>) {
+    let mut stop = ctx.stop.subscribe();
+    loop {
+        if *stop.borrow() {
+            return;
+        }
+        let mut conn = match ctx.conn().await {
+            Ok(conn) => conn,
+            Err(ConnError::Unreachable(reason) | ConnError::Refused(reason)) => {
+                ctx.emit(UpstreamEvent::Closed { reason }).await;
+                return;
+            }
+        };
+        let res = match conn
+            .send(ctx.request(Method::GET, None, "text/event-stream"))
+            .await
+        {
+            Ok(res) => res,
+            Err(e) => {
+                ctx.emit(UpstreamEvent::Closed {
+                    reason: format!("the shared server dropped the connection: {e}"),
+                })
+                .await;
+                return;
+            }
+        };
+        if res.status() != StatusCode::OK {
+            // 404: the session is gone; the next request finds out and re-initializes.
+            tracing::debug!(
+                status = res.status().as_u16(),
+                "the shared server refused the GET stream"
+            );
+            return;
+        }
+        let mut body = res.into_body();
+        let mut splitter = SseSplitter::default();
+        loop {
+            let frame = tokio::select! {
+                _ = stop.changed() => return,
+                frame = body.frame() => frame,
+            };
+            let Some(Ok(frame)) = frame else { break };
+            if let Ok(data) = frame.into_data() {
+                for event in splitter.feed(&data) {
+                    ctx.emit(UpstreamEvent::Message(event)).await;
+                }
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn routing_of_frames() {
+        assert_eq!(
+            routing(br#"{"jsonrpc":"2.0","id":1,"method":"initialize"}"#),
+            (Some("initialize".into()), true)
+        );
+        assert!(!routing(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).1);
+        assert!(routing(br#"[{"id":1,"method":"ping"}]"#).1);
+    }
+}

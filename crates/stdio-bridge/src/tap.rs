@@ -1,0 +1,98 @@
+//! The observer hook: every frame the client sends or receives, with a timestamp.
+//!
+//! A [`Tap`] runs on a thread of its own behind a bounded queue. When the queue is full the frame is not
+//! given to the tap and the drop is counted ([`Summary::tap_dropped`](crate::Summary::tap_dropped)): a slow
+//! or failing tap never slows the session.
+
+use std::{
+    sync::{
+        Arc,
+        atomic::{AtomicU64, Ordering},
+    },
+    time::SystemTime,
+};
+
+use tokio::sync::mpsc;
+
+use crate::upstream::Frame;
+
+/// Which way a frame went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Direction {
+    /// From the client, to be forwarded upstream.
+    FromClient,
+    /// To the client: an upstream message or an error the bridge made.
+    ToClient,
+}
+
+/// One frame seen by the bridge.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct TapEvent {
+    /// Which way it went.
+    pub direction: Direction,
+    /// When the bridge read it from the client or queued it for the client.
+    pub at: SystemTime,
+    /// The message, without its newline.
+    pub frame: Frame,
+}
+
+/// Sees every frame in both directions. Runs on its own thread, so it may block.
+pub trait Tap: Send + 'static {
+    /// Called once per frame, in order.
+    fn observe(&mut self, event: TapEvent);
+}
+
+impl<F: FnMut(TapEvent) + Send + 'static> Tap for F {
+    fn observe(&mut self, event: TapEvent) {
+        self(event);
+    }
+}
+
+/// The session's side of a tap: never waits.
+#[derive(Debug, Clone)]
+pub(crate) struct TapSender {
+    tx: mpsc::Sender<TapEvent>,
+    dropped: Arc<AtomicU64>,
+}
+
+impl TapSender {
+    /// Starts the tap's thread with a queue of `capacity` frames.
+    pub(crate) fn start(mut tap: Box<dyn Tap>, capacity: usize) -> std::io::Result<Self> {
+        let (tx, mut rx) = mpsc::channel::<TapEvent>(capacity.max(1));
+        std::thread::Builder::new()
+            .name("calltape-tap".to_owned())
+            .spawn(move || {
+                while let Some(event) = rx.blocking_recv() {
+                    // A panicking tap loses its frames, not the session.
+                    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        tap.observe(event);
+                    }));
+                    if outcome.is_err() {
+                        tracing::error!("the tap panicked; no more frames go to it");
+                        break;
+                    }
+                }
+            })?;
+        Ok(Self {
+            tx,
+            dropped: Arc::new(AtomicU64::new(0)),
+        })
+    }
+
+    pub(crate) fn send(&self, direction: Direction, frame: &Frame) {
+        let event = TapEvent {
+            direction,
+            at: SystemTime::now(),
+            frame: frame.clone(),
+        };
+        if self.tx.try_send(event).is_err() {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    pub(crate) fn dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
+    }
+}

@@ -1,0 +1,449 @@
+//! The child-process upstream: a stdio MCP server the bridge runs, and restarts.
+
+use std::{
+    ffi::OsString,
+    fs::OpenOptions,
+    path::PathBuf,
+    process::{ExitStatus, Stdio},
+    time::Duration,
+};
+
+use rustix::process::{Pid, Signal};
+use tokio::{
+    io::AsyncWriteExt,
+    process::{Child, ChildStdin, ChildStdout, Command},
+    sync::{mpsc, oneshot, watch},
+    time::{Instant, sleep_until},
+};
+
+use super::{BoxFuture, Frame, Link, Upstream, UpstreamEvent};
+use crate::{
+    Error, ErrorKind,
+    frame::{DEFAULT_MAX_FRAME, FrameReader, Incoming},
+};
+
+/// How long a child gets to exit after its stdin closes, before SIGTERM goes to its process group.
+const TERM_AFTER: Duration = Duration::from_millis(500);
+/// When SIGKILL goes to the group, counted from the stdin close.
+const KILL_AFTER: Duration = Duration::from_millis(1500);
+/// How long the child's stdout is still read after the child exited (a grandchild may hold it open).
+const DRAIN_AFTER_EXIT: Duration = Duration::from_secs(1);
+
+/// Where a child's stderr goes.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub enum Stderr {
+    /// Passed through to the bridge's own stderr.
+    #[default]
+    Inherit,
+    /// Appended to a file, which is created when missing.
+    File(PathBuf),
+    /// Discarded.
+    Null,
+}
+
+/// A stdio MCP server run as a child process.
+///
+/// It is started from an argument vector (no shell), in a process group of its own, with the
+/// parent-death signal set so that it never outlives the bridge. Stopping it closes its stdin, sends
+/// SIGTERM to the group after 500 ms and SIGKILL at 1.5 s, so wrappers such as `npx` take their children
+/// with them. Every [`connect`](Upstream::connect) starts a fresh process.
+#[derive(Debug, Clone)]
+pub struct ChildUpstream {
+    program: OsString,
+    args: Vec<OsString>,
+    stderr: Stderr,
+    current_dir: Option<PathBuf>,
+    envs: Vec<(OsString, OsString)>,
+    max_frame: usize,
+}
+
+impl ChildUpstream {
+    /// A child run from `argv`: the program, then its arguments. Fails when `argv` is empty.
+    pub fn new<I, S>(argv: I) -> Result<Self, Error>
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<OsString>,
+    {
+        let mut argv = argv.into_iter().map(Into::into);
+        let program = argv
+            .next()
+            .ok_or_else(|| Error::config("the child command is empty: give a program to run"))?;
+        Ok(Self {
+            program,
+            args: argv.collect(),
+            stderr: Stderr::Inherit,
+            current_dir: None,
+            envs: Vec::new(),
+            max_frame: DEFAULT_MAX_FRAME,
+        })
+    }
+
+    /// Where the child's stderr goes (default: the bridge's stderr).
+    #[must_use]
+    pub fn stderr(mut self, stderr: Stderr) -> Self {
+        self.stderr = stderr;
+        self
+    }
+
+    /// The folder the child runs in (default: the bridge's).
+    #[must_use]
+    pub fn current_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.current_dir = Some(dir.into());
+        self
+    }
+
+    /// Sets an environment variable for the child.
+    #[must_use]
+    pub fn env(mut self, key: impl Into<OsString>, value: impl Into<OsString>) -> Self {
+        self.envs.push((key.into(), value.into()));
+        self
+    }
+
+    /// Lines the child writes longer than this are dropped (default 16 MiB).
+    #[must_use]
+    pub fn max_frame(mut self, max_frame: usize) -> Self {
+        self.max_frame = max_frame;
+        self
+    }
+
+    fn program_name(&self) -> String {
+        self.program.to_string_lossy().into_owned()
+    }
+
+    fn spawn(&self) -> Result<Link, Error> {
+        let mut command = Command::new(&self.program);
+        command
+            .args(&self.args)
+            .envs(self.envs.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true);
+        if let Some(dir) = &self.current_dir {
+            command.current_dir(dir);
+        }
+        match &self.stderr {
+            Stderr::Inherit => command.stderr(Stdio::inherit()),
+            Stderr::Null => command.stderr(Stdio::null()),
+            Stderr::File(path) => {
+                let file = OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)
+                    .map_err(|e| Error::io(format!("cannot open {}", path.display()), e))?;
+                command.stderr(Stdio::from(file))
+            }
+        };
+        set_parent_death_signal(&mut command);
+        let mut child = command.spawn().map_err(|source| ErrorKind::Spawn {
+            program: self.program_name(),
+            source,
+        })?;
+        let pgid = child
+            .id()
+            .and_then(|id| i32::try_from(id).ok())
+            .and_then(Pid::from_raw)
+            .ok_or_else(|| Error::config("the child exited before it could be watched"))?;
+        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+            return Err(Error::config("the child's stdio pipes are missing"));
+        };
+        tracing::debug!(
+            pid = pgid.as_raw_nonzero().get(),
+            "started {}",
+            self.describe()
+        );
+
+        let (outgoing, outgoing_rx) = mpsc::channel(64);
+        let (events_tx, events) = mpsc::channel(64);
+        let (stop_tx, stop_rx) = mpsc::unbounded_channel();
+        let (close_stdin_tx, close_stdin_rx) = watch::channel(false);
+        let writer = tokio::spawn(write_stdin(
+            stdin,
+            outgoing_rx,
+            close_stdin_rx,
+            stop_tx.clone(),
+            events_tx.clone(),
+        ));
+        tokio::spawn(
+            Supervisor {
+                child,
+                guard: GroupGuard(Some(pgid)),
+                close_stdin: close_stdin_tx,
+                events: Some(events_tx),
+                waiters: Vec::new(),
+            }
+            .run(stdout, stop_rx, self.max_frame, writer),
+        );
+        Ok(Link {
+            outgoing,
+            events,
+            close: Box::new(move || {
+                Box::pin(async move {
+                    let (done_tx, done_rx) = oneshot::channel();
+                    if stop_tx.send(Some(done_tx)).is_ok() {
+                        // An error only means the supervisor already finished.
+                        let _ = done_rx.await;
+                    }
+                })
+            }),
+        })
+    }
+}
+
+impl Upstream for ChildUpstream {
+    fn describe(&self) -> String {
+        let mut text = format!("child `{}`", self.program_name());
+        if !self.args.is_empty() {
+            text.pop();
+            for arg in &self.args {
+                text.push(' ');
+                text.push_str(&arg.to_string_lossy());
+            }
+            text.push('`');
+        }
+        text
+    }
+
+    fn connect(&self) -> BoxFuture<'_, Result<Link, Error>> {
+        Box::pin(async move { self.spawn() })
+    }
+}
+
+/// Sets the parent-death signal in the child, so it never outlives the bridge.
+///
+/// Linux delivers it when the *thread* that forked exits; tokio forks from the runtime's worker threads,
+/// which live as long as the runtime.
+fn set_parent_death_signal(command: &mut Command) {
+    let parent = rustix::process::getpid();
+    let hook = move || -> std::io::Result<()> {
+        rustix::process::set_parent_process_death_signal(Some(Signal::KILL))?;
+        // The parent may have died between fork and prctl: then the signal will never come.
+        if rustix::process::getppid() != Some(parent) {
+            return Err(rustix::io::Errno::SRCH.into());
+        }
+        Ok(())
+    };
+    #[allow(unsafe_code)]
+    // SAFETY: the hook runs in the forked child before exec. It only makes the prctl and getppid
+    // system calls, which are async-signal-safe, and allocates nothing (the error is a raw OS error).
+    unsafe {
+        command.pre_exec(hook);
+    }
+}
+
+/// Sends SIGKILL to the child's process group if it is dropped while armed (the bridge is going away
+/// without a graceful stop).
+struct GroupGuard(Option<Pid>);
+
+impl GroupGuard {
+    fn signal(&self, signal: Signal) {
+        if let Some(pgid) = self.0 {
+            // ESRCH: the whole group is gone already.
+            let _ = rustix::process::kill_process_group(pgid, signal);
+        }
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        self.signal(Signal::KILL);
+    }
+}
+
+async fn write_stdin(
+    mut stdin: ChildStdin,
+    mut outgoing: mpsc::Receiver<Frame>,
+    mut close: watch::Receiver<bool>,
+    stop: mpsc::UnboundedSender<Option<oneshot::Sender<()>>>,
+    events: mpsc::Sender<UpstreamEvent>,
+) {
+    let mut batch: Vec<Frame> = Vec::new();
+    let mut bytes: Vec<u8> = Vec::new();
+    loop {
+        let frame = tokio::select! {
+            biased;
+            _ = close.wait_for(|closed| *closed) => break,
+            frame = outgoing.recv() => frame,
+        };
+        let Some(frame) = frame else {
+            // The bridge dropped the link: stop the child.
+            let _ = stop.send(None);
+            break;
+        };
+        // One write per batch of waiting frames: cheap, and a failed write tells which frames never
+        // left.
+        batch.clear();
+        bytes.clear();
+        batch.push(frame);
+        while let Ok(frame) = outgoing.try_recv() {
+            batch.push(frame);
+        }
+        for frame in &batch {
+            bytes.extend_from_slice(frame);
+            bytes.push(b'\n');
+        }
+        let mut written = 0;
+        let failed = loop {
+            if written == bytes.len() {
+                break None;
+            }
+            let mut close_during_write = close.clone();
+            tokio::select! {
+                biased;
+                _ = close_during_write.wait_for(|closed| *closed) => return,
+                result = stdin.write(&bytes[written..]) => match result {
+                    Ok(0) => break Some(std::io::Error::from(std::io::ErrorKind::WriteZero)),
+                    Ok(n) => written += n,
+                    Err(e) => break Some(e),
+                },
+            }
+        };
+        let Some(error) = failed else { continue };
+        tracing::debug!("writing to the child's stdin failed: {error}");
+        // Frames that start at or after the failure point never reached the child; the bridge holds
+        // them for the next process. One cut in the middle may have been read: its outcome is unknown.
+        let mut start = 0;
+        for frame in batch.drain(..) {
+            let end = start + frame.len() + 1;
+            if end > written {
+                let event = UpstreamEvent::Undelivered {
+                    frame,
+                    maybe_delivered: start < written,
+                    reason: format!("the child's stdin is closed: {error}"),
+                };
+                if events.send(event).await.is_err() {
+                    break;
+                }
+            }
+            start = end;
+        }
+        break;
+    }
+    // Dropping stdin closes the child's end.
+}
+
+struct Supervisor {
+    child: Child,
+    guard: GroupGuard,
+    close_stdin: watch::Sender<bool>,
+    events: Option<mpsc::Sender<UpstreamEvent>>,
+    waiters: Vec<oneshot::Sender<()>>,
+}
+
+impl Supervisor {
+    async fn run(
+        mut self,
+        stdout: ChildStdout,
+        mut stop_rx: mpsc::UnboundedReceiver<Option<oneshot::Sender<()>>>,
+        max_frame: usize,
+        writer: tokio::task::JoinHandle<()>,
+    ) {
+        let mut reader = FrameReader::with_max_frame(stdout, max_frame);
+        let mut stdout_open = true;
+        let mut status: Option<std::io::Result<ExitStatus>> = None;
+        let mut stopping: Option<Instant> = None;
+        let mut signals_sent = 0u8;
+        let mut drain_until: Option<Instant> = None;
+        let mut stop_open = true;
+        while status.is_none() || stdout_open {
+            let next_signal = stopping.map(|start| {
+                start
+                    + match signals_sent {
+                        0 => TERM_AFTER,
+                        _ => KILL_AFTER,
+                    }
+            });
+            tokio::select! {
+                line = reader.next(), if stdout_open => match line {
+                    Ok(Some(Incoming::Frame(frame))) => self.emit(UpstreamEvent::Message(frame)).await,
+                    Ok(Some(Incoming::Invalid(invalid))) => tracing::warn!(
+                        "the child wrote a line that is not a JSON-RPC message ({}); dropped it",
+                        invalid.reason()
+                    ),
+                    Ok(None) | Err(_) => {
+                        stdout_open = false;
+                        if status.is_none() && stopping.is_none() {
+                            tracing::debug!("the child closed its stdout; stopping it");
+                            stopping = Some(self.begin_stop());
+                        }
+                    }
+                },
+                exited = self.child.wait(), if status.is_none() => {
+                    // Whatever the leader left behind in its group goes with it.
+                    self.guard.signal(Signal::TERM);
+                    status = Some(exited);
+                    drain_until = Some(Instant::now() + DRAIN_AFTER_EXIT);
+                }
+                request = stop_rx.recv(), if stop_open => match request {
+                    None => stop_open = false,
+                    Some(waiter) => {
+                        self.waiters.extend(waiter);
+                        // The bridge no longer wants what the child says.
+                        self.events = None;
+                        if stopping.is_none() && status.is_none() {
+                            stopping = Some(self.begin_stop());
+                        }
+                    }
+                },
+                () = sleep_until(next_signal.unwrap_or_else(far_future)),
+                    if next_signal.is_some() && status.is_none() => {
+                    signals_sent += 1;
+                    if signals_sent == 1 {
+                        tracing::debug!("the child did not exit after its stdin closed; sending SIGTERM to its group");
+                        self.guard.signal(Signal::TERM);
+                    } else {
+                        tracing::debug!("the child did not exit after SIGTERM; sending SIGKILL to its group");
+                        self.guard.signal(Signal::KILL);
+                        stopping = None;
+                    }
+                }
+                () = sleep_until(drain_until.unwrap_or_else(far_future)),
+                    if drain_until.is_some() && stdout_open => {
+                    stdout_open = false;
+                }
+            }
+        }
+        // The leader is reaped; signalling the group id again could hit an unrelated new group.
+        self.guard.0 = None;
+        let reason = match status {
+            Some(Ok(status)) => describe_status(status),
+            Some(Err(e)) => format!("could not be waited for: {e}"),
+            None => "stopped".to_owned(),
+        };
+        tracing::debug!("the child {reason}");
+        // The writer reports frames it could not deliver; those reports must come before `Closed`.
+        let _ = self.close_stdin.send(true);
+        let _ = writer.await;
+        self.emit(UpstreamEvent::Closed { reason }).await;
+        for waiter in self.waiters.drain(..) {
+            let _ = waiter.send(());
+        }
+    }
+
+    fn begin_stop(&self) -> Instant {
+        let _ = self.close_stdin.send(true);
+        Instant::now()
+    }
+
+    async fn emit(&mut self, event: UpstreamEvent) {
+        if let Some(events) = &self.events
+            && events.send(event).await.is_err()
+        {
+            self.events = None;
+        }
+    }
+}
+
+fn far_future() -> Instant {
+    Instant::now() + Duration::from_secs(86_400)
+}
+
+fn describe_status(status: ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exited with status {code}"),
+        (None, Some(signal)) => format!("was killed by signal {signal}"),
+        _ => "exited".to_owned(),
+    }
+}

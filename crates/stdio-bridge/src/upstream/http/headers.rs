@@ -1,0 +1,284 @@
+//! Extra headers sent with every request to an HTTP upstream, and the value encoding MCP headers use.
+
+use std::{fmt, path::Path};
+
+use base64::Engine as _;
+use http::{HeaderMap, HeaderName, HeaderValue};
+
+use crate::Error;
+
+/// Headers the upstream manages itself; setting them by hand would break the protocol.
+const MANAGED: &[&str] = &[
+    "accept",
+    "content-type",
+    "content-length",
+    "transfer-encoding",
+    "connection",
+    "last-event-id",
+    "mcp-session-id",
+    "mcp-protocol-version",
+    "mcp-method",
+    "mcp-name",
+];
+
+/// Extra HTTP headers sent with every request to an HTTP upstream (POST, GET and DELETE alike),
+/// typically credentials such as `Authorization`.
+///
+/// Build it from `--header 'K: V'` arguments with [`push_line`](Self::push_line) and from a file of such
+/// lines with [`read_file`](Self::read_file), which keeps secrets out of the command line. Values are
+/// marked sensitive and never appear in `Debug` output or error messages.
+///
+/// ```
+/// use calltape_stdio_bridge::ExtraHeaders;
+///
+/// let mut headers = ExtraHeaders::new();
+/// headers.push_line("Authorization: Bearer abc123")?;
+/// headers.push_lines("# team gateway\nX-Team: tools\n\n", "headers.txt")?;
+/// assert_eq!(headers.names().collect::<Vec<_>>(), ["authorization", "x-team"]);
+/// assert!(!format!("{headers:?}").contains("abc123"));
+/// # Ok::<(), calltape_stdio_bridge::Error>(())
+/// ```
+#[derive(Clone, Default)]
+pub struct ExtraHeaders {
+    map: HeaderMap,
+}
+
+impl ExtraHeaders {
+    /// No extra headers.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds one header written as `Name: value` (the form `--header` takes). Whitespace around the name
+    /// and the value is dropped. A name given twice is sent twice.
+    pub fn push_line(&mut self, line: &str) -> Result<(), Error> {
+        self.push_line_from(line, "--header")
+    }
+
+    /// Adds one header.
+    pub fn push(&mut self, name: &str, value: &str) -> Result<(), Error> {
+        self.push_checked(name, value, "--header")
+    }
+
+    /// Adds every header of a text holding one `Name: value` per line; empty lines and lines starting
+    /// with `#` are skipped, and CRLF line ends are accepted. `source` names the text in error messages
+    /// (a file name, say).
+    pub fn push_lines(&mut self, text: &str, source: &str) -> Result<(), Error> {
+        for (number, line) in text.lines().enumerate() {
+            let trimmed = line.trim();
+            if trimmed.is_empty() || trimmed.starts_with('#') {
+                continue;
+            }
+            self.push_line_from(trimmed, &format!("{source}:{}", number + 1))?;
+        }
+        Ok(())
+    }
+
+    /// Adds every header of a file in the form [`push_lines`](Self::push_lines) reads (`--header-file`).
+    pub fn read_file(&mut self, path: &Path) -> Result<(), Error> {
+        let text = std::fs::read_to_string(path).map_err(|source| {
+            Error::io(
+                format!("cannot read header file {}", path.display()),
+                source,
+            )
+        })?;
+        self.push_lines(&text, &path.display().to_string())
+    }
+
+    /// The header names, lowercased, in the order they were added.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.map.iter().map(|(name, _)| name.as_str())
+    }
+
+    /// How many header values there are.
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    pub(crate) fn map(&self) -> &HeaderMap {
+        &self.map
+    }
+
+    fn push_line_from(&mut self, line: &str, source: &str) -> Result<(), Error> {
+        let Some((name, value)) = line.split_once(':') else {
+            return Err(Error::config(format!(
+                "{source}: expected a header written as 'Name: value', found no ':'"
+            )));
+        };
+        self.push_checked(name.trim(), value.trim(), source)
+    }
+
+    fn push_checked(&mut self, name: &str, value: &str, source: &str) -> Result<(), Error> {
+        let header = HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
+            Error::config(format!(
+                "{source}: '{}' is not a valid header name (letters, digits and !#$%&'*+-.^_`|~ only)",
+                name.escape_debug()
+            ))
+        })?;
+        if MANAGED.contains(&header.as_str()) {
+            return Err(Error::config(format!(
+                "{source}: header '{name}' is managed by the bridge and cannot be set by hand"
+            )));
+        }
+        let mut value = HeaderValue::from_str(value.trim()).map_err(|_| {
+            Error::config(format!(
+                "{source}: the value of header '{name}' holds a character a header cannot carry (a control character, a line break or non-ASCII)"
+            ))
+        })?;
+        value.set_sensitive(true);
+        self.map.append(header, value);
+        Ok(())
+    }
+}
+
+impl fmt::Debug for ExtraHeaders {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map()
+            .entries(self.map.keys().map(|name| (name.as_str(), "[REDACTED]")))
+            .finish()
+    }
+}
+
+const SENTINEL_START: &str = "=?base64?";
+const SENTINEL_END: &str = "?=";
+
+/// Encodes a value for an MCP header (`Mcp-Method`, `Mcp-Name`): as it is when it is visible ASCII
+/// (space allowed inside) without surrounding whitespace and does not look like the encoded form itself,
+/// otherwise as `=?base64?<standard base64 of its UTF-8 bytes>?=`.
+pub(crate) fn encode_mcp_value(value: &str) -> HeaderValue {
+    let plain = value.bytes().all(|b| (0x20..=0x7e).contains(&b))
+        && value.trim_matches(' ').len() == value.len()
+        && !(value.starts_with(SENTINEL_START) && value.ends_with(SENTINEL_END));
+    let text = if plain {
+        value.to_owned()
+    } else {
+        format!(
+            "{SENTINEL_START}{}{SENTINEL_END}",
+            base64::engine::general_purpose::STANDARD.encode(value.as_bytes())
+        )
+    };
+    // Both forms are visible ASCII, which a header value always accepts.
+    HeaderValue::from_str(&text).unwrap_or_else(|_| HeaderValue::from_static(""))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mcp_values_are_encoded_only_when_needed() {
+        let cases: &[(&str, &str)] = &[
+            ("tools/call", "tools/call"),
+            ("get weather", "get weather"),
+            ("file:///tmp/a.txt", "file:///tmp/a.txt"),
+            ("café", "=?base64?Y2Fmw6k=?="),
+            (" padded", "=?base64?IHBhZGRlZA==?="),
+            ("padded ", "=?base64?cGFkZGVkIA==?="),
+            ("tab\there", "=?base64?dGFiCWhlcmU=?="),
+            ("line\r\nbreak", "=?base64?bGluZQ0KYnJlYWs=?="),
+            ("=?base64?literal?=", "=?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?="),
+            ("=?base64?only-start", "=?base64?only-start"),
+            ("日本", "=?base64?5pel5pys?="),
+            ("", ""),
+        ];
+        for (input, expected) in cases {
+            assert_eq!(encode_mcp_value(input), *expected, "input {input:?}");
+        }
+    }
+
+    #[test]
+    fn header_lines_parse_and_refuse_bad_input() {
+        let mut headers = ExtraHeaders::new();
+        headers.push_line("  X-Api-Key :  s3cret  ").unwrap();
+        headers.push_line("Cookie: a=1").unwrap();
+        headers.push_line("cookie: b=2").unwrap();
+        assert_eq!(headers.len(), 3);
+        let values: Vec<_> = headers.map().get_all("cookie").iter().collect();
+        assert_eq!(values, ["a=1", "b=2"]);
+        assert_eq!(headers.map()["x-api-key"], "s3cret");
+        assert!(headers.map()["x-api-key"].is_sensitive());
+
+        let errors: &[(&str, &str)] = &[
+            (
+                "no colon here",
+                "--header: expected a header written as 'Name: value', found no ':'",
+            ),
+            (
+                ": value",
+                "--header: '' is not a valid header name (letters, digits and !#$%&'*+-.^_`|~ only)",
+            ),
+            (
+                "Bad Name: v",
+                "--header: 'Bad Name' is not a valid header name (letters, digits and !#$%&'*+-.^_`|~ only)",
+            ),
+            (
+                "Mcp-Session-Id: abc",
+                "--header: header 'Mcp-Session-Id' is managed by the bridge and cannot be set by hand",
+            ),
+            (
+                "accept: */*",
+                "--header: header 'accept' is managed by the bridge and cannot be set by hand",
+            ),
+            (
+                "X-Token: a\u{7}b",
+                "--header: the value of header 'X-Token' holds a character a header cannot carry (a control character, a line break or non-ASCII)",
+            ),
+        ];
+        for (line, message) in errors {
+            let err = ExtraHeaders::new().push_line(line).unwrap_err();
+            assert_eq!(err.to_string(), *message, "line {line:?}");
+        }
+    }
+
+    #[test]
+    fn header_files_skip_comments_and_name_the_line() {
+        let mut headers = ExtraHeaders::new();
+        headers
+            .push_lines(
+                "# comment\r\nAuthorization: Bearer t0k\r\n\r\n   \nX-A: 1\n",
+                "h.txt",
+            )
+            .unwrap();
+        assert_eq!(
+            headers.names().collect::<Vec<_>>(),
+            ["authorization", "x-a"]
+        );
+        let err = ExtraHeaders::new()
+            .push_lines("X-A: 1\n\nbroken line secret\n", "h.txt")
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "h.txt:3: expected a header written as 'Name: value', found no ':'"
+        );
+        assert!(!err.to_string().contains("secret"));
+    }
+
+    #[test]
+    fn header_files_are_read_from_disk() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("headers");
+        std::fs::write(&path, "Authorization: Bearer from-file\n").unwrap();
+        let mut headers = ExtraHeaders::new();
+        headers.read_file(&path).unwrap();
+        assert_eq!(headers.map()["authorization"], "Bearer from-file");
+        let missing = dir.path().join("missing");
+        let err = ExtraHeaders::new().read_file(&missing).unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with(&format!("cannot read header file {}: ", missing.display())),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn debug_output_hides_values() {
+        let mut headers = ExtraHeaders::new();
+        headers.push("Authorization", "Bearer hidden").unwrap();
+        assert_eq!(format!("{headers:?}"), r#"{"authorization": "[REDACTED]"}"#);
+    }
+}
