@@ -105,14 +105,20 @@ fn write_token_file(path: &PathBuf, token: &str) -> Result<(), String> {
 }
 
 pub(crate) fn run(args: ServeArgs) -> u8 {
-    let child = match ChildUpstream::new(args.command.iter().cloned()) {
+    let mut child = match ChildUpstream::new(args.command.iter().cloned()) {
         Ok(child) => child,
         Err(e) => {
             tracing::error!("{e}");
             return exit::USAGE;
         }
     };
-    let shared_key = std::env::var(SERVE_KEY_ENV).ok();
+    let shared_key = std::env::var(SERVE_KEY_ENV)
+        .ok()
+        .filter(|key| !key.is_empty());
+    if shared_key.is_some() {
+        // The mark is this process's alone: a `calltape serve` that CMD runs is not the key's server.
+        child = child.env(SERVE_KEY_ENV, "");
+    }
     let mut serve = Serve::new(child.stderr(Stderr::Inherit)).json_response(args.json_response);
     // One thread: children are forked from it, and their parent-death signal is tied to that thread.
     let runtime = match tokio::runtime::Builder::new_current_thread()

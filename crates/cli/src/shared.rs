@@ -3,11 +3,11 @@
 use std::{ffi::OsString, time::Duration};
 
 use calltape_stdio_bridge::{
-    Bridge, FrameReader, FrameWriter, Incoming, UPSTREAM_UNREACHABLE, parse_duration,
-    shared::{Launcher, SharedKey, SharedPaths, SharedUpstream, Transport},
+    Bridge, FrameReader, FrameWriter, Incoming, parse_duration,
+    shared::{Launcher, SharedKey, SharedPaths, SharedUpstream, Transport, unavailable_answer},
 };
 use clap::Args;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::{exit, serve::transport};
 
@@ -24,7 +24,13 @@ folder with server.json (0600), server.sock (0600), server.log and lock files. A
 write to, or a record that others can read, is refused.
 
 A session sends its bearer token only to a server that proved it holds the record's secret (a fresh
-challenge per connection on the socket, per request over loopback HTTP).";
+challenge per connection on the socket, per request over loopback HTTP).
+
+When no server can be attached (it cannot be started, it exits early, or the process at its endpoint
+cannot prove itself), the session says why on stderr and answers each request at once with an error
+carrying the request's id: code -32000, data.reason shared_server_unavailable and the reason in
+data.upstream.message. On the first attach the session then exits with status 3; later (the server
+went away mid-session) it tries again after a pause.";
 
 /// The arguments of `calltape shared`.
 #[derive(Debug, Args)]
@@ -176,10 +182,7 @@ async fn answer_held_requests(reason: &str) {
         for request in requests {
             let id = request.get("id").filter(|id| !id.is_null());
             if let (Some(id), Some(_)) = (id, request.get("method")) {
-                let answer = json!({"jsonrpc": "2.0", "id": id, "error": {
-                    "code": UPSTREAM_UNREACHABLE,
-                    "message": "the shared server is unavailable",
-                    "data": {"reason": "shared_server_unavailable", "upstream": {"message": reason}}}});
+                let answer = unavailable_answer(id, reason);
                 let bytes = serde_json::to_vec(&answer).expect("JSON values serialize");
                 if writer.write(&bytes).await.is_err() || writer.flush().await.is_err() {
                     return;

@@ -7,6 +7,7 @@
 //! spans found inside a string are mapped back onto its escaped bytes, so the
 //! bytes around them stay exactly as they were.
 
+use crate::name_cache::NameCache;
 use crate::redactor::Inner;
 use crate::span::{self, QUOTED_REDACTED, Span};
 use crate::step;
@@ -112,8 +113,20 @@ fn scan_string(b: &[u8], quote: usize) -> Option<Str> {
     let mut escaped = false;
     loop {
         let from = i;
-        while i < b.len() && !STRING_SPECIAL[b[i] as usize] {
+        // Short runs byte by byte; a long one with a vectorised search for
+        // the quote or backslash that ends it, then one check that it holds
+        // no control character.
+        let short_end = b.len().min(i + 16);
+        while i < short_end && !STRING_SPECIAL[b[i] as usize] {
             i += 1;
+        }
+        if i == short_end && i < b.len() {
+            let rest = &b[i..];
+            let run = memchr::memchr2(b'"', b'\\', rest).unwrap_or(rest.len());
+            if rest[..run].iter().fold(false, |bad, &c| bad | (c < 0x20)) {
+                return None;
+            }
+            i += run;
         }
         step!(i - from + 1);
         match *b.get(i)? {
@@ -272,6 +285,7 @@ impl Inner {
         let mut suppress: Option<(usize, usize)> = None;
         let mut redact_next = false;
         let mut saw_value = false;
+        let mut names = NameCache::new();
         let mut i = 0;
         loop {
             i = skip_ws(b, i);
@@ -342,14 +356,13 @@ impl Inner {
                     }
                     i += 1;
                     if suppress.is_none() {
-                        let decoded;
-                        let name = if s.escaped {
-                            decoded = decode(&b[s.start..s.end], None);
-                            decoded.as_str()
-                        } else {
-                            &text[s.start..s.end]
-                        };
-                        redact_next = self.is_redacted_name(name);
+                        redact_next = names.decide(b, s.start, s.end, || {
+                            if s.escaped {
+                                self.is_redacted_name(&decode(&b[s.start..s.end], None))
+                            } else {
+                                self.is_redacted_name(&text[s.start..s.end])
+                            }
+                        });
                     }
                     expect = Expect::Value;
                     continue;

@@ -91,6 +91,7 @@
 
 mod error;
 mod json;
+mod name_cache;
 mod names;
 mod redactor;
 mod span;

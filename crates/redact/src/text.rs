@@ -5,6 +5,7 @@
 //! region that no other firing of the same rule covers again, so the whole pass
 //! stays linear in the length of the text whatever the input.
 
+use crate::name_cache::NameCache;
 use crate::redactor::Inner;
 use crate::span::Span;
 use crate::{REDACTED, step};
@@ -20,14 +21,23 @@ const T68: u8 = 8;
 /// Ends an unquoted value: whitespace and control characters, `& # , ; } )`
 /// and quotes.
 const VALUE_END: u8 = 16;
-/// `:`, `=`, and the first letters of the rules that fire at the start of a
-/// word (`Bearer`, `Basic`, `eyJ`, `sk-`, `ghp_`, `AKIA`, …).
-const TRIGGER: u8 = 64;
+/// `:` and `=`, where an assignment rule may fire.
+const SEP: u8 = 64;
+/// The first letters of the rules that fire at the start of a word (`Bearer`,
+/// `Basic`, `eyJ`, `sk-`, `ghp_`, `AKIA`, …).
+const START: u8 = 128;
 /// Ends the authority of a URL (`[` too: a placeholder ends it, as the `/`
 /// it may have replaced did).
 const AUTH_END: u8 = 32;
 
 static CLASS: [u8; 256] = classes();
+
+/// Texts from this length up remember the names they decided.
+const CACHED_TEXT: usize = 1024;
+
+// The skip loop in `scan_text` turns "the byte before is a word byte" into 0
+// or 1 by masking with `WORD`.
+const _: () = assert!(WORD == 1);
 
 const fn classes() -> [u8; 256] {
     let mut t = [0u8; 256];
@@ -66,11 +76,14 @@ const fn classes() -> [u8; 256] {
         {
             k |= AUTH_END;
         }
+        if matches!(b, b':' | b'=') {
+            k |= SEP;
+        }
         if matches!(
             b,
-            b':' | b'=' | b'e' | b'B' | b'b' | b's' | b'g' | b'x' | b'A' | b'n' | b'h'
+            b'e' | b'B' | b'b' | b's' | b'g' | b'x' | b'A' | b'n' | b'h'
         ) {
-            k |= TRIGGER;
+            k |= START;
         }
         t[c] = k;
         c += 1;
@@ -209,19 +222,41 @@ fn quoted_value(b: &[u8], open: usize, memo: &mut QuoteMemo) -> Option<(usize, u
     Some((start, i, i))
 }
 
+/// What one scan of a text remembers as it goes.
+struct Memory {
+    quotes: QuoteMemo,
+    names: Option<NameCache>,
+}
+
 impl Inner {
     /// Pushes the spans of every credential the text rules find in `text`.
     pub(crate) fn scan_text(&self, text: &str, out: &mut Vec<Span>) {
         let b = text.as_bytes();
         let n = b.len();
-        let mut memo = QuoteMemo::default();
+        let mut memory = Memory {
+            quotes: QuoteMemo::default(),
+            // Only a long text repeats its names often enough to pay for a
+            // cache; most texts are short strings of a JSON document.
+            names: (n >= CACHED_TEXT).then(NameCache::new),
+        };
         // Look-behinds never reach before `floor`, the end of the last span.
         let mut floor = 0;
         let mut i = 0;
         while i < n {
-            // Most bytes cannot start a rule: skip them in a tight loop.
+            // Most bytes cannot start a rule: skip them in a tight loop that
+            // stops only at a separator, or at a word rule's first letter
+            // that starts a word. No branch depends on the letter alone, so
+            // common letters inside words cost no mispredicted branch.
             let from = i;
-            while i < n && !has(b[i], TRIGGER) {
+            let mut prev = if i > 0 { CLASS[b[i - 1] as usize] } else { 0 };
+            while i < n {
+                let k = CLASS[b[i] as usize];
+                // `START` counts only when the byte before is not a word byte.
+                let wanted = SEP | (START * ((prev & WORD) ^ WORD));
+                if k & wanted != 0 {
+                    break;
+                }
+                prev = k;
                 i += 1;
             }
             step!(i - from + 1);
@@ -230,12 +265,6 @@ impl Inner {
             }
             let c = b[i];
             if c != b':' && c != b'=' {
-                // The first letter of a word rule, which only fires at the
-                // start of a word.
-                if i > 0 && has(b[i - 1], WORD) {
-                    i += 1;
-                    continue;
-                }
                 match self.word_rule(b, i, out) {
                     Some(to) => {
                         i = to;
@@ -258,17 +287,17 @@ impl Inner {
                     continue;
                 }
                 b':' if b.get(i + 1) == Some(&b'=') => {
-                    self.assignment(b, i, 2, floor, &mut memo, out)
+                    self.assignment(b, i, 2, floor, &mut memory, out)
                 }
-                b':' => self.assignment(b, i, 1, floor, &mut memo, out),
+                b':' => self.assignment(b, i, 1, floor, &mut memory, out),
                 b'=' if b.get(i + 1) == Some(&b'=') => {
                     i += 2;
                     continue;
                 }
                 b'=' if b.get(i + 1) == Some(&b'>') => {
-                    self.assignment(b, i, 2, floor, &mut memo, out)
+                    self.assignment(b, i, 2, floor, &mut memory, out)
                 }
-                b'=' => self.assignment(b, i, 1, floor, &mut memo, out),
+                b'=' => self.assignment(b, i, 1, floor, &mut memory, out),
                 _ => None,
             };
             match fired {
@@ -366,7 +395,7 @@ impl Inner {
         sep: usize,
         sep_len: usize,
         floor: usize,
-        memo: &mut QuoteMemo,
+        memory: &mut Memory,
         out: &mut Vec<Span>,
     ) -> Option<usize> {
         // Look behind for the name: blanks, a closing quote (maybe escaped),
@@ -390,14 +419,18 @@ impl Inner {
         if k == name_end {
             return None;
         }
-        if !self.is_redacted_bytes(&b[k..name_end]) {
+        let redacted = match &mut memory.names {
+            Some(cache) => cache.decide(b, k, name_end, || self.is_redacted_bytes(&b[k..name_end])),
+            None => self.is_redacted_bytes(&b[k..name_end]),
+        };
+        if !redacted {
             return None;
         }
         let v = skip_blanks(b, sep + sep_len);
         if v >= b.len() {
             return None;
         }
-        if let Some((cs, ce, after)) = quoted_value(b, v, memo) {
+        if let Some((cs, ce, after)) = quoted_value(b, v, &mut memory.quotes) {
             if after > ce {
                 // Closed quote: the whole content goes.
                 push_text(b, cs, ce, out);

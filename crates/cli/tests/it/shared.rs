@@ -91,6 +91,13 @@ fn python_clients_started_together_share_one_server_over_both_transports() {
         }
         let record = Record::read(&paths.record()).unwrap().expect("a record");
         assert_eq!(record.endpoint.transport().to_string(), transport);
+        // The key's mark stays with the shared server: the server it runs does not get it.
+        let server = pids[0].as_str().unwrap();
+        let environ = std::fs::read(format!("/proc/{server}/environ")).unwrap();
+        assert!(
+            !String::from_utf8_lossy(&environ).contains("CALLTAPE_SHARED_SERVE=k"),
+            "{transport}: the MCP server was marked as the shared server"
+        );
         let secret = record.secret.to_hex();
         let token = record.secret.keys().token().to_owned();
         // Neither secret nor token in any output or log at trace level, nor in any process's arguments
@@ -254,6 +261,91 @@ fn a_failed_start_answers_the_held_request_with_its_own_id_and_the_reason() {
         stderr.contains("cannot attach to the shared server"),
         "{stderr}"
     );
+}
+
+#[test]
+fn a_session_that_cannot_attach_again_answers_at_once_and_says_why() {
+    let home = home();
+    let stderr_path = home.path().join("session.stderr");
+    let mut child = calltape()
+        .args(["shared", "--key", "k", "--"])
+        .arg(python())
+        .arg(peer("shared_server.py"))
+        .env("CALLTAPE_HOME", home.path())
+        .env("CALLTAPE_LOG", "trace")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&stderr_path).unwrap())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut answer = |stdin: &mut std::process::ChildStdin, line: &str, id: i64| -> Value {
+        stdin.write_all(line.as_bytes()).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        loop {
+            let mut text = String::new();
+            assert!(
+                stdout.read_line(&mut text).unwrap() > 0,
+                "the session ended"
+            );
+            let message: Value = serde_json::from_str(&text).unwrap();
+            if message["id"] == id {
+                return message;
+            }
+        }
+    };
+    let init = answer(
+        &mut stdin,
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
+        1,
+    );
+    assert!(init["result"]["serverInfo"].is_object(), "{init}");
+    stdin
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n")
+        .unwrap();
+
+    // The server dies, and its folder has become unsafe: the session cannot attach again.
+    let paths = SharedPaths::under(home.path(), &SharedKey::new("k").unwrap());
+    let record = Record::read(&paths.record()).unwrap().expect("a record");
+    std::fs::set_permissions(paths.dir(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let _ = Command::new("kill")
+        .args(["-KILL", &record.pid.to_string()])
+        .status();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !std::fs::read_to_string(&stderr_path)
+        .unwrap()
+        .contains("cannot attach to the shared server")
+    {
+        assert!(Instant::now() < deadline, "the session never said why");
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    let failed = answer(
+        &mut stdin,
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"pid","arguments":{}}}"#,
+        2,
+    );
+    assert_eq!(
+        failed["error"]["data"]["reason"], "shared_server_unavailable",
+        "{failed}"
+    );
+    let reason = failed["error"]["data"]["upstream"]["message"]
+        .as_str()
+        .unwrap();
+    assert!(
+        reason.contains(&paths.dir().display().to_string()) && reason.contains("CALLTAPE_HOME"),
+        "{reason}"
+    );
+    drop(stdin);
+    let _ = child.wait();
+    std::fs::set_permissions(paths.dir(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    let stderr = std::fs::read_to_string(&stderr_path).unwrap();
+    assert!(
+        stderr.contains("cannot attach to the shared server `k`"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains(&record.secret.to_hex()));
+    assert!(!stderr.contains(record.secret.keys().token()));
 }
 
 /// A raw HTTP/1.1 request (with `Connection: close`); returns the whole response.

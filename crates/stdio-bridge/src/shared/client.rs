@@ -203,6 +203,19 @@ impl SseSplitter {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::shared::Secret;
+
+    // The clock is paused and moves on whenever nothing is left to do: the 5 s pass at once.
+    #[tokio::test(start_paused = true)]
+    async fn silence_is_refused() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let endpoint = Endpoint::Http(listener.local_addr().unwrap());
+        let keys = Secret::generate().unwrap().keys();
+        let mut conn = Conn::open(&endpoint).await.unwrap();
+        let refused = conn.challenge(&endpoint, &keys).await.unwrap_err();
+        assert_eq!(refused, "no answer within 5 s");
+        drop(listener);
+    }
 
     #[test]
     fn splits_events() {

@@ -3,7 +3,10 @@
 //! Two OS file locks in the key's folder replace leases:
 //! - `server.lock` is held by the server for its whole life. The session that starts a server takes it
 //!   first and hands it over as the server's standard input, so there is no instant in which a starting
-//!   server does not hold it, even if that session is killed right after.
+//!   server does not hold it, even if that session is killed right after. The server then moves it to a
+//!   close-on-exec descriptor ([`FileLock::take_over_stdin`]), so no program it starts inherits it.
+//! - Every lock file is opened close-on-exec, and a lock is unlocked explicitly when dropped: a process
+//!   forked at that instant (which holds a copy of every descriptor until it execs) cannot keep it.
 //! - `start.lock` is held by the session that is starting a server; sessions started together queue on
 //!   it and find the new server's record once they get it.
 

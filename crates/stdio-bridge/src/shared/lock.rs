@@ -15,13 +15,19 @@ use super::paths::check_private_file;
 use crate::Error;
 
 /// An exclusive lock on a file, held until dropped (or until the process that holds it dies).
+///
+/// Dropping it unlocks the file explicitly before closing it: a process that another thread forks at
+/// that instant holds a copy of the descriptor until it execs, and closing this copy alone would leave
+/// the lock held by that one for a while.
 #[derive(Debug)]
 pub struct FileLock {
-    file: File,
+    /// `None` only once [`FileLock::into_file`] handed the open file over.
+    file: Option<File>,
     path: PathBuf,
 }
 
 fn open_lock_file(path: &Path) -> Result<File, Error> {
+    // std opens every file close-on-exec: no program this process starts inherits a lock by accident.
     let file = OpenOptions::new()
         .read(true)
         .write(true)
@@ -41,7 +47,7 @@ impl FileLock {
         let file = open_lock_file(path)?;
         match flock(file.as_fd(), FlockOperation::NonBlockingLockExclusive) {
             Ok(()) => Ok(Some(Self {
-                file,
+                file: Some(file),
                 path: path.to_owned(),
             })),
             Err(rustix::io::Errno::WOULDBLOCK) => Ok(None),
@@ -71,39 +77,88 @@ impl FileLock {
         Ok(Self::try_acquire(path)?.is_none())
     }
 
+    /// Takes over the lock at `path` that this process's standard input holds: how a server started by
+    /// a session keeps the server lock that session took for it, with no gap in between.
+    ///
+    /// `None` when standard input is not that lock file, or another open file holds its lock. On
+    /// success the lock moves to a close-on-exec descriptor and standard input becomes `/dev/null`, so
+    /// no program this process starts (which would inherit standard input) can keep the lock after it.
+    pub fn take_over_stdin(path: &Path) -> Result<Option<Self>, Error> {
+        let stdin = io::stdin();
+        let fd = stdin.as_fd();
+        let (Ok(ours), Ok(theirs)) = (rustix::fs::fstat(fd), rustix::fs::stat(path)) else {
+            return Ok(None);
+        };
+        if ours.st_dev != theirs.st_dev || ours.st_ino != theirs.st_ino {
+            return Ok(None);
+        }
+        // Locking again through the same open file succeeds only if that open file holds the lock
+        // already or nobody does; either way this process holds it afterwards.
+        if flock(fd, FlockOperation::NonBlockingLockExclusive).is_err() {
+            return Ok(None);
+        }
+        let moving = |e: io::Error| {
+            Error::io(
+                format!("cannot move the lock {} off standard input", path.display()),
+                e,
+            )
+        };
+        let held = rustix::io::fcntl_dupfd_cloexec(fd, 3).map_err(|e| moving(e.into()))?;
+        let null = File::open("/dev/null").map_err(moving)?;
+        // The duplicate shares the open file, and with it the lock: replacing standard input keeps it.
+        rustix::stdio::dup2_stdin(&null).map_err(|e| moving(e.into()))?;
+        Ok(Some(Self {
+            file: Some(File::from(held)),
+            path: path.to_owned(),
+        }))
+    }
+
     /// The locked file's path.
     pub fn path(&self) -> &Path {
         &self.path
     }
 
-    /// The open file that holds the lock. A child process that inherits it (as its stdin, say) shares
-    /// the lock: it stays held while either process keeps the file open.
-    pub fn into_file(self) -> File {
+    /// The open file that holds the lock, without unlocking it. A child process that inherits it (as
+    /// its stdin, say) shares the lock: it stays held while either process keeps the file open.
+    pub fn into_file(mut self) -> File {
         self.file
+            .take()
+            .expect("the file is there until handed over")
     }
 }
 
-/// Whether this process's standard input is the lock file at `path` and holds its lock: how a server
-/// started by a session takes over the server lock that session took for it, with no gap in between.
-pub fn stdin_holds_lock(path: &Path) -> bool {
-    let stdin = io::stdin();
-    let fd = stdin.as_fd();
-    let (Ok(ours), Ok(theirs)) = (rustix::fs::fstat(fd), rustix::fs::stat(path)) else {
-        return false;
-    };
-    if ours.st_dev != theirs.st_dev || ours.st_ino != theirs.st_ino {
-        return false;
+impl Drop for FileLock {
+    fn drop(&mut self) {
+        if let Some(file) = &self.file {
+            let _ = flock(file.as_fd(), FlockOperation::Unlock);
+        }
     }
-    // Locking again through the same open file succeeds only if that open file holds the lock already
-    // or nobody does; either way this process holds it afterwards.
-    flock(fd, FlockOperation::NonBlockingLockExclusive).is_ok()
 }
 
 #[cfg(test)]
 mod tests {
-    use std::os::unix::fs::MetadataExt;
+    use std::{os::unix::fs::MetadataExt, process::Command};
 
     use super::*;
+
+    /// Runs the test `name` again in a process of its own and checks that it passed there; `true` when
+    /// this is that process. Its assertions about who holds a lock then cannot be upset by another
+    /// test's child process, forked at the wrong instant with a copy of every open descriptor.
+    fn alone(name: &str) -> bool {
+        const ALONE: &str = "CALLTAPE_LOCK_TEST_ALONE";
+        if std::env::var_os(ALONE).is_some() {
+            return true;
+        }
+        let output = Command::new(std::env::current_exe().unwrap())
+            .args([name, "--exact", "--test-threads=1"])
+            .env(ALONE, "1")
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(output.status.success(), "{name}: {stdout}");
+        assert!(stdout.contains("1 passed"), "{name} ran: {stdout}");
+        false
+    }
 
     #[test]
     fn one_holder_at_a_time_and_released_on_drop() {
@@ -114,17 +169,23 @@ mod tests {
         assert!(FileLock::try_acquire(&path).unwrap().is_none());
         assert!(FileLock::is_held(&path).unwrap());
         drop(first);
-        // Another test's child process forked at this instant shares the open file until it execs (the
-        // descriptor is close-on-exec), so the release is awaited, not assumed to be instant.
-        let deadline = std::time::Instant::now() + Duration::from_secs(5);
-        while FileLock::is_held(&path).unwrap() {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "the lock was never released"
-            );
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        assert!(!FileLock::is_held(&path).unwrap());
         assert!(FileLock::try_acquire(&path).unwrap().is_some());
+    }
+
+    #[test]
+    fn a_dropped_lock_is_released_even_while_another_process_has_the_file_open() {
+        // What a process forked by another thread holds until it execs: a copy of the descriptor.
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("start.lock");
+        let lock = FileLock::try_acquire(&path).unwrap().unwrap();
+        let copy = lock.file.as_ref().unwrap().try_clone().unwrap();
+        let mut child = Command::new("sleep").arg("30").stdin(copy).spawn().unwrap();
+        drop(lock);
+        let released = !FileLock::is_held(&path).unwrap();
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert!(released, "the other process's copy kept the lock");
     }
 
     #[tokio::test]
@@ -153,15 +214,18 @@ mod tests {
 
     #[test]
     fn a_child_process_that_inherits_the_file_keeps_the_lock() {
+        if !alone("shared::lock::tests::a_child_process_that_inherits_the_file_keeps_the_lock") {
+            return;
+        }
         let tmp = tempfile::tempdir().unwrap();
         let path = tmp.path().join("server.lock");
         let lock = FileLock::try_acquire(&path).unwrap().unwrap();
-        let mut child = std::process::Command::new("sleep")
+        let mut child = Command::new("sleep")
             .arg("30")
             .stdin(lock.into_file())
             .spawn()
             .unwrap();
-        // This process closed its copy: the child alone holds the lock now.
+        // This process closed its copy without unlocking: the child alone holds the lock now.
         assert!(FileLock::is_held(&path).unwrap());
         child.kill().unwrap();
         child.wait().unwrap();

@@ -49,13 +49,13 @@ pub use key::{MAX_KEY_LEN, SharedKey};
 pub use launch::{
     Attached, DEFAULT_START_TIMEOUT, Launcher, SERVE_KEY_ENV, attach_or_start, probe,
 };
-pub use lock::{FileLock, stdin_holds_lock};
+pub use lock::FileLock;
 pub use paths::{
     MAX_SOCKET_PATH, SharedPaths, check_folder, check_private_file, check_socket_len, default_home,
 };
 pub use record::{Endpoint, MCP_PATH, Record, Transport};
 pub use server::serve_shared;
-pub use session::SharedUpstream;
+pub use session::{SharedUpstream, unavailable_answer};
 
 pub(crate) use identity::token_matches;
 pub(crate) use paths::make_private;

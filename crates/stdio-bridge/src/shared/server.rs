@@ -3,7 +3,7 @@
 use std::future::Future;
 
 use super::{
-    lock::{FileLock, stdin_holds_lock},
+    lock::FileLock,
     paths::SharedPaths,
     record::{MCP_PATH, Record, Transport},
 };
@@ -17,7 +17,8 @@ use crate::{
 /// period set on `serve` passes with no session.
 ///
 /// It holds the key's server lock for its whole life (taken over from its standard input when the
-/// session that started it passed it there, else taken here; refused when another server holds it),
+/// session that started it passed it there, which then becomes `/dev/null`, see
+/// [`FileLock::take_over_stdin`]; else taken here; refused when another server holds it),
 /// generates a fresh secret, listens (an owner-only socket in the key's folder, or a free port of
 /// 127.0.0.1), and only then writes the record. On the way out it removes the record, if the record
 /// still names this process, and the socket.
@@ -29,15 +30,14 @@ pub async fn serve_shared(
 ) -> Result<StopReason, Error> {
     paths.prepare()?;
     let lock_path = paths.server_lock();
-    let _lock = if stdin_holds_lock(&lock_path) {
-        None
-    } else {
-        Some(FileLock::try_acquire(&lock_path)?.ok_or_else(|| {
+    let _lock = match FileLock::take_over_stdin(&lock_path)? {
+        Some(lock) => lock,
+        None => FileLock::try_acquire(&lock_path)?.ok_or_else(|| {
             Error::from(crate::ErrorKind::SharedStart {
                 key: paths.key().to_string(),
                 reason: format!("another server holds {}", lock_path.display()),
             })
-        })?)
+        })?,
     };
     let secret = Secret::generate()?;
     let serve = serve.shared_keys(secret.keys());

@@ -5,9 +5,17 @@
 //! loopback HTTP every request (the GET stream and the DELETE included) goes on a fresh connection that
 //! is challenged first, so a process that takes the port after the server stops gets nothing; over the
 //! owner-only socket each connection is challenged once and then reused.
+//!
+//! When no server can be attached (it cannot be started, it exits before it proves itself, or the
+//! process at its endpoint cannot prove itself), the link says why on stderr and answers every request
+//! at once with [`unavailable_answer`], instead of holding it until the bridge's restart deadline; it
+//! tries again at the first message after a pause that doubles with each failure in a row.
 
 use std::{
-    sync::{Arc, Mutex},
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicU32, Ordering},
+    },
     time::Duration,
 };
 
@@ -15,10 +23,11 @@ use bytes::Bytes;
 use http::{Method, Request, StatusCode, header};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
-use serde_json::Value;
+use serde_json::{Value, json};
 use tokio::{
     sync::{mpsc, watch},
     task::JoinHandle,
+    time::Instant,
 };
 
 use super::{
@@ -27,10 +36,35 @@ use super::{
     paths::SharedPaths,
     record::Transport,
 };
-use crate::{BoxFuture, Error, Frame, Link, Upstream, UpstreamEvent};
+use crate::{BoxFuture, Error, Frame, Link, UPSTREAM_UNREACHABLE, Upstream, UpstreamEvent};
 
 /// The longest answer body read from the server.
 const MAX_ANSWER: usize = 64 * 1024 * 1024;
+
+/// How long a session that could not attach answers every request at once with the reason before it
+/// tries again; it doubles with each failure in a row, up to [`MAX_RETRY_AFTER`]. Trying again starts
+/// the server again, so a broken server command is not run in a tight loop.
+const RETRY_AFTER: Duration = Duration::from_secs(1);
+/// The longest wait between two attempts to attach.
+const MAX_RETRY_AFTER: Duration = Duration::from_secs(30);
+
+/// The answer to a request while the key's server cannot be attached: an error with the request's own
+/// `id`, code [`UPSTREAM_UNREACHABLE`], `data.reason` `"shared_server_unavailable"` and the reason in
+/// `data.upstream.message`.
+///
+/// ```
+/// use calltape_stdio_bridge::shared::unavailable_answer;
+///
+/// let answer = unavailable_answer(&7.into(), "the shared server `k` did not start: it exited with status 2");
+/// assert_eq!(answer["id"], 7);
+/// assert_eq!(answer["error"]["data"]["reason"], "shared_server_unavailable");
+/// ```
+pub fn unavailable_answer(id: &Value, reason: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "error": {
+        "code": UPSTREAM_UNREACHABLE,
+        "message": "the shared server is unavailable",
+        "data": {"reason": "shared_server_unavailable", "upstream": {"message": reason}}}})
+}
 
 /// The key's shared server, reached as an upstream: started when none proves itself.
 #[derive(Clone)]
@@ -40,6 +74,8 @@ pub struct SharedUpstream {
     launcher: Launcher,
     timeout: Duration,
     first: Arc<Mutex<Option<Attached>>>,
+    /// Attach attempts that failed in a row.
+    failures: Arc<AtomicU32>,
 }
 
 impl std::fmt::Debug for SharedUpstream {
@@ -61,6 +97,7 @@ impl SharedUpstream {
             launcher,
             timeout: DEFAULT_START_TIMEOUT,
             first: Arc::new(Mutex::new(None)),
+            failures: Arc::new(AtomicU32::new(0)),
         }
     }
 
@@ -83,7 +120,7 @@ impl SharedUpstream {
         Ok(attached)
     }
 
-    async fn link(&self) -> Result<Link, Error> {
+    async fn link(&self) -> Link {
         let cached = self
             .first
             .lock()
@@ -92,16 +129,31 @@ impl SharedUpstream {
         let attached = match cached {
             Some(attached) => attached,
             None => {
-                attach_or_start(&self.paths, self.transport, &self.launcher, self.timeout).await?
+                match attach_or_start(&self.paths, self.transport, &self.launcher, self.timeout)
+                    .await
+                {
+                    Ok(attached) => attached,
+                    Err(e) => {
+                        let failures = self.failures.fetch_add(1, Ordering::Relaxed).min(5);
+                        let retry_after = (RETRY_AFTER * (1 << failures)).min(MAX_RETRY_AFTER);
+                        tracing::error!(
+                            "cannot attach to the shared server `{}`: {e}; answering requests with this error, and trying again at the first one after {} s",
+                            self.paths.key(),
+                            retry_after.as_secs()
+                        );
+                        return unavailable_link(e.to_string(), retry_after);
+                    }
+                }
             }
         };
+        self.failures.store(0, Ordering::Relaxed);
         tracing::debug!(
             pid = attached.pid,
             "attached to the shared server `{}` at {}",
             self.paths.key(),
             attached.endpoint
         );
-        Ok(start_link(attached))
+        start_link(attached)
     }
 }
 
@@ -110,8 +162,86 @@ impl Upstream for SharedUpstream {
         format!("shared server `{}`", self.paths.key())
     }
 
+    /// Finds the key's server or starts one. This never fails: when no server can be attached, the
+    /// link answers every request at once with [`unavailable_answer`] (and says why on stderr), and
+    /// closes at the first message after a pause, so that the bridge holds it and tries again.
     fn connect(&self) -> BoxFuture<'_, Result<Link, Error>> {
-        Box::pin(self.link())
+        Box::pin(async move { Ok(self.link().await) })
+    }
+}
+
+/// The answers of the requests in `frame` (one message or a batch) while no server can be attached.
+fn unavailable_answers(frame: &[u8], reason: &str) -> Option<Frame> {
+    let answer = |message: &Value| {
+        message.get("method")?;
+        let id = message.get("id").filter(|id| !id.is_null())?;
+        Some(unavailable_answer(id, reason))
+    };
+    let answers = match serde_json::from_slice::<Value>(frame).ok()? {
+        Value::Array(items) => {
+            let answers: Vec<Value> = items.iter().filter_map(answer).collect();
+            if answers.is_empty() {
+                return None;
+            }
+            Value::Array(answers)
+        }
+        one => answer(&one)?,
+    };
+    serde_json::to_vec(&answers).ok().map(Frame::from)
+}
+
+/// A link for a session that could not attach: it answers every request at once with `reason`, and
+/// the first message that comes after `retry_after` is handed back undelivered (the bridge holds it)
+/// and the link closes, so that the bridge attaches again.
+fn unavailable_link(reason: String, retry_after: Duration) -> Link {
+    let (outgoing, mut outgoing_rx) = mpsc::channel::<Frame>(64);
+    let (events_tx, events) = mpsc::channel(64);
+    let until = Instant::now() + retry_after;
+    let task = tokio::spawn(async move {
+        while let Some(frame) = outgoing_rx.recv().await {
+            if Instant::now() < until {
+                if let Some(answers) = unavailable_answers(&frame, &reason)
+                    && events_tx
+                        .send(UpstreamEvent::Message(answers))
+                        .await
+                        .is_err()
+                {
+                    return;
+                }
+                continue;
+            }
+            let mut frames = vec![frame];
+            outgoing_rx.close();
+            while let Ok(frame) = outgoing_rx.try_recv() {
+                frames.push(frame);
+            }
+            // The bridge puts each one back at the front of what it holds: last first keeps the order.
+            for frame in frames.into_iter().rev() {
+                let undelivered = UpstreamEvent::Undelivered {
+                    frame,
+                    maybe_delivered: false,
+                    reason: reason.clone(),
+                };
+                if events_tx.send(undelivered).await.is_err() {
+                    return;
+                }
+            }
+            let _ = events_tx
+                .send(UpstreamEvent::Closed {
+                    reason: "could not be attached; attaching again".to_owned(),
+                })
+                .await;
+            return;
+        }
+    });
+    Link {
+        outgoing,
+        events,
+        close: Box::new(move || {
+            Box::pin(async move {
+                task.abort();
+            })
+        }),
     }
 }
 

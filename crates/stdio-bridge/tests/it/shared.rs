@@ -11,13 +11,13 @@ use std::{
 use calltape_stdio_bridge::{
     ErrorKind, Upstream, UpstreamEvent,
     shared::{
-        Attached, Endpoint, Launcher, MCP_PATH, Record, Secret, SharedKey, SharedPaths,
+        Attached, Endpoint, FileLock, Launcher, MCP_PATH, Record, Secret, SharedKey, SharedPaths,
         SharedUpstream, Transport, attach_or_start,
     },
 };
 use serde_json::{Value, json};
 use tokio::{
-    io::{AsyncReadExt, AsyncWriteExt},
+    io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt},
     net::TcpListener,
 };
 
@@ -331,34 +331,262 @@ async fn over_http_a_process_that_takes_the_port_after_the_server_stops_gets_not
     assert_only_challenges(&seen, &record.secret.to_hex(), record.secret.keys().token());
 }
 
+/// A stdio session of the key `k` in a process of its own (the `shared_server session` example: a
+/// bridge whose upstream is the key's server), started with `launcher`.
+struct Session {
+    child: tokio::process::Child,
+    stdin: tokio::process::ChildStdin,
+    stdout: tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+}
+
+impl Session {
+    fn start(home: &Path, transport: Transport, launcher: &Launcher) -> Self {
+        let mut child = tokio::process::Command::new(example("shared_server"))
+            .args(["session", "k", &transport.to_string(), "--"])
+            .arg(&launcher.program)
+            .args(&launcher.args)
+            .env("CALLTAPE_HOME", home)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let stdout = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        Self {
+            child,
+            stdin,
+            stdout,
+        }
+    }
+
+    async fn send(&mut self, message: Value) {
+        let mut line = message.to_string();
+        line.push('\n');
+        self.stdin.write_all(line.as_bytes()).await.unwrap();
+    }
+
+    /// The answer to the request `id`, skipping notifications.
+    async fn answer(&mut self, id: i64) -> Value {
+        loop {
+            let line = tokio::time::timeout(Duration::from_secs(20), self.stdout.next_line())
+                .await
+                .expect("an answer within 20 s")
+                .unwrap()
+                .expect("the session is still running");
+            let message: Value = serde_json::from_str(&line).unwrap();
+            if message["id"] == id {
+                return message;
+            }
+        }
+    }
+
+    async fn call(&mut self, id: i64, tool: &str) -> Value {
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": tool, "arguments": {}}}))
+            .await;
+        self.answer(id).await
+    }
+
+    async fn initialize(&mut self) {
+        self.send(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}))
+            .await;
+        let answer = self.answer(0).await;
+        assert_eq!(
+            answer["result"]["serverInfo"]["name"], "mux-server",
+            "{answer}"
+        );
+        self.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            .await;
+    }
+}
+
+fn pid_of(answer: &Value) -> u32 {
+    answer["result"]["content"][0]["text"]
+        .as_str()
+        .and_then(|t| t.parse().ok())
+        .unwrap_or_else(|| panic!("a pid: {answer}"))
+}
+
+fn parent_of(pid: u32) -> u32 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // "pid (comm) state ppid …", where comm may hold spaces.
+    let after = &stat[stat.rfind(')').unwrap() + 2..];
+    after.split(' ').nth(1).unwrap().parse().unwrap()
+}
+
+/// The processes that have `path` open.
+fn holders_of(path: &Path) -> Vec<u32> {
+    let mut pids = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(fds) = std::fs::read_dir(entry.path().join("fd")) else {
+            continue;
+        };
+        if fds
+            .flatten()
+            .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|target| target == path))
+        {
+            pids.push(pid);
+        }
+    }
+    pids
+}
+
+/// The running shared servers of the key `k` under `home`.
+fn servers_of(home: &Path) -> Vec<u32> {
+    let wanted = [
+        format!("CALLTAPE_HOME={}", home.display()),
+        "CALLTAPE_SHARED_SERVE=k".to_owned(),
+    ];
+    let server = example("shared_server");
+    let mut pids = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(environ) = std::fs::read(entry.path().join("environ")) else {
+            continue;
+        };
+        let environ = String::from_utf8_lossy(&environ);
+        let vars: Vec<&str> = environ.split('\0').collect();
+        let exe = std::fs::read_link(entry.path().join("exe")).ok();
+        if wanted.iter().all(|w| vars.contains(&w.as_str())) && exe.as_deref() == Some(&server) {
+            pids.push(pid);
+        }
+    }
+    pids
+}
+
 #[tokio::test]
 async fn a_session_killed_while_its_server_starts_causes_no_second_server() {
     let home = home();
     let paths = paths(home.path(), "k");
-    let slow = launcher_after("sleep 10", Transport::Unix);
-    let first = {
-        let paths = paths.clone();
-        tokio::spawn(async move {
-            attach_or_start(&paths, Transport::Unix, &slow, Duration::from_secs(60)).await
-        })
-    };
-    // Wait until the first session has started its server, then kill the session.
-    for _ in 0..200 {
-        if paths.log().exists() {
+    // The server takes as long to start as the test wants: it waits for the file `go` before it serves
+    // (the point is that the first session is killed while its server is starting, not that starting
+    // takes 10 s). Every start is counted in `starts`.
+    let go = home.path().join("go");
+    let starts = home.path().join("starts");
+    let slow = launcher_after(
+        &format!(
+            "echo >> '{}'; while [ ! -e '{}' ]; do sleep 0.02; done",
+            starts.display(),
+            go.display()
+        ),
+        Transport::Unix,
+    );
+    let mut first = Session::start(home.path(), Transport::Unix, &slow);
+    for _ in 0..400 {
+        if starts.exists() {
             break;
         }
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
-    assert!(paths.log().exists(), "the first session started a server");
-    first.abort();
-    let _ = first.await;
+    assert!(starts.exists(), "the first session started a server");
+    first.child.kill().await.unwrap();
+    assert!(!paths.record().exists(), "its server is still starting");
+    assert!(FileLock::is_held(&paths.server_lock()).unwrap());
 
     // A new session waits for that server instead of starting another.
-    let second = attach(&paths, Transport::Unix).await;
-    assert!(!second.started, "no second server was started");
-    let third = attach(&paths, Transport::Unix).await;
-    assert_eq!(third.pid, second.pid);
-    stop(second.pid);
+    let mut second = Session::start(home.path(), Transport::Unix, &slow);
+    second
+        .send(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}))
+        .await;
+    std::fs::write(&go, "").unwrap();
+    let answer = second.answer(0).await;
+    assert_eq!(
+        answer["result"]["serverInfo"]["name"], "mux-server",
+        "{answer}"
+    );
+    let pid = pid_of(&second.call(1, "pid").await);
+
+    let record = Record::read(&paths.record()).unwrap().expect("a record");
+    assert_eq!(
+        std::fs::read_to_string(&starts).unwrap().lines().count(),
+        1,
+        "one server was started"
+    );
+    assert_eq!(servers_of(home.path()), vec![record.pid], "one server runs");
+    assert_eq!(parent_of(pid), record.pid, "it answered the session");
+    // The server lock is open in the server alone (not on its standard input, nor in its child).
+    assert_eq!(holders_of(&paths.server_lock()), vec![record.pid]);
+    let stdin = std::fs::read_link(format!("/proc/{}/fd/0", record.pid)).unwrap();
+    assert_eq!(stdin, Path::new("/dev/null"));
+
+    drop(second);
+    stop(record.pid);
+    wait_gone(&paths.record()).await;
+}
+
+#[tokio::test]
+async fn an_attach_failure_mid_session_answers_at_once_with_the_reason_then_attaches_again() {
+    let home = home();
+    let paths = paths(home.path(), "k");
+    // While the file `broken` exists, the server command fails at once.
+    let broken = home.path().join("broken");
+    let launcher = launcher_after(
+        &format!(
+            "if [ -e '{}' ]; then echo 'cannot start: the command is broken' >&2; exit 7; fi",
+            broken.display()
+        ),
+        Transport::Unix,
+    );
+    let mut session = Session::start(home.path(), Transport::Unix, &launcher);
+    session.initialize().await;
+    let first_pid = pid_of(&session.call(1, "pid").await);
+    let record = Record::read(&paths.record()).unwrap().expect("a record");
+
+    // The server dies and cannot be started again: the session notices, tries, and fails.
+    std::fs::write(&broken, "").unwrap();
+    let server = rustix::process::Pid::from_raw(record.pid as i32).unwrap();
+    rustix::process::kill_process(server, rustix::process::Signal::KILL).unwrap();
+    for _ in 0..400 {
+        if std::fs::read_to_string(paths.log()).is_ok_and(|l| l.contains("cannot start")) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    // Answered at once (the restart deadline is 30 s, and this read gives up after 20 s), with its
+    // own id and the reason.
+    let answer = session.call(2, "pid").await;
+    assert_eq!(answer["error"]["code"], -32000, "{answer}");
+    assert_eq!(
+        answer["error"]["data"]["reason"], "shared_server_unavailable",
+        "{answer}"
+    );
+    let reason = answer["error"]["data"]["upstream"]["message"]
+        .as_str()
+        .unwrap();
+    assert!(
+        reason.contains("status 7") && reason.contains("cannot start: the command is broken"),
+        "{reason}"
+    );
+    assert!(!reason.contains(&record.secret.to_hex()));
+
+    // Once the command works again, the session attaches again at its first request after a pause
+    // (1 s after the first failure); until then each request is answered at once with the reason.
+    std::fs::remove_file(&broken).unwrap();
+    let mut id = 3;
+    let answer = loop {
+        let answer = session.call(id, "pid").await;
+        if answer.get("result").is_some() || id == 60 {
+            break answer;
+        }
+        assert_eq!(
+            answer["error"]["data"]["reason"], "shared_server_unavailable",
+            "{answer}"
+        );
+        id += 1;
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    };
+    let second_pid = pid_of(&answer);
+    assert_ne!(second_pid, first_pid, "a new server answered");
+    let record = Record::read(&paths.record()).unwrap().expect("a record");
+    drop(session);
+    stop(record.pid);
     wait_gone(&paths.record()).await;
 }
 
@@ -507,6 +735,6 @@ fn public_types_are_send_and_sync() {
     check::<Attached>();
     check::<Record>();
     check::<SharedPaths>();
-    check::<calltape_stdio_bridge::shared::FileLock>();
+    check::<FileLock>();
     check::<calltape_stdio_bridge::shared::ServerKeys>();
 }

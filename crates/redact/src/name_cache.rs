@@ -1,0 +1,184 @@
+//! The decisions already taken for the field names of one text.
+//!
+//! Recordings and logs repeat the same few names on every line, and deciding a
+//! name (splitting it into words, looking each up) costs far more than
+//! recognising it again. The cache is small, two-way set associative and
+//! lives on the stack for one scan. An entry keeps a name's length and its
+//! first and last eight bytes, which is the whole name up to 16 bytes; a
+//! longer name is also compared byte for byte against the text, where the
+//! entry points. Recognising a name is linear in its length.
+
+use crate::step;
+
+/// Sets of two entries.
+const SETS: usize = 32;
+
+#[derive(Clone, Copy)]
+struct Entry {
+    head: u64,
+    tail: u64,
+    /// Where a name longer than 16 bytes starts in the text.
+    start: u32,
+    /// The name's length, or `u32::MAX` for an empty entry.
+    len: u32,
+    redacted: bool,
+}
+
+const EMPTY: Entry = Entry {
+    head: 0,
+    tail: 0,
+    start: 0,
+    len: u32::MAX,
+    redacted: false,
+};
+
+/// The name decisions of one scan of one text.
+pub(crate) struct NameCache {
+    entries: [[Entry; 2]; SETS],
+    /// Which way of each set was filled last.
+    last: u32,
+}
+
+impl NameCache {
+    /// A cache for a new scan: nothing decided yet.
+    pub(crate) fn new() -> NameCache {
+        NameCache {
+            entries: [[EMPTY; 2]; SETS],
+            last: 0,
+        }
+    }
+
+    /// The decision for the name `text[start..end]`: the cached one when the
+    /// same bytes were decided before in this scan, else `decide()`'s.
+    #[inline]
+    pub(crate) fn decide(
+        &mut self,
+        text: &[u8],
+        start: usize,
+        end: usize,
+        decide: impl FnOnce() -> bool,
+    ) -> bool {
+        let name = &text[start..end];
+        let len = name.len();
+        step!(len + 1);
+        let (Ok(len32), Ok(start32)) = (u32::try_from(len), u32::try_from(start)) else {
+            return decide();
+        };
+        if len32 == u32::MAX {
+            return decide();
+        }
+        let (head, tail) = head_tail(name);
+        let set = (((head ^ len as u64).wrapping_mul(K) ^ tail).wrapping_mul(K)
+            >> (64 - SETS.trailing_zeros())) as usize;
+        for entry in &self.entries[set] {
+            if entry.len == len32
+                && entry.head == head
+                && entry.tail == tail
+                && (len <= 16 || {
+                    step!(len);
+                    let from = entry.start as usize;
+                    text.get(from..from + len) == Some(name)
+                })
+            {
+                return entry.redacted;
+            }
+        }
+        let redacted = decide();
+        // Fill an empty way, else the one not filled last.
+        let way = if self.entries[set][0].len == u32::MAX {
+            0
+        } else if self.entries[set][1].len == u32::MAX {
+            1
+        } else {
+            usize::from(self.last & (1 << set) == 0)
+        };
+        self.last = (self.last & !(1 << set)) | ((way as u32) << set);
+        self.entries[set][way] = Entry {
+            head,
+            tail,
+            start: start32,
+            len: len32,
+            redacted,
+        };
+        redacted
+    }
+}
+
+const K: u64 = 0x517c_c1b7_2722_0a95;
+
+/// A name's first and last eight bytes (the first up to seven bytes, and 0,
+/// for a shorter name).
+#[inline]
+fn head_tail(bytes: &[u8]) -> (u64, u64) {
+    let len = bytes.len();
+    if len >= 8 {
+        (le_u64(&bytes[..8]), le_u64(&bytes[len - 8..]))
+    } else {
+        // Byte by byte: a copy of a variable length would call `memcpy`.
+        let mut word = 0u64;
+        for (k, &c) in bytes.iter().enumerate() {
+            word |= u64::from(c) << (8 * k);
+        }
+        (word, 0)
+    }
+}
+
+#[inline]
+fn le_u64(bytes: &[u8]) -> u64 {
+    let mut word = [0; 8];
+    word.copy_from_slice(bytes);
+    u64::from_le_bytes(word)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_name_is_decided_once_per_text() {
+        let text = b"apiKey name apiKey apiKeys";
+        let mut cache = NameCache::new();
+        let mut calls = 0;
+        let mut decide = |start, end| {
+            cache.decide(text, start, end, || {
+                calls += 1;
+                &text[start..end] == b"apiKey"
+            })
+        };
+        assert!(decide(0, 6));
+        assert!(!decide(7, 11));
+        assert!(decide(12, 18));
+        assert!(!decide(19, 26));
+        assert_eq!(calls, 3);
+    }
+
+    #[test]
+    fn long_names_are_compared_whole() {
+        // Same length, same first and last eight bytes, another middle.
+        let text = b"aaaaaaaaXbbbbbbbb aaaaaaaaYbbbbbbbb";
+        let mut cache = NameCache::new();
+        assert!(cache.decide(text, 0, 17, || true));
+        assert!(!cache.decide(text, 18, 35, || false));
+        assert!(cache.decide(text, 0, 17, || false));
+    }
+
+    #[test]
+    fn colliding_names_are_told_apart() {
+        // More names than slots: some share a slot, and each keeps its own
+        // decision.
+        let text: String = (0..500).map(|i| format!("n{i} ")).collect();
+        let b = text.as_bytes();
+        let mut cache = NameCache::new();
+        let mut at = 0;
+        for round in 0..2 {
+            at = 0;
+            for i in 0..500 {
+                let len = format!("n{i}").len();
+                let decided = cache.decide(b, at, at + len, || i % 3 == 0);
+                assert_eq!(decided, i % 3 == 0, "name n{i}, round {round}");
+                at += len + 1;
+            }
+        }
+        assert_eq!(at, b.len());
+    }
+}
