@@ -122,11 +122,13 @@ fn skip_blanks(b: &[u8], mut i: usize) -> usize {
 
 /// Whether a token after `Bearer`/`Basic` outside any credential context looks
 /// like a credential rather than a word of prose ("a Bearer token", "Basic usage").
+/// A dot counts as a credential character: the dots that end a sentence were
+/// taken off the token before.
 fn looks_like_credential(token: &[u8]) -> bool {
     step!(token.len());
     let strong = token
         .iter()
-        .any(|c| c.is_ascii_digit() || matches!(c, b'_' | b'~' | b'+' | b'/' | b'='));
+        .any(|c| c.is_ascii_digit() || matches!(c, b'_' | b'~' | b'+' | b'/' | b'=' | b'.'));
     let inner_upper = token.iter().skip(1).any(u8::is_ascii_uppercase);
     let lower = token.iter().any(u8::is_ascii_lowercase);
     token.len() >= 24 || (token.len() >= 4 && (strong || (inner_upper && lower)))

@@ -109,6 +109,8 @@ const ROWS: &[(&str, &str, &str)] = &[
     ),
     ("text", "Bearer abc/def+ghi==", "Bearer [REDACTED]"),
     ("text", "Bearer abc~123.", "Bearer [REDACTED]."),
+    ("text", "sent Bearer abc.def.ghi", "sent Bearer [REDACTED]"),
+    ("text", "Bearer e.g.", "Bearer e.g."),
     (
         "text",
         "Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2ln",
