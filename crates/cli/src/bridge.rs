@@ -202,16 +202,8 @@ pub(crate) fn run_recording(args: BridgeArgs, output: Option<PathBuf>) -> u8 {
             return exit::USAGE;
         }
     };
-    // One thread: the child is forked from it, and its parent-death signal is tied to that thread.
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(e) => {
-            tracing::error!("cannot start the async runtime: {e}");
-            return exit::UPSTREAM;
-        }
+    let Some(runtime) = crate::single_thread_runtime() else {
+        return exit::UPSTREAM;
     };
     let mut builder = Bridge::builder()
         .upstream_arc(upstream)

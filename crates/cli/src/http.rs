@@ -27,11 +27,19 @@ Requests to http://127.0.0.1:PORT/<name>/<rest> go to that upstream's <rest>. A 
 cassette under --cassette-dir with the header `x-calltape-cassette: NAME` or the path prefix
 /_cassette/NAME/.
 
-Modes (--mode, else CALLTAPE_MODE, else LLM_TEST_MODE / UPDATE_RECORDINGS=true, else replay when CI is
-set to anything but empty, 0 or false, else auto):
-  auto     replay hits, record misses          replay   strict: a miss is a 404, no upstream is contacted
-  record   re-record touched cassettes         append   keep recordings, add misses
-  live     forward only, write nothing         verify   forward and report structural drift
+Modes (--mode, else CALLTAPE_MODE, else LLM_TEST_MODE / UPDATE_RECORDINGS=true, else replay
+when CI is set to anything but empty, 0 or false, else auto):
+  auto     the local default: replay hits, record misses. The cassette answers what it can (an
+           unused recording of the request, then --exhaustion and --fuzzy); the rest is
+           forwarded and added
+  replay   strict: a miss is a 404 and no upstream is ever contacted (the default when CI is set)
+  record   re-record every cassette the run touches from scratch (alias: update); the previous
+           cassette stays whole until a clean exit replaces it
+  append   keep every recording and add misses: each recording answers its exact request once;
+           anything else (new, repeated beyond the recorded count, near match) is recorded
+  live     forward only, write nothing
+  verify   forward, compare each answer's structure with the recording, report drift; write
+           nothing
 
 A miss answers 404 in the provider's error shape with `x-should-retry: false`; stderr names the closest
 recordings with a diff. With a command, the exit status is the command's (verify exits 1 on drift when
@@ -106,6 +114,9 @@ enum Timing {
     Bucketed,
     /// Exact delays in milliseconds.
     Full,
+    /// No delays (all 0): timing never changes a re-recorded cassette.
+    #[value(alias = "none")]
+    Off,
 }
 
 #[derive(Debug, Args)]
@@ -285,6 +296,7 @@ fn serve(args: ServeArgs) -> u8 {
         .record_timing(match args.timing {
             Timing::Bucketed => RecordTiming::Bucketed,
             Timing::Full => RecordTiming::Full,
+            Timing::Off => RecordTiming::Off,
         });
     for spec in &args.upstreams {
         match split_pair(spec, "--upstream") {

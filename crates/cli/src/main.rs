@@ -35,6 +35,22 @@ pub(crate) mod exit {
     pub(crate) const UPSTREAM: u8 = 3;
 }
 
+/// The async runtime of a command that runs child processes: one thread, because children are
+/// forked from it and their parent-death signal is tied to that thread. `None`, said on stderr,
+/// when it cannot be made.
+pub(crate) fn single_thread_runtime() -> Option<tokio::runtime::Runtime> {
+    match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => Some(runtime),
+        Err(e) => {
+            tracing::error!("cannot start the async runtime: {e}");
+            None
+        }
+    }
+}
+
 const AFTER_HELP: &str = "\
 Exit codes:
   0  success

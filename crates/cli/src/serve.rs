@@ -9,7 +9,7 @@ use calltape_recorder::record::{Recorder, RecorderOptions};
 use calltape_stdio_bridge::{
     ChildUpstream, Direction, Error, Stderr, TapEvent, parse_duration,
     serve::{Serve, StopReason},
-    shared::{SERVE_KEY_ENV, Secret, SharedKey, SharedPaths, Transport, serve_shared},
+    shared::{SERVE_KEY_ENV, Secret, Transport, serve_shared},
 };
 use clap::Args;
 
@@ -120,16 +120,8 @@ pub(crate) fn run(args: ServeArgs) -> u8 {
         child = child.env(SERVE_KEY_ENV, "");
     }
     let mut serve = Serve::new(child.stderr(Stderr::Inherit)).json_response(args.json_response);
-    // One thread: children are forked from it, and their parent-death signal is tied to that thread.
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(e) => {
-            tracing::error!("cannot start the async runtime: {e}");
-            return exit::UPSTREAM;
-        }
+    let Some(runtime) = crate::single_thread_runtime() else {
+        return exit::UPSTREAM;
     };
     let recorder = match &args.record {
         Some(path) => match runtime.block_on(Recorder::open(path, RecorderOptions::default())) {
@@ -159,19 +151,8 @@ pub(crate) fn run(args: ServeArgs) -> u8 {
             );
             return exit::USAGE;
         }
-        let key = match SharedKey::new(&key) {
-            Ok(key) => key,
-            Err(e) => {
-                tracing::error!("{e}");
-                return exit::USAGE;
-            }
-        };
-        let paths = match SharedPaths::from_env(&key) {
-            Ok(paths) => paths,
-            Err(e) => {
-                tracing::error!("{e}");
-                return exit::USAGE;
-            }
+        let Some((_, paths)) = crate::shared::key_paths(&key) else {
+            return exit::USAGE;
         };
         serve = serve.idle_exit(args.idle_exit.unwrap_or(Duration::from_secs(600)));
         runtime.block_on(serve_shared(&paths, args.transport, serve, signalled()))

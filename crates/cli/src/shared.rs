@@ -79,21 +79,21 @@ fn launcher(args: &SharedArgs) -> Result<Launcher, String> {
     })
 }
 
+/// The key and its files; `None`, said on stderr, for an invalid key or an unusable home folder.
+pub(crate) fn key_paths(key: &str) -> Option<(SharedKey, SharedPaths)> {
+    let key = SharedKey::new(key)
+        .inspect_err(|e| tracing::error!("{e}"))
+        .ok()?;
+    let paths = SharedPaths::from_env(&key)
+        .inspect_err(|e| tracing::error!("{e}"))
+        .ok()?;
+    Some((key, paths))
+}
+
 pub(crate) fn run(args: SharedArgs) -> u8 {
     // Every check that touches no server comes first, so a mistake is said before anything starts.
-    let key = match SharedKey::new(&args.key) {
-        Ok(key) => key,
-        Err(e) => {
-            tracing::error!("{e}");
-            return exit::USAGE;
-        }
-    };
-    let paths = match SharedPaths::from_env(&key) {
-        Ok(paths) => paths,
-        Err(e) => {
-            tracing::error!("{e}");
-            return exit::USAGE;
-        }
+    let Some((key, paths)) = key_paths(&args.key) else {
+        return exit::USAGE;
     };
     if args.transport == Transport::Unix
         && let Err(e) = paths.check_socket_len()
@@ -114,15 +114,8 @@ pub(crate) fn run(args: SharedArgs) -> u8 {
     };
     let upstream =
         SharedUpstream::new(paths, args.transport, launcher).start_timeout(args.start_timeout);
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(e) => {
-            tracing::error!("cannot start the async runtime: {e}");
-            return exit::UPSTREAM;
-        }
+    let Some(runtime) = crate::single_thread_runtime() else {
+        return exit::UPSTREAM;
     };
     let code = runtime.block_on(async {
         match upstream.attach().await {

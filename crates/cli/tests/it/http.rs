@@ -75,9 +75,21 @@ impl Drop for FakeApi {
 /// Runs `calltape http --mode MODE … -- python http_client.py OUT scenario` and returns the exit
 /// status, what the client parsed, and calltape's stderr.
 fn run_client(mode: &str, upstream: &str, cassette: &Path, scenario: &str) -> (i32, Value, String) {
+    run_client_with(mode, &[], upstream, cassette, scenario)
+}
+
+/// [`run_client`] with extra `calltape http` options.
+fn run_client_with(
+    mode: &str,
+    options: &[&str],
+    upstream: &str,
+    cassette: &Path,
+    scenario: &str,
+) -> (i32, Value, String) {
     let out = cassette.with_extension(format!("{mode}.{scenario}.out.json"));
     let output = calltape()
         .args(["http", "--mode", mode])
+        .args(options)
         .args(["--upstream", &format!("openai={upstream}")])
         .args(["--upstream", &format!("anthropic={upstream}")])
         .arg("--cassette")
@@ -106,22 +118,6 @@ fn run_client(mode: &str, upstream: &str, cassette: &Path, scenario: &str) -> (i
         .and_then(|t| serde_json::from_str(&t).ok())
         .unwrap_or(Value::Null);
     (output.status.code().unwrap_or(-1), parsed, stderr)
-}
-
-/// The cassette with the delay of each event masked: delays are measured, so a loaded machine can
-/// move one into the next 10 ms bucket (the bucketing itself is unit-tested).
-fn masked(text: &str) -> String {
-    text.lines()
-        .map(|l| {
-            let mut v: Value = serde_json::from_str(l).unwrap();
-            if let Some(d) = v.get_mut("d") {
-                assert_eq!(d.as_u64().unwrap() % 10, 0);
-                *d = Value::from(0);
-            }
-            v.to_string()
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 #[test]
@@ -216,18 +212,39 @@ fn real_sdks_record_then_replay_offline_with_no_secrets() {
 fn re_recording_real_sdk_traffic_twice_gives_identical_cassettes() {
     let dir = tempfile::tempdir().unwrap();
     let fake = FakeApi::start(dir.path());
-    let mut texts = Vec::new();
+    let mut runs = Vec::new();
     for n in 0..2 {
-        let cassette = dir.path().join(format!("run{n}.jsonl"));
-        let (status, _, stderr) = run_client("record", &fake.url(), &cassette, "all");
-        assert_eq!(status, 0, "{stderr}");
-        texts.push(
-            std::fs::read_to_string(&cassette)
-                .unwrap()
-                .replace(&format!("run{n}.jsonl"), "C"),
+        // The same cassette name in two folders, so blob references are the same too; with
+        // `--timing off` no measured delay is stored, so every byte can be compared.
+        let folder = dir.path().join(format!("run{n}"));
+        std::fs::create_dir(&folder).unwrap();
+        let cassette = folder.join("chat.jsonl");
+        let (status, _, stderr) = run_client_with(
+            "record",
+            &["--timing", "off"],
+            &fake.url(),
+            &cassette,
+            "all",
         );
+        assert_eq!(status, 0, "{stderr}");
+        let blobs = folder.join("chat.jsonl.blobs");
+        let mut blob_files: Vec<(String, Vec<u8>)> = std::fs::read_dir(&blobs)
+            .unwrap()
+            .map(|e| {
+                let e = e.unwrap();
+                (
+                    e.file_name().to_string_lossy().into_owned(),
+                    std::fs::read(e.path()).unwrap(),
+                )
+            })
+            .collect();
+        blob_files.sort();
+        runs.push((std::fs::read_to_string(&cassette).unwrap(), blob_files));
     }
-    assert_eq!(masked(&texts[0]), masked(&texts[1]));
+    assert!(runs[0].0.contains(r#""t":"ev""#), "streams were recorded");
+    assert!(!runs[0].1.is_empty(), "the audio blob was recorded");
+    assert_eq!(runs[0].0, runs[1].0);
+    assert!(runs[0].1 == runs[1].1, "re-recording changed a blob");
 }
 
 /// Sends one HTTP/1.1 request and returns the whole answer.
@@ -286,6 +303,15 @@ fn a_proxy_killed_during_a_record_leaves_the_previous_cassette_intact() {
         r#"{"model":"m","messages":[{"role":"user","content":"new"}]}"#,
     );
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    // The interaction is journaled once its answer has been read to the end; then kill the proxy.
+    let journal_path = dir.path().join("c.jsonl.journal");
+    for _ in 0..200 {
+        let so_far = std::fs::read_to_string(&journal_path).unwrap_or_default();
+        if so_far.contains(r#""t":"res""#) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
     proxy.kill().unwrap(); // SIGKILL
     proxy.wait().unwrap();
 
@@ -296,6 +322,11 @@ fn a_proxy_killed_during_a_record_leaves_the_previous_cassette_intact() {
         .filter(|n| n.ends_with(".tmp") || n.contains("lock"))
         .collect();
     assert!(stray.is_empty(), "{stray:?}");
+    // What the killed run had recorded is not lost: it is in the run's journal, redacted.
+    let journal = std::fs::read_to_string(&journal_path).unwrap();
+    assert!(journal.lines().next().unwrap().contains(r#""t":"meta""#));
+    assert!(journal.contains(r#""content":"new""#), "{journal}");
+    assert!(journal.contains(r#""t":"res""#), "{journal}");
 }
 
 #[test]

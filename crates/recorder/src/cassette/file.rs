@@ -22,7 +22,7 @@ pub fn blobs_dir(cassette: &Path) -> PathBuf {
     cassette.with_file_name(name)
 }
 
-fn blob_prefix(cassette: &Path) -> String {
+pub(crate) fn blob_prefix(cassette: &Path) -> String {
     format!(
         "{}.blobs/",
         cassette.file_name().unwrap_or_default().to_string_lossy()
@@ -59,198 +59,12 @@ impl Cassette {
 
     /// Parses cassette text; `path` locates blob files and names the file in errors.
     pub fn parse(path: &Path, text: &str) -> Result<Self> {
-        let mut cassette = Cassette::default();
-        let mut saw_meta = false;
-        let mut pending: Option<(Request, usize)> = None;
-        let mut stream: Option<OpenStream> = None;
-        let prefix = blob_prefix(path);
+        let mut reader = LineReader::new(path, false);
         for (idx, line) in text.lines().enumerate() {
-            let line_no = idx + 1;
-            if line.trim().is_empty() {
-                continue;
-            }
-            let value: Value = serde_json::from_str(line)
-                .map_err(|e| Error::parse(path, line_no, format!("not valid JSON: {e}")))?;
-            let mut f = Fields::new(path, line_no, value)?;
-            let t = f.string("t")?;
-            if !saw_meta && t != "meta" {
-                return Err(Error::parse(
-                    path,
-                    line_no,
-                    "the first record must be a meta record",
-                ));
-            }
-            if stream.is_some() && t != "ev" && t != "end" {
-                return Err(Error::parse(
-                    path,
-                    line_no,
-                    format!("a `{t}` record inside a stream; expected `ev` or `end`"),
-                ));
-            }
-            match t.as_str() {
-                "meta" => {
-                    if saw_meta {
-                        return Err(Error::parse(path, line_no, "a second meta record"));
-                    }
-                    let v = f.u64("v")?;
-                    if v != FORMAT_VERSION {
-                        return Err(ErrorKind::Version {
-                            path: path.to_path_buf(),
-                            found: v,
-                        }
-                        .into());
-                    }
-                    cassette.meta = Meta {
-                        normalizer: f.string("normalizer")?,
-                        redaction: f.string("redaction")?,
-                    };
-                    f.finish()?;
-                    saw_meta = true;
-                }
-                "req" => {
-                    if pending.is_some() {
-                        return Err(Error::parse(path, line_no, "a request without a response"));
-                    }
-                    let query = f.pairs("query")?;
-                    let headers = match f.take("headers") {
-                        None => BTreeMap::new(),
-                        Some(Value::Object(m)) => m
-                            .into_iter()
-                            .map(|(k, v)| match v {
-                                Value::String(s) => Ok((k, s)),
-                                _ => Err(f.err(format!("field `headers.{k}`: expected a string"))),
-                            })
-                            .collect::<Result<_>>()?,
-                        Some(_) => return Err(f.err("field `headers`: expected an object")),
-                    };
-                    let body = f.body("body", &prefix)?;
-                    let req = Request {
-                        method: f.string("method")?,
-                        upstream: f.string("upstream")?,
-                        path: f.string("path")?,
-                        query,
-                        headers,
-                        body,
-                        key: f.string("key")?,
-                        seq: u32::try_from(f.u64("seq")?)
-                            .map_err(|_| f.err("field `seq`: out of range"))?,
-                    };
-                    f.finish()?;
-                    pending = Some((req, line_no));
-                }
-                "res" => {
-                    let Some((request, _)) = pending.take() else {
-                        return Err(Error::parse(path, line_no, "a response without a request"));
-                    };
-                    let status = u16::try_from(f.u64("status")?)
-                        .map_err(|_| f.err("field `status`: out of range"))?;
-                    let headers = f.pairs("headers")?;
-                    match f.opt_string("stream")? {
-                        Some(format) => {
-                            let format = match format.as_str() {
-                                "sse" => StreamFormat::Sse,
-                                "ndjson" => StreamFormat::Ndjson,
-                                other => {
-                                    return Err(f.err(format!(
-                                        "field `stream`: unknown stream format {other:?}"
-                                    )));
-                                }
-                            };
-                            f.finish()?;
-                            stream = Some((
-                                request,
-                                status,
-                                headers,
-                                Stream {
-                                    format,
-                                    events: Vec::new(),
-                                    end: StreamEnd::Clean,
-                                },
-                            ));
-                        }
-                        None => {
-                            let body = f.body("body", &prefix)?;
-                            f.finish()?;
-                            cassette.interactions.push(Interaction {
-                                request,
-                                response: Response {
-                                    status,
-                                    headers,
-                                    content: Content::Body(body),
-                                },
-                            });
-                        }
-                    }
-                }
-                "ev" => {
-                    let Some((_, _, _, s)) = stream.as_mut() else {
-                        return Err(Error::parse(path, line_no, "an event outside a stream"));
-                    };
-                    let ev = StreamEvent {
-                        delay_ms: f.opt_u64("d")?.unwrap_or(0),
-                        event: f.opt_string("event")?,
-                        id: f.opt_string("id")?,
-                        data: f.opt_string("data")?,
-                        raw: f.opt_string("raw")?,
-                    };
-                    f.finish()?;
-                    s.events.push(ev);
-                }
-                "end" => {
-                    let Some((request, status, headers, mut s)) = stream.take() else {
-                        return Err(Error::parse(
-                            path,
-                            line_no,
-                            "an end record outside a stream",
-                        ));
-                    };
-                    s.end = match f.string("how")?.as_str() {
-                        "clean" => StreamEnd::Clean,
-                        "truncated" => StreamEnd::Truncated,
-                        "reset" => StreamEnd::Reset {
-                            after_bytes: f.u64("after")?,
-                        },
-                        other => {
-                            return Err(f.err(format!("field `how`: unknown stream end {other:?}")));
-                        }
-                    };
-                    f.finish()?;
-                    cassette.interactions.push(Interaction {
-                        request,
-                        response: Response {
-                            status,
-                            headers,
-                            content: Content::Stream(s),
-                        },
-                    });
-                }
-                other => {
-                    return Err(Error::parse(
-                        path,
-                        line_no,
-                        format!("field `t`: unknown record type {other:?}"),
-                    ));
-                }
-            }
+            reader.line(idx + 1, line)?;
         }
-        if let Some((_, line)) = pending {
-            return Err(Error::parse(
-                path,
-                line,
-                "a request without a response (file cut short?)",
-            ));
-        }
-        if stream.is_some() {
-            return Err(Error::parse(
-                path,
-                text.lines().count(),
-                "a stream without its end record (file cut short?)",
-            ));
-        }
-        if !saw_meta {
-            return Err(Error::parse(path, 1, "empty cassette: no meta record"));
-        }
-        Ok(cassette)
+        let (meta, interactions) = reader.finish(text.lines().count())?;
+        Ok(Cassette { meta, interactions })
     }
 
     /// Sorts the interactions into the canonical order: by upstream, path, method, key, then sequence
@@ -373,31 +187,12 @@ impl Cassette {
     /// when its bytes change.
     pub fn save(&self, path: &Path, scrubber: &Scrubber) -> Result<SaveOutcome> {
         let lines = self.to_lines(path);
-        for (idx, line) in lines.iter().enumerate() {
-            if let Some((secret, column)) = scrubber.check_line(line) {
-                return Err(ErrorKind::SecretInLine {
-                    path: path.to_path_buf(),
-                    line: idx + 1,
-                    record: record_type(line),
-                    secret,
-                    column,
-                }
-                .into());
-            }
-        }
+        check_lines(path, 1, &lines, scrubber)?;
         let mut content = lines.join("\n");
         content.push('\n');
         let blobs = self.blobs();
         let dir = blobs_dir(path);
-        if !blobs.is_empty() {
-            fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, "cannot create folder", e))?;
-            for (name, blob) in &blobs {
-                let file = dir.join(name);
-                if !file.exists() {
-                    write_atomic(&file, &blob.data)?;
-                }
-            }
-        }
+        write_blobs(&dir, &blobs)?;
         let outcome = match fs::read(path) {
             Ok(existing) if existing == content.as_bytes() => SaveOutcome::Unchanged,
             _ => {
@@ -412,6 +207,265 @@ impl Cassette {
         remove_unreferenced_blobs(&dir, &blobs.keys().cloned().collect())?;
         Ok(outcome)
     }
+}
+
+/// The record-by-record reader behind [`Cassette::parse`]: it checks every field of every line and
+/// builds owned interactions. The fast index reads files first; this reader builds the interactions it
+/// hands out and names the exact field when a line is wrong.
+pub(crate) struct LineReader<'p> {
+    path: &'p Path,
+    prefix: String,
+    saw_meta: bool,
+    meta: Meta,
+    pending: Option<(Request, usize)>,
+    stream: Option<OpenStream>,
+    interactions: Vec<Interaction>,
+}
+
+impl<'p> LineReader<'p> {
+    /// A reader of a whole file, or (`inside`) of a run of records after the meta line.
+    pub(crate) fn new(path: &'p Path, inside: bool) -> Self {
+        Self {
+            path,
+            prefix: blob_prefix(path),
+            saw_meta: inside,
+            meta: Meta::default(),
+            pending: None,
+            stream: None,
+            interactions: Vec::new(),
+        }
+    }
+
+    pub(crate) fn line(&mut self, line_no: usize, line: &str) -> Result<()> {
+        let path = self.path;
+        if line.trim().is_empty() {
+            return Ok(());
+        }
+        let value: Value = serde_json::from_str(line)
+            .map_err(|e| Error::parse(path, line_no, format!("not valid JSON: {e}")))?;
+        let mut f = Fields::new(path, line_no, value)?;
+        let t = f.string("t")?;
+        if !self.saw_meta && t != "meta" {
+            return Err(Error::parse(
+                path,
+                line_no,
+                "the first record must be a meta record",
+            ));
+        }
+        if self.stream.is_some() && t != "ev" && t != "end" {
+            return Err(Error::parse(
+                path,
+                line_no,
+                format!("a `{t}` record inside a stream; expected `ev` or `end`"),
+            ));
+        }
+        match t.as_str() {
+            "meta" => {
+                if self.saw_meta {
+                    return Err(Error::parse(path, line_no, "a second meta record"));
+                }
+                let v = f.u64("v")?;
+                if v != FORMAT_VERSION {
+                    return Err(ErrorKind::Version {
+                        path: path.to_path_buf(),
+                        found: v,
+                    }
+                    .into());
+                }
+                self.meta = Meta {
+                    normalizer: f.string("normalizer")?,
+                    redaction: f.string("redaction")?,
+                };
+                f.finish()?;
+                self.saw_meta = true;
+            }
+            "req" => {
+                if self.pending.is_some() {
+                    return Err(Error::parse(path, line_no, "a request without a response"));
+                }
+                let query = f.pairs("query")?;
+                let headers = match f.take("headers") {
+                    None => BTreeMap::new(),
+                    Some(Value::Object(m)) => m
+                        .into_iter()
+                        .map(|(k, v)| match v {
+                            Value::String(s) => Ok((k, s)),
+                            _ => Err(f.err(format!("field `headers.{k}`: expected a string"))),
+                        })
+                        .collect::<Result<_>>()?,
+                    Some(_) => return Err(f.err("field `headers`: expected an object")),
+                };
+                let body = f.body("body", &self.prefix)?;
+                let req = Request {
+                    method: f.string("method")?,
+                    upstream: f.string("upstream")?,
+                    path: f.string("path")?,
+                    query,
+                    headers,
+                    body,
+                    key: f.string("key")?,
+                    seq: u32::try_from(f.u64("seq")?)
+                        .map_err(|_| f.err("field `seq`: out of range"))?,
+                };
+                f.finish()?;
+                self.pending = Some((req, line_no));
+            }
+            "res" => {
+                let Some((request, _)) = self.pending.take() else {
+                    return Err(Error::parse(path, line_no, "a response without a request"));
+                };
+                let status = u16::try_from(f.u64("status")?)
+                    .map_err(|_| f.err("field `status`: out of range"))?;
+                let headers = f.pairs("headers")?;
+                match f.opt_string("stream")? {
+                    Some(format) => {
+                        let format = match format.as_str() {
+                            "sse" => StreamFormat::Sse,
+                            "ndjson" => StreamFormat::Ndjson,
+                            other => {
+                                return Err(f.err(format!(
+                                    "field `stream`: unknown stream format {other:?}"
+                                )));
+                            }
+                        };
+                        f.finish()?;
+                        self.stream = Some((
+                            request,
+                            status,
+                            headers,
+                            Stream {
+                                format,
+                                events: Vec::new(),
+                                end: StreamEnd::Clean,
+                            },
+                        ));
+                    }
+                    None => {
+                        let body = f.body("body", &self.prefix)?;
+                        f.finish()?;
+                        self.interactions.push(Interaction {
+                            request,
+                            response: Response {
+                                status,
+                                headers,
+                                content: Content::Body(body),
+                            },
+                        });
+                    }
+                }
+            }
+            "ev" => {
+                let Some((_, _, _, s)) = self.stream.as_mut() else {
+                    return Err(Error::parse(path, line_no, "an event outside a stream"));
+                };
+                let ev = StreamEvent {
+                    delay_ms: f.opt_u64("d")?.unwrap_or(0),
+                    event: f.opt_string("event")?,
+                    id: f.opt_string("id")?,
+                    data: f.opt_string("data")?,
+                    raw: f.opt_string("raw")?,
+                };
+                f.finish()?;
+                s.events.push(ev);
+            }
+            "end" => {
+                let Some((request, status, headers, mut s)) = self.stream.take() else {
+                    return Err(Error::parse(
+                        path,
+                        line_no,
+                        "an end record outside a stream",
+                    ));
+                };
+                s.end = match f.string("how")?.as_str() {
+                    "clean" => StreamEnd::Clean,
+                    "truncated" => StreamEnd::Truncated,
+                    "reset" => StreamEnd::Reset {
+                        after_bytes: f.u64("after")?,
+                    },
+                    other => {
+                        return Err(f.err(format!("field `how`: unknown stream end {other:?}")));
+                    }
+                };
+                f.finish()?;
+                self.interactions.push(Interaction {
+                    request,
+                    response: Response {
+                        status,
+                        headers,
+                        content: Content::Stream(s),
+                    },
+                });
+            }
+            other => {
+                return Err(Error::parse(
+                    path,
+                    line_no,
+                    format!("field `t`: unknown record type {other:?}"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Ends the input (`last_line` is its last line number) and returns what was read.
+    pub(crate) fn finish(self, last_line: usize) -> Result<(Meta, Vec<Interaction>)> {
+        if let Some((_, line)) = self.pending {
+            return Err(Error::parse(
+                self.path,
+                line,
+                "a request without a response (file cut short?)",
+            ));
+        }
+        if self.stream.is_some() {
+            return Err(Error::parse(
+                self.path,
+                last_line,
+                "a stream without its end record (file cut short?)",
+            ));
+        }
+        if !self.saw_meta {
+            return Err(Error::parse(self.path, 1, "empty cassette: no meta record"));
+        }
+        Ok((self.meta, self.interactions))
+    }
+}
+
+/// The final check before anything is written: no line may still hold a known secret. `first` is the
+/// line number of `lines[0]` in the file.
+pub(crate) fn check_lines(
+    path: &Path,
+    first: usize,
+    lines: &[String],
+    scrubber: &Scrubber,
+) -> Result<()> {
+    for (idx, line) in lines.iter().enumerate() {
+        if let Some((secret, column)) = scrubber.check_line(line) {
+            return Err(ErrorKind::SecretInLine {
+                path: path.to_path_buf(),
+                line: first + idx,
+                record: record_type(line),
+                secret,
+                column,
+            }
+            .into());
+        }
+    }
+    Ok(())
+}
+
+/// Writes the sidecar blobs that are not there yet.
+pub(crate) fn write_blobs(dir: &Path, blobs: &BTreeMap<String, Blob>) -> Result<()> {
+    if blobs.is_empty() {
+        return Ok(());
+    }
+    fs::create_dir_all(dir).map_err(|e| Error::io(dir, "cannot create folder", e))?;
+    for (name, blob) in blobs {
+        let file = dir.join(name);
+        if !file.exists() {
+            write_atomic(&file, &blob.data)?;
+        }
+    }
+    Ok(())
 }
 
 fn response_body(r: &Response) -> &Body {
@@ -462,7 +516,7 @@ pub(crate) fn write_atomic(path: &Path, data: &[u8]) -> Result<()> {
     Ok(())
 }
 
-fn is_blob_file_name(name: &str) -> bool {
+pub(crate) fn is_blob_file_name(name: &str) -> bool {
     let Some((hash, ext)) = name.split_once('.') else {
         return false;
     };

@@ -12,10 +12,18 @@
 //! Bodies are stored decoded: JSON as JSON, text as text, binary content in content-addressed sidecar
 //! files in `<cassette>.blobs/`, referenced by a path relative to the cassette's folder. Interactions are
 //! written in a canonical order, so concurrent recording gives the same bytes as sequential recording.
+//!
+//! A server reads a cassette with [`CassetteIndex`], which checks every line in one pass but builds an
+//! interaction (and parses its bodies) only when it is asked for. A run that re-records a cassette
+//! appends each interaction to a [`Journal`] beside it as it completes, and replaces the cassette only
+//! when it ends cleanly: a run that dies leaves the previous cassette whole and its own work in the
+//! journal.
 
 mod canonical;
 mod file;
 mod import;
+mod index;
+mod journal;
 mod model;
 mod normalize;
 mod redaction;
@@ -25,6 +33,8 @@ mod scrub;
 pub use canonical::to_canonical_string;
 pub use file::{SaveOutcome, blobs_dir};
 pub use import::{DROPPED_RESPONSE_HEADERS, import_mastra, is_dropped_response_header};
+pub use index::CassetteIndex;
+pub use journal::{Journal, journal_path};
 pub use model::{
     Blob, Body, Cassette, Content, FORMAT_VERSION, Interaction, Meta, Request, Response, Stream,
     StreamEnd, StreamEvent, StreamFormat, bucket_delay,

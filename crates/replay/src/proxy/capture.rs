@@ -221,8 +221,8 @@ pub(crate) fn request_record(
 /// Incremental decoder for a `content-encoding`.
 pub(crate) enum Decoder {
     Identity,
-    Gzip(flate2::write::MultiGzDecoder<Vec<u8>>),
-    Deflate(flate2::write::ZlibDecoder<Vec<u8>>),
+    Gzip(Box<flate2::write::MultiGzDecoder<Vec<u8>>>),
+    Deflate(Box<Deflate>),
     Brotli(Box<brotli_decompressor::DecompressorWriter<Vec<u8>>>),
 }
 
@@ -232,8 +232,10 @@ impl Decoder {
         let enc = encoding.unwrap_or("").trim().to_ascii_lowercase();
         Ok(match enc.as_str() {
             "" | "identity" => Self::Identity,
-            "gzip" | "x-gzip" => Self::Gzip(flate2::write::MultiGzDecoder::new(Vec::new())),
-            "deflate" => Self::Deflate(flate2::write::ZlibDecoder::new(Vec::new())),
+            "gzip" | "x-gzip" => {
+                Self::Gzip(Box::new(flate2::write::MultiGzDecoder::new(Vec::new())))
+            }
+            "deflate" => Self::Deflate(Box::new(Deflate::Sniffing(Vec::new()))),
             "br" => Self::Brotli(Box::new(brotli_decompressor::DecompressorWriter::new(
                 Vec::new(),
                 4096,
@@ -251,11 +253,7 @@ impl Decoder {
                 d.flush()?;
                 Ok(std::mem::take(d.get_mut()))
             }
-            Self::Deflate(d) => {
-                d.write_all(chunk)?;
-                d.flush()?;
-                Ok(std::mem::take(d.get_mut()))
-            }
+            Self::Deflate(d) => d.feed(chunk),
             Self::Brotli(d) => {
                 d.write_all(chunk)?;
                 d.flush()?;
@@ -277,9 +275,88 @@ impl Decoder {
     }
 }
 
+/// `deflate` as servers send it: zlib-wrapped as the HTTP spec says, or (commonly) raw; the first two
+/// bytes tell which.
+pub(crate) enum Deflate {
+    Sniffing(Vec<u8>),
+    Zlib(flate2::write::ZlibDecoder<Vec<u8>>),
+    Raw(flate2::write::DeflateDecoder<Vec<u8>>),
+}
+
+impl Deflate {
+    fn feed(&mut self, chunk: &[u8]) -> std::io::Result<Vec<u8>> {
+        if let Self::Sniffing(head) = self {
+            head.extend_from_slice(chunk);
+            if head.len() < 2 {
+                return Ok(Vec::new());
+            }
+            let head = std::mem::take(head);
+            *self = Self::start(&head);
+            return self.feed(&head);
+        }
+        match self {
+            Self::Zlib(d) => {
+                d.write_all(chunk)?;
+                d.flush()?;
+                Ok(std::mem::take(d.get_mut()))
+            }
+            Self::Raw(d) => {
+                d.write_all(chunk)?;
+                d.flush()?;
+                Ok(std::mem::take(d.get_mut()))
+            }
+            Self::Sniffing(_) => unreachable!("handled above"),
+        }
+    }
+
+    /// The decoder for a stream starting with `head` (at least two bytes).
+    fn start(head: &[u8]) -> Self {
+        let (cmf, flg) = (u16::from(head[0]), u16::from(head[1]));
+        if cmf & 0x0f == 8 && (cmf << 8 | flg) % 31 == 0 {
+            Self::Zlib(flate2::write::ZlibDecoder::new(Vec::new()))
+        } else {
+            Self::Raw(flate2::write::DeflateDecoder::new(Vec::new()))
+        }
+    }
+
+    fn finish(self) -> std::io::Result<Vec<u8>> {
+        match self {
+            Self::Sniffing(head) if head.is_empty() => Ok(Vec::new()),
+            Self::Sniffing(head) => {
+                let mut d = flate2::write::DeflateDecoder::new(Vec::new());
+                d.write_all(&head)?;
+                d.finish()
+            }
+            Self::Zlib(d) => d.finish(),
+            Self::Raw(d) => d.finish(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn deflate_is_decoded_zlib_wrapped_or_raw() {
+        let text =
+            b"{\"object\":\"list\",\"data\":[]} and more text to compress, compress, compress";
+        let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+        z.write_all(text).unwrap();
+        let mut r = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::default());
+        r.write_all(text).unwrap();
+        for encoded in [z.finish().unwrap(), r.finish().unwrap()] {
+            for size in [1, 2, 5, 1000] {
+                let mut d = Decoder::for_encoding(Some("deflate")).unwrap();
+                let mut out = Vec::new();
+                for chunk in encoded.chunks(size) {
+                    out.extend(d.feed(chunk).unwrap());
+                }
+                out.extend(d.finish().unwrap());
+                assert_eq!(out, text, "chunks of {size}");
+            }
+        }
+    }
 
     #[test]
     fn gzip_is_decoded_incrementally() {

@@ -66,7 +66,7 @@ pub(crate) fn error_response(
 
 /// The short message for the client and the full diagnostics for stderr.
 pub(crate) fn describe_miss(
-    tape: &Tape,
+    tape: &mut Tape,
     request: &Request,
     normalizer: &Normalizer,
     why: &str,

@@ -12,6 +12,7 @@
 mod capture;
 mod miss;
 mod options;
+mod reply;
 mod server;
 mod stream;
 mod tape;
@@ -251,6 +252,11 @@ impl ProxyBuilder {
                 ErrorKind::Config(format!("fuzzy threshold {t} is not between 0 and 1")).into(),
             );
         }
+        if mode == Mode::Append && (self.fuzzy.is_some() || self.exhaustion != Exhaustion::Error) {
+            tracing::warn!(
+                "append mode records every request without an exact unused recording; the fuzzy and exhaustion settings do not apply"
+            );
+        }
         let mut upstreams = HashMap::new();
         for (name, url) in &self.upstreams {
             if name.is_empty() || name.contains('/') || name.starts_with('_') {
@@ -435,7 +441,7 @@ impl State {
             if !tape.is_dirty() {
                 continue;
             }
-            match tape.save(&self.scrubber) {
+            match tape.finish(&self.scrubber) {
                 Ok(_) => {}
                 Err(e) => {
                     tracing::error!("{e}");
@@ -531,6 +537,15 @@ impl ProxyHandle {
     /// The mode in effect.
     pub fn mode(&self) -> Mode {
         self.state.mode
+    }
+
+    /// Loads a cassette now instead of at its first request, so a broken file fails before any test
+    /// runs, and returns how many recordings it holds (0 for a cassette that does not exist yet, and in
+    /// the modes that start from an empty cassette).
+    pub fn load_cassette(&self, path: impl AsRef<Path>) -> Result<usize> {
+        let tape = self.state.tape(path.as_ref())?;
+        let n = tape.lock().unwrap_or_else(|e| e.into_inner()).len();
+        Ok(n)
     }
 
     /// What happened so far.

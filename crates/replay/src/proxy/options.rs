@@ -8,12 +8,18 @@ use std::time::Duration;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Mode {
     /// Replay hits, record misses, per interaction. The default outside CI.
+    ///
+    /// The cassette answers whatever it can: an unused recording of the same request, then the
+    /// [`Exhaustion`] policy and fuzzy matching when they are enabled. Only a request it cannot answer
+    /// is forwarded, and its answer added.
     Auto,
     /// Strict replay: a miss is an error and no upstream connection is ever opened. The default in CI.
     Replay,
     /// Re-record every touched cassette from scratch (alias `update`).
     Record,
-    /// Keep what is recorded, replay hits and add misses.
+    /// Keep what is recorded and grow the cassette: each recording answers its exact request once, and
+    /// everything else (a new request, a repeat beyond the recorded count, a near match) is forwarded
+    /// and added. The [`Exhaustion`] policy and fuzzy matching do not apply.
     Append,
     /// Forward only; write nothing.
     Live,
@@ -138,6 +144,9 @@ pub enum RecordTiming {
     Bucketed,
     /// Exact milliseconds.
     Full,
+    /// No delays: every event is stored with a delay of 0, so timing never changes a re-recorded
+    /// cassette (realtime replay then has no pauses).
+    Off,
 }
 
 /// What replay does when every recording for a key has been served.

@@ -8,11 +8,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use bytes::Bytes;
-use calltape_recorder::{
-    Body, Content, Interaction, Request, Response, cassette::to_canonical_string,
-};
+use calltape_recorder::{Body, Content, Interaction, Request, Response};
 use futures::channel::mpsc;
-use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
+use http::{HeaderMap, HeaderValue, StatusCode};
 use http_body_util::{BodyExt, Full, StreamBody};
 use hyper::body::{Frame, Incoming};
 use hyper::server::conn::http1;
@@ -23,9 +21,9 @@ use tokio::sync::{oneshot, watch};
 
 use super::capture::{self, AUTH_HEADERS, Decoder, HOP_HEADERS, name_matches};
 use super::miss::{self, Provider, error_response};
-use super::options::Mode;
-use super::stream::{Splitter, replay_body, stream_format};
-use super::tape::{Lookup, Tape, diff_text};
+use super::options::{Exhaustion, Mode};
+use super::stream::{Splitter, stream_format};
+use super::tape::{Lookup, Recording, Tape, diff_text};
 use super::{CASSETTE_HEADER, ProxyBody, State, UpstreamCfg};
 
 type HttpResponse = hyper::Response<ProxyBody>;
@@ -48,8 +46,12 @@ pub(crate) async fn serve(
                         let state = Arc::clone(&state);
                         async move { Ok::<_, Infallible>(handle(state, req).await) }
                     });
+                    // Flattened writes: frames (one per replayed event) are copied into one buffer
+                    // that is flushed when the body has nothing ready, instead of queueing a
+                    // vectored write for every few events.
                     let _ = http1::Builder::new()
                         .keep_alive(true)
+                        .writev(false)
                         .serve_connection(TokioIo::new(stream), svc)
                         .await;
                 });
@@ -231,8 +233,9 @@ async fn route(
                 unreachable!("verify mode always has a cassette")
             };
             let expected = match lock(&tape).lookup(&request.key, state.exhaustion) {
-                Lookup::Hit(i) => Some(i),
-                _ => None,
+                Ok(Lookup::Hit(r)) => Some(r),
+                Ok(_) => None,
+                Err(e) => return Err(broken(state, provider, &e)),
             };
             Ok(exchange(state, upstream, forward, request, Sink::Verify(expected)).await)
         }
@@ -240,24 +243,41 @@ async fn route(
             let Some(tape) = tape else {
                 unreachable!("replay modes always have a cassette")
             };
-            let found = lock(&tape).lookup(&request.key, state.exhaustion);
+            // `append` grows the cassette: only an exact, unused recording answers, and anything else
+            // (a new request, a repeat beyond the recorded count, a near match) is recorded. The other
+            // modes let the exhaustion policy and fuzzy matching answer from the cassette first.
+            let exhaustion = match state.mode {
+                Mode::Append => Exhaustion::Error,
+                _ => state.exhaustion,
+            };
+            let found = lock(&tape)
+                .lookup(&request.key, exhaustion)
+                .map_err(|e| broken(state, provider, &e))?;
             let why = match found {
-                Lookup::Hit(i) => {
+                Lookup::Hit(r) => {
                     state.report().replayed += 1;
-                    return Ok(replay_response(state, &i));
+                    return Ok(r.reply.response(state.replay_timing));
                 }
                 Lookup::Exhausted(n) => {
                     format!("all {n} recordings of this request were already served")
                 }
                 Lookup::Miss => "no recording".to_owned(),
             };
-            if let Some(resp) = try_fuzzy(state, &tape, &request, provider) {
+            if state.mode != Mode::Append
+                && let Some(resp) = try_fuzzy(state, &tape, &request, provider)
+            {
                 return Ok(resp);
             }
             if state.mode == Mode::Replay {
                 let (short, long) = {
-                    let t = lock(&tape);
-                    miss::describe_miss(&t, &request, &state.normalizer, &why, &state.rerecord_hint)
+                    let mut t = lock(&tape);
+                    miss::describe_miss(
+                        &mut t,
+                        &request,
+                        &state.normalizer,
+                        &why,
+                        &state.rerecord_hint,
+                    )
                 };
                 tracing::error!("{long}");
                 state.report().misses.push(short.clone());
@@ -272,6 +292,18 @@ async fn route(
             Ok(exchange(state, upstream, forward, request, Sink::Record(tape)).await)
         }
     }
+}
+
+/// The answer when a recording cannot be read back (its blob went missing, say).
+fn broken(state: &State, provider: Provider, e: &calltape_recorder::Error) -> HttpResponse {
+    tracing::error!("{e}");
+    state.report().errors.push(e.to_string());
+    error_response(
+        provider,
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "cassette_error",
+        &format!("calltape: {e}"),
+    )
 }
 
 fn lock(tape: &Mutex<Tape>) -> std::sync::MutexGuard<'_, Tape> {
@@ -326,46 +358,16 @@ fn try_fuzzy(
         "fuzzy hit: {line}; re-record to make it exact\n{}",
         miss::indent(&diff, "    ")
     );
-    let interaction = t.take(index);
+    let recording = match t.take(index) {
+        Ok(r) => r,
+        Err(e) => return Some(broken(state, provider, &e)),
+    };
     drop(t);
     let mut report = state.report();
     report.fuzzy_hits.push(line);
     report.replayed += 1;
     drop(report);
-    Some(replay_response(state, &interaction))
-}
-
-/// The bytes of a stored whole body as served on replay.
-pub(crate) fn body_bytes(body: &Body) -> Bytes {
-    match body {
-        Body::Empty => Bytes::new(),
-        Body::Json(v) => Bytes::from(to_canonical_string(v)),
-        Body::Text(t) => Bytes::from(t.clone()),
-        Body::Binary(b) => Bytes::copy_from_slice(&b.data),
-    }
-}
-
-fn replay_response(state: &State, interaction: &Interaction) -> HttpResponse {
-    let r = &interaction.response;
-    let body = match &r.content {
-        Content::Body(b) => full(body_bytes(b)),
-        Content::Stream(s) => replay_body(s, state.replay_timing),
-    };
-    let mut resp = hyper::Response::new(body);
-    *resp.status_mut() = StatusCode::from_u16(r.status).unwrap_or(StatusCode::OK);
-    let headers = resp.headers_mut();
-    for (name, value) in &r.headers {
-        if HOP_HEADERS.contains(&name.as_str()) {
-            continue;
-        }
-        if let (Ok(n), Ok(v)) = (
-            HeaderName::from_bytes(name.as_bytes()),
-            HeaderValue::from_str(value),
-        ) {
-            headers.append(n, v);
-        }
-    }
-    resp
+    Some(recording.reply.response(state.replay_timing))
 }
 
 struct Forward {
@@ -379,7 +381,7 @@ struct Forward {
 enum Sink {
     Nothing,
     Record(Arc<Mutex<Tape>>),
-    Verify(Option<Box<Interaction>>),
+    Verify(Option<Arc<Recording>>),
 }
 
 /// Counts an answer being produced, so shutdown can wait for it.
@@ -637,17 +639,7 @@ async fn run_exchange(
         Sink::Record(tape) => {
             state.scrubber.scrub_response(&mut response);
             let interaction = Interaction { request, response };
-            let saved = {
-                let mut t = lock(&tape);
-                t.record(interaction);
-                // Record mode replaces the cassette only at shutdown, so a run that dies leaves the
-                // previous cassette whole; the other modes add each interaction as it completes.
-                if state.mode == Mode::Record {
-                    Ok(())
-                } else {
-                    t.save(&state.scrubber).map(|_| ())
-                }
-            };
+            let saved = lock(&tape).record(interaction, state.mode, &state.scrubber);
             let mut report = state.report();
             report.recorded += 1;
             if let Err(e) = saved {
@@ -667,7 +659,7 @@ async fn run_exchange(
                     report.drift.push(line);
                 }
                 Some(recorded) => {
-                    for d in super::verify::compare(&recorded.response, &response) {
+                    for d in super::verify::compare(&recorded.interaction.response, &response) {
                         let line = format!(
                             "{} {} {}: {d}",
                             request.method, request.upstream, request.path

@@ -1,16 +1,11 @@
 //! Streams: splitting upstream bytes into events while teeing them, and replaying recorded events.
 
-use std::io;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use bytes::Bytes;
 use calltape_recorder::{Stream, StreamEnd, StreamEvent, StreamFormat, cassette::bucket_delay};
-use futures::StreamExt;
-use http_body_util::{BodyExt, StreamBody};
-use hyper::body::Frame;
 
-use super::ProxyBody;
-use super::options::{RecordTiming, ReplayTiming};
+use super::options::RecordTiming;
 
 /// The stream format of a response, from its content type, or `None` for a whole body.
 pub(crate) fn stream_format(content_type: Option<&str>) -> Option<StreamFormat> {
@@ -90,6 +85,7 @@ impl Splitter {
         let delay = match self.timing {
             RecordTiming::Bucketed => bucket_delay(elapsed),
             RecordTiming::Full => elapsed,
+            RecordTiming::Off => 0,
         };
         let text = String::from_utf8_lossy(raw);
         self.events
@@ -127,73 +123,9 @@ fn memchr_from(b: &[u8], from: usize, needle: u8) -> Option<usize> {
         .map(|i| i + from)
 }
 
-type Item = Result<Frame<Bytes>, io::Error>;
-
-/// The body that replays a recorded stream.
-pub(crate) fn replay_body(stream: &Stream, timing: ReplayTiming) -> ProxyBody {
-    let format = stream.format;
-    let reset = match stream.end {
-        StreamEnd::Reset { .. } => Some(io::Error::new(
-            io::ErrorKind::ConnectionReset,
-            "the recorded upstream connection was reset here",
-        )),
-        _ => None,
-    };
-    match timing {
-        ReplayTiming::Fast => {
-            let items: Vec<Item> = stream
-                .events
-                .iter()
-                .map(|e| Ok(Frame::data(Bytes::from(e.to_bytes(format)))))
-                .collect();
-            StreamBody::new(futures::stream::iter(items).chain(fail_after_flush(reset)))
-                .boxed_unsync()
-        }
-        ReplayTiming::Rechunk { seed } => {
-            let all: Vec<u8> = stream
-                .events
-                .iter()
-                .flat_map(|e| e.to_bytes(format))
-                .collect();
-            let items: Vec<Item> = rechunk(&all, seed)
-                .into_iter()
-                .map(|c| Ok(Frame::data(c)))
-                .collect();
-            StreamBody::new(futures::stream::iter(items).chain(fail_after_flush(reset)))
-                .boxed_unsync()
-        }
-        ReplayTiming::Realtime { max_delay } => {
-            let events: Vec<(u64, Bytes)> = stream
-                .events
-                .iter()
-                .map(|e| (e.delay_ms, Bytes::from(e.to_bytes(format))))
-                .collect();
-            let s = futures::stream::iter(events)
-                .then(move |(delay, bytes)| async move {
-                    let d = Duration::from_millis(delay).min(max_delay);
-                    if !d.is_zero() {
-                        tokio::time::sleep(d).await;
-                    }
-                    Ok::<_, io::Error>(Frame::data(bytes))
-                })
-                .chain(fail_after_flush(reset));
-            StreamBody::new(s).boxed_unsync()
-        }
-    }
-}
-
-/// Ends a replayed stream the way the recorded one ended: with a connection failure, once the bytes
-/// before it have had time to reach the client (the server would otherwise drop them unsent).
-fn fail_after_flush(reset: Option<io::Error>) -> impl futures::Stream<Item = Item> {
-    futures::stream::iter(reset).then(|e| async move {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        Err(e)
-    })
-}
-
 /// Splits `data` at positions drawn from a xorshift generator seeded with `seed`: the same seed always
 /// gives the same cuts.
-pub(crate) fn rechunk(data: &[u8], seed: u64) -> Vec<Bytes> {
+pub(crate) fn rechunk(data: &Bytes, seed: u64) -> Vec<Bytes> {
     let mut state = seed ^ 0x9E37_79B9_7F4A_7C15;
     if state == 0 {
         state = 1;
@@ -206,7 +138,7 @@ pub(crate) fn rechunk(data: &[u8], seed: u64) -> Vec<Bytes> {
         state ^= state << 17;
         let len = 1 + usize::try_from(state % 61).unwrap_or(0);
         let end = (at + len).min(data.len());
-        out.push(Bytes::copy_from_slice(&data[at..end]));
+        out.push(data.slice(at..end));
         at = end;
     }
     out
@@ -239,6 +171,28 @@ mod tests {
     }
 
     #[test]
+    fn delays_are_stored_as_the_timing_says() {
+        let t = Instant::now();
+        let table = [
+            (RecordTiming::Bucketed, [10, 30]),
+            (RecordTiming::Full, [13, 27]),
+            (RecordTiming::Off, [0, 0]),
+        ];
+        for (timing, expected) in table {
+            let mut s = Splitter::new(StreamFormat::Sse, timing, t);
+            s.push(b"data: 1\n\n", t + std::time::Duration::from_millis(13));
+            s.push(b"data: 2\n\n", t + std::time::Duration::from_millis(40));
+            let got: Vec<u64> = s
+                .finish(t, false)
+                .events
+                .iter()
+                .map(|e| e.delay_ms)
+                .collect();
+            assert_eq!(got, expected, "{timing:?}");
+        }
+    }
+
+    #[test]
     fn a_stream_cut_mid_event_is_truncated() {
         let s = split(StreamFormat::Sse, &[b"data: 1\n\ndata: par"]);
         assert_eq!(s.end, StreamEnd::Truncated);
@@ -250,7 +204,7 @@ mod tests {
 
     #[test]
     fn rechunking_is_reproducible_and_lossless() {
-        let data: Vec<u8> = (0..=255).collect();
+        let data = Bytes::from((0..=255).collect::<Vec<u8>>());
         let a = rechunk(&data, 7);
         assert_eq!(a, rechunk(&data, 7));
         assert_ne!(a, rechunk(&data, 8));

@@ -1,37 +1,76 @@
 //! One cassette in memory: FIFO queues per key for replay, new recordings, and saving.
+//!
+//! A cassette is indexed when it is opened (keys and positions only); an interaction is built, and its
+//! answer serialised into the bytes replay sends, the first time it is needed.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
+use calltape_recorder::cassette::{CassetteIndex, Journal};
 use calltape_recorder::{
     Body, Cassette, Interaction, Meta, Normalizer, Request, SaveOutcome, Scrubber,
 };
 use serde_json::Value;
 
 use super::options::{Exhaustion, Mode};
+use super::reply::Reply;
+
+/// A recording ready to serve: the interaction and its answer as bytes.
+pub(crate) struct Recording {
+    pub(crate) interaction: Interaction,
+    pub(crate) reply: Reply,
+}
+
+impl Recording {
+    pub(crate) fn new(interaction: Interaction) -> Self {
+        let reply = Reply::new(&interaction.response);
+        Self { interaction, reply }
+    }
+}
 
 /// What a lookup found.
 pub(crate) enum Lookup {
     /// A recording to serve.
-    Hit(Box<Interaction>),
+    Hit(Arc<Recording>),
     /// Recordings exist for the key, but all have been served.
     Exhausted(usize),
     /// Nothing recorded for the key.
     Miss,
 }
 
+/// A loaded recording: its sequence number under the current normaliser, and the recording once
+/// built (its key is the index's, or the built request's after re-keying).
+struct Slot {
+    seq: u32,
+    built: Option<Arc<Recording>>,
+}
+
+/// Everything about one key.
+#[derive(Default)]
+struct KeyState {
+    /// The loaded recordings with this key, in sequence order.
+    all: Vec<usize>,
+    /// How far the first-in-first-out replay has gone through `all`.
+    cursor: usize,
+    /// How many times the key was served (for cycling).
+    served: usize,
+    /// The sequence number of the next new recording.
+    next_seq: u32,
+}
+
 pub(crate) struct Tape {
     pub(crate) path: PathBuf,
     meta: Meta,
+    index: Option<CassetteIndex>,
     /// Interactions loaded from the file, re-keyed with the current normaliser.
-    loaded: Vec<Interaction>,
-    queues: HashMap<String, VecDeque<usize>>,
-    all: HashMap<String, Vec<usize>>,
-    served: HashMap<String, usize>,
+    slots: Vec<Slot>,
+    keys: HashMap<String, KeyState>,
     used: Vec<bool>,
     recorded: Vec<Interaction>,
-    next_seq: HashMap<String, u32>,
     dirty: bool,
+    /// Record mode: where the interactions of this run go as they complete.
+    journal: Option<Journal>,
 }
 
 impl Tape {
@@ -47,112 +86,167 @@ impl Tape {
             normalizer: normalizer.fingerprint().to_owned(),
             redaction: scrubber.fingerprint(),
         };
-        let mut loaded = Vec::new();
+        let mut index = None;
         if !matches!(mode, Mode::Record | Mode::Live) {
-            match Cassette::load(path) {
-                Ok(c) => {
-                    let rekey = c.meta.normalizer != meta.normalizer;
-                    loaded = c.interactions;
-                    if rekey {
-                        tracing::info!(
-                            cassette = %path.display(),
-                            "the request normaliser changed since this cassette was recorded; re-keying its requests"
-                        );
-                        let mut seqs: HashMap<String, u32> = HashMap::new();
-                        for i in &mut loaded {
-                            i.request.key = normalizer.key(&i.request);
-                            let seq = seqs.entry(i.request.key.clone()).or_default();
-                            i.request.seq = *seq;
-                            *seq += 1;
-                        }
-                    }
-                }
+            match CassetteIndex::load(path) {
+                Ok(i) => index = Some(i),
                 Err(e) if e.is_not_found() => {}
                 Err(e) => return Err(e),
             }
         }
-        // FIFO per key, in recorded (sequence) order.
-        let mut order: Vec<usize> = (0..loaded.len()).collect();
-        order.sort_by_key(|&i| loaded[i].request.seq);
-        let mut queues: HashMap<String, VecDeque<usize>> = HashMap::new();
-        let mut all: HashMap<String, Vec<usize>> = HashMap::new();
-        for i in order {
-            let k = loaded[i].request.key.clone();
-            queues.entry(k.clone()).or_default().push_back(i);
-            all.entry(k).or_default().push(i);
+        let mut slots: Vec<Slot> = match &index {
+            Some(ix) => (0..ix.len())
+                .map(|i| Slot {
+                    seq: ix.seq(i),
+                    built: None,
+                })
+                .collect(),
+            None => Vec::new(),
+        };
+        let rekey = index
+            .as_ref()
+            .is_some_and(|ix| ix.meta().normalizer != meta.normalizer);
+        if let Some(ix) = index.as_ref().filter(|_| rekey) {
+            tracing::info!(
+                cassette = %path.display(),
+                "the request normaliser changed since this cassette was recorded; re-keying its requests"
+            );
+            let mut seqs: HashMap<String, u32> = HashMap::new();
+            for (i, slot) in slots.iter_mut().enumerate() {
+                let mut interaction = ix.interaction(i)?;
+                let key = normalizer.key(&interaction.request);
+                let seq = seqs.entry(key.clone()).or_default();
+                slot.seq = *seq;
+                *seq += 1;
+                interaction.request.key = key;
+                interaction.request.seq = slot.seq;
+                slot.built = Some(Arc::new(Recording::new(interaction)));
+            }
         }
-        let next_seq = all
-            .iter()
-            .map(|(k, v)| (k.clone(), u32::try_from(v.len()).unwrap_or(u32::MAX)))
-            .collect();
+        // First in first out per key, in recorded (sequence) order.
+        let mut order: Vec<usize> = (0..slots.len()).collect();
+        order.sort_by_key(|&i| slots[i].seq);
+        let mut keys: HashMap<String, KeyState> = HashMap::with_capacity(slots.len());
+        for i in order {
+            let key = match (&slots[i].built, &index) {
+                (Some(r), _) => r.interaction.request.key.as_str(),
+                (None, Some(ix)) => ix.key(i),
+                (None, None) => unreachable!("slots come from a loaded cassette"),
+            };
+            match keys.get_mut(key) {
+                Some(k) => k.all.push(i),
+                None => {
+                    keys.insert(
+                        key.to_owned(),
+                        KeyState {
+                            all: vec![i],
+                            ..KeyState::default()
+                        },
+                    );
+                }
+            }
+        }
+        for k in keys.values_mut() {
+            k.next_seq = u32::try_from(k.all.len()).unwrap_or(u32::MAX);
+        }
         Ok(Self {
             path: path.to_path_buf(),
             meta,
-            used: vec![false; loaded.len()],
-            loaded,
-            queues,
-            all,
-            served: HashMap::new(),
+            used: vec![false; slots.len()],
+            index,
+            slots,
+            keys,
             recorded: Vec::new(),
-            next_seq,
             dirty: false,
+            journal: None,
         })
     }
 
     pub(crate) fn len(&self) -> usize {
-        self.loaded.len()
+        self.slots.len()
+    }
+
+    /// The recording in slot `i`, built on first use.
+    fn build(&mut self, i: usize) -> calltape_recorder::Result<Arc<Recording>> {
+        if let Some(r) = &self.slots[i].built {
+            return Ok(Arc::clone(r));
+        }
+        let Some(index) = &self.index else {
+            unreachable!("slots come from a loaded cassette")
+        };
+        let mut interaction = index.interaction(i)?;
+        interaction.request.key = index.key(i).to_owned();
+        interaction.request.seq = self.slots[i].seq;
+        let r = Arc::new(Recording::new(interaction));
+        self.slots[i].built = Some(Arc::clone(&r));
+        Ok(r)
+    }
+
+    /// Builds every loaded recording.
+    fn build_all(&mut self) -> calltape_recorder::Result<()> {
+        for i in 0..self.slots.len() {
+            self.build(i)?;
+        }
+        Ok(())
     }
 
     /// The next recording for `key`, first in first out.
-    pub(crate) fn lookup(&mut self, key: &str, exhaustion: Exhaustion) -> Lookup {
-        if let Some(q) = self.queues.get_mut(key) {
-            while let Some(i) = q.pop_front() {
-                if self.used[i] {
-                    continue;
-                }
-                self.used[i] = true;
-                *self.served.entry(key.to_owned()).or_default() += 1;
-                return Lookup::Hit(Box::new(self.loaded[i].clone()));
-            }
-        }
-        let Some(all) = self.all.get(key) else {
-            return Lookup::Miss;
+    pub(crate) fn lookup(
+        &mut self,
+        key: &str,
+        exhaustion: Exhaustion,
+    ) -> calltape_recorder::Result<Lookup> {
+        let Some(k) = self.keys.get_mut(key) else {
+            return Ok(Lookup::Miss);
         };
-        match exhaustion {
-            Exhaustion::Error => Lookup::Exhausted(all.len()),
-            Exhaustion::RepeatLast => match all.last() {
-                Some(&i) => Lookup::Hit(Box::new(self.loaded[i].clone())),
-                None => Lookup::Miss,
-            },
-            Exhaustion::Cycle => {
-                let n = self.served.entry(key.to_owned()).or_default();
-                let i = all[*n % all.len()];
-                *n += 1;
-                Lookup::Hit(Box::new(self.loaded[i].clone()))
+        while let Some(&i) = k.all.get(k.cursor) {
+            k.cursor += 1;
+            if self.used[i] {
+                continue;
             }
+            self.used[i] = true;
+            k.served += 1;
+            return self.build(i).map(Lookup::Hit);
         }
+        if k.all.is_empty() {
+            return Ok(Lookup::Miss);
+        }
+        let pick = match exhaustion {
+            Exhaustion::Error => return Ok(Lookup::Exhausted(k.all.len())),
+            Exhaustion::RepeatLast => k.all[k.all.len() - 1],
+            Exhaustion::Cycle => {
+                let i = k.all[k.served % k.all.len()];
+                k.served += 1;
+                i
+            }
+        };
+        self.build(pick).map(Lookup::Hit)
     }
 
-    /// The recordings ranked by similarity to `text` (the request's diff text), best first, with their
-    /// similarity; unused ones only when `unused_only`.
+    /// The recordings ranked by similarity to the request, best first, with their similarity; unused
+    /// ones only when `unused_only`. Recordings that cannot be built are left out (and logged).
     pub(crate) fn ranked(
-        &self,
+        &mut self,
         request: &Request,
         normalizer: &Normalizer,
         unused_only: bool,
     ) -> Vec<(usize, f32)> {
+        if let Err(e) = self.build_all() {
+            tracing::error!("{e}");
+        }
         let text = diff_text(normalizer, request);
         let mut scored: Vec<(usize, f32, bool)> = self
-            .loaded
+            .slots
             .iter()
             .enumerate()
             .filter(|(i, _)| !unused_only || !self.used[*i])
-            .map(|(i, rec)| {
+            .filter_map(|(i, slot)| {
+                let rec = &slot.built.as_ref()?.interaction;
                 let other = diff_text(normalizer, &rec.request);
                 let ratio = similar::TextDiff::from_lines(&other, &text).ratio();
                 let same_route =
                     rec.request.upstream == request.upstream && rec.request.path == request.path;
-                (i, ratio, same_route)
+                Some((i, ratio, same_route))
             })
             .collect();
         // Same upstream and path first, then by similarity; ties by file order.
@@ -164,31 +258,66 @@ impl Tape {
         scored.into_iter().map(|(i, r, _)| (i, r)).collect()
     }
 
+    /// A recording returned by [`ranked`](Self::ranked).
     pub(crate) fn get(&self, index: usize) -> &Interaction {
-        &self.loaded[index]
+        match &self.slots[index].built {
+            Some(r) => &r.interaction,
+            None => unreachable!("ranked recordings are built"),
+        }
     }
 
     /// Marks a recording served by a fuzzy match, so it is not served again.
-    pub(crate) fn take(&mut self, index: usize) -> Interaction {
+    pub(crate) fn take(&mut self, index: usize) -> calltape_recorder::Result<Arc<Recording>> {
         self.used[index] = true;
-        self.loaded[index].clone()
+        self.build(index)
     }
 
     /// The sequence number for a new recording with `key`.
     pub(crate) fn next_seq(&mut self, key: &str) -> u32 {
-        let n = self.next_seq.entry(key.to_owned()).or_default();
-        let seq = *n;
-        *n += 1;
+        let k = self.keys.entry(key.to_owned()).or_default();
+        let seq = k.next_seq;
+        k.next_seq += 1;
         seq
     }
 
-    pub(crate) fn record(&mut self, interaction: Interaction) {
+    /// Adds a recording and makes it durable. Record mode appends it to the run's journal and leaves
+    /// the cassette whole until [`finish`](Self::finish); the other modes rewrite the cassette
+    /// atomically with it.
+    pub(crate) fn record(
+        &mut self,
+        interaction: Interaction,
+        mode: Mode,
+        scrubber: &Scrubber,
+    ) -> calltape_recorder::Result<()> {
         self.recorded.push(interaction);
         self.dirty = true;
+        if mode != Mode::Record {
+            return self.save(scrubber).map(|_| ());
+        }
+        if self.journal.is_none() {
+            let journal = Journal::create(&self.path, &self.meta)?;
+            tracing::debug!(journal = %journal.path().display(), "recording into a journal");
+            self.journal = Some(journal);
+        }
+        match (&mut self.journal, self.recorded.last()) {
+            (Some(j), Some(i)) => j.append(i, scrubber),
+            _ => Ok(()),
+        }
     }
 
+    /// Ends the run: writes the cassette if anything was recorded, then deletes the journal (which is
+    /// only needed by a run that does not get here).
+    pub(crate) fn finish(&mut self, scrubber: &Scrubber) -> calltape_recorder::Result<SaveOutcome> {
+        let saved = self.save(scrubber);
+        let removed = self.journal.take().map_or(Ok(()), Journal::remove);
+        let outcome = saved?;
+        removed?;
+        Ok(outcome)
+    }
+
+    /// Whether [`finish`](Self::finish) has anything to do.
     pub(crate) fn is_dirty(&self) -> bool {
-        self.dirty
+        self.dirty || self.journal.is_some()
     }
 
     /// Writes the cassette (kept recordings and new ones) if anything was recorded.
@@ -196,7 +325,12 @@ impl Tape {
         if !self.dirty {
             return Ok(SaveOutcome::Unchanged);
         }
-        let mut interactions = self.loaded.clone();
+        self.build_all()?;
+        let mut interactions: Vec<Interaction> = self
+            .slots
+            .iter()
+            .filter_map(|s| s.built.as_ref().map(|r| r.interaction.clone()))
+            .collect();
         interactions.extend(self.recorded.iter().cloned());
         // Renumber per key so failed or abandoned requests leave no gaps.
         interactions

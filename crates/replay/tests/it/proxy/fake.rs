@@ -272,6 +272,41 @@ async fn answer(
                 .insert("content-encoding", "gzip".parse().unwrap());
             r
         }
+        "/v1/models/br" | "/v1/models/deflate" | "/v1/models/deflate-raw" => {
+            let encoding = path.rsplit('/').next().unwrap_or("");
+            let plain = json!({"object": "list", "data": [{"id": format!("m-{encoding}"), "object": "model"}]})
+                .to_string();
+            let (name, encoded) = match encoding {
+                "br" => ("br", brotli_stored(plain.as_bytes())),
+                "deflate" => {
+                    let mut z =
+                        flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+                    z.write_all(plain.as_bytes()).unwrap();
+                    ("deflate", z.finish().unwrap())
+                }
+                _ => {
+                    let mut d = flate2::write::DeflateEncoder::new(
+                        Vec::new(),
+                        flate2::Compression::default(),
+                    );
+                    d.write_all(plain.as_bytes()).unwrap();
+                    ("deflate", d.finish().unwrap())
+                }
+            };
+            let mut r = full(200, "application/json", encoded);
+            r.headers_mut()
+                .insert("content-encoding", name.parse().unwrap());
+            r
+        }
+        "/v1/stream/br" => {
+            // One brotli body, sent in small pieces: the proxy decodes as it goes.
+            let encoded = brotli_stored(BR_EVENTS.as_bytes());
+            let items = encoded.chunks(7).map(<[u8]>::to_vec).collect();
+            let mut r = streamed_bytes("text/event-stream", items);
+            r.headers_mut()
+                .insert("content-encoding", "br".parse().unwrap());
+            r
+        }
         "/v1/reset" => streamed(
             "text/event-stream",
             vec![
@@ -302,4 +337,64 @@ async fn answer(
             json!({"error": {"message": "no such route"}}).to_string(),
         ),
     }
+}
+
+/// The event stream `/v1/stream/br` sends, brotli-encoded.
+pub(super) const BR_EVENTS: &str = "event: a\ndata: {\"n\":1}\n\ndata: two\n\ndata: [DONE]\n\n";
+
+/// A streamed answer of raw byte chunks, each a write of its own, no pauses.
+fn streamed_bytes(content_type: &str, items: Vec<Vec<u8>>) -> hyper::Response<Body> {
+    let (tx, rx) = mpsc::unbounded::<Result<Frame<Bytes>, std::io::Error>>();
+    for item in items {
+        let _ = tx.unbounded_send(Ok(Frame::data(Bytes::from(item))));
+    }
+    drop(tx);
+    let mut r = hyper::Response::new(StreamBody::new(rx).boxed_unsync());
+    r.headers_mut()
+        .insert("content-type", content_type.parse().unwrap());
+    r
+}
+
+/// Brotli made of uncompressed meta-blocks: a valid stream any brotli decoder reads (RFC 7932, 9.2),
+/// without needing a compressor.
+pub(super) fn brotli_stored(data: &[u8]) -> Vec<u8> {
+    struct Bits {
+        out: Vec<u8>,
+        acc: u64,
+        n: u32,
+    }
+    impl Bits {
+        fn put(&mut self, value: u64, bits: u32) {
+            self.acc |= value << self.n;
+            self.n += bits;
+            while self.n >= 8 {
+                self.out.push((self.acc & 0xff) as u8);
+                self.acc >>= 8;
+                self.n -= 8;
+            }
+        }
+        fn align(&mut self) {
+            if self.n > 0 {
+                self.put(0, 8 - self.n);
+            }
+        }
+    }
+    let mut b = Bits {
+        out: Vec::new(),
+        acc: 0,
+        n: 0,
+    };
+    b.put(0, 1); // WBITS: a 0 bit means a 64 KiB window
+    for chunk in data.chunks(65_536) {
+        b.put(0, 1); // ISLAST: no
+        b.put(0, 2); // MNIBBLES: 4
+        b.put(chunk.len() as u64 - 1, 16); // MLEN - 1
+        b.put(1, 1); // ISUNCOMPRESSED: yes
+        b.align();
+        b.out.extend_from_slice(chunk);
+    }
+    b.put(1, 1); // ISLAST
+    b.put(1, 1); // ISLASTEMPTY
+    b.align();
+    b.out
 }

@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use calltape_replay::{Exhaustion, Mode, Proxy, ProxyHandle, ReplayTiming};
+use calltape_replay::{Exhaustion, Mode, Proxy, ProxyHandle, RecordTiming, ReplayTiming};
 use serde_json::{Value, json};
 
 use super::fake::FakeUpstream;
@@ -200,10 +200,21 @@ async fn record_then_replay_offline_gives_the_same_bytes() {
 async fn re_recording_gives_a_byte_identical_cassette() {
     let dir = tempfile::tempdir().unwrap();
     let fake = FakeUpstream::start().await;
-    let mut texts = Vec::new();
+    let mut runs = Vec::new();
     for n in 0..2 {
-        let cassette = dir.path().join(format!("run{n}.jsonl"));
-        let proxy = start(Mode::Record, &fake.url(), &cassette).await;
+        // The same cassette name in two folders, so blob references are the same too.
+        let cassette = dir.path().join(format!("run{n}")).join("c.jsonl");
+        // Measured delays depend on the machine's load; with timing off none is stored, so every
+        // byte of the file can be compared.
+        let proxy = Proxy::builder()
+            .upstream("openai", fake.url())
+            .upstream("anthropic", fake.url())
+            .cassette(&cassette)
+            .mode(Mode::Record)
+            .record_timing(RecordTiming::Off)
+            .start()
+            .await
+            .unwrap();
         // Concurrent requests: the interleaving must not show in the file.
         let (one, two, three) = (
             chat("one", true),
@@ -217,29 +228,20 @@ async fn re_recording_gives_a_byte_identical_cassette() {
         );
         assert_eq!((a.status, b.status, c.status), (200, 200, 200));
         proxy.shutdown().await.unwrap();
-        texts.push(read(&cassette).replace(&format!("run{n}.jsonl.blobs"), "BLOBS"));
+        let blobs = cassette.with_file_name("c.jsonl.blobs");
+        let blob_files: Vec<(String, Vec<u8>)> = files_in(&blobs)
+            .into_iter()
+            .map(|f| (f.clone(), std::fs::read(blobs.join(&f)).unwrap()))
+            .collect();
+        runs.push((std::fs::read(&cassette).unwrap(), blob_files));
     }
-    // Delays are measured, so a loaded machine may shift one into the next 10 ms bucket; they are
-    // masked here (their bucketing is unit-tested) and everything else must be identical.
-    let mask = |t: &str| -> String {
-        t.lines()
-            .map(|l| {
-                let mut v: Value = serde_json::from_str(l).unwrap();
-                if let Some(d) = v.get_mut("d") {
-                    assert_eq!(
-                        d.as_u64().unwrap() % 10,
-                        0,
-                        "delays are stored in 10 ms buckets"
-                    );
-                    *d = json!(0);
-                }
-                v.to_string()
-            })
-            .collect::<Vec<_>>()
-            .join("\n")
-    };
-    assert_eq!(mask(&texts[0]), mask(&texts[1]));
-    assert_eq!(texts[0].lines().count(), texts[1].lines().count());
+    assert!(String::from_utf8_lossy(&runs[0].0).contains(r#""t":"ev""#));
+    assert_eq!(runs[0].1.len(), 1, "one audio blob");
+    assert_eq!(
+        String::from_utf8_lossy(&runs[0].0),
+        String::from_utf8_lossy(&runs[1].0)
+    );
+    assert!(runs[0].1 == runs[1].1, "re-recording changed a blob");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -400,6 +402,237 @@ async fn auto_mode_replays_hits_and_records_misses() {
         text.lines().filter(|l| l.contains(r#""t":"req""#)).count(),
         2
     );
+}
+
+/// How many requests a cassette holds.
+fn requests_in(path: &Path) -> usize {
+    read(path)
+        .lines()
+        .filter(|l| l.contains(r#""t":"req""#))
+        .count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auto_append_and_record_treat_the_cassette_differently() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = FakeUpstream::start().await;
+    let seed = dir.path().join("seed.jsonl");
+    let proxy = start(Mode::Record, &fake.url(), &seed).await;
+    post(
+        &proxy,
+        "openai",
+        "/v1/chat/completions",
+        &chat("kept", false),
+    )
+    .await;
+    post(
+        &proxy,
+        "openai",
+        "/v1/chat/completions",
+        &chat("hello there", false),
+    )
+    .await;
+    proxy.shutdown().await.unwrap();
+    let original = read(&seed);
+    // The same settings for every mode: cycling on exhaustion, fuzzy matching on.
+    let run = |mode: Mode, name: &str| {
+        let cassette = dir.path().join(name);
+        std::fs::write(&cassette, &original).unwrap();
+        let url = fake.url();
+        async move {
+            let proxy = Proxy::builder()
+                .upstream("openai", url)
+                .cassette(&cassette)
+                .mode(mode)
+                .exhaustion(Exhaustion::Cycle)
+                .fuzzy(0.5)
+                .start()
+                .await
+                .unwrap();
+            let mut bodies = Vec::new();
+            // A repeat beyond the one recording, and a near match of the other recording.
+            for text in ["kept", "kept", "hello there!"] {
+                let a = post(&proxy, "openai", "/v1/chat/completions", &chat(text, false)).await;
+                assert_eq!(
+                    a.status,
+                    200,
+                    "{mode}: {}",
+                    String::from_utf8_lossy(&a.body)
+                );
+                bodies.push(serde_json::from_slice::<Value>(&a.body).unwrap());
+            }
+            let report = proxy.shutdown().await.unwrap();
+            (cassette, bodies, report)
+        }
+    };
+    let content = |v: &Value| {
+        v["choices"][0]["message"]["content"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+
+    // auto: the cassette answers all three (cycling, then fuzzy); nothing is forwarded or written.
+    let before = fake.seen.lock().unwrap().len();
+    let (auto, bodies, report) = run(Mode::Auto, "auto.jsonl").await;
+    assert_eq!(
+        fake.seen.lock().unwrap().len(),
+        before,
+        "auto forwarded nothing"
+    );
+    assert_eq!((report.replayed, report.recorded), (3, 0));
+    assert_eq!(report.fuzzy_hits.len(), 1);
+    assert_eq!(
+        bodies[0], bodies[1],
+        "the repeat cycled to the same recording"
+    );
+    assert!(content(&bodies[2]).starts_with("echo: hello there "));
+    assert_eq!(read(&auto), original, "auto left the cassette as it was");
+
+    // append: only the exact first request replays; the repeat and the near match are recorded.
+    let (append, bodies, report) = run(Mode::Append, "append.jsonl").await;
+    assert_eq!(fake.seen.lock().unwrap().len(), before + 2);
+    assert_eq!((report.replayed, report.recorded), (1, 2));
+    assert!(report.fuzzy_hits.is_empty());
+    assert_ne!(
+        bodies[0]["id"], bodies[1]["id"],
+        "the repeat is a fresh answer"
+    );
+    assert!(content(&bodies[2]).starts_with("echo: hello there! "));
+    assert_eq!(requests_in(&append), 4, "both recordings kept, two added");
+    for line in original.lines().skip(1) {
+        assert!(read(&append).contains(line), "kept verbatim: {line}");
+    }
+
+    // record: everything is forwarded and the cassette holds this run only.
+    let (record, _, report) = run(Mode::Record, "record.jsonl").await;
+    assert_eq!(fake.seen.lock().unwrap().len(), before + 5);
+    assert_eq!((report.replayed, report.recorded), (0, 3));
+    assert_eq!(requests_in(&record), 3);
+    let untouched = r#""content":"hello there","role""#;
+    assert!(original.contains(untouched));
+    assert!(
+        !read(&record).contains(untouched),
+        "the untouched recording is gone"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn record_mode_journals_each_interaction_and_replaces_the_cassette_at_the_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = FakeUpstream::start().await;
+    let cassette = dir.path().join("c.jsonl");
+    let proxy = start(Mode::Record, &fake.url(), &cassette).await;
+    post(
+        &proxy,
+        "openai",
+        "/v1/chat/completions",
+        &chat("old", false),
+    )
+    .await;
+    proxy.shutdown().await.unwrap();
+    let previous = read(&cassette);
+
+    let proxy = start(Mode::Record, &fake.url(), &cassette).await;
+    post(
+        &proxy,
+        "openai",
+        "/v1/chat/completions",
+        &chat("new one", false),
+    )
+    .await;
+    post(
+        &proxy,
+        "openai",
+        "/v1/audio/speech",
+        &json!({"input": "new two"}),
+    )
+    .await;
+    // Mid-run: each finished interaction is on disk in the journal; the cassette is still the old one.
+    let journal = calltape_recorder::cassette::journal_path(&cassette);
+    let so_far = calltape_recorder::cassette::Journal::read(&cassette).unwrap();
+    assert_eq!(so_far.interactions.len(), 2);
+    assert!(read(&journal).contains("new one"));
+    assert!(!read(&journal).contains(KEY), "the journal is redacted too");
+    assert_eq!(read(&cassette), previous);
+    let report = proxy.shutdown().await.unwrap();
+    assert!(report.errors.is_empty(), "{}", report.summary());
+    // A clean end: the cassette holds this run only, and no journal is left.
+    let text = read(&cassette);
+    assert!(text.contains("new one") && !text.contains(r#""content":"old""#));
+    assert!(!journal.exists());
+    assert_eq!(files_in(dir.path()), vec!["c.jsonl", "c.jsonl.blobs"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn brotli_and_deflate_answers_are_stored_decoded_and_replayed_plainly() {
+    let dir = tempfile::tempdir().unwrap();
+    let cassette = dir.path().join("c.jsonl");
+    let fake = FakeUpstream::start().await;
+    let routes = [
+        ("/v1/models/br", "m-br"),
+        ("/v1/models/deflate", "m-deflate"),
+        ("/v1/models/deflate-raw", "m-deflate-raw"),
+    ];
+    let check = |a: &Answer, what: &str| {
+        assert_eq!(
+            a.status,
+            200,
+            "{what}: {}",
+            String::from_utf8_lossy(&a.body)
+        );
+        assert!(
+            a.headers.get("content-encoding").is_none(),
+            "{what}: still encoded"
+        );
+    };
+    let proxy = start(Mode::Record, &fake.url(), &cassette).await;
+    let mut recorded = Vec::new();
+    for (path, _) in routes {
+        recorded.push(post(&proxy, "openai", path, &json!({})).await);
+    }
+    let stream = post(&proxy, "openai", "/v1/stream/br", &json!({})).await;
+    let report = proxy.shutdown().await.unwrap();
+    assert!(report.errors.is_empty(), "{}", report.summary());
+    check(&stream, "recorded br stream");
+    assert_eq!(stream.body, super::fake::BR_EVENTS.as_bytes());
+    for (a, (path, id)) in recorded.iter().zip(routes) {
+        check(a, path);
+        let v: Value = serde_json::from_slice(&a.body).unwrap();
+        assert_eq!(v["data"][0]["id"], id, "{path}");
+    }
+
+    // Stored decoded: JSON as JSON, the stream one event per line, no encoding anywhere.
+    let text = read(&cassette);
+    for (_, id) in routes {
+        assert!(
+            text.contains(&format!(r#""body":{{"json":{{"data":[{{"id":"{id}""#)),
+            "{text}"
+        );
+    }
+    assert!(text.contains(r#""data":"two""#), "{text}");
+    assert!(!text.to_ascii_lowercase().contains("content-encoding"));
+
+    // Replayed offline: the decoded bytes with their exact length and no encoding header.
+    drop(fake);
+    let proxy = start(Mode::Replay, "http://127.0.0.1:9", &cassette).await;
+    for (path, id) in routes {
+        let a = post(&proxy, "openai", path, &json!({})).await;
+        check(&a, path);
+        let length: usize = a.headers["content-length"]
+            .to_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert_eq!(length, a.body.len(), "{path}");
+        let v: Value = serde_json::from_slice(&a.body).unwrap();
+        assert_eq!(v["data"][0]["id"], id, "{path}");
+    }
+    let replayed = post(&proxy, "openai", "/v1/stream/br", &json!({})).await;
+    check(&replayed, "replayed br stream");
+    assert_eq!(replayed.body, stream.body);
+    let report = proxy.shutdown().await.unwrap();
+    assert_eq!(report.replayed, 4, "{}", report.summary());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
