@@ -1,7 +1,8 @@
 //! MCP call recording and replay.
 //!
-//! Claims: comparing 10,000 recorded calls with their replayed answers and producing the report takes
-//! under 100 ms (baseline in the same run: plain `serde_json::Value` equality over the same pairs, the
+//! Claims: redacting 10,000 replayed answers, comparing them with the recorded ones and producing the
+//! text and JSON reports takes under 100 ms, the work `calltape replay` does once every call is
+//! answered (baseline in the same run: plain `serde_json::Value` equality over the same pairs, the
 //! floor any comparison pays); recording costs the bridge at most 10% of its pipelined throughput
 //! (baseline in the same run: the same bridge without a recorder).
 //!
@@ -14,10 +15,13 @@ use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::Duration;
 
-use calltape_recorder::record::{Outcome, Recorder, RecorderOptions, Recording};
-use calltape_replay::mcp::{CallReport, Comparer, ReplayReport};
+use calltape_recorder::record::{
+    CallError, ErrorCode, Outcome, Recorder, RecorderOptions, Recording,
+};
+use calltape_redact::Redactor;
+use calltape_replay::mcp::{Comparer, Format, ReplayOptions, compare_outcomes};
 use calltape_stdio_bridge::{Bridge, ChildUpstream, Direction, TapEvent};
-use criterion::{Criterion, Throughput};
+use criterion::{BatchSize, Criterion, Throughput};
 use serde_json::{Value, json};
 
 const ROLE: &str = "CALLTAPE_BENCH_ROLE";
@@ -41,33 +45,39 @@ fn main() {
 // ---------------------------------------------------------------------------------------------------
 // Comparison and report.
 
-fn answer(i: usize, price: i64) -> Value {
+fn answer(i: usize, price: i64, key: &str) -> Value {
     let structured = json!({
         "symbol": format!("SYM{i}"), "price": price, "currency": "USD",
         "quotedAt": "2026-11-29T20:46:45.123Z", "quoteId": format!("q-{i:08x}"),
         "book": {"bids": [[price - 1, 100], [price - 2, 250]], "asks": [[price + 1, 80]]},
     });
-    json!({"content": [{"type": "text", "text": structured.to_string()}], "structuredContent": structured})
+    let mut answer = json!({"content": [{"type": "text", "text": structured.to_string()}], "structuredContent": structured});
+    if i % 100 == 11 {
+        answer["structuredContent"]["apiKey"] = json!(key);
+    }
+    answer
 }
 
-/// A recording of 10,000 calls in 100 sessions, and replayed outcomes where 1 in 10 calls changed price
-/// and 1 in 50 errors now.
+/// A recording of 10,000 calls in 100 sessions, and the outcomes a server gave on replay, before
+/// redaction: 1 in 10 calls changed price, 1 in 50 errors now, and 1 in 100 answers with a live API
+/// key where the recording holds `"[REDACTED]"` (same once redacted).
 fn fixture() -> (Recording, Vec<Outcome>) {
     let mut text = String::new();
     let mut replayed = Vec::with_capacity(CALLS);
     for i in 0..CALLS {
         let line = json!({"v": 1, "at": "2026-11-29T20:46:45.123Z", "session": format!("{:08x}", i % 100),
             "client": {"name": "bench", "version": "1"}, "method": "tools/call", "name": "quote",
-            "input": {"symbol": format!("SYM{i}")}, "answer": answer(i, 12), "durationMs": 1.25});
+            "input": {"symbol": format!("SYM{i}")}, "answer": answer(i, 12, "[REDACTED]"), "durationMs": 1.25});
         text.push_str(&line.to_string());
         text.push('\n');
         replayed.push(if i % 50 == 7 {
-            Outcome::Error(calltape_recorder::record::CallError::new(
-                calltape_recorder::record::ErrorCode::Text("tool_error".into()),
+            Outcome::Error(CallError::new(
+                ErrorCode::Text("tool_error".into()),
                 Some("quote service unavailable".into()),
             ))
         } else {
-            Outcome::Answer(answer(i, if i % 10 == 3 { 15 } else { 12 }))
+            let price = if i % 10 == 3 { 15 } else { 12 };
+            Outcome::Answer(answer(i, price, "sk-live-4f9a8b7c6d5e4f3a2b1c0d9e"))
         });
     }
     let recording = Recording::parse("bench.jsonl", text.as_bytes()).expect("valid fixture");
@@ -80,6 +90,11 @@ fn compare_and_report(c: &mut Criterion) {
         .ignore(["**.quotedAt", "**.quoteId"])
         .build()
         .expect("globs");
+    // What `calltape replay --ignore '**.quotedAt,**.quoteId'` compares with, once every call has been
+    // answered: redaction of the replayed side, comparison, and the report.
+    let options = ReplayOptions::default()
+        .comparer(comparer)
+        .redactor(Redactor::new());
     let mut group = c.benchmark_group("replay/compare_10k_calls");
     group.throughput(Throughput::Elements(CALLS as u64));
     group.sample_size(20);
@@ -94,33 +109,22 @@ fn compare_and_report(c: &mut Criterion) {
             black_box(equal)
         });
     });
-    group.bench_function("compare_and_text_json_report", |b| {
-        b.iter(|| {
-            let calls: Vec<CallReport> = recording
-                .calls
-                .iter()
-                .zip(&replayed)
-                .enumerate()
-                .map(|(i, (call, now))| {
-                    let comparison = comparer.compare(&call.record.outcome, now);
-                    CallReport::new(
-                        i + 1,
-                        call.line,
-                        call.record.session.clone(),
-                        call.record.method.clone(),
-                        call.record.name.clone(),
-                        comparison.status,
-                        comparison.differences,
-                    )
-                })
-                .collect();
-            let report = ReplayReport::new(recording.path.clone(), calls);
-            let text = report.to_text(false);
-            let json = report.to_json().to_string();
-            black_box((text.len(), json.len()))
-        });
+    group.bench_function("redact_compare_and_text_json_report", |b| {
+        b.iter_batched(
+            || replayed.clone(),
+            |outcomes| {
+                let replayed = compare_outcomes(&recording, outcomes, &options);
+                let text = replayed.report.render(Format::Text, false);
+                let json = replayed.report.render(Format::Json, false);
+                black_box((text.len(), json.len()));
+                replayed
+            },
+            BatchSize::PerIteration,
+        );
     });
     group.finish();
+    let replayed = compare_outcomes(&recording, replayed, &options);
+    eprintln!("replay/compare_10k_calls: {}", replayed.report.summary());
 }
 
 // ---------------------------------------------------------------------------------------------------

@@ -27,6 +27,9 @@ Examples:
 Each recorded session is replayed through a fresh connection (a new child process, a new HTTP
 session) with the recorded client info, its calls in recorded order. A call is same, changed (with
 each differing path), new-error or gone-error. A recorded \"[REDACTED]\" matches any value.
+A session recorded with the stateless protocol (2026-07-28) sends no initialize: each request
+carries the recorded client info in its _meta. The server's ping is answered; its sampling,
+elicitation and roots requests get an error, since a replay has no client to ask.
 
 Exit codes: 0 no difference (or --update rewrote the recording), 1 differences, 2 unreadable or
 invalid recording or bad arguments, 3 the server could not be started or stopped answering.";

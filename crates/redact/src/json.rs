@@ -107,18 +107,45 @@ fn escape(b: &[u8], i: usize) -> Option<(usize, char)> {
     Some((i + 2, c))
 }
 
+/// A mask with the high bit set in the byte of `word` (eight bytes) that is
+/// the first quote, backslash or control character, and maybe in later ones:
+/// the lowest set bit marks the first such byte exactly.
+#[inline]
+fn special_bytes(word: &[u8]) -> u64 {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let mut bytes = [0; 8];
+    bytes.copy_from_slice(word);
+    let x = u64::from_le_bytes(bytes);
+    let zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGH;
+    let control = x.wrapping_sub(ONES * 0x20) & !x & HIGH;
+    control | zero(x ^ (ONES * u64::from(b'"'))) | zero(x ^ (ONES * u64::from(b'\\')))
+}
+
 fn scan_string(b: &[u8], quote: usize) -> Option<Str> {
     let start = quote + 1;
     let mut i = start;
     let mut escaped = false;
     loop {
         let from = i;
-        // Short runs byte by byte; a long one with a vectorised search for
-        // the quote or backslash that ends it, then one check that it holds
-        // no control character.
+        // The first 16 bytes eight at a time, the rest (a long string) with
+        // a vectorised search for the quote or backslash that ends it, then
+        // one check that it holds no control character.
         let short_end = b.len().min(i + 16);
-        while i < short_end && !STRING_SPECIAL[b[i] as usize] {
-            i += 1;
+        let mut found = false;
+        while i + 8 <= short_end {
+            let special = special_bytes(&b[i..i + 8]);
+            if special != 0 {
+                i += (special.trailing_zeros() / 8) as usize;
+                found = true;
+                break;
+            }
+            i += 8;
+        }
+        if !found {
+            while i < short_end && !STRING_SPECIAL[b[i] as usize] {
+                i += 1;
+            }
         }
         if i == short_end && i < b.len() {
             let rest = &b[i..];
@@ -460,6 +487,26 @@ mod tests {
         let s = decode(br#"a\nb\u00e9c"#, Some(&mut map));
         assert_eq!(s, "a\nbéc");
         assert_eq!(map, [0, 1, 3, 4, 4, 10, 11]);
+    }
+
+    #[test]
+    fn special_bytes_marks_the_first_quote_backslash_or_control() {
+        let first = |w: &[u8; 8]| match special_bytes(w) {
+            0 => None,
+            m => Some(m.trailing_zeros() / 8),
+        };
+        assert_eq!(first(b"abcdefgh"), None);
+        assert_eq!(first(b"abc\"efgh"), Some(3));
+        assert_eq!(first(b"\\bcdefgh"), Some(0));
+        assert_eq!(first(b"abcdefg\n"), Some(7));
+        assert_eq!(first(b"ab\x1fde\"gh"), Some(2));
+        assert_eq!(first(b"\xff\xfe !#[]~"), None);
+        for c in 0..=255u8 {
+            let mut w = *b"xxxxxxxx";
+            w[5] = c;
+            let expected = (c < 0x20 || c == b'"' || c == b'\\').then_some(5);
+            assert_eq!(first(&w), expected, "byte {c:#x}");
+        }
     }
 
     #[test]

@@ -227,7 +227,8 @@ fn quoted_value(b: &[u8], open: usize, memo: &mut QuoteMemo) -> Option<(usize, u
 /// What one scan of a text remembers as it goes.
 struct Memory {
     quotes: QuoteMemo,
-    names: Option<NameCache>,
+    /// Boxed: a short text, which has none, then costs no copy of it.
+    names: Option<Box<NameCache>>,
 }
 
 impl Inner {
@@ -239,7 +240,7 @@ impl Inner {
             quotes: QuoteMemo::default(),
             // Only a long text repeats its names often enough to pay for a
             // cache; most texts are short strings of a JSON document.
-            names: (n >= CACHED_TEXT).then(NameCache::new),
+            names: (n >= CACHED_TEXT).then(|| Box::new(NameCache::new())),
         };
         // Look-behinds never reach before `floor`, the end of the last span.
         let mut floor = 0;

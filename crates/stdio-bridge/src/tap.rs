@@ -9,12 +9,17 @@ use std::{
         Arc,
         atomic::{AtomicU64, Ordering},
     },
-    time::SystemTime,
+    time::{Duration, SystemTime},
 };
 
-use tokio::sync::mpsc;
+use tokio::sync::mpsc::{self, error::TryRecvError};
 
 use crate::upstream::Frame;
+
+/// How long the tap's thread naps between batches of frames while the session is busy.
+const TAP_NAP: Duration = Duration::from_millis(1);
+/// Empty naps in a row after which the tap's thread waits on its queue instead.
+const TAP_NAPS: u32 = 20;
 
 /// Which way a frame went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -59,12 +64,32 @@ pub(crate) struct TapSender {
 
 impl TapSender {
     /// Starts the tap's thread with a queue of `capacity` frames.
+    ///
+    /// While frames keep coming, the thread takes them in batches, napping `TAP_NAP` between
+    /// batches instead of waiting on the queue: a session then never pays for waking the thread once
+    /// per frame. After `TAP_NAPS` empty naps in a row it waits on the queue, so an idle session
+    /// costs nothing.
     pub(crate) fn start(mut tap: Box<dyn Tap>, capacity: usize) -> std::io::Result<Self> {
         let (tx, mut rx) = mpsc::channel::<TapEvent>(capacity.max(1));
         std::thread::Builder::new()
             .name("calltape-tap".to_owned())
             .spawn(move || {
-                while let Some(event) = rx.blocking_recv() {
+                let mut naps = 0;
+                loop {
+                    let event = match rx.try_recv() {
+                        Ok(event) => event,
+                        Err(TryRecvError::Disconnected) => break,
+                        Err(TryRecvError::Empty) if naps < TAP_NAPS => {
+                            naps += 1;
+                            std::thread::sleep(TAP_NAP);
+                            continue;
+                        }
+                        Err(TryRecvError::Empty) => match rx.blocking_recv() {
+                            Some(event) => event,
+                            None => break,
+                        },
+                    };
+                    naps = 0;
                     // A panicking tap loses its frames, not the session.
                     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                         tap.observe(event);

@@ -335,3 +335,66 @@ errors: 1 of 4 calls
     );
     assert_eq!(stdout(&out), want);
 }
+
+/// A stdio server that logs every message it receives to the file named by its argument and answers
+/// every request with one text.
+const LOGGING_SERVER: &str = r#"
+import json, sys
+log = open(sys.argv[1], "a")
+for line in sys.stdin:
+    message = json.loads(line)
+    log.write(json.dumps(message) + "\n")
+    log.flush()
+    if "id" not in message or "method" not in message:
+        continue
+    if message["method"] == "initialize":
+        result = {"protocolVersion": "2025-06-18", "capabilities": {}, "serverInfo": {"name": "log", "version": "1"}}
+    else:
+        result = {"content": [{"type": "text", "text": "hi"}]}
+    print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}), flush=True)
+"#;
+
+#[test]
+fn a_stateless_recording_replays_without_initialize_with_the_client_in_meta() {
+    let dir = tempfile::tempdir().unwrap();
+    let recording = dir.path().join("stateless.jsonl");
+    std::fs::write(
+        &recording,
+        r#"{"v":1,"at":"2026-11-29T20:46:45.123Z","session":"5e5e5e5e","client":{"name":"stateless-client","version":"3"},"protocolVersion":"2026-07-28","method":"tools/call","name":"hello","input":{"who":"ada"},"answer":{"content":[{"type":"text","text":"hi"}]},"durationMs":1}
+"#,
+    )
+    .unwrap();
+    let script = dir.path().join("server.py");
+    std::fs::write(&script, LOGGING_SERVER).unwrap();
+    let log = dir.path().join("received.jsonl");
+    let out = calltape()
+        .arg("replay")
+        .arg(&recording)
+        .args(["--timeout", "10s", "--", "python3"])
+        .arg(&script)
+        .arg(&log)
+        .output()
+        .expect("run calltape replay");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    let received: Vec<Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(received.len(), 1, "{received:?}");
+    assert_eq!(received[0]["method"], "tools/call");
+    assert_eq!(
+        received[0]["params"],
+        json!({"name": "hello", "arguments": {"who": "ada"}, "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": "stateless-client", "version": "3"},
+            "io.modelcontextprotocol/clientCapabilities": {},
+        }})
+    );
+}

@@ -112,6 +112,20 @@ impl Outcome {
             .map(|error| Self::Error(CallError::from_jsonrpc(error)))
     }
 
+    /// Like [`from_response`](Self::from_response), taking the result out of `response` instead of
+    /// copying it.
+    pub(crate) fn take_from_response(response: &mut Value) -> Option<Self> {
+        if let Some(result) = response.get_mut("result") {
+            if result.get("isError").and_then(Value::as_bool) == Some(true) {
+                return Some(Self::Error(CallError::from_tool_result(result)));
+            }
+            return Some(Self::Answer(result.take()));
+        }
+        response
+            .get("error")
+            .map(|error| Self::Error(CallError::from_jsonrpc(error)))
+    }
+
     /// Whether this is an error.
     pub fn is_error(&self) -> bool {
         matches!(self, Self::Error(_))

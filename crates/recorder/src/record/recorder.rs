@@ -10,7 +10,6 @@ use std::time::SystemTime;
 
 use calltape_jsonl_store::{JsonlWriter, Options, WriterReport};
 use calltape_redact::Redactor;
-use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::error::{Error, ErrorKind};
@@ -106,6 +105,9 @@ struct Inner {
     writer: Mutex<Option<JsonlWriter>>,
     redactor: Redactor,
     methods: HashSet<String>,
+    /// `"initialize"` and each recorded method as a JSON string: a client frame holding none of them
+    /// (and no escape that could spell one) is passed over without being parsed.
+    needles: Vec<String>,
     recorded: AtomicU64,
     unanswered: AtomicU64,
 }
@@ -132,6 +134,13 @@ impl Recorder {
             inner: Arc::new(Inner {
                 writer: Mutex::new(Some(writer)),
                 redactor,
+                needles: options
+                    .methods
+                    .iter()
+                    .map(String::as_str)
+                    .chain(["initialize"])
+                    .map(|m| format!("\"{m}\""))
+                    .collect(),
                 methods: options.methods.into_iter().collect(),
                 recorded: AtomicU64::new(0),
                 unanswered: AtomicU64::new(0),
@@ -251,15 +260,6 @@ struct Pending {
     protocol_version: Option<String>,
 }
 
-/// The parts of a message that decide whether it matters, read without building the rest.
-#[derive(Deserialize)]
-struct Peek {
-    #[serde(default)]
-    id: Option<Value>,
-    #[serde(default)]
-    method: Option<String>,
-}
-
 impl SessionRecorder {
     /// The session's 8-character id, as written in its records.
     pub fn id(&self) -> &str {
@@ -268,27 +268,54 @@ impl SessionRecorder {
 
     /// Shows the recorder a frame (a message or a batch) the client sent, with the time it was read.
     pub fn client_frame(&self, frame: &[u8], at: SystemTime) {
-        for_each_message(frame, |peek, raw| self.client_message(peek, raw, at));
+        if !self.may_concern(frame) {
+            return;
+        }
+        for_each_message(frame, |message| self.client_message(message, at));
     }
 
     /// Shows the recorder a frame the client received, with the time it was sent to the client.
     pub fn server_frame(&self, frame: &[u8], at: SystemTime) {
-        for_each_message(frame, |peek, raw| self.server_message(peek, raw, at));
+        {
+            // Nothing awaits an answer: no frame to the client can matter, so none is parsed.
+            let state = lock(&self.state);
+            if state.pending.is_empty() && state.initialize_id.is_none() {
+                return;
+            }
+        }
+        for_each_message(frame, |message| self.server_message(message, at));
     }
 
-    fn client_message(&self, peek: Peek, raw: Raw<'_>, at: SystemTime) {
-        let Some(method) = peek.method else { return };
-        let Some(id) = peek.id.filter(|id| !id.is_null()) else {
+    /// Whether a client frame may hold `initialize` or a recorded method: it names one as a JSON
+    /// string, or holds an escape that could spell one.
+    fn may_concern(&self, frame: &[u8]) -> bool {
+        let Ok(text) = std::str::from_utf8(frame) else {
+            return false;
+        };
+        self.recorder
+            .inner
+            .needles
+            .iter()
+            .any(|needle| text.contains(needle.as_str()))
+            || text.contains("\\/")
+            || text.contains("\\u")
+    }
+
+    fn client_message(&self, message: Value, at: SystemTime) {
+        let Some(method) = message.get("method").and_then(Value::as_str) else {
+            return;
+        };
+        let Some(id) = message.get("id").filter(|id| !id.is_null()) else {
             return;
         };
         let inner = &self.recorder.inner;
         let is_initialize = method == "initialize";
-        if !is_initialize && !inner.methods.contains(&method) {
+        if !is_initialize && !inner.methods.contains(method) {
             return;
         }
-        let Some(message) = raw.parse() else { return };
+        let method = method.to_owned();
         let params = message.get("params");
-        let key = id_key(&id);
+        let key = id_key(id);
         let mut state = lock(&self.state);
         if is_initialize {
             state.client = params
@@ -336,18 +363,17 @@ impl SessionRecorder {
         );
     }
 
-    fn server_message(&self, peek: Peek, raw: Raw<'_>, at: SystemTime) {
-        if peek.method.is_some() {
+    fn server_message(&self, mut message: Value, at: SystemTime) {
+        if message.get("method").is_some() {
             return;
         }
-        let Some(id) = peek.id else { return };
-        let key = id_key(&id);
+        let Some(id) = message.get("id") else { return };
+        let key = id_key(id);
         let mut state = lock(&self.state);
         let is_initialize = state.initialize_id.as_deref() == Some(key.as_str());
         if !is_initialize && !state.pending.contains_key(&key) {
             return;
         }
-        let Some(message) = raw.parse() else { return };
         if is_initialize {
             state.initialize_id = None;
             if let Some(result) = message.get("result") {
@@ -368,7 +394,7 @@ impl SessionRecorder {
             .or_else(|| state.protocol_version.clone());
         let server = state.server.clone();
         drop(state);
-        let Some(mut outcome) = Outcome::from_response(&message) else {
+        let Some(mut outcome) = Outcome::take_from_response(&mut message) else {
             return;
         };
         let inner = &self.recorder.inner;
@@ -459,39 +485,12 @@ fn hide_values(outcome: &mut Outcome, secrets: &[String]) {
     }
 }
 
-/// One message of a frame, parsed in full only when it matters.
-enum Raw<'a> {
-    Bytes(&'a [u8]),
-    Value(Value),
-}
-
-impl Raw<'_> {
-    fn parse(self) -> Option<Value> {
-        match self {
-            Raw::Bytes(bytes) => serde_json::from_slice(bytes).ok(),
-            Raw::Value(value) => Some(value),
-        }
-    }
-}
-
-fn for_each_message(frame: &[u8], mut each: impl FnMut(Peek, Raw<'_>)) {
-    let first = frame.iter().find(|b| !b.is_ascii_whitespace());
-    if first == Some(&b'[') {
-        let Ok(batch) = serde_json::from_slice::<Vec<Value>>(frame) else {
-            return;
-        };
-        for message in batch {
-            let peek = Peek {
-                id: message.get("id").cloned(),
-                method: message
-                    .get("method")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned),
-            };
-            each(peek, Raw::Value(message));
-        }
-    } else if let Ok(peek) = serde_json::from_slice::<Peek>(frame) {
-        each(peek, Raw::Bytes(frame));
+/// Parses a frame, a message or a batch of them, and hands each message to `each`.
+fn for_each_message(frame: &[u8], mut each: impl FnMut(Value)) {
+    match serde_json::from_slice::<Value>(frame) {
+        Ok(Value::Array(batch)) => batch.into_iter().for_each(each),
+        Ok(message @ Value::Object(_)) => each(message),
+        _ => {}
     }
 }
 

@@ -13,12 +13,25 @@ pub(crate) fn rfc3339_millis(time: SystemTime) -> String {
     let days = (secs / 86_400) as i64;
     let rem = secs % 86_400;
     let (year, month, day) = civil_from_days(days);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{millis:03}Z",
-        rem / 3600,
-        rem / 60 % 60,
-        rem % 60
-    )
+    // Written digit by digit: this runs once per recorded call, on the recorder's hot path.
+    let mut out = String::with_capacity(24);
+    let mut digits = |value: u64, width: u32, after: char| {
+        for place in (0..width).rev() {
+            let digit = (value / 10u64.pow(place) % 10) as u8;
+            out.push(char::from(b'0' + digit));
+        }
+        if after != '\0' {
+            out.push(after);
+        }
+    };
+    digits(year.clamp(0, 9999) as u64, 4, '-');
+    digits(u64::from(month), 2, '-');
+    digits(u64::from(day), 2, 'T');
+    digits(rem / 3600, 2, ':');
+    digits(rem / 60 % 60, 2, ':');
+    digits(rem % 60, 2, '.');
+    digits(u64::from(millis), 3, 'Z');
+    out
 }
 
 /// The proleptic Gregorian date of a day count since 1970-01-01 (Howard Hinnant's algorithm).

@@ -1,7 +1,7 @@
 //! Comparing a recorded outcome with a replayed one: every differing path, into texts that hold JSON,
 //! with `[REDACTED]` matching anything and `--ignore` globs skipping whole subtrees.
 
-use std::fmt;
+use std::fmt::{self, Write as _};
 
 use calltape_recorder::record::{CallError, Outcome};
 use calltape_redact::REDACTED;
@@ -67,11 +67,57 @@ pub struct Comparison {
     pub differences: Vec<Difference>,
 }
 
+impl Comparison {
+    /// No difference.
+    pub(crate) fn same() -> Self {
+        Self {
+            status: Status::Same,
+            differences: Vec::new(),
+        }
+    }
+}
+
 /// Compares recorded outcomes with replayed ones; build it once, use it for every call.
 #[derive(Debug, Clone, Default)]
 pub struct Comparer {
-    ignore: Option<GlobSet>,
+    ignore: Option<Ignore>,
     shape: bool,
+}
+
+/// The `--ignore` globs, compiled once, and what lets most paths skip them.
+#[derive(Debug, Clone)]
+struct Ignore {
+    set: GlobSet,
+    /// The last segment of every glob, when each glob's last segment is a plain name: a path can only
+    /// match when its own last segment is one of these. `None` when some glob ends in a pattern.
+    tails: Option<Vec<String>>,
+}
+
+impl Ignore {
+    fn new(set: GlobSet, globs: &[String]) -> Self {
+        let tails = globs
+            .iter()
+            .map(|glob| {
+                let tail = glob.rsplit('.').next().unwrap_or(glob);
+                let plain =
+                    !tail.is_empty() && !tail.contains(['*', '?', '[', ']', '{', '}', '\\']);
+                plain.then(|| tail.to_owned())
+            })
+            .collect();
+        Self { set, tails }
+    }
+
+    /// Whether a path whose last segment is `last` may match; `false` settles it without globset.
+    fn may_match(&self, last: Option<&Seg<'_>>) -> bool {
+        let Some(tails) = &self.tails else {
+            return true;
+        };
+        match last {
+            Some(Seg::Key(k)) => tails.iter().any(|t| t == k),
+            Some(Seg::Index(n)) => tails.iter().any(|t| t.parse() == Ok(*n)),
+            None => false,
+        }
+    }
 }
 
 /// Builds a [`Comparer`].
@@ -127,12 +173,13 @@ impl ComparerBuilder {
                     })?;
                 set.add(compiled);
             }
-            Some(set.build().map_err(|e| {
+            let set = set.build().map_err(|e| {
                 Error::from(ErrorKind::IgnoreGlob {
                     glob: self.globs.join(","),
                     reason: e.to_string(),
                 })
-            })?)
+            })?;
+            Some(Ignore::new(set, &self.globs))
         };
         Ok(Comparer {
             ignore,
@@ -156,6 +203,23 @@ struct Walk<'c, 'v> {
     comparer: &'c Comparer,
     path: Vec<Seg<'v>>,
     out: Vec<Difference>,
+    /// Reused for every glob check.
+    scratch: String,
+}
+
+impl<'c> Walk<'c, '_> {
+    fn new(comparer: &'c Comparer) -> Self {
+        Self {
+            comparer,
+            path: Vec::new(),
+            out: Vec::new(),
+            scratch: String::new(),
+        }
+    }
+
+    fn ignored(&mut self) -> bool {
+        self.comparer.ignored(&self.path, &mut self.scratch)
+    }
 }
 
 impl Comparer {
@@ -172,12 +236,10 @@ impl Comparer {
     /// Compares a recorded outcome with the replayed one. Both should already be redacted with the
     /// same rules.
     pub fn compare(&self, recorded: &Outcome, replayed: &Outcome) -> Comparison {
-        let mut walk = Walk {
-            comparer: self,
-            path: Vec::new(),
-            out: Vec::new(),
-        };
+        let mut walk = Walk::new(self);
         let status = match (recorded, replayed) {
+            // The common case, settled by one structural equality check: nothing to walk.
+            (Outcome::Answer(r), Outcome::Answer(p)) if r == p => Status::Same,
             (Outcome::Answer(r), Outcome::Answer(p)) => {
                 walk.value(r, p);
                 if walk.out.is_empty() {
@@ -217,33 +279,42 @@ impl Comparer {
         }
     }
 
-    fn ignored(&self, path: &[Seg<'_>]) -> bool {
-        let Some(set) = &self.ignore else {
+    /// Whether `path` matches an `--ignore` glob; `scratch` holds the path as globset reads it.
+    fn ignored(&self, path: &[Seg<'_>], scratch: &mut String) -> bool {
+        let Some(ignore) = &self.ignore else {
             return false;
         };
-        let mut text = String::new();
+        if !ignore.may_match(path.last()) {
+            return false;
+        }
+        scratch.clear();
         for (i, seg) in path.iter().enumerate() {
             if i > 0 {
-                text.push('/');
+                scratch.push('/');
             }
             match seg {
-                Seg::Key(k) => text.push_str(&k.replace('/', "\u{2215}")),
-                Seg::Index(n) => text.push_str(&n.to_string()),
+                Seg::Key(k) if k.contains('/') => scratch.push_str(&k.replace('/', "\u{2215}")),
+                Seg::Key(k) => scratch.push_str(k),
+                Seg::Index(n) => {
+                    let _ = write!(scratch, "{n}");
+                }
             }
         }
-        set.is_match(&text)
+        ignore.set.is_match(scratch.as_str())
     }
 }
 
 fn dot_path(path: &[Seg<'_>]) -> String {
-    let mut text = String::new();
+    let mut text = String::with_capacity(32);
     for (i, seg) in path.iter().enumerate() {
         if i > 0 {
             text.push('.');
         }
         match seg {
             Seg::Key(k) => text.push_str(k),
-            Seg::Index(n) => text.push_str(&n.to_string()),
+            Seg::Index(n) => {
+                let _ = write!(text, "{n}");
+            }
         }
     }
     text
@@ -251,7 +322,7 @@ fn dot_path(path: &[Seg<'_>]) -> String {
 
 impl<'v> Walk<'_, 'v> {
     fn push(&mut self, recorded: Option<&Value>, replayed: Option<&Value>) {
-        if self.comparer.ignored(&self.path) {
+        if self.ignored() {
             return;
         }
         self.out.push(Difference {
@@ -298,7 +369,7 @@ impl<'v> Walk<'_, 'v> {
         }
         match (recorded, replayed) {
             (Value::Object(r), Value::Object(p)) => {
-                if self.comparer.ignored(&self.path) {
+                if self.ignored() {
                     return;
                 }
                 for (key, rv) in r {
@@ -318,7 +389,7 @@ impl<'v> Walk<'_, 'v> {
                 }
             }
             (Value::Array(r), Value::Array(p)) => {
-                if self.comparer.ignored(&self.path) {
+                if self.ignored() {
                     return;
                 }
                 if self.comparer.shape {
@@ -345,11 +416,8 @@ impl<'v> Walk<'_, 'v> {
                 if let (Some(rj), Some(pj)) = (json_in_text(r), json_in_text(p)) {
                     // The parsed values live only for this call: compare them in a walk of their own
                     // that starts at this path, and keep what it found.
-                    let mut inner = Walk {
-                        comparer: self.comparer,
-                        path: self.path.clone(),
-                        out: Vec::new(),
-                    };
+                    let mut inner = Walk::new(self.comparer);
+                    inner.path.extend(self.path.iter().copied());
                     inner.value(&rj, &pj);
                     self.out.append(&mut inner.out);
                     return;
@@ -593,6 +661,20 @@ mod tests {
                 error(json!(-32602), Some("bad")),
                 error(json!(-32602), Some("worse")),
                 "changed; error.message \"bad\" → \"worse\"",
+            ),
+            (
+                "items.1, **.a/b",
+                false,
+                answer(json!({"items": [1, 2, 3], "x": {"a/b": 1, "c": 1}})),
+                answer(json!({"items": [0, 7, 3], "x": {"a/b": 2, "c": 2}})),
+                "changed; items.0 1 → 0; x.c 1 → 2",
+            ),
+            (
+                "**.c*",
+                false,
+                answer(json!({"x": {"a": 1, "cd": 1}})),
+                answer(json!({"x": {"a": 2, "cd": 2}})),
+                "changed; x.a 1 → 2",
             ),
             (
                 "error.message",

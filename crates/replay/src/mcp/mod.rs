@@ -30,6 +30,7 @@ mod update;
 pub use compare::{Comparer, ComparerBuilder, Comparison, Difference, Status};
 pub use report::{CallReport, Format, REPORT_VERSION, ReplayReport, Summary};
 pub use session::{
-    DEFAULT_PROTOCOL_VERSION, DEFAULT_TIMEOUT, Progress, ReplayOptions, Replayed, replay,
+    DEFAULT_PROTOCOL_VERSION, DEFAULT_TIMEOUT, Progress, ReplayOptions, Replayed, compare_outcomes,
+    replay,
 };
 pub use update::update_recording;

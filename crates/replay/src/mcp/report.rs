@@ -4,7 +4,8 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::str::FromStr;
 
-use serde_json::{Map, Value, json};
+use serde::ser::{Serialize, SerializeMap, Serializer};
+use serde_json::Value;
 use similar::{ChangeTag, TextDiff};
 
 use crate::mcp::compare::{Difference, Status};
@@ -173,9 +174,14 @@ impl ReplayReport {
         match format {
             Format::Text => self.to_text(color),
             Format::Json => {
-                let mut text = serde_json::to_string_pretty(&self.to_json()).unwrap_or_default();
-                text.push('\n');
-                text
+                // Serialised straight from the report, without building a `Value` tree first.
+                let differences: usize = self.calls.iter().map(|c| c.differences.len()).sum();
+                let mut bytes = Vec::with_capacity(256 + self.calls.len() * 160 + differences * 96);
+                let mut serializer =
+                    serde_json::Serializer::with_formatter(&mut bytes, LinesFormatter::default());
+                let _ = JsonReport(self).serialize(&mut serializer);
+                bytes.push(b'\n');
+                String::from_utf8(bytes).unwrap_or_default()
             }
             Format::Junit => self.to_junit(),
         }
@@ -185,18 +191,17 @@ impl ReplayReport {
     /// colours only when `color`; the text reads the same without them.
     pub fn to_text(&self, color: bool) -> String {
         let paint = Paint(color);
-        let mut out = String::new();
+        let mut out = String::with_capacity(4096);
         for call in self.calls.iter().filter(|c| c.status != Status::Same) {
-            let status = format!("{:<10}", call.status.as_str());
+            paint.status(&mut out, call.status);
+            out.push(' ');
+            out.push_str(&call.method);
+            out.push(' ');
+            paint.bold(&mut out, &call.name);
             let _ = writeln!(
                 out,
-                "{} {} {}  (call {}, line {}, session {})",
-                paint.status(call.status, &status),
-                call.method,
-                paint.bold(&call.name),
-                call.index,
-                call.line,
-                call.session
+                "  (call {}, line {}, session {})",
+                call.index, call.line, call.session
             );
             for d in &call.differences {
                 write_difference(&mut out, d, paint);
@@ -211,48 +216,7 @@ impl ReplayReport {
 
     /// The JSON report: `{"version":1,"file":…,"calls":N,"summary":{…},"results":[…]}`.
     pub fn to_json(&self) -> Value {
-        let summary = self.summary();
-        let mut counts = Map::new();
-        for status in Status::ALL {
-            counts.insert(status.as_str().into(), json!(summary.count(status)));
-        }
-        let results: Vec<Value> = self
-            .calls
-            .iter()
-            .map(|c| {
-                let differences: Vec<Value> = c
-                    .differences
-                    .iter()
-                    .map(|d| {
-                        let mut m = Map::new();
-                        m.insert("path".into(), Value::String(d.path.clone()));
-                        if let Some(r) = &d.recorded {
-                            m.insert("recorded".into(), r.clone());
-                        }
-                        if let Some(p) = &d.replayed {
-                            m.insert("replayed".into(), p.clone());
-                        }
-                        Value::Object(m)
-                    })
-                    .collect();
-                json!({
-                    "index": c.index,
-                    "line": c.line,
-                    "session": c.session,
-                    "method": c.method,
-                    "name": c.name,
-                    "status": c.status.as_str(),
-                    "differences": differences,
-                })
-            })
-            .collect();
-        json!({
-            "version": REPORT_VERSION,
-            "file": self.file.display().to_string(),
-            "calls": self.calls.len(),
-            "summary": counts,
-            "results": results,
-        })
+        serde_json::to_value(JsonReport(self)).unwrap_or(Value::Null)
     }
 
     /// The JUnit XML report: one testcase per call, one failure per difference.
@@ -263,7 +227,8 @@ impl ReplayReport {
             .filter(|c| c.status != Status::Same)
             .count();
         let file = xml(&self.file.display().to_string());
-        let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+        let mut out = String::with_capacity(256 + self.calls.len() * 160);
+        out.push_str("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
         let _ = writeln!(
             out,
             "<testsuites name=\"calltape replay\" tests=\"{}\" failures=\"{failing}\" errors=\"0\">",
@@ -274,17 +239,15 @@ impl ReplayReport {
             "  <testsuite name=\"{file}\" tests=\"{}\" failures=\"{failing}\" errors=\"0\" skipped=\"0\">",
             self.calls.len()
         );
+        let mut body = String::new();
         for c in &self.calls {
-            let _ = write!(
-                out,
-                "    <testcase classname=\"{}\" name=\"{}\" file=\"{file}\" line=\"{}\">",
-                xml(&c.method),
-                xml(&format!(
-                    "#{} {} (line {}, session {})",
-                    c.index, c.name, c.line, c.session
-                )),
-                c.line
-            );
+            out.push_str("    <testcase classname=\"");
+            push_xml(&mut out, &c.method);
+            let _ = write!(out, "\" name=\"#{} ", c.index);
+            push_xml(&mut out, &c.name);
+            let _ = write!(out, " (line {}, session ", c.line);
+            push_xml(&mut out, &c.session);
+            let _ = write!(out, ")\" file=\"{file}\" line=\"{}\">", c.line);
             if c.status == Status::Same {
                 out.push_str("</testcase>\n");
                 continue;
@@ -298,15 +261,13 @@ impl ReplayReport {
                     show_value(d.recorded.as_ref()),
                     show_value(d.replayed.as_ref())
                 );
-                let mut body = String::new();
+                body.clear();
                 write_difference(&mut body, d, Paint(false));
-                let _ = writeln!(
-                    out,
-                    "      <failure type=\"{}\" message=\"{}\">{}</failure>",
-                    c.status,
-                    xml(&truncate(&message, 500)),
-                    xml(body.trim_end())
-                );
+                let _ = write!(out, "      <failure type=\"{}\" message=\"", c.status);
+                push_xml(&mut out, &truncate(&message, 500));
+                out.push_str("\">");
+                push_xml(&mut out, body.trim_end());
+                out.push_str("</failure>\n");
             }
             out.push_str("    </testcase>\n");
         }
@@ -327,34 +288,73 @@ fn show_value(value: Option<&Value>) -> String {
 }
 
 fn truncate(text: &str, max: usize) -> String {
+    let (head, cut) = clip(text, max);
+    if cut {
+        format!("{head}…")
+    } else {
+        head.to_owned()
+    }
+}
+
+/// `text` cut to at most `max` bytes on a character boundary, and whether it was cut.
+fn clip(text: &str, max: usize) -> (&str, bool) {
     if text.len() <= max {
-        return text.to_owned();
+        return (text, false);
     }
     let mut end = max;
     while !text.is_char_boundary(end) {
         end -= 1;
     }
-    format!("{}…", &text[..end])
+    (&text[..end], true)
+}
+
+/// `value` as JSON (or `(absent)`), cut to 300 bytes, painted with `paint`; `scratch` is reused.
+fn paint_value(
+    out: &mut String,
+    scratch: &mut String,
+    value: Option<&Value>,
+    paint: impl Fn(&mut String, &[&str]),
+) {
+    scratch.clear();
+    match value {
+        None => scratch.push_str("(absent)"),
+        Some(Value::Number(n)) => {
+            let _ = write!(scratch, "{n}");
+        }
+        Some(v) => {
+            let _ = write!(scratch, "{v}");
+        }
+    }
+    let (head, cut) = clip(scratch, 300);
+    paint(out, &[head, if cut { "…" } else { "" }]);
 }
 
 fn write_difference(out: &mut String, d: &Difference, paint: Paint) {
     if let (Some(Value::String(r)), Some(Value::String(p))) = (&d.recorded, &d.replayed)
         && (r.len() > LONG_TEXT || p.len() > LONG_TEXT || r.contains('\n') || p.contains('\n'))
     {
-        let _ = writeln!(out, "    {}:", show_path(&d.path));
+        out.push_str("    ");
+        out.push_str(show_path(&d.path));
+        out.push_str(":\n");
         if r.contains('\n') || p.contains('\n') {
             let diff = TextDiff::from_lines(r.as_str(), p.as_str());
             for change in diff.iter_all_changes() {
                 let line = change.value().trim_end_matches('\n');
-                let _ = match change.tag() {
-                    ChangeTag::Equal => writeln!(out, "        {line}"),
+                match change.tag() {
+                    ChangeTag::Equal => {
+                        out.push_str("        ");
+                        out.push_str(line);
+                    }
                     ChangeTag::Delete => {
-                        writeln!(out, "      {}", paint.removed(&format!("- {line}")))
+                        out.push_str("      ");
+                        paint.removed(out, &["- ", line]);
                     }
                     ChangeTag::Insert => {
-                        writeln!(out, "      {}", paint.added(&format!("+ {line}")))
+                        out.push_str("      ");
+                        paint.added(out, &["+ ", line]);
                     }
-                };
+                }
+                out.push('\n');
             }
         } else {
             let diff = TextDiff::from_words(r.as_str(), p.as_str());
@@ -363,80 +363,290 @@ fn write_difference(out: &mut String, d: &Difference, paint: Paint) {
                 let word = change.value();
                 match change.tag() {
                     ChangeTag::Equal => out.push_str(word),
-                    ChangeTag::Delete => out.push_str(&paint.removed(&format!("[-{word}-]"))),
-                    ChangeTag::Insert => out.push_str(&paint.added(&format!("{{+{word}+}}"))),
+                    ChangeTag::Delete => paint.removed(out, &["[-", word, "-]"]),
+                    ChangeTag::Insert => paint.added(out, &["{+", word, "+}"]),
                 }
             }
             out.push('\n');
         }
         return;
     }
-    let _ = writeln!(
-        out,
-        "    {}: {} → {}",
-        show_path(&d.path),
-        paint.removed(&truncate(&show_value(d.recorded.as_ref()), 300)),
-        paint.added(&truncate(&show_value(d.replayed.as_ref()), 300))
-    );
+    let mut scratch = String::new();
+    out.push_str("    ");
+    out.push_str(show_path(&d.path));
+    out.push_str(": ");
+    paint_value(out, &mut scratch, d.recorded.as_ref(), |o, p| {
+        paint.removed(o, p)
+    });
+    out.push_str(" → ");
+    paint_value(out, &mut scratch, d.replayed.as_ref(), |o, p| {
+        paint.added(o, p)
+    });
+    out.push('\n');
 }
 
-/// ANSI colour when wanted; plain text otherwise.
+/// ANSI colour when wanted; plain text otherwise. Each method appends its pieces to `out`.
 #[derive(Clone, Copy)]
 struct Paint(bool);
 
 impl Paint {
-    fn wrap(self, code: &str, text: &str) -> String {
+    fn wrap(self, out: &mut String, code: &str, pieces: &[&str]) {
         if self.0 {
-            format!("\x1b[{code}m{text}\x1b[0m")
-        } else {
-            text.to_owned()
+            out.push_str("\x1b[");
+            out.push_str(code);
+            out.push('m');
+        }
+        for piece in pieces {
+            out.push_str(piece);
+        }
+        if self.0 {
+            out.push_str("\x1b[0m");
         }
     }
 
-    fn status(self, status: Status, text: &str) -> String {
+    /// The status, padded to the widest one so the methods line up.
+    fn status(self, out: &mut String, status: Status) {
         let code = match status {
             Status::Same => "32",
             Status::Changed => "33",
             Status::NewError => "31",
             Status::GoneError => "36",
         };
-        self.wrap(code, text)
+        let text = status.as_str();
+        let pad = &"          "[..10usize.saturating_sub(text.len())];
+        self.wrap(out, code, &[text, pad]);
     }
 
-    fn bold(self, text: &str) -> String {
-        self.wrap("1", text)
+    fn bold(self, out: &mut String, text: &str) {
+        self.wrap(out, "1", &[text]);
     }
 
-    fn removed(self, text: &str) -> String {
-        self.wrap("31", text)
+    fn removed(self, out: &mut String, pieces: &[&str]) {
+        self.wrap(out, "31", pieces);
     }
 
-    fn added(self, text: &str) -> String {
-        self.wrap("32", text)
+    fn added(self, out: &mut String, pieces: &[&str]) {
+        self.wrap(out, "32", pieces);
+    }
+}
+
+/// Pretty JSON down to the list of results, then one result per line: a report of 10,000 calls stays
+/// readable, greppable and small.
+#[derive(Default)]
+struct LinesFormatter {
+    depth: usize,
+    /// Whether the container being written holds anything yet.
+    has_value: bool,
+}
+
+impl LinesFormatter {
+    /// Containers opened at this depth or deeper are written compactly.
+    const FLAT: usize = 2;
+
+    fn newline<W: ?Sized + std::io::Write>(&self, writer: &mut W) -> std::io::Result<()> {
+        writer.write_all(b"\n")?;
+        for _ in 0..self.depth {
+            writer.write_all(b"  ")?;
+        }
+        Ok(())
+    }
+
+    fn open<W: ?Sized + std::io::Write>(
+        &mut self,
+        writer: &mut W,
+        bracket: &[u8],
+    ) -> std::io::Result<()> {
+        self.depth += 1;
+        self.has_value = false;
+        writer.write_all(bracket)
+    }
+
+    fn close<W: ?Sized + std::io::Write>(
+        &mut self,
+        writer: &mut W,
+        bracket: &[u8],
+    ) -> std::io::Result<()> {
+        self.depth -= 1;
+        if self.depth < Self::FLAT && self.has_value {
+            self.newline(writer)?;
+        }
+        self.has_value = true;
+        writer.write_all(bracket)
+    }
+
+    fn item<W: ?Sized + std::io::Write>(
+        &mut self,
+        writer: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        self.has_value = true;
+        if !first {
+            writer.write_all(b",")?;
+        }
+        if self.depth <= Self::FLAT {
+            self.newline(writer)?;
+        }
+        Ok(())
+    }
+}
+
+impl serde_json::ser::Formatter for LinesFormatter {
+    fn begin_array<W: ?Sized + std::io::Write>(&mut self, writer: &mut W) -> std::io::Result<()> {
+        self.open(writer, b"[")
+    }
+
+    fn end_array<W: ?Sized + std::io::Write>(&mut self, writer: &mut W) -> std::io::Result<()> {
+        self.close(writer, b"]")
+    }
+
+    fn begin_array_value<W: ?Sized + std::io::Write>(
+        &mut self,
+        writer: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        self.item(writer, first)
+    }
+
+    fn begin_object<W: ?Sized + std::io::Write>(&mut self, writer: &mut W) -> std::io::Result<()> {
+        self.open(writer, b"{")
+    }
+
+    fn end_object<W: ?Sized + std::io::Write>(&mut self, writer: &mut W) -> std::io::Result<()> {
+        self.close(writer, b"}")
+    }
+
+    fn begin_object_key<W: ?Sized + std::io::Write>(
+        &mut self,
+        writer: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        self.item(writer, first)
+    }
+
+    fn begin_object_value<W: ?Sized + std::io::Write>(
+        &mut self,
+        writer: &mut W,
+    ) -> std::io::Result<()> {
+        writer.write_all(if self.depth <= Self::FLAT {
+            b": "
+        } else {
+            b":"
+        })
+    }
+}
+
+/// The JSON report's shape, serialised from the report as it stands.
+struct JsonReport<'a>(&'a ReplayReport);
+
+impl Serialize for JsonReport<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let report = self.0;
+        let summary = report.summary();
+        let mut map = serializer.serialize_map(Some(5))?;
+        map.serialize_entry("version", &REPORT_VERSION)?;
+        map.serialize_entry("file", &report.file.display().to_string())?;
+        map.serialize_entry("calls", &report.calls.len())?;
+        map.serialize_entry("summary", &JsonSummary(summary))?;
+        map.serialize_entry("results", &JsonResults(&report.calls))?;
+        map.end()
+    }
+}
+
+struct JsonSummary(Summary);
+
+impl Serialize for JsonSummary {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(Status::ALL.len()))?;
+        for status in Status::ALL {
+            map.serialize_entry(status.as_str(), &self.0.count(status))?;
+        }
+        map.end()
+    }
+}
+
+struct JsonResults<'a>(&'a [CallReport]);
+
+impl Serialize for JsonResults<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.iter().map(JsonCall))
+    }
+}
+
+struct JsonCall<'a>(&'a CallReport);
+
+impl Serialize for JsonCall<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let c = self.0;
+        let mut map = serializer.serialize_map(Some(7))?;
+        map.serialize_entry("index", &c.index)?;
+        map.serialize_entry("line", &c.line)?;
+        map.serialize_entry("session", &c.session)?;
+        map.serialize_entry("method", &c.method)?;
+        map.serialize_entry("name", &c.name)?;
+        map.serialize_entry("status", c.status.as_str())?;
+        map.serialize_entry("differences", &JsonDifferences(&c.differences))?;
+        map.end()
+    }
+}
+
+struct JsonDifferences<'a>(&'a [Difference]);
+
+impl Serialize for JsonDifferences<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.iter().map(JsonDifference))
+    }
+}
+
+struct JsonDifference<'a>(&'a Difference);
+
+impl Serialize for JsonDifference<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let d = self.0;
+        let fields = 1 + usize::from(d.recorded.is_some()) + usize::from(d.replayed.is_some());
+        let mut map = serializer.serialize_map(Some(fields))?;
+        map.serialize_entry("path", &d.path)?;
+        if let Some(r) = &d.recorded {
+            map.serialize_entry("recorded", r)?;
+        }
+        if let Some(p) = &d.replayed {
+            map.serialize_entry("replayed", p)?;
+        }
+        map.end()
     }
 }
 
 /// Escapes text for XML, dropping the control characters XML 1.0 cannot hold.
 fn xml(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            '\t' | '\n' | '\r' => out.push(c),
-            c if (c as u32) < 0x20 => out.push('\u{FFFD}'),
-            c => out.push(c),
-        }
-    }
+    push_xml(&mut out, text);
     out
+}
+
+/// Appends `text` to `out`, escaped for XML: runs of plain text are copied whole.
+fn push_xml(out: &mut String, text: &str) {
+    let mut plain = 0;
+    for (at, c) in text.char_indices() {
+        let escaped = match c {
+            '&' => "&amp;",
+            '<' => "&lt;",
+            '>' => "&gt;",
+            '"' => "&quot;",
+            '\'' => "&apos;",
+            '\t' | '\n' | '\r' => continue,
+            c if (c as u32) < 0x20 => "\u{FFFD}",
+            _ => continue,
+        };
+        out.push_str(&text[plain..at]);
+        out.push_str(escaped);
+        plain = at + c.len_utf8();
+    }
+    out.push_str(&text[plain..]);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn diff(path: &str, recorded: Option<Value>, replayed: Option<Value>) -> Difference {
         Difference {
@@ -580,6 +790,9 @@ gone-error tools/call refund  (call 3, line 3, session 3f9a1c2e)
             json!({"path": "error", "replayed": {"code": "card_declined", "message": "card <declined>"}})
         );
         assert_eq!(value["results"][3]["differences"], json!([]));
+        let rendered = sample().render(Format::Json, false);
+        assert!(rendered.ends_with("}\n"), "{rendered}");
+        assert_eq!(serde_json::from_str::<Value>(&rendered).unwrap(), value);
     }
 
     #[test]
@@ -591,6 +804,15 @@ gone-error tools/call refund  (call 3, line 3, session 3f9a1c2e)
         assert!(xml.contains(r#"<failure type="changed" message="changed: structuredContent.price: 12 → 15">    structuredContent.price: 12 → 15</failure>"#), "{xml}");
         assert!(xml.contains("card &lt;declined&gt;"));
         assert!(xml.contains(r##"<testcase classname="resources/read" name="#4 demo://rates (line 5, session 77aa0b1c)" file="calls.jsonl" line="5"></testcase>"##), "{xml}");
+    }
+
+    #[test]
+    fn xml_escapes_markup_and_drops_control_characters() {
+        assert_eq!(
+            xml("a<b>&\"c\" 'd'\u{1}\té"),
+            "a&lt;b&gt;&amp;&quot;c&quot; &apos;d&apos;\u{FFFD}\té"
+        );
+        assert_eq!(xml("plain"), "plain");
     }
 
     #[test]

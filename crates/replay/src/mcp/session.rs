@@ -7,7 +7,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
-use calltape_recorder::record::{Outcome, RecordedCall, Recording, redact_outcome, request_params};
+use calltape_recorder::record::{
+    CallRecord, Outcome, RecordedCall, Recording, redact_outcome, request_params,
+};
 use calltape_redact::Redactor;
 use calltape_stdio_bridge::{Link, Upstream, UpstreamEvent};
 use futures::StreamExt;
@@ -15,7 +17,7 @@ use serde_json::{Map, Value, json};
 use tokio::time::Instant;
 
 use crate::error::{Error, ErrorKind};
-use crate::mcp::compare::Comparer;
+use crate::mcp::compare::{Comparer, Comparison};
 use crate::mcp::report::{CallReport, ReplayReport};
 
 /// The protocol version a replay asks for when the recording names none.
@@ -148,28 +150,48 @@ pub async fn replay(
         .into_iter()
         .map(|o| o.unwrap_or(Outcome::Answer(Value::Null)))
         .collect();
+    Ok(compare_outcomes(recording, outcomes, options))
+}
+
+/// Redacts the replayed outcomes (one per call of `recording`, in order, as the server gave them),
+/// compares each with its recorded outcome, and builds the report.
+///
+/// A replayed outcome equal to the recorded one is kept as it is and is `same`: the recording already
+/// holds exactly that value, and redacting is idempotent, so redacting it would change nothing. Every
+/// other outcome is redacted with the options' redactor before it is compared or kept.
+pub fn compare_outcomes(
+    recording: &Recording,
+    mut outcomes: Vec<Outcome>,
+    options: &ReplayOptions,
+) -> Replayed {
     let calls = recording
         .calls
         .iter()
-        .zip(&outcomes)
+        .zip(&mut outcomes)
         .enumerate()
         .map(|(i, (call, replayed))| {
-            let comparison = options.comparer.compare(&call.record.outcome, replayed);
+            let recorded = &call.record.outcome;
+            let comparison = if recorded == replayed {
+                Comparison::same()
+            } else {
+                redact_outcome(&options.redactor, replayed);
+                options.comparer.compare(recorded, replayed)
+            };
             CallReport::new(
                 i + 1,
                 call.line,
-                call.record.session.clone(),
-                call.record.method.clone(),
-                call.record.name.clone(),
+                call.record.session.as_str(),
+                call.record.method.as_str(),
+                call.record.name.as_str(),
                 comparison.status,
                 comparison.differences,
             )
         })
         .collect();
-    Ok(Replayed {
+    Replayed {
         report: ReplayReport::new(recording.path.clone(), calls),
         outcomes,
-    })
+    }
 }
 
 /// One session: connect, initialize as the recorded client did, send each call, close.
@@ -196,23 +218,31 @@ async fn run_session(
             "cannot start the server for recorded session {session}: {e}"
         ))
     })?;
+    let stateless = is_stateless(first.record.protocol_version.as_deref());
     let mut conn = Conn {
         link,
         timeout: options.timeout,
         initialize: initialize_request(&first.record),
+        stateless,
     };
     let result = async {
-        conn.handshake()
-            .await
-            .map_err(|why| fail(format!("initialize for recorded session {session}: {why}")))?;
+        if !stateless {
+            conn.handshake()
+                .await
+                .map_err(|why| fail(format!("initialize for recorded session {session}: {why}")))?;
+        }
         let mut outcomes = Vec::with_capacity(calls.len());
         for (n, (index, call)) in calls.iter().enumerate() {
             let record = &call.record;
+            let mut params = request_params(record);
+            if stateless && let Value::Object(params) = &mut params {
+                params.insert("_meta".into(), stateless_meta(record));
+            }
             let request = json!({
                 "jsonrpc": "2.0",
                 "id": n + 1,
                 "method": record.method,
-                "params": request_params(record),
+                "params": params,
             });
             let answer = conn.request(request).await.map_err(|why| {
                 fail(format!(
@@ -223,10 +253,8 @@ async fn run_session(
                     call.line
                 ))
             })?;
-            let mut outcome =
-                Outcome::from_response(&answer).unwrap_or(Outcome::Answer(Value::Null));
-            redact_outcome(&options.redactor, &mut outcome);
-            outcomes.push(outcome);
+            // Redacted in `compare_outcomes`, before anything compares or keeps it.
+            outcomes.push(Outcome::from_response(&answer).unwrap_or(Outcome::Answer(Value::Null)));
             tick();
         }
         Ok(outcomes)
@@ -238,13 +266,42 @@ async fn run_session(
     result
 }
 
-fn initialize_request(record: &calltape_recorder::record::CallRecord) -> Value {
-    let client = record.client.clone().unwrap_or_else(|| {
+/// The first protocol revision without `initialize`: each request carries the client's info and
+/// protocol version in `params._meta` instead.
+const STATELESS_SINCE: &str = "2026-07-28";
+
+/// Where the stateless revision puts what `initialize` used to carry.
+const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
+const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+
+/// Whether a session recorded with `version` speaks the stateless revision (dated versions compare
+/// as text).
+fn is_stateless(version: Option<&str>) -> bool {
+    version.is_some_and(|v| v >= STATELESS_SINCE)
+}
+
+/// The recorded client info, or calltape's own when the recording has none.
+fn client_info(record: &CallRecord) -> Map<String, Value> {
+    record.client.clone().unwrap_or_else(|| {
         let mut m = Map::new();
         m.insert("name".into(), json!("calltape-replay"));
         m.insert("version".into(), json!(env!("CARGO_PKG_VERSION")));
         m
-    });
+    })
+}
+
+/// The request `_meta` a stateless client sends: the recorded protocol version and client info.
+fn stateless_meta(record: &CallRecord) -> Value {
+    json!({
+        META_PROTOCOL_VERSION: record.protocol_version.as_deref().unwrap_or(STATELESS_SINCE),
+        META_CLIENT_INFO: client_info(record),
+        META_CLIENT_CAPABILITIES: {},
+    })
+}
+
+fn initialize_request(record: &CallRecord) -> Value {
+    let client = client_info(record);
     json!({
         "jsonrpc": "2.0",
         "id": 0,
@@ -261,6 +318,8 @@ struct Conn {
     link: Link,
     timeout: Duration,
     initialize: Value,
+    /// The session speaks the stateless revision: no `initialize`, ever.
+    stateless: bool,
 }
 
 impl Conn {
@@ -307,7 +366,9 @@ impl Conn {
                     }
                 }
                 UpstreamEvent::SessionExpired { frame } => {
-                    self.reinitialize().await?;
+                    if !self.stateless {
+                        self.reinitialize().await?;
+                    }
                     self.link
                         .outgoing
                         .send(frame)
@@ -337,17 +398,8 @@ impl Conn {
         let method = message.get("method").and_then(Value::as_str);
         match (method, message.get("id")) {
             (Some(method), Some(request_id)) => {
-                let reply = match method {
-                    "ping" => json!({"jsonrpc": "2.0", "id": request_id, "result": {}}),
-                    "roots/list" => {
-                        json!({"jsonrpc": "2.0", "id": request_id, "result": {"roots": []}})
-                    }
-                    _ => json!({"jsonrpc": "2.0", "id": request_id, "error": {
-                        "code": -32601,
-                        "message": format!("calltape replay does not answer {method}"),
-                    }}),
-                };
-                self.send(&reply).await?;
+                self.send(&answer_server_request(method, request_id))
+                    .await?;
                 Ok(None)
             }
             (Some(_), None) => Ok(None),
@@ -387,6 +439,25 @@ impl Conn {
     }
 }
 
+/// The answer to a request the server sent during a replay: `ping` is answered; anything else
+/// (sampling, elicitation, roots, …) needs the real client, which a replay does not have, so it gets
+/// an error saying so, as a client without that capability would answer.
+fn answer_server_request(method: &str, id: &Value) -> Value {
+    if method == "ping" {
+        return json!({"jsonrpc": "2.0", "id": id, "result": {}});
+    }
+    json!({"jsonrpc": "2.0", "id": id, "error": {
+        "code": METHOD_NOT_FOUND,
+        "message": format!(
+            "calltape replay cannot answer {method}: a replay has no client to ask, and the \
+             recording holds only the client's calls"
+        ),
+    }})
+}
+
+/// JSON-RPC's "method not found": what a client that does not offer a capability answers.
+const METHOD_NOT_FOUND: i64 = -32601;
+
 fn into_messages(value: Value) -> Vec<Value> {
     match value {
         Value::Array(items) => items,
@@ -399,5 +470,41 @@ fn humanize(d: Duration) -> String {
         format!("{}s", d.as_secs())
     } else {
         format!("{}ms", d.as_millis())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mcp::Status;
+
+    #[test]
+    fn replayed_outcomes_are_redacted_unless_they_equal_the_recording() {
+        let lines = [
+            r#"{"v":1,"at":"2026-11-29T20:46:45.123Z","session":"3f9a1c2e","method":"tools/call","name":"a","answer":{"apiKey":"[REDACTED]","n":1},"durationMs":1}"#,
+            r#"{"v":1,"at":"2026-11-29T20:46:45.123Z","session":"3f9a1c2e","method":"tools/call","name":"b","answer":{"n":1},"durationMs":1}"#,
+            r#"{"v":1,"at":"2026-11-29T20:46:45.123Z","session":"3f9a1c2e","method":"tools/call","name":"c","answer":{"n":1},"durationMs":1}"#,
+        ]
+        .join("\n");
+        let recording = Recording::parse("calls.jsonl", lines.as_bytes()).unwrap();
+        let outcomes = vec![
+            Outcome::Answer(json!({"apiKey": "sk-live-abcdefghijklmnop", "n": 1})),
+            Outcome::Answer(json!({"n": 1})),
+            Outcome::Answer(json!({"n": 2, "note": "Bearer abc123"})),
+        ];
+        let replayed = compare_outcomes(&recording, outcomes, &ReplayOptions::default());
+        let statuses: Vec<Status> = replayed.report.calls.iter().map(|c| c.status).collect();
+        assert_eq!(statuses, [Status::Same, Status::Same, Status::Changed]);
+        assert_eq!(
+            replayed.outcomes,
+            [
+                Outcome::Answer(json!({"apiKey": "[REDACTED]", "n": 1})),
+                Outcome::Answer(json!({"n": 1})),
+                Outcome::Answer(json!({"n": 2, "note": "Bearer [REDACTED]"})),
+            ]
+        );
+        let note = &replayed.report.calls[2].differences[1];
+        assert_eq!(note.path, "note");
+        assert_eq!(note.replayed, Some(json!("Bearer [REDACTED]")));
     }
 }

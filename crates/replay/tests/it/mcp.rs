@@ -14,13 +14,24 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 /// A small MCP server living in the test: `quote` answers a price, `secret` answers a token, `ask`
-/// pings the client before answering, `hang` never answers and `crash` closes the link.
+/// pings the client before answering, `needs` asks the client for a sampling, an elicitation and its
+/// roots and answers with what the client replied, `hang` never answers and `crash` closes the link.
 #[derive(Default)]
 struct Fake {
     price: i64,
     connects: AtomicUsize,
     initializes: Mutex<Vec<Value>>,
+    /// Every message the server received, in order.
+    received: Mutex<Vec<Value>>,
 }
+
+/// The requests `needs` sends the client, by id.
+const NEEDS: [(&str, &str); 4] = [
+    ("srv-sampling", "sampling/createMessage"),
+    ("srv-elicitation", "elicitation/create"),
+    ("srv-roots", "roots/list"),
+    ("srv-ping", "ping"),
+];
 
 /// The fake as an upstream: every connect is a fresh "process" of the same server.
 struct Server(Arc<Fake>);
@@ -38,8 +49,11 @@ impl Upstream for Server {
             let (ev_tx, ev_rx) = mpsc::channel::<UpstreamEvent>(16);
             tokio::spawn(async move {
                 let mut asked: Option<Value> = None;
+                let mut needed: Option<Value> = None;
+                let mut replies: Vec<Value> = Vec::new();
                 while let Some(frame) = out_rx.recv().await {
                     let message: Value = serde_json::from_slice(&frame).unwrap();
+                    fake.received.lock().unwrap().push(message.clone());
                     let id = message.get("id").cloned();
                     let reply = |result: Value| {
                         Bytes::from(
@@ -79,6 +93,18 @@ impl Upstream for Server {
                                 let _ = ev_tx.send(UpstreamEvent::Message(Bytes::from_static(
                                     b"{\"jsonrpc\":\"2.0\",\"id\":\"srv-1\",\"method\":\"ping\"}"))).await;
                             }
+                            "needs" => {
+                                needed = id.clone();
+                                for (request_id, method) in NEEDS {
+                                    let request = json!({"jsonrpc": "2.0", "id": request_id,
+                                        "method": method, "params": {}});
+                                    let _ = ev_tx
+                                        .send(UpstreamEvent::Message(Bytes::from(
+                                            serde_json::to_vec(&request).unwrap(),
+                                        )))
+                                        .await;
+                                }
+                            }
                             "crash" => {
                                 let _ = ev_tx
                                     .send(UpstreamEvent::Closed {
@@ -89,6 +115,22 @@ impl Upstream for Server {
                             }
                             _ => {}
                         },
+                        None if NEEDS.iter().any(|(request_id, _)| {
+                            message.get("id") == Some(&json!(request_id))
+                        }) =>
+                        {
+                            replies.push(message);
+                            if replies.len() == NEEDS.len() {
+                                replies.sort_by_key(|m| m["id"].as_str().unwrap().to_owned());
+                                let answer = json!({"jsonrpc": "2.0", "id": needed.take(),
+                                    "result": {"replies": replies.split_off(0)}});
+                                let _ = ev_tx
+                                    .send(UpstreamEvent::Message(Bytes::from(
+                                        serde_json::to_vec(&answer).unwrap(),
+                                    )))
+                                    .await;
+                            }
+                        }
                         None if message.get("id") == Some(&json!("srv-1")) => {
                             // The client answered our ping: now answer the call that asked.
                             let answer = json!({"jsonrpc": "2.0", "id": asked.take(), "result": {"pinged": message["result"].is_object()}});
@@ -332,6 +374,119 @@ async fn progress_is_reported_per_call() {
     .await
     .unwrap();
     assert_eq!(*seen.lock().unwrap(), [(1, 2), (2, 2)]);
+}
+
+#[tokio::test]
+async fn a_stateless_session_sends_no_initialize_and_carries_the_client_in_meta() {
+    let dir = tempfile::tempdir().unwrap();
+    let recording = write(
+        &dir,
+        &[
+            line(
+                "cccccccc",
+                "stateless",
+                Some("2026-07-28"),
+                "quote",
+                r#""answer":{"structuredContent":{"price":12}}"#,
+            ),
+            line(
+                "cccccccc",
+                "stateless",
+                Some("2026-07-28"),
+                "quote",
+                r#""answer":{"structuredContent":{"price":12}}"#,
+            ),
+        ],
+    );
+    let fake = Arc::new(Fake {
+        price: 12,
+        ..Fake::default()
+    });
+    let replayed = replay(
+        &recording,
+        Arc::new(Server(fake.clone())),
+        &ReplayOptions::default(),
+    )
+    .await
+    .unwrap();
+    assert!(
+        !replayed.report.has_differences(),
+        "{}",
+        replayed.report.to_text(false)
+    );
+    let received = fake.received.lock().unwrap().clone();
+    let methods: Vec<&str> = received
+        .iter()
+        .map(|m| m["method"].as_str().unwrap_or("(answer)"))
+        .collect();
+    assert_eq!(methods, ["tools/call", "tools/call"]);
+    assert!(fake.initializes.lock().unwrap().is_empty());
+    for call in &received {
+        assert_eq!(
+            call["params"]["_meta"],
+            json!({
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientInfo": {"name": "stateless", "version": "1"},
+                "io.modelcontextprotocol/clientCapabilities": {},
+            })
+        );
+        assert_eq!(call["params"]["name"], "quote");
+    }
+}
+
+#[tokio::test]
+async fn server_requests_get_a_ping_answer_or_a_clear_error_and_the_call_still_compares() {
+    let refused = |method: &str| {
+        format!(
+            "calltape replay cannot answer {method}: a replay has no client to ask, and the \
+             recording holds only the client's calls"
+        )
+    };
+    let replies = json!([
+        {"jsonrpc": "2.0", "id": "srv-elicitation", "error": {"code": -32601, "message": refused("elicitation/create")}},
+        {"jsonrpc": "2.0", "id": "srv-ping", "result": {}},
+        {"jsonrpc": "2.0", "id": "srv-roots", "error": {"code": -32601, "message": refused("roots/list")}},
+        {"jsonrpc": "2.0", "id": "srv-sampling", "error": {"code": -32601, "message": refused("sampling/createMessage")}},
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let recording = write(
+        &dir,
+        &[
+            line(
+                "aaaaaaaa",
+                "c",
+                None,
+                "needs",
+                &format!(r#""answer":{{"replies":{replies}}}"#),
+            ),
+            line(
+                "aaaaaaaa",
+                "c",
+                None,
+                "quote",
+                r#""answer":{"structuredContent":{"price":12}}"#,
+            ),
+        ],
+    );
+    let fake = Arc::new(Fake {
+        price: 15,
+        ..Fake::default()
+    });
+    let options = ReplayOptions::default().timeout(Duration::from_secs(5));
+    let replayed = replay(&recording, Arc::new(Server(fake)), &options)
+        .await
+        .unwrap();
+    let statuses: Vec<Status> = replayed.report.calls.iter().map(|c| c.status).collect();
+    assert_eq!(
+        statuses,
+        [Status::Same, Status::Changed],
+        "{}",
+        replayed.report.to_text(false)
+    );
+    assert_eq!(
+        replayed.report.calls[1].differences[0].path,
+        "structuredContent.price"
+    );
 }
 
 #[test]
