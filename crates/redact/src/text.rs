@@ -35,9 +35,34 @@ static CLASS: [u8; 256] = classes();
 /// Texts from this length up remember the names they decided.
 const CACHED_TEXT: usize = 1024;
 
-// The skip loop in `scan_text` turns "the byte before is a word byte" into 0
-// or 1 by masking with `WORD`.
-const _: () = assert!(WORD == 1);
+/// One bit per pair of bytes `(before, byte)`: whether the text scan stops at
+/// `byte`, a separator, or a word rule's first letter that starts a word.
+static STOPS: [u64; 1024] = stops();
+
+const fn stops() -> [u64; 1024] {
+    let class = classes();
+    let mut t = [0u64; 1024];
+    let mut before = 0;
+    while before < 256 {
+        let mut c = 0;
+        while c < 256 {
+            let k = class[c];
+            if k & SEP != 0 || (k & START != 0 && class[before] & WORD == 0) {
+                let pair = (before << 8) | c;
+                t[pair >> 6] |= 1 << (pair & 63);
+            }
+            c += 1;
+        }
+        before += 1;
+    }
+    t
+}
+
+#[inline]
+fn stops_at(before: u8, byte: u8) -> bool {
+    let pair = (usize::from(before) << 8) | usize::from(byte);
+    STOPS[pair >> 6] >> (pair & 63) & 1 != 0
+}
 
 const fn classes() -> [u8; 256] {
     let mut t = [0u8; 256];
@@ -251,15 +276,13 @@ impl Inner {
             // that starts a word. No branch depends on the letter alone, so
             // common letters inside words cost no mispredicted branch.
             let from = i;
-            let mut prev = if i > 0 { CLASS[b[i - 1] as usize] } else { 0 };
-            while i < n {
-                let k = CLASS[b[i] as usize];
-                // `START` counts only when the byte before is not a word byte.
-                let wanted = SEP | (START * ((prev & WORD) ^ WORD));
-                if k & wanted != 0 {
-                    break;
-                }
-                prev = k;
+            if i == 0 && n > 0 && !has(b[0], SEP | START) {
+                i = 1;
+            }
+            // From the second byte on, the pair of a byte and the one before
+            // it decides, in one look-up with nothing carried from one byte
+            // to the next.
+            while i > 0 && i < n && !stops_at(b[i - 1], b[i]) {
                 i += 1;
             }
             step!(i - from + 1);
