@@ -11,10 +11,9 @@
 //! (`record`, writing to `CALLTAPE_BENCH_RECORD`), composed as `calltape record` composes them.
 
 use std::hint::black_box;
-use std::io::{BufRead, BufReader, BufWriter, Write};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::Duration;
 
+use calltape_benches::stdio_peer::{Peer, ROLE, echo_server};
 use calltape_recorder::record::{
     CallError, ErrorCode, Outcome, Recorder, RecorderOptions, Recording,
 };
@@ -24,7 +23,6 @@ use calltape_stdio_bridge::{Bridge, ChildUpstream, Direction, TapEvent};
 use criterion::{BatchSize, Criterion, Throughput};
 use serde_json::{Value, json};
 
-const ROLE: &str = "CALLTAPE_BENCH_ROLE";
 const RECORD_TO: &str = "CALLTAPE_BENCH_RECORD";
 /// Calls compared per iteration, and messages per pipelined iteration.
 const CALLS: usize = 10_000;
@@ -130,38 +128,6 @@ fn compare_and_report(c: &mut Criterion) {
 // ---------------------------------------------------------------------------------------------------
 // Recording's cost on the bridge.
 
-fn echo_server() {
-    let mut input = BufReader::with_capacity(1 << 16, std::io::stdin().lock());
-    let mut out = BufWriter::new(std::io::stdout().lock());
-    let mut line = String::new();
-    loop {
-        line.clear();
-        match input.read_line(&mut line) {
-            Ok(0) | Err(_) => break,
-            Ok(_) => {}
-        }
-        let Ok(request) = serde_json::from_str::<Value>(&line) else {
-            continue;
-        };
-        let Some(id) = request.get("id") else {
-            continue;
-        };
-        let result = if request["method"] == "initialize" {
-            json!({ "protocolVersion": "2025-06-18", "capabilities": { "tools": {} },
-                "serverInfo": { "name": "bench-echo", "version": "1" } })
-        } else {
-            json!({ "content": [{ "type": "text", "text": request["params"]["arguments"]["text"] }] })
-        };
-        let answer = json!({ "jsonrpc": "2.0", "id": id, "result": result });
-        if writeln!(out, "{answer}").is_err() {
-            break;
-        }
-        if input.buffer().is_empty() && out.flush().is_err() {
-            break;
-        }
-    }
-}
-
 /// `calltape bridge -- <echo>` or `calltape record -o FILE -- <echo>`, composed the same way.
 fn bridge(record: bool) {
     let exe = std::env::current_exe().expect("own path");
@@ -198,50 +164,12 @@ fn bridge(record: bool) {
     runtime.shutdown_timeout(Duration::from_millis(100));
 }
 
-struct Peer {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    stdout: BufReader<ChildStdout>,
-    line: String,
-}
-
-impl Peer {
-    fn start(role: &str, record_to: Option<&std::path::Path>) -> Self {
-        let mut command = Command::new(std::env::current_exe().expect("own path"));
-        command.env(ROLE, role);
-        if let Some(path) = record_to {
-            command.env(RECORD_TO, path);
-        }
-        let mut child = command
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start the peer");
-        let stdin = child.stdin.take().expect("stdin");
-        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
-        let mut peer = Self {
-            child,
-            stdin: Some(stdin),
-            stdout,
-            line: String::new(),
-        };
-        let input = peer.stdin.as_mut().expect("stdin");
-        input.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},\"clientInfo\":{\"name\":\"bench\",\"version\":\"1\"}}}\n").expect("write");
-        peer.stdout.read_line(&mut peer.line).expect("read");
-        let input = peer.stdin.as_mut().expect("stdin");
-        input
-            .write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n")
-            .expect("write");
-        peer
+fn start_peer(role: &str, record_to: Option<&std::path::Path>) -> Peer {
+    let mut command = Peer::own_binary(role);
+    if let Some(path) = record_to {
+        command.env(RECORD_TO, path);
     }
-}
-
-impl Drop for Peer {
-    fn drop(&mut self) {
-        self.stdin = None;
-        let _ = self.child.wait();
-    }
+    Peer::start(command)
 }
 
 fn recording_throughput(c: &mut Criterion) {
@@ -257,34 +185,11 @@ fn recording_throughput(c: &mut Criterion) {
     group.throughput(Throughput::Elements(CALLS as u64));
     group.sample_size(20);
     for (name, mut peer) in [
-        ("bridge", Peer::start("bridge", None)),
-        (
-            "bridge_with_record",
-            Peer::start("record", Some(&record_to)),
-        ),
+        ("bridge", start_peer("bridge", None)),
+        ("bridge_with_record", start_peer("record", Some(&record_to))),
     ] {
         group.bench_function(name, |b| {
-            b.iter(|| {
-                let Peer {
-                    stdin,
-                    stdout,
-                    line,
-                    ..
-                } = &mut peer;
-                let stdin = stdin.as_mut().expect("stdin open");
-                std::thread::scope(|scope| {
-                    scope.spawn(|| {
-                        stdin.write_all(&calls).expect("write");
-                        stdin.flush().expect("flush");
-                    });
-                    let mut bytes = 0;
-                    for _ in 0..CALLS {
-                        line.clear();
-                        bytes += stdout.read_line(line).expect("read");
-                    }
-                    black_box(bytes)
-                })
-            });
+            b.iter(|| black_box(peer.pipeline(&calls, CALLS)));
         });
     }
     group.finish();

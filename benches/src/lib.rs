@@ -2,3 +2,4 @@
 #![forbid(unsafe_code)]
 
 pub mod redact;
+pub mod stdio_peer;

@@ -3,7 +3,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use calltape_stdio_bridge::{BoxFuture, Bridge, Error, Frame, Link, Upstream, UpstreamEvent};
+use calltape_stdio_bridge::{BoxFuture, Error, Frame, Link, Upstream, UpstreamEvent};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
@@ -121,12 +121,7 @@ fn methods(sent: &[Value]) -> Vec<String> {
 #[tokio::test]
 async fn an_expired_session_is_reinitialized_and_the_request_retried_once() {
     let upstream = Scripted::default();
-    let mut client = Client::start(
-        Bridge::builder()
-            .upstream(upstream.clone())
-            .build()
-            .expect("bridge"),
-    );
+    let mut client = Client::over(upstream.clone());
     client.initialize().await;
     let answer = client.call(1, "expire", json!({})).await;
     assert_eq!(text(&answer), "expire");
@@ -170,12 +165,7 @@ async fn an_expired_session_is_reinitialized_and_the_request_retried_once() {
 #[tokio::test]
 async fn a_frame_refused_before_sending_is_held_and_sent_again() {
     let upstream = Scripted::default();
-    let mut client = Client::start(
-        Bridge::builder()
-            .upstream(upstream.clone())
-            .build()
-            .expect("bridge"),
-    );
+    let mut client = Client::over(upstream.clone());
     client.initialize().await;
     let answer = client.call(1, "refused", json!({})).await;
     assert_eq!(text(&answer), "refused");
@@ -189,12 +179,7 @@ async fn a_frame_refused_before_sending_is_held_and_sent_again() {
 #[tokio::test]
 async fn a_frame_lost_after_sending_is_an_error_and_never_replayed() {
     let upstream = Scripted::default();
-    let mut client = Client::start(
-        Bridge::builder()
-            .upstream(upstream.clone())
-            .build()
-            .expect("bridge"),
-    );
+    let mut client = Client::over(upstream.clone());
     client.initialize().await;
     let answer = client.call(1, "dropped", json!({})).await;
     assert_eq!(answer["error"]["code"], -32001, "{answer}");
@@ -215,12 +200,7 @@ async fn a_frame_lost_after_sending_is_an_error_and_never_replayed() {
 #[tokio::test]
 async fn an_answer_that_is_not_mcp_is_an_upstream_protocol_error() {
     let upstream = Scripted::default();
-    let mut client = Client::start(
-        Bridge::builder()
-            .upstream(upstream)
-            .build()
-            .expect("bridge"),
-    );
+    let mut client = Client::over(upstream);
     client.initialize().await;
     let answer = client.call(1, "html", json!({})).await;
     assert_eq!(answer["error"]["code"], -32004, "{answer}");

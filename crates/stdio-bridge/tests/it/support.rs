@@ -35,6 +35,16 @@ pub(crate) struct Client {
 }
 
 impl Client {
+    /// A client of a bridge with default settings in front of `upstream`.
+    pub(crate) fn over(upstream: impl calltape_stdio_bridge::Upstream) -> Self {
+        Self::start(
+            Bridge::builder()
+                .upstream(upstream)
+                .build()
+                .expect("bridge"),
+        )
+    }
+
     pub(crate) fn start(bridge: Bridge) -> Self {
         let (tx, bridge_in) = tokio::io::duplex(1 << 20);
         let (bridge_out, rx) = tokio::io::duplex(1 << 20);
