@@ -24,7 +24,7 @@ pub struct Dropped {
     pub refused: u64,
     /// The line could not be serialized, or held a newline of its own.
     pub invalid: u64,
-    /// The writer's background task was gone (its runtime shut down).
+    /// The writer's background thread was gone.
     pub closed: u64,
 }
 
@@ -202,7 +202,7 @@ impl Shared {
             ),
             (Reason::Closed, _) => tracing::warn!(
                 kind = "writer_closed",
-                "{path}: the writer's background task is gone (its runtime shut down); lines are dropped"
+                "{path}: the writer's background thread is gone; lines are dropped"
             ),
         }
     }
@@ -283,13 +283,17 @@ pub(crate) fn with_serialized<T: serde::Serialize + ?Sized, R>(
 const CHUNK: usize = 256 * 1024;
 
 /// Moves lines into a sink: reads the destination's size before each write, stops at the cap, counts
-/// and reports failures. Runs on a blocking thread.
+/// and reports failures. Runs where blocking is allowed: the asynchronous writer's own thread, or the
+/// caller's thread for the synchronous writer.
 pub(crate) struct Engine {
     sink: Box<dyn Sink>,
     shared: std::sync::Arc<Shared>,
     fsync: Fsync,
     since_sync: u64,
     buf: Vec<u8>,
+    /// How many lines of the current (or last) [`write`](Engine::write) call are written or counted as
+    /// dropped: what a caller that catches a panicking sink has left to count.
+    pub(crate) settled: usize,
 }
 
 impl fmt::Debug for Engine {
@@ -307,23 +311,22 @@ impl Engine {
             fsync,
             since_sync: 0,
             buf: Vec::new(),
+            settled: 0,
         };
         engine.refresh_len();
         engine
-    }
-
-    pub(crate) fn shared(&self) -> &Shared {
-        &self.shared
     }
 
     /// Writes `lines` (each without its newline) in as few `write` calls as [`CHUNK`] allows.
     pub(crate) fn write<L: AsRef<[u8]>>(&mut self, lines: &[L]) {
         let shared = self.shared.clone();
         let mut i = 0;
+        self.settled = 0;
         while i < lines.len() {
+            self.settled = i;
             if shared.capped.load(Ordering::Relaxed) {
                 shared.drop_lines(Reason::SizeCap, (lines.len() - i) as u64, None);
-                return;
+                break;
             }
             let size = match self.sink.size() {
                 Ok(size) => size,
@@ -348,6 +351,7 @@ impl Engine {
                     shared.written.fetch_add(n, Ordering::Relaxed);
                     shared.set_bytes_on_disk(size + self.buf.len() as u64);
                     self.since_sync += n;
+                    self.settled = j;
                     if let Fsync::EveryLines(every) = self.fsync
                         && self.since_sync >= every.max(1)
                     {
@@ -361,6 +365,7 @@ impl Engine {
             }
             i = j;
         }
+        self.settled = lines.len();
     }
 
     /// Gathers lines from `from` into the buffer while they fit both the chunk and the cap (given the

@@ -5,9 +5,10 @@
 //! by nobody else, and survive a crash with at most its last partial line lost. This crate keeps those
 //! promises, and stores what it is given: deciding what is secret is the caller's job.
 //!
-//! - [`JsonlWriter`] (Tokio): `append` enqueues and returns at once; a background task writes. The
-//!   queue holds at most `max_bytes` of lines; a full queue drops lines. [`SyncJsonlWriter`] does the
-//!   same from the calling thread, for programs without a runtime.
+//! - [`JsonlWriter`] (async): `append` enqueues and returns at once; a background thread gathers
+//!   queued lines into batches and writes them. The queue holds at most `max_bytes` of lines; a full
+//!   queue drops lines. [`SyncJsonlWriter`] does the same from the calling thread, for programs
+//!   without a runtime.
 //! - Files are opened append + create + no-follow: a symbolic link is refused, a new file is created
 //!   with [`Options::mode`] (`0o600`), and an existing file is set to that mode before its first line.
 //!   A file owned by another user than this process's effective user, or whose mode cannot be set (a

@@ -17,8 +17,8 @@ use crate::options::Options;
 /// [`JsonlWriter::open`](crate::JsonlWriter::open) writes to a file through the crate's own sink; a
 /// caller can plug in another one with [`JsonlWriter::with_sink`](crate::JsonlWriter::with_sink) (an
 /// in-memory buffer, a pipe, or a sink that stalls or fails, to test how a program copes with a slow or
-/// full disk). A sink is called from one thread at a time: by [`JsonlWriter`](crate::JsonlWriter) on a
-/// blocking thread, never on an async task; by [`SyncJsonlWriter`](crate::SyncJsonlWriter) on the
+/// full disk). A sink is called from one thread at a time: by [`JsonlWriter`](crate::JsonlWriter) on its
+/// own writer thread, never on an async task; by [`SyncJsonlWriter`](crate::SyncJsonlWriter) on the
 /// caller's thread.
 ///
 /// ```

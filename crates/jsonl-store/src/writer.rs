@@ -1,14 +1,19 @@
-//! The asynchronous writer: callers enqueue, one background task writes.
+//! The asynchronous writer: callers enqueue, one background thread gathers lines into batches and
+//! writes them.
 
+use std::any::Any;
 use std::io;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
+use std::thread::{self, Thread};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use serde::Serialize;
-use tokio::sync::{mpsc, oneshot};
-use tokio::task::JoinHandle;
+use tokio::sync::oneshot;
 
 use crate::engine::{Engine, Reason, Shared, WriterReport, check_line, with_serialized};
 use crate::error::{Error, ErrorKind};
@@ -18,6 +23,18 @@ use crate::sink::{Sink, open_file};
 /// The most bytes of lines handed to the disk in one batch.
 const MAX_BATCH: usize = 1024 * 1024;
 
+/// How long the writer thread waits, after the first line of a batch, for more lines to join it. A
+/// steady stream of small lines then costs about one wake-up and one `write` per millisecond instead
+/// of one per line.
+const LINGER: Duration = Duration::from_millis(1);
+
+/// A batch this large is written without lingering (half of `max_bytes` when that is smaller, so a
+/// small queue never fills while the thread waits).
+const LINGER_BYTES: u64 = 64 * 1024;
+
+/// The name of the writer thread, as debuggers and `top -H` show it.
+const THREAD_NAME: &str = "calltape-writer";
+
 enum Msg {
     Line(Bytes),
     Flush(oneshot::Sender<()>),
@@ -26,84 +43,119 @@ enum Msg {
 /// Appends JSON lines to a file without ever blocking or failing the caller.
 ///
 /// [`append`](JsonlWriter::append) and [`append_line`](JsonlWriter::append_line) only put the line in
-/// an in-memory queue and return; one background Tokio task writes the queue to the file in batches.
-/// The queue holds at most `max_bytes` of lines: while a slow disk keeps it full, new lines are
-/// dropped. Nothing is ever returned as an error: dropped lines, refusals and failures are logged once
-/// per kind through `tracing` and counted in the [`WriterReport`] that [`flush`](JsonlWriter::flush) and
-/// [`close`](JsonlWriter::close) return.
+/// an in-memory queue and return. One background thread per writer (named `calltape-writer`) owns the
+/// file: it gathers queued lines into batches, waiting about a millisecond after the first line of a
+/// batch for more to join it unless a flush or close is waiting, and writes each batch in as few
+/// `write` calls as it can. The caller's runtime never runs any of this work.
 ///
-/// Dropping a writer without closing it lets the background task finish the queue on its own (as
-/// long as the runtime keeps running); `close` waits for that and returns the report.
+/// The queue holds at most `max_bytes` of lines: while a slow disk keeps it full, new lines are
+/// dropped. Nothing is ever returned as an error: dropped lines, refusals and failures (a sink that
+/// panics counts as a failed write) are logged once per kind through `tracing` and counted in the
+/// [`WriterReport`] that [`flush`](JsonlWriter::flush) and [`close`](JsonlWriter::close) return.
+///
+/// Dropping a writer without closing it lets the background thread finish the queue on its own (and
+/// `fsync` per the policy), as long as the process keeps running; `close` waits for that and returns
+/// the report.
 #[derive(Debug)]
 pub struct JsonlWriter {
     shared: Arc<Shared>,
-    tx: Option<mpsc::UnboundedSender<Msg>>,
-    task: Option<JoinHandle<()>>,
+    tx: Option<Sender<Msg>>,
+    /// The writer thread: woken early when a flush, a close or a large queue should end its wait.
+    thread: Option<Thread>,
+    /// Resolves (its sender is dropped) when the writer thread has finished.
+    finished: Option<oneshot::Receiver<()>>,
+    /// Queued bytes at which an append wakes the writer thread instead of letting it wait.
+    wake_at: u64,
 }
 
 impl JsonlWriter {
-    /// Opens `path` for appending and starts the background writer.
+    /// Opens `path` for appending and starts the background writer thread.
     ///
     /// Never fails: a file that is refused (a symbolic link, a file owned by another user, one whose
     /// mode cannot be set, a missing folder) gets no line, and the refusal is logged once and named in
-    /// the report.
-    ///
-    /// # Panics
-    ///
-    /// When called outside a Tokio runtime.
+    /// the report. The file is opened on the writer thread, so the caller's runtime never blocks on
+    /// it; any async runtime can await this.
     pub async fn open(path: impl AsRef<Path>, options: Options) -> Self {
         let path = path.as_ref().to_owned();
         let shared = Arc::new(Shared::new(path.clone(), options.max_bytes));
-        let engine = {
-            let shared = shared.clone();
-            tokio::task::spawn_blocking(move || {
-                open_file(&path, &options)
-                    .map(|sink| Engine::new(Box::new(sink), shared, options.fsync))
-            })
-            .await
-        };
-        match engine {
-            Ok(Ok(engine)) => Self::start(shared, engine),
-            Ok(Err(error)) => Self::refused(shared, error),
-            Err(join) => {
-                let error = Error::open(&shared.path, io::Error::other(join.to_string()));
-                Self::refused(shared, error)
-            }
-        }
+        let fsync = options.fsync;
+        Self::start(shared, move |shared| {
+            open_file(&path, &options).map(|sink| Engine::new(Box::new(sink), shared, fsync))
+        })
+        .await
     }
 
     /// Starts a writer that writes to `sink` instead of a file it opens itself; `name` stands for the
     /// destination in messages and the report.
     ///
     /// The cap, the queue, the `fsync` policy and the report work as with [`open`](JsonlWriter::open);
-    /// `mode` and `create_dirs` are the sink's business.
-    ///
-    /// # Panics
-    ///
-    /// When called outside a Tokio runtime.
+    /// `mode` and `create_dirs` are the sink's business. The sink is called on the writer thread only.
     pub async fn with_sink(name: impl Into<PathBuf>, sink: impl Sink, options: Options) -> Self {
         let shared = Arc::new(Shared::new(name.into(), options.max_bytes));
-        let engine = {
-            let shared = shared.clone();
-            let sink: Box<dyn Sink> = Box::new(sink);
-            tokio::task::spawn_blocking(move || Engine::new(sink, shared, options.fsync)).await
-        };
-        match engine {
-            Ok(engine) => Self::start(shared, engine),
-            Err(join) => {
-                let error = Error::open(&shared.path, io::Error::other(join.to_string()));
-                Self::refused(shared, error)
-            }
-        }
+        let sink: Box<dyn Sink> = Box::new(sink);
+        let fsync = options.fsync;
+        Self::start(shared, move |shared| Ok(Engine::new(sink, shared, fsync))).await
     }
 
-    fn start(shared: Arc<Shared>, engine: Engine) -> Self {
-        let (tx, rx) = mpsc::unbounded_channel();
-        let task = tokio::spawn(run(engine, rx));
-        Self {
-            shared,
-            tx: Some(tx),
-            task: Some(task),
+    /// Starts the writer thread, which builds the engine with `make` (opening the file, reading its
+    /// size) and then writes until every handle is gone.
+    async fn start(
+        shared: Arc<Shared>,
+        make: impl FnOnce(Arc<Shared>) -> Result<Engine, Error> + Send + 'static,
+    ) -> Self {
+        let wake_at = LINGER_BYTES.min(shared.max_bytes / 2);
+        let (tx, rx) = mpsc::channel();
+        let (opened_tx, opened) = oneshot::channel();
+        let (finished_tx, finished) = oneshot::channel::<()>();
+        let thread_shared = shared.clone();
+        // The thread logs where the caller would: to the caller's subscriber, scoped or global.
+        let dispatch = tracing::dispatcher::get_default(Clone::clone);
+        let spawned = thread::Builder::new()
+            .name(THREAD_NAME.into())
+            .spawn(move || {
+                // Dropped when this thread ends, however it ends: `close` waits for that.
+                let _finished = finished_tx;
+                let shared = thread_shared;
+                tracing::dispatcher::with_default(&dispatch, || {
+                    let made = catch_unwind(AssertUnwindSafe(|| make(shared.clone())));
+                    let made = made.unwrap_or_else(|panic| {
+                        let error =
+                            io::Error::other(format!("the sink panicked: {}", message(&*panic)));
+                        Err(Error::open(&shared.path, error))
+                    });
+                    match made {
+                        Ok(engine) => {
+                            let _ = opened_tx.send(Ok(()));
+                            run(engine, shared, rx, wake_at as usize);
+                        }
+                        Err(error) => {
+                            let _ = opened_tx.send(Err(error));
+                        }
+                    }
+                });
+            });
+        let thread = match spawned {
+            Ok(handle) => handle.thread().clone(),
+            Err(e) => {
+                let error = io::Error::other(format!("cannot start the writer thread: {e}"));
+                let error = Error::open(&shared.path, error);
+                return Self::refused(shared, error);
+            }
+        };
+        match opened.await {
+            Ok(Ok(())) => Self {
+                shared,
+                tx: Some(tx),
+                thread: Some(thread),
+                finished: Some(finished),
+                wake_at,
+            },
+            Ok(Err(error)) => Self::refused(shared, error),
+            Err(_) => {
+                let error = io::Error::other("the writer thread ended while opening");
+                let error = Error::open(&shared.path, error);
+                Self::refused(shared, error)
+            }
         }
     }
 
@@ -112,7 +164,9 @@ impl JsonlWriter {
         Self {
             shared,
             tx: None,
-            task: None,
+            thread: None,
+            finished: None,
+            wake_at: 0,
         }
     }
 
@@ -167,6 +221,10 @@ impl JsonlWriter {
             shared.queued.fetch_sub(n, Ordering::AcqRel);
             let reason = shared.stopped().unwrap_or(Reason::Closed);
             shared.drop_lines(reason, 1, None);
+        } else if before < self.wake_at && before + n >= self.wake_at {
+            // The queue just grew past what is worth waiting for: write it now. Only the append that
+            // crosses the mark pays for the wake-up.
+            self.wake();
         }
     }
 
@@ -175,6 +233,7 @@ impl JsonlWriter {
         if let Some(tx) = &self.tx {
             let (done, wait) = oneshot::channel();
             if tx.send(Msg::Flush(done)).is_ok() {
+                self.wake();
                 let _ = wait.await;
             }
         }
@@ -182,11 +241,12 @@ impl JsonlWriter {
     }
 
     /// Writes what is queued, `fsync`s unless the policy is [`Fsync::Never`](crate::Fsync::Never), stops
-    /// the background task and returns the final report.
+    /// the background thread and returns the final report.
     pub async fn close(mut self) -> WriterReport {
         self.tx = None;
-        if let Some(task) = self.task.take() {
-            let _ = task.await;
+        self.wake();
+        if let Some(finished) = self.finished.take() {
+            let _ = finished.await;
         }
         self.shared.report()
     }
@@ -205,60 +265,157 @@ impl JsonlWriter {
     pub fn path(&self) -> &Path {
         &self.shared.path
     }
+
+    /// Ends the writer thread's wait for more lines, so that it writes what it holds now.
+    fn wake(&self) {
+        if let Some(thread) = &self.thread {
+            thread.unpark();
+        }
+    }
 }
 
-/// The background task: gathers queued lines into batches and writes each on a blocking thread.
-async fn run(engine: Engine, mut rx: mpsc::UnboundedReceiver<Msg>) {
-    let mut engine = Some(engine);
-    let mut batch: Vec<Bytes> = Vec::new();
-    let mut flushes: Vec<oneshot::Sender<()>> = Vec::new();
-    while let Some(first) = rx.recv().await {
-        let mut next = Some(first);
-        let mut bytes = 0usize;
-        while let Some(msg) = next.take() {
-            match msg {
-                Msg::Line(line) => {
-                    bytes += line.len() + 1;
-                    batch.push(line);
+impl Drop for JsonlWriter {
+    fn drop(&mut self) {
+        // Closing the channel tells the thread to write the rest of the queue and finish; waking it
+        // saves it the rest of its wait.
+        self.tx = None;
+        self.wake();
+    }
+}
+
+/// Lines taken from the queue and not yet written, with the flushes waiting for them.
+struct Batch {
+    lines: Vec<Bytes>,
+    /// Bytes of `lines`, newlines included: what leaves the `queued` count once they are handled.
+    bytes: usize,
+    flushes: Vec<oneshot::Sender<()>>,
+    /// Whether to write at once: a flush or a close is waiting, or the batch is full.
+    now: bool,
+}
+
+impl Batch {
+    /// Takes `msg` into the batch; returns whether the batch should stop taking messages.
+    fn take(&mut self, msg: Msg) -> bool {
+        match msg {
+            Msg::Line(line) => {
+                self.bytes += line.len() + 1;
+                self.lines.push(line);
+                if self.bytes >= MAX_BATCH {
+                    self.now = true;
                 }
-                Msg::Flush(done) => {
-                    flushes.push(done);
-                    break;
+                self.now
+            }
+            // Lines after a flush wait for the next batch, so the flush is answered soon.
+            Msg::Flush(done) => {
+                self.flushes.push(done);
+                self.now = true;
+                true
+            }
+        }
+    }
+
+    /// Takes what the queue holds now, until the batch is full or a flush is taken.
+    fn drain(&mut self, rx: &Receiver<Msg>) {
+        loop {
+            match rx.try_recv() {
+                Ok(msg) => {
+                    if self.take(msg) {
+                        return;
+                    }
+                }
+                Err(TryRecvError::Empty) => return,
+                // Every handle is gone and the queue is empty: write what is here and finish.
+                Err(TryRecvError::Disconnected) => {
+                    self.now = true;
+                    return;
                 }
             }
-            if bytes >= MAX_BATCH {
+        }
+    }
+}
+
+/// The writer thread: gathers queued lines into batches and writes each, until every handle is gone
+/// and the queue is empty; then closes the engine (the last `fsync`).
+///
+/// A sink that panics is caught: the lines it was given count as failed writes, and so does every
+/// later line, since a sink left halfway through a write cannot be trusted with the next one.
+fn run(engine: Engine, shared: Arc<Shared>, rx: Receiver<Msg>, linger_bytes: usize) {
+    let mut engine = Some(engine);
+    let mut batch = Batch {
+        lines: Vec::new(),
+        bytes: 0,
+        flushes: Vec::new(),
+        now: false,
+    };
+    while let Ok(first) = rx.recv() {
+        let deadline = Instant::now() + LINGER;
+        if !batch.take(first) {
+            batch.drain(&rx);
+        }
+        // Linger: let more lines join a small batch, unless something waits for it. A flush, a close
+        // or a growing queue unparks this thread; anything else only costs an extra look.
+        while !batch.now && batch.bytes < linger_bytes {
+            let now = Instant::now();
+            if now >= deadline {
                 break;
             }
-            next = rx.try_recv().ok();
+            thread::park_timeout(deadline - now);
+            batch.drain(&rx);
         }
-        let Some(mut e) = engine.take() else { break };
-        let refresh = !flushes.is_empty();
-        let lines = std::mem::take(&mut batch);
-        let done = tokio::task::spawn_blocking(move || {
-            e.write(&lines);
-            if refresh {
-                e.refresh_len();
+
+        let refresh = !batch.flushes.is_empty();
+        match engine.as_mut() {
+            Some(e) => {
+                let written = catch_unwind(AssertUnwindSafe(|| {
+                    e.write(&batch.lines);
+                    if refresh {
+                        e.refresh_len();
+                    }
+                }));
+                if let Err(panic) = written {
+                    let left = batch.lines.len().saturating_sub(e.settled) as u64;
+                    let error =
+                        io::Error::other(format!("the sink panicked: {}", message(&*panic)));
+                    let error = Error::write(&shared.path, error);
+                    shared.drop_lines(Reason::WriteFailed, left, Some(error));
+                    if let Some(e) = engine.take() {
+                        // The sink's own drop may panic too; it has nothing left to lose.
+                        let _ = catch_unwind(AssertUnwindSafe(move || drop(e)));
+                    }
+                }
             }
-            (e, lines)
-        })
-        .await;
-        match done {
-            Ok((e, mut lines)) => {
-                e.shared().queued.fetch_sub(bytes as u64, Ordering::AcqRel);
-                lines.clear();
-                batch = lines;
-                engine = Some(e);
-            }
-            // The runtime is shutting down (or the sink panicked): nothing more can be written.
-            Err(_) => break,
+            None => shared.drop_lines(Reason::WriteFailed, batch.lines.len() as u64, None),
         }
-        for done in flushes.drain(..) {
+        shared
+            .queued
+            .fetch_sub(batch.bytes as u64, Ordering::AcqRel);
+        batch.lines.clear();
+        batch.bytes = 0;
+        batch.now = false;
+        for done in batch.flushes.drain(..) {
             let _ = done.send(());
         }
     }
     if let Some(mut e) = engine {
-        let _ = tokio::task::spawn_blocking(move || e.close()).await;
+        let closed = catch_unwind(AssertUnwindSafe(|| e.close()));
+        if let Err(panic) = closed {
+            let error = io::Error::other(format!("the sink panicked: {}", message(&*panic)));
+            shared.drop_lines(
+                Reason::WriteFailed,
+                0,
+                Some(Error::write(&shared.path, error)),
+            );
+        }
     }
+}
+
+/// The message a panic was raised with, when it is text.
+fn message(panic: &(dyn Any + Send)) -> &str {
+    panic
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("no message")
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 //! Tests that need other processes re-run this test binary with `CALLTAPE_JSONL_CHILD` naming the
 //! child's role; the test checks it first thing and plays that role instead.
 
+mod batching;
 mod failures;
 mod files;
 mod process;
