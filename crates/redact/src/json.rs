@@ -16,6 +16,61 @@ use crate::step;
 /// the text rules only; the cap keeps the work linear.
 pub(crate) const MAX_EMBED: u8 = 8;
 
+/// The shortest JSON text whose field-name decisions are cached.
+const CACHED_JSON: usize = 256;
+
+/// Open containers held without the heap.
+const INLINE_DEPTH: usize = 64;
+
+/// The closing bracket of every open container: the first `INLINE_DEPTH` in place, deeper ones on
+/// the heap, so that scanning a small text allocates nothing.
+struct Closers {
+    inline: [u8; INLINE_DEPTH],
+    deeper: Vec<u8>,
+    len: usize,
+}
+
+impl Closers {
+    fn new() -> Self {
+        Self {
+            inline: [0; INLINE_DEPTH],
+            deeper: Vec::new(),
+            len: 0,
+        }
+    }
+
+    fn push(&mut self, close: u8) {
+        match self.inline.get_mut(self.len) {
+            Some(slot) => *slot = close,
+            None => self.deeper.push(close),
+        }
+        self.len += 1;
+    }
+
+    fn pop(&mut self) {
+        if self.len > INLINE_DEPTH {
+            self.deeper.pop();
+        }
+        self.len = self.len.saturating_sub(1);
+    }
+
+    fn last(&self) -> Option<u8> {
+        match self.len {
+            0 => None,
+            n if n <= INLINE_DEPTH => Some(self.inline[n - 1]),
+            _ => self.deeper.last().copied(),
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
 fn is_ws(c: u8) -> bool {
     matches!(c, b' ' | b'\t' | b'\n' | b'\r')
 }
@@ -305,14 +360,15 @@ impl Inner {
     fn scan_json(&self, text: &str, embed: u8, out: &mut Vec<Span>) -> bool {
         let b = text.as_bytes();
         // Closing bracket of every open container.
-        let mut stack: Vec<u8> = Vec::new();
+        let mut stack = Closers::new();
         let mut expect = Expect::Value;
         // While `Some((depth, start))`, the value that started at `start` at
         // `depth` is being replaced whole: nothing inside it is looked at.
         let mut suppress: Option<(usize, usize)> = None;
         let mut redact_next = false;
         let mut saw_value = false;
-        let mut names = NameCache::new();
+        // A short text holds few names: deciding each is cheaper than setting up the cache.
+        let mut names = (b.len() >= CACHED_JSON).then(NameCache::new);
         let mut i = 0;
         loop {
             i = skip_ws(b, i);
@@ -383,19 +439,26 @@ impl Inner {
                     }
                     i += 1;
                     if suppress.is_none() {
-                        redact_next = names.decide(b, s.start, s.end, || {
+                        let decide = || {
                             if s.escaped {
                                 self.is_redacted_name(&decode(&b[s.start..s.end], None))
                             } else {
                                 self.is_redacted_name(&text[s.start..s.end])
                             }
-                        });
+                        };
+                        redact_next = match &mut names {
+                            Some(names) => names.decide(b, s.start, s.end, decide),
+                            None => {
+                                step!(s.end - s.start + 1);
+                                decide()
+                            }
+                        };
                     }
                     expect = Expect::Value;
                     continue;
                 }
                 Expect::CommaOrEnd => {
-                    let Some(&close) = stack.last() else {
+                    let Some(close) = stack.last() else {
                         return false;
                     };
                     if c == b',' {
