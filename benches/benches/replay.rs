@@ -37,6 +37,7 @@ fn main() {
     let mut criterion = Criterion::default().configure_from_args();
     compare_and_report(&mut criterion);
     recording_throughput(&mut criterion);
+    recorder_alone(&mut criterion);
     criterion.final_summary();
 }
 
@@ -155,11 +156,15 @@ fn bridge(record: bool) {
         None
     };
     let bridge = builder.build().expect("bridge");
-    runtime
+    let summary = runtime
         .block_on(bridge.run(tokio::io::stdin(), tokio::io::stdout()))
         .expect("bridge run");
     if let Some(recorder) = recorder {
-        runtime.block_on(recorder.close());
+        let report = runtime.block_on(recorder.close());
+        eprintln!(
+            "replay/record_pipelined_10k: {report}; frames the tap dropped: {}",
+            summary.tap_dropped
+        );
     }
     runtime.shutdown_timeout(Duration::from_millis(100));
 }
@@ -184,17 +189,74 @@ fn recording_throughput(c: &mut Criterion) {
     let mut group = c.benchmark_group("replay/record_pipelined_10k");
     group.throughput(Throughput::Elements(CALLS as u64));
     group.sample_size(20);
+    let mut sent = 0;
     for (name, mut peer) in [
         ("bridge", start_peer("bridge", None)),
         ("bridge_with_record", start_peer("record", Some(&record_to))),
     ] {
         group.bench_function(name, |b| {
-            b.iter(|| black_box(peer.pipeline(&calls, CALLS)));
+            b.iter(|| {
+                sent += CALLS;
+                black_box(peer.pipeline(&calls, CALLS))
+            });
         });
+        if name == "bridge" {
+            sent = 0;
+        }
+        drop(peer);
     }
     group.finish();
     let lines = std::fs::read_to_string(&record_to)
         .map(|t| t.lines().count())
         .unwrap_or(0);
-    eprintln!("replay/record_pipelined_10k: the recorder wrote {lines} lines");
+    eprintln!("replay/record_pipelined_10k: {sent} calls made with a recorder, {lines} recorded");
+}
+
+/// The recorder's own work per call, without a bridge: 10,000 requests and their answers shown to one
+/// session, each written as a record. Baseline in the same run: reading every frame into a `Value`,
+/// the least a recorder that parses its traffic pays.
+fn recorder_alone(c: &mut Criterion) {
+    let frames: Vec<(String, String)> = (0..CALLS)
+        .map(|i| {
+            let id = i + 1;
+            (
+                format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"tools/call\",\"params\":{{\"name\":\"echo\",\"arguments\":{{\"text\":\"hello {i}\"}}}}}}"),
+                format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{\"content\":[{{\"type\":\"text\",\"text\":\"hello {i}\"}}]}}}}"),
+            )
+        })
+        .collect();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let recorder = runtime
+        .block_on(Recorder::open(
+            dir.path().join("alone.jsonl"),
+            RecorderOptions::default().max_bytes(1 << 40),
+        ))
+        .expect("recorder");
+    let mut group = c.benchmark_group("replay/recorder_10k");
+    group.throughput(Throughput::Elements(CALLS as u64));
+    group.bench_function("parse_frames_as_values", |b| {
+        b.iter(|| {
+            for (request, answer) in &frames {
+                black_box(serde_json::from_str::<Value>(request).expect("json"));
+                black_box(serde_json::from_str::<Value>(answer).expect("json"));
+            }
+        });
+    });
+    group.bench_function("record", |b| {
+        let _entered = runtime.enter();
+        b.iter(|| {
+            let session = recorder.session();
+            let at = std::time::SystemTime::now();
+            for (request, answer) in &frames {
+                session.client_frame(request.as_bytes(), at);
+                session.server_frame(answer.as_bytes(), at);
+            }
+        });
+    });
+    group.finish();
+    runtime.block_on(recorder.close());
 }

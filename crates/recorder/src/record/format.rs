@@ -3,6 +3,7 @@
 use std::fmt;
 
 use serde::ser::{Serialize, SerializeMap, Serializer};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 /// The format version this build writes and reads.
@@ -116,14 +117,20 @@ impl Outcome {
     /// copying it.
     pub(crate) fn take_from_response(response: &mut Value) -> Option<Self> {
         if let Some(result) = response.get_mut("result") {
-            if result.get("isError").and_then(Value::as_bool) == Some(true) {
-                return Some(Self::Error(CallError::from_tool_result(result)));
-            }
-            return Some(Self::Answer(result.take()));
+            return Some(Self::from_result(result.take()));
         }
         response
             .get("error")
             .map(|error| Self::Error(CallError::from_jsonrpc(error)))
+    }
+
+    /// The outcome a JSON-RPC `result` stands for: an answer unless it is a tool result with
+    /// `isError: true`.
+    pub(crate) fn from_result(result: Value) -> Self {
+        if result.get("isError").and_then(Value::as_bool) == Some(true) {
+            return Self::Error(CallError::from_tool_result(&result));
+        }
+        Self::Answer(result)
     }
 
     /// Whether this is an error.
@@ -241,32 +248,125 @@ impl fmt::Display for ErrorCode {
 
 impl Serialize for CallRecord {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let (answer, error) = match &self.outcome {
+            Outcome::Answer(answer) => (Some(answer), None),
+            Outcome::Error(error) => (None, Some(error.to_value())),
+        };
+        RecordLine {
+            at: &self.at,
+            session: &self.session,
+            client: self.client.as_ref(),
+            server: self.server.as_ref(),
+            protocol_version: self.protocol_version.as_deref(),
+            method: &self.method,
+            name: &self.name,
+            input: self.input.as_ref(),
+            answer,
+            error: error.as_ref(),
+            duration_ms: self.duration_ms,
+        }
+        .serialize(serializer)
+    }
+}
+
+/// The fields of one record line, borrowed: the one place the line's layout is written down. `M` is
+/// how client and server info are held, `V` how the input and the answer are (a `Value`, or the raw
+/// JSON text the recorder took from the traffic).
+pub(crate) struct RecordLine<'a, M: ?Sized, V: ?Sized> {
+    pub(crate) at: &'a str,
+    pub(crate) session: &'a str,
+    pub(crate) client: Option<&'a M>,
+    pub(crate) server: Option<&'a M>,
+    pub(crate) protocol_version: Option<&'a str>,
+    pub(crate) method: &'a str,
+    pub(crate) name: &'a str,
+    pub(crate) input: Option<&'a V>,
+    /// The answer, or else `error`.
+    pub(crate) answer: Option<&'a V>,
+    pub(crate) error: Option<&'a Value>,
+    pub(crate) duration_ms: f64,
+}
+
+impl<M: Serialize + ?Sized, V: Serialize + ?Sized> Serialize for RecordLine<'_, M, V> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut map = serializer.serialize_map(None)?;
         map.serialize_entry("v", &FORMAT_VERSION)?;
-        map.serialize_entry("at", &self.at)?;
-        map.serialize_entry("session", &self.session)?;
-        if let Some(client) = &self.client {
+        map.serialize_entry("at", self.at)?;
+        map.serialize_entry("session", self.session)?;
+        if let Some(client) = self.client {
             map.serialize_entry("client", client)?;
         }
-        if let Some(server) = &self.server {
+        if let Some(server) = self.server {
             map.serialize_entry("server", server)?;
         }
-        if let Some(version) = &self.protocol_version {
+        if let Some(version) = self.protocol_version {
             map.serialize_entry("protocolVersion", version)?;
         }
-        map.serialize_entry("method", &self.method)?;
-        map.serialize_entry("name", &self.name)?;
-        if let Some(input) = &self.input {
+        map.serialize_entry("method", self.method)?;
+        map.serialize_entry("name", self.name)?;
+        if let Some(input) = self.input {
             map.serialize_entry("input", input)?;
         }
-        match &self.outcome {
-            Outcome::Answer(answer) => map.serialize_entry("answer", answer)?,
-            Outcome::Error(error) => map.serialize_entry("error", &error.to_value())?,
+        if let Some(answer) = self.answer {
+            map.serialize_entry("answer", answer)?;
+        } else if let Some(error) = self.error {
+            map.serialize_entry("error", error)?;
         }
         // Rounded to microseconds so lines stay short and stable.
         let ms = (self.duration_ms * 1000.0).round() / 1000.0;
         map.serialize_entry("durationMs", &ms)?;
         map.end()
+    }
+}
+
+impl RecordLine<'_, RawValue, RawValue> {
+    /// Appends the line to `out`, byte for byte what serializing it writes, without going through a
+    /// serializer: the recorder writes one of these per call.
+    pub(crate) fn write_to(&self, out: &mut Vec<u8>) {
+        fn raw(out: &mut Vec<u8>, key: &[u8], value: Option<&RawValue>) {
+            if let Some(value) = value {
+                out.extend_from_slice(key);
+                out.extend_from_slice(value.get().as_bytes());
+            }
+        }
+        out.extend_from_slice(b"{\"v\":");
+        out.extend_from_slice(FORMAT_VERSION.to_string().as_bytes());
+        out.extend_from_slice(b",\"at\":");
+        json_string(out, self.at);
+        out.extend_from_slice(b",\"session\":");
+        json_string(out, self.session);
+        raw(out, b",\"client\":", self.client);
+        raw(out, b",\"server\":", self.server);
+        if let Some(version) = self.protocol_version {
+            out.extend_from_slice(b",\"protocolVersion\":");
+            json_string(out, version);
+        }
+        out.extend_from_slice(b",\"method\":");
+        json_string(out, self.method);
+        out.extend_from_slice(b",\"name\":");
+        json_string(out, self.name);
+        raw(out, b",\"input\":", self.input);
+        if self.answer.is_some() {
+            raw(out, b",\"answer\":", self.answer);
+        } else if let Some(error) = self.error {
+            out.extend_from_slice(b",\"error\":");
+            let _ = serde_json::to_writer(&mut *out, error);
+        }
+        out.extend_from_slice(b",\"durationMs\":");
+        let ms = (self.duration_ms * 1000.0).round() / 1000.0;
+        let _ = serde_json::to_writer(&mut *out, &ms);
+        out.push(b'}');
+    }
+}
+
+/// Appends `s` as a JSON string, escaped as `serde_json` escapes it.
+fn json_string(out: &mut Vec<u8>, s: &str) {
+    if !s.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
+        out.push(b'"');
+        out.extend_from_slice(s.as_bytes());
+        out.push(b'"');
+    } else {
+        let _ = serde_json::to_writer(&mut *out, s);
     }
 }
 
@@ -450,6 +550,44 @@ fn parse_error(value: Value) -> Result<CallError, FieldProblem> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn the_recorder_writes_lines_as_serializing_them_would() {
+        let raw = |text: &str| -> Box<RawValue> { RawValue::from_string(text.to_owned()).unwrap() };
+        let (client, input, answer) = (
+            raw(r#"{"name":"c"}"#),
+            raw(r#"{"z":1,"a":[]}"#),
+            raw("null"),
+        );
+        let error = json!({"code": -32002, "message": "tab\there \"quoted\" \u{7f}"});
+        for (name, version, with_client, ending, ms) in [
+            ("echo", Some("2025-06-18"), true, 0, 0.0),
+            ("café \\ \"x\"\n", None, false, 1, 12.3456),
+            ("file:///a", Some("v\u{1}"), true, 2, 1234.5),
+        ] {
+            let line = RecordLine::<RawValue, RawValue> {
+                at: "2026-11-29T20:46:45.123Z",
+                session: "3f9a1c2e",
+                client: with_client.then_some(&*client),
+                server: with_client.then_some(&*client),
+                protocol_version: version,
+                method: "tools/call",
+                name,
+                input: (ending != 2).then_some(&*input),
+                answer: (ending == 0)
+                    .then_some(&*input)
+                    .or((ending == 2).then_some(&*answer)),
+                error: (ending == 1).then_some(&error),
+                duration_ms: ms,
+            };
+            let mut out = Vec::new();
+            line.write_to(&mut out);
+            assert_eq!(
+                String::from_utf8(out).unwrap(),
+                serde_json::to_string(&line).unwrap()
+            );
+        }
+    }
 
     fn record_line(extra: &str) -> String {
         format!(

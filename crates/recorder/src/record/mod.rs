@@ -45,6 +45,7 @@
 //! ```
 
 mod format;
+mod raw;
 mod read;
 mod recorder;
 mod redaction;

@@ -1,19 +1,22 @@
 //! The recorder: watches a session's frames in both directions and writes one redacted record per
 //! answered call.
 
-use std::collections::{HashMap, HashSet};
+use std::borrow::Cow;
+use std::collections::HashSet;
 use std::fmt;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, LazyLock, Mutex, MutexGuard, PoisonError};
 use std::time::SystemTime;
 
 use calltape_jsonl_store::{JsonlWriter, Options, WriterReport};
 use calltape_redact::Redactor;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::error::{Error, ErrorKind};
-use crate::record::format::{CallRecord, Outcome};
+use crate::record::format::{CallError, CallRecord, Outcome, RecordLine};
+use crate::record::raw::{self, IdKey, IdMap};
 use crate::record::redaction::{redact_name, redact_outcome};
 use crate::record::time::{new_session_id, rfc3339_millis};
 
@@ -105,9 +108,6 @@ struct Inner {
     writer: Mutex<Option<JsonlWriter>>,
     redactor: Redactor,
     methods: HashSet<String>,
-    /// `"initialize"` and each recorded method as a JSON string: a client frame holding none of them
-    /// (and no escape that could spell one) is passed over without being parsed.
-    needles: Vec<String>,
     recorded: AtomicU64,
     unanswered: AtomicU64,
 }
@@ -134,13 +134,6 @@ impl Recorder {
             inner: Arc::new(Inner {
                 writer: Mutex::new(Some(writer)),
                 redactor,
-                needles: options
-                    .methods
-                    .iter()
-                    .map(String::as_str)
-                    .chain(["initialize"])
-                    .map(|m| format!("\"{m}\""))
-                    .collect(),
                 methods: options.methods.into_iter().collect(),
                 recorded: AtomicU64::new(0),
                 unanswered: AtomicU64::new(0),
@@ -172,8 +165,7 @@ impl Recorder {
         }
     }
 
-    fn write(&self, record: &CallRecord) {
-        let line = record.to_line();
+    fn write_line(&self, line: Vec<u8>) {
         if let Some(writer) = lock(&self.inner.writer).as_ref() {
             writer.append_line(line);
             self.inner.recorded.fetch_add(1, Ordering::AcqRel);
@@ -240,11 +232,11 @@ pub struct SessionRecorder {
 
 #[derive(Debug, Default)]
 struct SessionState {
-    client: Option<Map<String, Value>>,
-    server: Option<Map<String, Value>>,
-    protocol_version: Option<String>,
-    initialize_id: Option<String>,
-    pending: HashMap<String, Pending>,
+    client: Option<Arc<RawValue>>,
+    server: Option<Arc<RawValue>>,
+    protocol_version: Option<Arc<str>>,
+    initialize_id: Option<IdKey>,
+    pending: IdMap<Pending>,
 }
 
 #[derive(Debug)]
@@ -252,12 +244,20 @@ struct Pending {
     at: SystemTime,
     method: String,
     name: String,
-    input: Option<Value>,
+    /// The redacted arguments, compact JSON.
+    input: Option<Box<RawValue>>,
     /// Values the input held under credential names: hidden in the answer too, should the server
     /// echo one back.
     secrets: Vec<String>,
-    client: Option<Map<String, Value>>,
-    protocol_version: Option<String>,
+    client: Option<Arc<RawValue>>,
+    protocol_version: Option<Arc<str>>,
+}
+
+/// What a call ended with, ready to be written: the redacted answer as compact JSON (borrowed from
+/// the frame when it needed no change), or the error.
+enum Ending<'a> {
+    Answer(Cow<'a, RawValue>),
+    Error(CallError),
 }
 
 impl SessionRecorder {
@@ -268,10 +268,10 @@ impl SessionRecorder {
 
     /// Shows the recorder a frame (a message or a batch) the client sent, with the time it was read.
     pub fn client_frame(&self, frame: &[u8], at: SystemTime) {
-        if !self.may_concern(frame) {
+        let Ok(text) = std::str::from_utf8(frame) else {
             return;
-        }
-        for_each_message(frame, |message| self.client_message(message, at));
+        };
+        for_each_message(text, |message| self.client_message(message, at));
     }
 
     /// Shows the recorder a frame the client received, with the time it was sent to the client.
@@ -283,25 +283,85 @@ impl SessionRecorder {
                 return;
             }
         }
-        for_each_message(frame, |message| self.server_message(message, at));
-    }
-
-    /// Whether a client frame may hold `initialize` or a recorded method: it names one as a JSON
-    /// string, or holds an escape that could spell one.
-    fn may_concern(&self, frame: &[u8]) -> bool {
         let Ok(text) = std::str::from_utf8(frame) else {
-            return false;
+            return;
         };
-        self.recorder
-            .inner
-            .needles
-            .iter()
-            .any(|needle| text.contains(needle.as_str()))
-            || text.contains("\\/")
-            || text.contains("\\u")
+        for_each_message(text, |message| self.server_message(message, at));
     }
 
-    fn client_message(&self, message: Value, at: SystemTime) {
+    /// One message from the client, read as raw JSON text where it has a shape that reading covers,
+    /// else as a `Value`.
+    fn client_message(&self, text: &str, at: SystemTime) {
+        let Some(message) = raw::Message::parse(text) else {
+            return self.client_value(text, at);
+        };
+        let Some(method) = message.method.and_then(raw::string) else {
+            return;
+        };
+        let Some(id) = message.id.filter(|id| !raw::is_null(id)) else {
+            return;
+        };
+        let inner = &self.recorder.inner;
+        if !inner.methods.contains(&*method) {
+            if method == "initialize" {
+                self.client_value(text, at);
+            }
+            return;
+        }
+        let params = message.params.unwrap_or_default();
+        let (name, input) = match &*method {
+            "tools/call" | "prompts/get" => {
+                (params.name, params.arguments.or(Some(&**EMPTY_OBJECT)))
+            }
+            "resources/read" => (params.uri, None),
+            _ => return self.client_value(text, at),
+        };
+        let name = name.and_then(raw::string).unwrap_or_default();
+        let name = redact_name(&inner.redactor, &method, &name);
+        let mut secrets = Vec::new();
+        let input = match input {
+            None => None,
+            Some(arguments) => {
+                let redacted = inner.redactor.redact_json_text(arguments.get());
+                if let Cow::Owned(_) = redacted
+                    && let Ok(original) = serde_json::from_str::<Value>(arguments.get())
+                {
+                    collect_secrets(&inner.redactor, &original, &mut secrets);
+                }
+                let compacted = match redacted {
+                    Cow::Borrowed(text) => raw::compact(text),
+                    Cow::Owned(text) => Cow::Owned(raw::compact(&text).into_owned()),
+                };
+                match raw::owned(arguments, compacted) {
+                    Some(input) => Some(input.into_owned()),
+                    None => return self.client_value(text, at),
+                }
+            }
+        };
+        let meta = params
+            .meta
+            .and_then(|meta| serde_json::from_str::<Map<String, Value>>(meta.get()).ok());
+        let (client, protocol_version) = meta_info(meta.as_ref());
+        let key = IdKey::of_raw(id);
+        lock(&self.state).pending.insert(
+            key,
+            Pending {
+                at,
+                method: method.into_owned(),
+                name,
+                input,
+                secrets,
+                client,
+                protocol_version,
+            },
+        );
+    }
+
+    /// [`client_message`](Self::client_message) for any message, through a `Value`.
+    fn client_value(&self, text: &str, at: SystemTime) {
+        let Ok(message) = serde_json::from_str::<Value>(text) else {
+            return;
+        };
         let Some(method) = message.get("method").and_then(Value::as_str) else {
             return;
         };
@@ -313,49 +373,43 @@ impl SessionRecorder {
         if !is_initialize && !inner.methods.contains(method) {
             return;
         }
-        let method = method.to_owned();
         let params = message.get("params");
-        let key = id_key(id);
-        let mut state = lock(&self.state);
+        let key = IdKey::of_value(id);
         if is_initialize {
+            let mut state = lock(&self.state);
             state.client = params
                 .and_then(|p| p.get("clientInfo"))
-                .and_then(Value::as_object)
-                .cloned();
+                .filter(|info| info.is_object())
+                .and_then(raw_of);
             state.protocol_version = params
                 .and_then(|p| p.get("protocolVersion"))
                 .and_then(Value::as_str)
-                .map(str::to_owned);
+                .map(Arc::from);
             state.initialize_id = Some(key.clone());
-            if !inner.methods.contains(&method) {
+            if !inner.methods.contains(method) {
                 return;
             }
         }
         let meta = params
             .and_then(|p| p.get("_meta"))
             .and_then(Value::as_object);
-        let client = meta
-            .and_then(|m| meta_entry(m, "clientInfo"))
-            .and_then(Value::as_object)
-            .cloned();
-        let protocol_version = meta
-            .and_then(|m| meta_entry(m, "protocolVersion"))
-            .and_then(Value::as_str)
-            .map(str::to_owned);
-        let (name, mut input) = name_and_input(&method, params);
-        let name = redact_name(&inner.redactor, &method, &name);
+        let (client, protocol_version) = meta_info(meta);
+        let (name, mut input) = name_and_input(method, params);
+        let name = redact_name(&inner.redactor, method, &name);
         let mut secrets = Vec::new();
         if let Some(input) = &mut input {
             collect_secrets(&inner.redactor, input, &mut secrets);
             inner.redactor.redact_value(input);
         }
-        state.pending.insert(
+        lock(&self.state).pending.insert(
             key,
             Pending {
                 at,
-                method,
+                method: method.to_owned(),
                 name,
-                input,
+                input: input
+                    .as_ref()
+                    .and_then(|input| serde_json::value::to_raw_value(input).ok()),
                 secrets,
                 client,
                 protocol_version,
@@ -363,64 +417,201 @@ impl SessionRecorder {
         );
     }
 
-    fn server_message(&self, mut message: Value, at: SystemTime) {
+    /// One message to the client: the answer to a recorded call is written as a record.
+    fn server_message(&self, text: &str, at: SystemTime) {
+        let Some(message) = raw::Message::parse(text) else {
+            return self.server_value(text, at);
+        };
+        if message.method.is_some() {
+            return;
+        }
+        let Some(id) = message.id else { return };
+        let key = IdKey::of_raw(id);
+        let mut state = lock(&self.state);
+        if state.initialize_id.as_ref() == Some(&key) {
+            drop(state);
+            return self.server_value(text, at);
+        }
+        let Some(pending) = state.pending.remove(&key) else {
+            return;
+        };
+        let server = state.server.clone();
+        let (client, protocol_version) = session_info(&state, &pending);
+        drop(state);
+        let inner = &self.recorder.inner;
+        let ending = match (message.result, message.error) {
+            (Some(result), _) => self.answer_ending(result, &pending.secrets),
+            (None, Some(error)) => match serde_json::from_str::<Value>(error.get()) {
+                Ok(error) => {
+                    let mut outcome = Outcome::Error(CallError::from_jsonrpc(&error));
+                    redact_outcome(&inner.redactor, &mut outcome);
+                    hide_values(&mut outcome, &pending.secrets);
+                    ending_of(outcome)
+                }
+                Err(_) => None,
+            },
+            (None, None) => None,
+        };
+        if let Some(ending) = ending {
+            self.write(pending, client, server, protocol_version, ending, at);
+        }
+    }
+
+    /// The ending a `result` stands for: redacted as text unless it may be a tool error or may echo
+    /// a secret of the input, which the `Value` reading deals with.
+    fn answer_ending<'a>(&self, result: &'a RawValue, secrets: &[String]) -> Option<Ending<'a>> {
+        let redactor = &self.recorder.inner.redactor;
+        if secrets.is_empty() && !raw::may_be_tool_error(result.get()) {
+            let redacted = redactor.redact_json_text(result.get());
+            let compacted = match redacted {
+                Cow::Borrowed(text) => raw::compact(text),
+                Cow::Owned(text) => Cow::Owned(raw::compact(&text).into_owned()),
+            };
+            if let Some(answer) = raw::owned(result, compacted) {
+                return Some(Ending::Answer(answer));
+            }
+        }
+        let result = serde_json::from_str::<Value>(result.get()).ok()?;
+        let mut outcome = Outcome::from_result(result);
+        redact_outcome(redactor, &mut outcome);
+        hide_values(&mut outcome, secrets);
+        ending_of(outcome)
+    }
+
+    /// [`server_message`](Self::server_message) for any message, through a `Value`.
+    fn server_value(&self, text: &str, at: SystemTime) {
+        let Ok(mut message) = serde_json::from_str::<Value>(text) else {
+            return;
+        };
         if message.get("method").is_some() {
             return;
         }
         let Some(id) = message.get("id") else { return };
-        let key = id_key(id);
+        let key = IdKey::of_value(id);
         let mut state = lock(&self.state);
-        let is_initialize = state.initialize_id.as_deref() == Some(key.as_str());
-        if !is_initialize && !state.pending.contains_key(&key) {
-            return;
-        }
-        if is_initialize {
+        if state.initialize_id.as_ref() == Some(&key) {
             state.initialize_id = None;
             if let Some(result) = message.get("result") {
-                if let Some(info) = result.get("serverInfo").and_then(Value::as_object) {
-                    state.server = Some(info.clone());
+                if let Some(info) = result.get("serverInfo").filter(|i| i.is_object()) {
+                    state.server = raw_of(info);
                 }
                 if let Some(version) = result.get("protocolVersion").and_then(Value::as_str) {
-                    state.protocol_version = Some(version.to_owned());
+                    state.protocol_version = Some(Arc::from(version));
                 }
             }
         }
         let Some(pending) = state.pending.remove(&key) else {
             return;
         };
-        let client = pending.client.or_else(|| state.client.clone());
-        let protocol_version = pending
-            .protocol_version
-            .or_else(|| state.protocol_version.clone());
         let server = state.server.clone();
+        let (client, protocol_version) = session_info(&state, &pending);
         drop(state);
         let Some(mut outcome) = Outcome::take_from_response(&mut message) else {
             return;
         };
-        let inner = &self.recorder.inner;
-        redact_outcome(&inner.redactor, &mut outcome);
-        if !pending.secrets.is_empty() {
-            hide_values(&mut outcome, &pending.secrets);
+        redact_outcome(&self.recorder.inner.redactor, &mut outcome);
+        hide_values(&mut outcome, &pending.secrets);
+        if let Some(ending) = ending_of(outcome) {
+            self.write(pending, client, server, protocol_version, ending, at);
         }
-        let record = CallRecord {
-            at: rfc3339_millis(pending.at),
-            session: self.id.clone(),
-            client,
-            server,
-            protocol_version,
-            method: pending.method,
-            name: pending.name,
-            input: pending.input,
-            outcome,
+    }
+
+    /// Writes the record of an answered call.
+    fn write(
+        &self,
+        pending: Pending,
+        client: Option<Arc<RawValue>>,
+        server: Option<Arc<RawValue>>,
+        protocol_version: Option<Arc<str>>,
+        ending: Ending<'_>,
+        at: SystemTime,
+    ) {
+        let error = match &ending {
+            Ending::Error(error) => Some(error.to_value()),
+            Ending::Answer(_) => None,
+        };
+        let line = RecordLine {
+            at: &rfc3339_millis(pending.at),
+            session: &self.id,
+            client: client.as_deref(),
+            server: server.as_deref(),
+            protocol_version: protocol_version.as_deref(),
+            method: &pending.method,
+            name: &pending.name,
+            input: pending.input.as_deref(),
+            answer: match &ending {
+                Ending::Answer(answer) => Some(&**answer),
+                Ending::Error(_) => None,
+            },
+            error: error.as_ref(),
             duration_ms: at
                 .duration_since(pending.at)
                 .unwrap_or_default()
                 .as_secs_f64()
                 * 1000.0,
         };
-        self.recorder.write(&record);
+        let size = 160
+            + pending.name.len()
+            + pending.input.as_ref().map_or(0, |i| i.get().len())
+            + match &ending {
+                Ending::Answer(answer) => answer.get().len(),
+                Ending::Error(_) => 64,
+            }
+            + client.as_ref().map_or(0, |c| c.get().len())
+            + server.as_ref().map_or(0, |s| s.get().len());
+        let mut out = Vec::with_capacity(size);
+        line.write_to(&mut out);
+        self.recorder.write_line(out);
     }
 }
+
+/// The client info and protocol version a call is recorded with: its own (from request `_meta`), or
+/// the session's.
+fn session_info(
+    state: &SessionState,
+    pending: &Pending,
+) -> (Option<Arc<RawValue>>, Option<Arc<str>>) {
+    (
+        pending.client.clone().or_else(|| state.client.clone()),
+        pending
+            .protocol_version
+            .clone()
+            .or_else(|| state.protocol_version.clone()),
+    )
+}
+
+/// The client info and protocol version a stateless request carries in its `_meta`.
+fn meta_info(meta: Option<&Map<String, Value>>) -> (Option<Arc<RawValue>>, Option<Arc<str>>) {
+    let client = meta
+        .and_then(|m| meta_entry(m, "clientInfo"))
+        .filter(|info| info.is_object())
+        .and_then(raw_of);
+    let protocol_version = meta
+        .and_then(|m| meta_entry(m, "protocolVersion"))
+        .and_then(Value::as_str)
+        .map(Arc::from);
+    (client, protocol_version)
+}
+
+/// A value as compact raw JSON.
+fn raw_of(value: &Value) -> Option<Arc<RawValue>> {
+    serde_json::value::to_raw_value(value).ok().map(Arc::from)
+}
+
+/// An outcome as it is written.
+fn ending_of(outcome: Outcome) -> Option<Ending<'static>> {
+    match outcome {
+        Outcome::Answer(answer) => serde_json::value::to_raw_value(&answer)
+            .ok()
+            .map(|answer| Ending::Answer(Cow::Owned(answer))),
+        Outcome::Error(error) => Some(Ending::Error(error)),
+    }
+}
+
+/// `{}`: the input of a call sent without arguments.
+static EMPTY_OBJECT: LazyLock<Box<RawValue>> = LazyLock::new(|| {
+    RawValue::from_string("{}".to_owned()).unwrap_or_else(|_| RawValue::NULL.to_owned())
+});
 
 impl Drop for SessionRecorder {
     fn drop(&mut self) {
@@ -485,18 +676,15 @@ fn hide_values(outcome: &mut Outcome, secrets: &[String]) {
     }
 }
 
-/// Parses a frame, a message or a batch of them, and hands each message to `each`.
-fn for_each_message(frame: &[u8], mut each: impl FnMut(Value)) {
-    match serde_json::from_slice::<Value>(frame) {
-        Ok(Value::Array(batch)) => batch.into_iter().for_each(each),
-        Ok(message @ Value::Object(_)) => each(message),
-        _ => {}
+/// Hands each message of a frame (a message, or a batch of them) to `each` as JSON text.
+fn for_each_message<'a>(text: &'a str, mut each: impl FnMut(&'a str)) {
+    if text.trim_start().starts_with('[') {
+        if let Ok(batch) = serde_json::from_str::<Vec<&RawValue>>(text) {
+            batch.into_iter().for_each(|message| each(message.get()));
+        }
+    } else {
+        each(text);
     }
-}
-
-/// A request id as a map key: its JSON text, so `1` and `"1"` stay apart.
-fn id_key(id: &Value) -> String {
-    id.to_string()
 }
 
 /// `_meta.clientInfo`, or a namespaced `_meta["…/clientInfo"]` as the stateless protocol sends it.
@@ -568,4 +756,227 @@ pub fn request_params(record: &CallRecord) -> Value {
         }
     }
     Value::Object(params)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The records a session writes for `frames` (`true`: from the client), read back without the
+    /// fields that vary per run; `by_value` sends every message through the `Value` reading.
+    async fn records(frames: &[(bool, &str)], by_value: bool) -> Vec<Value> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("calls.jsonl");
+        let options = RecorderOptions::default().methods([
+            "tools/call",
+            "resources/read",
+            "prompts/get",
+            "custom/op",
+        ]);
+        let recorder = Recorder::open(&path, options).await.unwrap();
+        let session = recorder.session();
+        let at = SystemTime::now();
+        for (from_client, frame) in frames {
+            match (from_client, by_value) {
+                (true, false) => session.client_frame(frame.as_bytes(), at),
+                (false, false) => session.server_frame(frame.as_bytes(), at),
+                (true, true) => session.client_value(frame, at),
+                (false, true) => session.server_value(frame, at),
+            }
+        }
+        drop(session);
+        let report = recorder.close().await;
+        assert!(report.is_complete(), "{report}");
+        std::fs::read_to_string(&path)
+            .unwrap()
+            .lines()
+            .map(|line| {
+                let mut record: Value = serde_json::from_str(line).unwrap();
+                let map = record.as_object_mut().unwrap();
+                for varying in ["at", "session", "durationMs"] {
+                    assert!(map.remove(varying).is_some(), "{line}");
+                }
+                record
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn reading_raw_text_records_what_reading_values_records() {
+        let frames: &[(bool, &str)] = &[
+            (
+                true,
+                r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","clientInfo":{"name":"c","version":"1"}}}"#,
+            ),
+            (
+                false,
+                r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-06-18","serverInfo":{"version":"2","name":"s"}}}"#,
+            ),
+            (
+                true,
+                r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}}"#,
+            ),
+            (
+                false,
+                r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"hello"}]}}"#,
+            ),
+            (
+                true,
+                r#"{ "method" : "tools/call", "id" : "two", "params" : { "arguments" : { "z" : 1e5, "a" : [ 1 , 2.50 ], "password" : "hunter2-long" }, "name" : "login" } }"#,
+            ),
+            (
+                false,
+                r#"{"id":"two","result":{"text":"welcome, your password is hunter2-long","token":"abc"}}"#,
+            ),
+            (
+                true,
+                r#"{"id":3,"method":"tools/call","params":{"name":"t","arguments":{"note":"Bearer abcdefghijklmnop","nested":"{\"apiKey\":\"x\",\"ok\":1}","caf\u00e9":"\u00e9"}}}"#,
+            ),
+            (
+                false,
+                r#"{"id":3,"result":{"content":[{"type":"text","text":"call with Authorization: Bearer abcdefghijklmnop"}],"isError":false}}"#,
+            ),
+            (
+                true,
+                r#"{"id":4,"method":"tools/call","params":{"name":"pay"}}"#,
+            ),
+            (
+                false,
+                r#"{"id":4,"result":{"content":[{"type":"text","text":"card declined"}],"isError":true,"_meta":{"code":"declined"}}}"#,
+            ),
+            (
+                true,
+                r#"{"id":5,"method":"tools/call","params":{"name":"pay","arguments":null}}"#,
+            ),
+            (
+                false,
+                r#"{"id":5,"result":{"content":[],"is\u0045rror":true}}"#,
+            ),
+            (
+                true,
+                r#"{"id":6,"method":"resources/read","params":{"uri":"postgres://ada:secret@db/x"}}"#,
+            ),
+            (
+                false,
+                r#"{"id":6,"error":{"code":-32002,"message":"MCP error -32002: resource not found"}}"#,
+            ),
+            (
+                true,
+                r#"{"id":7,"method":"prompts/get","params":{"name":"p","arguments":{"k":"v"},"_meta":{"progressToken":9,"io.modelcontextprotocol/clientInfo":{"name":"stateless","version":"3"},"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#,
+            ),
+            (
+                false,
+                r#"{"id":7,"error":{"code":-32603,"message":"boom at 0x1234"}}"#,
+            ),
+            (
+                true,
+                r#"{"id":8,"method":"tools/call","params":{"name":"n","arguments":{"a":1}}}"#,
+            ),
+            (false, r#"{"id":8,"result":null}"#),
+            (
+                true,
+                r#"{"id":"\u0039","method":"tools/call","params":{"name":"escaped id","arguments":{}}}"#,
+            ),
+            (false, r#"{"id":"9","result":{"ok":true}}"#),
+            (
+                true,
+                r#"{"id":10,"id":11,"method":"tools/call","params":{"name":"dup","arguments":{}}}"#,
+            ),
+            (false, r#"{"id":11,"result":{"ok":"dup"}}"#),
+            (
+                true,
+                r#"{"id":12,"method":"custom/op","params":{"uri":"u","extra":{"list":[1,{"k":"v"}]},"_meta":{}}}"#,
+            ),
+            (
+                false,
+                r#"{"id":12,"result":{"eyJ":"eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl"}}"#,
+            ),
+            (
+                true,
+                r#"{"id":13,"method":"tools/call","params":{"name":"x","arguments":{"token":12345678}}}"#,
+            ),
+            (
+                false,
+                r#"{"id":13,"result":{"n":12345678,"auth":"Basic dXNlcjpwYXNzd29yZA==","log":"export API_KEY=abc123 done"}}"#,
+            ),
+            (true, r#"{"id":14,"method":"tools/list"}"#),
+            (false, r#"{"id":14,"result":{"tools":[]}}"#),
+            (
+                true,
+                r#"{"id":15,"method":"tools/call","params":{"name":"unanswered","arguments":{}}}"#,
+            ),
+        ];
+        let by_text = records(frames, false).await;
+        let by_value = records(frames, true).await;
+        assert_eq!(by_text.len(), 12, "{by_text:#?}");
+        assert_eq!(by_text, by_value);
+        // Spot checks that the comparison is about something.
+        assert_eq!(
+            by_text[0]["client"],
+            serde_json::json!({"name": "c", "version": "1"})
+        );
+        assert_eq!(by_text[1]["input"]["password"], "[REDACTED]");
+        assert_eq!(
+            by_text[1]["answer"]["text"],
+            "welcome, your password is [REDACTED]"
+        );
+        assert_eq!(by_text[3]["error"]["code"], "declined");
+        assert_eq!(by_text[6]["client"]["name"], "stateless");
+        assert_eq!(by_text[11]["answer"]["auth"], "[REDACTED]");
+    }
+
+    #[tokio::test]
+    async fn raw_records_keep_key_order_and_drop_blanks() {
+        let frames: &[(bool, &str)] = &[
+            (
+                true,
+                r#"{"id":1,"method":"tools/call","params":{"name":"t","arguments":{ "z": 1, "a": "x y" }}}"#,
+            ),
+            (
+                false,
+                r#"{"id":1,"result":{"structuredContent":{"b":2,"a":1},"content":[]}}"#,
+            ),
+        ];
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("calls.jsonl");
+        let recorder = Recorder::open(&path, RecorderOptions::default())
+            .await
+            .unwrap();
+        let session = recorder.session();
+        for (from_client, frame) in frames {
+            if *from_client {
+                session.client_frame(frame.as_bytes(), SystemTime::now());
+            } else {
+                session.server_frame(frame.as_bytes(), SystemTime::now());
+            }
+        }
+        drop(session);
+        recorder.close().await;
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            text.contains(r#""input":{"z":1,"a":"x y"},"answer":{"structuredContent":{"b":2,"a":1},"content":[]},"durationMs":"#),
+            "{text}"
+        );
+        assert_eq!(records(frames, false).await, records(frames, true).await);
+    }
+
+    #[tokio::test]
+    async fn batches_are_read_message_by_message() {
+        let frames: &[(bool, &str)] = &[
+            (
+                true,
+                r#"[{"id":1,"method":"tools/call","params":{"name":"a","arguments":{}}},{"method":"notifications/x"},{"id":2,"method":"tools/call","params":{"name":"b","arguments":{}}}]"#,
+            ),
+            (
+                false,
+                r#"[{"id":2,"result":{"n":2}},{"id":1,"result":{"n":1}}]"#,
+            ),
+        ];
+        let names: Vec<Value> = records(frames, false)
+            .await
+            .iter()
+            .map(|r| r["name"].clone())
+            .collect();
+        assert_eq!(names, ["b", "a"]);
+    }
 }
