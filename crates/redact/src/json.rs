@@ -177,6 +177,7 @@ fn special_bytes(word: &[u8]) -> u64 {
     control | zero(x ^ (ONES * u64::from(b'"'))) | zero(x ^ (ONES * u64::from(b'\\')))
 }
 
+#[inline(always)]
 fn scan_string(b: &[u8], quote: usize) -> Option<Str> {
     let start = quote + 1;
     let mut i = start;

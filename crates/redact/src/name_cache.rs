@@ -67,7 +67,11 @@ impl NameCache {
         if len32 == u32::MAX {
             return decide();
         }
-        let (head, tail) = head_tail(name);
+        let (head, tail) = match text.get(start..start + 8) {
+            // A short name read as one word from the text around it, masked to its length.
+            Some(word) if len < 8 => (le_u64(word) & ((1u64 << (8 * len)) - 1), 0),
+            _ => head_tail(name),
+        };
         let set = (((head ^ len as u64).wrapping_mul(K) ^ tail).wrapping_mul(K)
             >> (64 - SETS.trailing_zeros())) as usize;
         for entry in &self.entries[set] {
