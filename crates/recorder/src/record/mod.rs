@@ -9,7 +9,9 @@
 //! ```
 //!
 //! A [`Recorder`] is shown the frames of a client session (by the bridge's observer hook, or by any
-//! proxy) and writes one redacted line per answered call, without ever blocking the traffic. The
+//! proxy) and writes one redacted line per answered call, without ever blocking the traffic. It reads
+//! each message as JSON text rather than building a tree, so an input or answer is recorded with the
+//! key order the peer sent, without the blanks between tokens. The
 //! [`Recording`] reader is strict: an unknown field or a wrong type is an error naming the line and the
 //! field, so a recording that replays is a recording that was understood.
 //!
