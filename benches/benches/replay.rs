@@ -7,7 +7,8 @@
 //! (baseline in the same run: the same bridge without a recorder).
 //!
 //! Like the bridge bench, this binary plays several roles chosen by `CALLTAPE_BENCH_ROLE`: the bench
-//! (unset), the echo server (`echo`), the bridge (`bridge`), and the bridge with a recorder on its tap
+//! (unset), the echo server (`echo`), the bridge (`bridge`), the bridge with a tap that drops every
+//! frame (`tap`: what the observer hook alone costs), and the bridge with a recorder on its tap
 //! (`record`, writing to `CALLTAPE_BENCH_RECORD`), composed as `calltape record` composes them.
 
 use std::hint::black_box;
@@ -30,8 +31,9 @@ const CALLS: usize = 10_000;
 fn main() {
     match std::env::var(ROLE).as_deref() {
         Ok("echo") => return echo_server(),
-        Ok("bridge") => return bridge(false),
-        Ok("record") => return bridge(true),
+        Ok("bridge") => return bridge(Observer::None),
+        Ok("tap") => return bridge(Observer::EmptyTap),
+        Ok("record") => return bridge(Observer::Recorder),
         _ => {}
     }
     let mut criterion = Criterion::default().configure_from_args();
@@ -129,8 +131,17 @@ fn compare_and_report(c: &mut Criterion) {
 // ---------------------------------------------------------------------------------------------------
 // Recording's cost on the bridge.
 
+/// What watches the bridge's frames.
+#[derive(PartialEq)]
+enum Observer {
+    None,
+    /// A tap that drops every frame: the cost of the observer hook alone.
+    EmptyTap,
+    Recorder,
+}
+
 /// `calltape bridge -- <echo>` or `calltape record -o FILE -- <echo>`, composed the same way.
-fn bridge(record: bool) {
+fn bridge(observer: Observer) {
     let exe = std::env::current_exe().expect("own path");
     let upstream = ChildUpstream::new([exe]).expect("argv").env(ROLE, "echo");
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -138,7 +149,10 @@ fn bridge(record: bool) {
         .build()
         .expect("runtime");
     let mut builder = Bridge::builder().upstream(upstream);
-    let recorder = if record {
+    if observer == Observer::EmptyTap {
+        builder = builder.tap(|event: TapEvent| drop(black_box(event)));
+    }
+    let recorder = if observer == Observer::Recorder {
         let path = std::env::var_os(RECORD_TO).expect("CALLTAPE_BENCH_RECORD");
         let recorder = runtime
             .block_on(Recorder::open(
@@ -192,6 +206,7 @@ fn recording_throughput(c: &mut Criterion) {
     let mut sent = 0;
     for (name, mut peer) in [
         ("bridge", start_peer("bridge", None)),
+        ("bridge_with_empty_tap", start_peer("tap", None)),
         ("bridge_with_record", start_peer("record", Some(&record_to))),
     ] {
         group.bench_function(name, |b| {
@@ -200,7 +215,7 @@ fn recording_throughput(c: &mut Criterion) {
                 black_box(peer.pipeline(&calls, CALLS))
             });
         });
-        if name == "bridge" {
+        if name != "bridge_with_record" {
             sent = 0;
         }
         drop(peer);
