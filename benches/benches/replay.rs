@@ -262,7 +262,6 @@ fn recorder_alone(c: &mut Criterion) {
         });
     });
     group.bench_function("record", |b| {
-        let _entered = runtime.enter();
         b.iter(|| {
             let session = recorder.session();
             let at = std::time::SystemTime::now();

@@ -1,6 +1,7 @@
 //! The call record, format version 1: one JSON object per line.
 
 use std::fmt;
+use std::io::Write as _;
 
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::value::RawValue;
@@ -330,7 +331,7 @@ impl RecordLine<'_, RawValue, RawValue> {
             }
         }
         out.extend_from_slice(b"{\"v\":");
-        out.extend_from_slice(FORMAT_VERSION.to_string().as_bytes());
+        let _ = write!(out, "{FORMAT_VERSION}");
         out.extend_from_slice(b",\"at\":");
         json_string(out, self.at);
         out.extend_from_slice(b",\"session\":");
