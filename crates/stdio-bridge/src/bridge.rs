@@ -21,8 +21,9 @@ pub const DEFAULT_BUFFER_MESSAGES: usize = 256;
 pub const DEFAULT_BUFFER_BYTES: usize = 64 * 1024 * 1024;
 /// How long a held request waits for the upstream before it gets an error, by default.
 pub const DEFAULT_RESTART_DEADLINE: Duration = Duration::from_secs(30);
-/// Frames queued for a [`Tap`] before further ones are dropped, by default.
-pub const DEFAULT_TAP_CAPACITY: usize = 4096;
+/// Frames queued for a [`Tap`] before further ones are dropped, by default; the queue also holds at
+/// most [`TAP_QUEUE_BYTES`](crate::TAP_QUEUE_BYTES) of them.
+pub const DEFAULT_TAP_CAPACITY: usize = 16_384;
 
 /// A stdio MCP session that survives restarts of its upstream.
 ///

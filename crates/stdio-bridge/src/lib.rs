@@ -94,7 +94,7 @@ pub use error::{
     UPSTREAM_PROTOCOL_ERROR, UPSTREAM_UNREACHABLE,
 };
 pub use frame::{DEFAULT_MAX_FRAME, FrameReader, FrameWriter, Incoming, InvalidLine};
-pub use tap::{Direction, Tap, TapEvent};
+pub use tap::{Direction, TAP_QUEUE_BYTES, Tap, TapEvent};
 pub use units::{parse_duration, parse_size};
 pub use upstream::{BoxFuture, ChildUpstream, Frame, Link, Stderr, Upstream, UpstreamEvent};
 pub use upstream::{DEFAULT_HTTP_PATH, ExtraHeaders, HttpUpstream, UnixUpstream};

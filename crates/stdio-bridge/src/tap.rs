@@ -1,13 +1,14 @@
 //! The observer hook: every frame the client sends or receives, with a timestamp.
 //!
-//! A [`Tap`] runs on a thread of its own behind a bounded queue. When the queue is full the frame is not
-//! given to the tap and the drop is counted ([`Summary::tap_dropped`](crate::Summary::tap_dropped)): a slow
+//! A [`Tap`] runs on a thread of its own behind a queue bounded in frames and in bytes
+//! ([`TAP_QUEUE_BYTES`]). When the queue is full the frame is not given to the tap and the drop is
+//! counted ([`Summary::tap_dropped`](crate::Summary::tap_dropped)): a slow
 //! or failing tap never slows the session.
 
 use std::{
     sync::{
         Arc,
-        atomic::{AtomicU64, Ordering},
+        atomic::{AtomicU64, AtomicUsize, Ordering},
     },
     time::{Duration, SystemTime},
 };
@@ -15,6 +16,10 @@ use std::{
 use tokio::sync::mpsc::{self, error::TryRecvError};
 
 use crate::upstream::Frame;
+
+/// The most bytes of frames queued for (or being observed by) a tap; later frames are dropped and
+/// counted until it catches up (64 MiB).
+pub const TAP_QUEUE_BYTES: usize = 64 * 1024 * 1024;
 
 /// How long the tap's thread naps between batches of frames while the session is busy.
 const TAP_NAP: Duration = Duration::from_millis(1);
@@ -60,6 +65,9 @@ impl<F: FnMut(TapEvent) + Send + 'static> Tap for F {
 pub(crate) struct TapSender {
     tx: mpsc::Sender<TapEvent>,
     dropped: Arc<AtomicU64>,
+    /// Bytes of frames queued or being observed.
+    held: Arc<AtomicUsize>,
+    max_bytes: usize,
 }
 
 impl TapSender {
@@ -69,8 +77,19 @@ impl TapSender {
     /// batches instead of waiting on the queue: a session then never pays for waking the thread once
     /// per frame. After `TAP_NAPS` empty naps in a row it waits on the queue, so an idle session
     /// costs nothing.
-    pub(crate) fn start(mut tap: Box<dyn Tap>, capacity: usize) -> std::io::Result<Self> {
+    pub(crate) fn start(tap: Box<dyn Tap>, capacity: usize) -> std::io::Result<Self> {
+        Self::start_with_bytes(tap, capacity, TAP_QUEUE_BYTES)
+    }
+
+    /// [`start`](Self::start) with a queue of at most `max_bytes` of frames.
+    fn start_with_bytes(
+        mut tap: Box<dyn Tap>,
+        capacity: usize,
+        max_bytes: usize,
+    ) -> std::io::Result<Self> {
         let (tx, mut rx) = mpsc::channel::<TapEvent>(capacity.max(1));
+        let held = Arc::new(AtomicUsize::new(0));
+        let released = held.clone();
         std::thread::Builder::new()
             .name("calltape-tap".to_owned())
             .spawn(move || {
@@ -90,10 +109,12 @@ impl TapSender {
                         },
                     };
                     naps = 0;
+                    let len = event.frame.len();
                     // A panicking tap loses its frames, not the session.
                     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                         tap.observe(event);
                     }));
+                    released.fetch_sub(len, Ordering::AcqRel);
                     if outcome.is_err() {
                         tracing::error!("the tap panicked; no more frames go to it");
                         break;
@@ -103,21 +124,69 @@ impl TapSender {
         Ok(Self {
             tx,
             dropped: Arc::new(AtomicU64::new(0)),
+            held,
+            max_bytes,
         })
     }
 
     pub(crate) fn send(&self, direction: Direction, frame: &Frame) {
+        let len = frame.len();
+        if self.held.fetch_add(len, Ordering::AcqRel) + len > self.max_bytes {
+            self.held.fetch_sub(len, Ordering::AcqRel);
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
         let event = TapEvent {
             direction,
             at: SystemTime::now(),
             frame: frame.clone(),
         };
         if self.tx.try_send(event).is_err() {
+            self.held.fetch_sub(len, Ordering::AcqRel);
             self.dropped.fetch_add(1, Ordering::Relaxed);
         }
     }
 
     pub(crate) fn dropped(&self) -> u64 {
         self.dropped.load(Ordering::Relaxed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_slow_tap_holds_at_most_its_bytes_and_the_rest_is_counted() {
+        let (release, wait) = std::sync::mpsc::channel::<()>();
+        let (seen_tx, seen) = std::sync::mpsc::channel::<usize>();
+        let tap = move |event: TapEvent| {
+            let _ = wait.recv();
+            let _ = seen_tx.send(event.frame.len());
+        };
+        let sender = TapSender::start_with_bytes(Box::new(tap), 1000, 10_000).unwrap();
+        let frame = Frame::from(vec![b'x'; 1000]);
+        for _ in 0..100 {
+            sender.send(Direction::FromClient, &frame);
+        }
+        // The first ten fill the 10,000 bytes (one is being observed, nine wait); the other ninety
+        // are dropped, however far the tap's thread has got.
+        assert_eq!(sender.dropped(), 90);
+        for _ in 0..10 {
+            release.send(()).unwrap();
+        }
+        for _ in 0..10 {
+            let len = seen.recv_timeout(Duration::from_secs(10)).unwrap();
+            assert_eq!(len, 1000);
+        }
+        // Once observed, the frames no longer count: the queue takes more.
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while sender.held.load(Ordering::Acquire) > 0 && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        sender.send(Direction::ToClient, &frame);
+        release.send(()).unwrap();
+        assert_eq!(seen.recv_timeout(Duration::from_secs(10)).unwrap(), 1000);
+        assert_eq!(sender.dropped(), 90);
     }
 }
