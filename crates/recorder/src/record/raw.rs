@@ -100,10 +100,15 @@ fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::
 
 /// The string a raw JSON value holds; `None` when it is not a string.
 pub(crate) fn string(raw: &RawValue) -> Option<Cow<'_, str>> {
-    if !raw.get().starts_with('"') {
-        return None;
+    let text = raw.get();
+    let inner = text.strip_prefix('"')?;
+    // A string without escapes is its own content (a valid string holds no raw control byte).
+    if let Some(content) = inner.strip_suffix('"')
+        && !content.contains(['\\', '"'])
+    {
+        return Some(Cow::Borrowed(content));
     }
-    serde_json::from_str(raw.get()).ok()
+    serde_json::from_str(text).ok()
 }
 
 /// Whether a raw value is JSON `null`.
@@ -329,6 +334,12 @@ mod tests {
     #[test]
     fn strings_are_decoded_and_other_values_are_not_strings() {
         assert_eq!(string(raw(r#""a\/b""#)).as_deref(), Some("a/b"));
+        assert!(matches!(
+            string(raw(r#""tools/call""#)),
+            Some(Cow::Borrowed("tools/call"))
+        ));
+        assert_eq!(string(raw(r#""""#)).as_deref(), Some(""));
+        assert_eq!(string(raw(r#""\"""#)).as_deref(), Some("\""));
         assert_eq!(string(raw("12")), None);
         assert!(is_null(raw("null")) && !is_null(raw("\"null\"")));
     }

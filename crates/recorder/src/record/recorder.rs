@@ -18,7 +18,7 @@ use crate::error::{Error, ErrorKind};
 use crate::record::format::{CallError, CallRecord, Outcome, RecordLine};
 use crate::record::raw::{self, IdKey, IdMap};
 use crate::record::redaction::{redact_name, redact_outcome};
-use crate::record::time::{new_session_id, rfc3339_millis};
+use crate::record::time::{Rfc3339, new_session_id};
 
 /// The methods recorded unless told otherwise.
 pub const DEFAULT_METHODS: &[&str] = &["tools/call", "resources/read", "prompts/get"];
@@ -242,7 +242,7 @@ struct SessionState {
 #[derive(Debug)]
 struct Pending {
     at: SystemTime,
-    method: String,
+    method: Cow<'static, str>,
     name: String,
     /// The redacted arguments, compact JSON.
     input: Option<Box<RawValue>>,
@@ -347,7 +347,7 @@ impl SessionRecorder {
             key,
             Pending {
                 at,
-                method: method.into_owned(),
+                method: method_name(&method),
                 name,
                 input,
                 secrets,
@@ -405,7 +405,7 @@ impl SessionRecorder {
             key,
             Pending {
                 at,
-                method: method.to_owned(),
+                method: method_name(method),
                 name,
                 input: input
                     .as_ref()
@@ -530,8 +530,9 @@ impl SessionRecorder {
             Ending::Error(error) => Some(error.to_value()),
             Ending::Answer(_) => None,
         };
+        let started = Rfc3339::of(pending.at);
         let line = RecordLine {
-            at: &rfc3339_millis(pending.at),
+            at: started.as_str(),
             session: &self.id,
             client: client.as_deref(),
             server: server.as_deref(),
@@ -562,6 +563,14 @@ impl SessionRecorder {
         let mut out = Vec::with_capacity(size);
         line.write_to(&mut out);
         self.recorder.write_line(out);
+    }
+}
+
+/// A recorded method's name, without allocating for the default ones.
+fn method_name(method: &str) -> Cow<'static, str> {
+    match DEFAULT_METHODS.iter().find(|m| **m == method) {
+        Some(known) => Cow::Borrowed(known),
+        None => Cow::Owned(method.to_owned()),
     }
 }
 

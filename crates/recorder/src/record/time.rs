@@ -5,33 +5,39 @@ use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-/// `time` as an RFC 3339 UTC timestamp with milliseconds: `2026-11-29T20:46:45.123Z`.
-pub(crate) fn rfc3339_millis(time: SystemTime) -> String {
-    let since = time.duration_since(UNIX_EPOCH).unwrap_or_default();
-    let secs = since.as_secs();
-    let millis = since.subsec_millis();
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    let (year, month, day) = civil_from_days(days);
-    // Written digit by digit: this runs once per recorded call, on the recorder's hot path.
-    let mut out = String::with_capacity(24);
-    let mut digits = |value: u64, width: u32, after: char| {
-        for place in (0..width).rev() {
-            let digit = (value / 10u64.pow(place) % 10) as u8;
-            out.push(char::from(b'0' + digit));
-        }
-        if after != '\0' {
-            out.push(after);
-        }
-    };
-    digits(year.clamp(0, 9999) as u64, 4, '-');
-    digits(u64::from(month), 2, '-');
-    digits(u64::from(day), 2, 'T');
-    digits(rem / 3600, 2, ':');
-    digits(rem / 60 % 60, 2, ':');
-    digits(rem % 60, 2, '.');
-    digits(u64::from(millis), 3, 'Z');
-    out
+/// A time as an RFC 3339 UTC timestamp with milliseconds (`2026-11-29T20:46:45.123Z`), held in
+/// place: the recorder writes one per call.
+pub(crate) struct Rfc3339([u8; 24]);
+
+impl Rfc3339 {
+    pub(crate) fn of(time: SystemTime) -> Self {
+        let since = time.duration_since(UNIX_EPOCH).unwrap_or_default();
+        let secs = since.as_secs();
+        let millis = since.subsec_millis();
+        let days = (secs / 86_400) as i64;
+        let rem = secs % 86_400;
+        let (year, month, day) = civil_from_days(days);
+        let mut out = *b"0000-00-00T00:00:00.000Z";
+        let mut digits = |at: usize, value: u64, width: usize| {
+            for place in 0..width {
+                let digit = (value / 10u64.pow((width - 1 - place) as u32) % 10) as u8;
+                out[at + place] = b'0' + digit;
+            }
+        };
+        digits(0, year.clamp(0, 9999) as u64, 4);
+        digits(5, u64::from(month), 2);
+        digits(8, u64::from(day), 2);
+        digits(11, rem / 3600, 2);
+        digits(14, rem / 60 % 60, 2);
+        digits(17, rem % 60, 2);
+        digits(20, u64::from(millis), 3);
+        Self(out)
+    }
+
+    pub(crate) fn as_str(&self) -> &str {
+        // Only ASCII digits and separators are ever written.
+        std::str::from_utf8(&self.0).unwrap_or("1970-01-01T00:00:00.000Z")
+    }
 }
 
 /// The proleptic Gregorian date of a day count since 1970-01-01 (Howard Hinnant's algorithm).
@@ -78,7 +84,7 @@ mod tests {
         ];
         for (millis, want) in cases {
             let time = UNIX_EPOCH + Duration::from_millis(millis);
-            assert_eq!(rfc3339_millis(time), want);
+            assert_eq!(Rfc3339::of(time).as_str(), want);
         }
     }
 
