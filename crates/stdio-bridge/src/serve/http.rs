@@ -61,8 +61,9 @@ type ResBody = UnsyncBoxBody<Bytes, Infallible>;
 /// Makes the observer of one session.
 type TapFactory = Arc<dyn Fn() -> Box<dyn Tap> + Send + Sync>;
 
-/// Frames queued for a session's tap before further ones are dropped.
-const TAP_CAPACITY: usize = 4096;
+/// Frames queued for a session's tap before further ones are dropped: as many as a stdio bridge's
+/// (the queue also holds at most `TAP_QUEUE_BYTES` of them).
+const TAP_CAPACITY: usize = crate::DEFAULT_TAP_CAPACITY;
 
 /// Why [`Server::run_until`] returned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
