@@ -237,6 +237,14 @@ pub(crate) fn compact(json: &str) -> Cow<'_, str> {
     }
 }
 
+/// A redactor's output (borrowed when nothing was redacted), compacted.
+pub(crate) fn compact_redacted(redacted: Cow<'_, str>) -> Cow<'_, str> {
+    match redacted {
+        Cow::Borrowed(text) => compact(text),
+        Cow::Owned(text) => Cow::Owned(compact(&text).into_owned()),
+    }
+}
+
 /// Where the first blank outside a string is.
 fn first_blank(bytes: &[u8]) -> Option<usize> {
     let mut i = 0;

@@ -328,10 +328,7 @@ impl SessionRecorder {
                 {
                     collect_secrets(&inner.redactor, &original, &mut secrets);
                 }
-                let compacted = match redacted {
-                    Cow::Borrowed(text) => raw::compact(text),
-                    Cow::Owned(text) => Cow::Owned(raw::compact(&text).into_owned()),
-                };
+                let compacted = raw::compact_redacted(redacted);
                 match raw::owned(arguments, compacted) {
                     Some(input) => Some(input.into_owned()),
                     None => return self.client_value(text, at),
@@ -463,10 +460,7 @@ impl SessionRecorder {
         let redactor = &self.recorder.inner.redactor;
         if secrets.is_empty() && !raw::may_be_tool_error(result.get()) {
             let redacted = redactor.redact_json_text(result.get());
-            let compacted = match redacted {
-                Cow::Borrowed(text) => raw::compact(text),
-                Cow::Owned(text) => Cow::Owned(raw::compact(&text).into_owned()),
-            };
+            let compacted = raw::compact_redacted(redacted);
             if let Some(answer) = raw::owned(result, compacted) {
                 return Some(Ending::Answer(answer));
             }
@@ -771,9 +765,9 @@ pub fn request_params(record: &CallRecord) -> Value {
 mod tests {
     use super::*;
 
-    /// The records a session writes for `frames` (`true`: from the client), read back without the
-    /// fields that vary per run; `by_value` sends every message through the `Value` reading.
-    async fn records(frames: &[(bool, &str)], by_value: bool) -> Vec<Value> {
+    /// The recording a session writes for `frames` (`true`: from the client); `by_value` sends
+    /// every message through the `Value` reading.
+    async fn recorded_text(frames: &[(bool, &str)], by_value: bool) -> String {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("calls.jsonl");
         let options = RecorderOptions::default().methods([
@@ -796,8 +790,14 @@ mod tests {
         drop(session);
         let report = recorder.close().await;
         assert!(report.is_complete(), "{report}");
-        std::fs::read_to_string(&path)
-            .unwrap()
+        std::fs::read_to_string(&path).unwrap()
+    }
+
+    /// The records a session writes for `frames` (`true`: from the client), read back without the
+    /// fields that vary per run; `by_value` sends every message through the `Value` reading.
+    async fn records(frames: &[(bool, &str)], by_value: bool) -> Vec<Value> {
+        recorded_text(frames, by_value)
+            .await
             .lines()
             .map(|line| {
                 let mut record: Value = serde_json::from_str(line).unwrap();
@@ -946,22 +946,7 @@ mod tests {
                 r#"{"id":1,"result":{"structuredContent":{"b":2,"a":1},"content":[]}}"#,
             ),
         ];
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("calls.jsonl");
-        let recorder = Recorder::open(&path, RecorderOptions::default())
-            .await
-            .unwrap();
-        let session = recorder.session();
-        for (from_client, frame) in frames {
-            if *from_client {
-                session.client_frame(frame.as_bytes(), SystemTime::now());
-            } else {
-                session.server_frame(frame.as_bytes(), SystemTime::now());
-            }
-        }
-        drop(session);
-        recorder.close().await;
-        let text = std::fs::read_to_string(&path).unwrap();
+        let text = recorded_text(frames, false).await;
         assert!(
             text.contains(r#""input":{"z":1,"a":"x y"},"answer":{"structuredContent":{"b":2,"a":1},"content":[]},"durationMs":"#),
             "{text}"
