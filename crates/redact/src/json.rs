@@ -308,15 +308,6 @@ fn number(b: &[u8], mut i: usize) -> Option<usize> {
     Some(i)
 }
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Expect {
-    Value,
-    ValueOrEnd,
-    Key,
-    KeyOrEnd,
-    CommaOrEnd,
-}
-
 impl Inner {
     /// Pushes the spans for `text`: as JSON when it is JSON (an object or an
     /// array, or with `any_json` any JSON value), else by the text rules.
@@ -358,11 +349,16 @@ impl Inner {
 
     /// Scans `text` as a stream of JSON values; false (with spans to discard)
     /// when it is not JSON.
+    ///
+    /// The grammar is followed by where the code is rather than by a state
+    /// variable: a value is read at the top of the loop, then the brackets it
+    /// closes and the comma that follows it, then the key of the next member
+    /// when the comma is in an object. Each place has one or two bytes it may
+    /// meet, so the scan takes no dispatch on its state between tokens.
     fn scan_json(&self, text: &str, embed: u8, out: &mut Vec<Span>) -> bool {
         let b = text.as_bytes();
         // Closing bracket of every open container.
         let mut stack = Closers::new();
-        let mut expect = Expect::Value;
         // While `Some((depth, start))`, the value that started at `start` at
         // `depth` is being replaced whole: nothing inside it is looked at.
         let mut suppress: Option<(usize, usize)> = None;
@@ -370,132 +366,156 @@ impl Inner {
         let mut saw_value = false;
         // A short text holds few names: deciding each is cheaper than setting up the cache.
         let mut names = (b.len() >= CACHED_JSON).then(NameCache::new);
+        // Where a value may start, blanks before it included.
         let mut i = 0;
-        loop {
+        'value: loop {
             i = skip_ws(b, i);
             let Some(&c) = b.get(i) else {
                 return stack.is_empty() && saw_value;
             };
             step!(1);
-            let value_end = match expect {
-                Expect::ValueOrEnd if c == b']' => {
-                    stack.pop();
-                    i + 1
-                }
-                Expect::KeyOrEnd if c == b'}' => {
-                    stack.pop();
-                    i + 1
-                }
-                Expect::Value | Expect::ValueOrEnd => {
-                    let depth = stack.len();
-                    if suppress.is_none()
-                        && (redact_next || self.max_depth.is_some_and(|m| depth > m))
-                    {
-                        suppress = Some((depth, i));
-                    }
-                    redact_next = false;
-                    let end = match c {
-                        b'{' => {
-                            stack.push(b'}');
-                            expect = Expect::KeyOrEnd;
-                            i += 1;
-                            continue;
-                        }
-                        b'[' => {
-                            stack.push(b']');
-                            expect = Expect::ValueOrEnd;
-                            i += 1;
-                            continue;
-                        }
-                        b'"' => {
-                            let Some(s) = scan_string(b, i) else {
-                                return false;
-                            };
-                            if suppress.is_none() {
-                                self.string_value(text, &s, embed, out);
+            let depth = stack.len();
+            if suppress.is_none() && (redact_next || self.max_depth.is_some_and(|m| depth > m)) {
+                suppress = Some((depth, i));
+            }
+            redact_next = false;
+            // Where the value that starts at `i` ends.
+            let mut end = match c {
+                b'{' => {
+                    stack.push(b'}');
+                    let at = skip_ws(b, i + 1);
+                    if b.get(at) == Some(&b'}') {
+                        stack.pop();
+                        at + 1
+                    } else {
+                        match self.member_key(text, at, &mut names, suppress.is_none()) {
+                            Some((next, redact)) => {
+                                (i, redact_next) = (next, redact);
+                                continue 'value;
                             }
-                            Some(s.end + 1)
+                            None => return false,
                         }
+                    }
+                }
+                b'[' => {
+                    stack.push(b']');
+                    let at = skip_ws(b, i + 1);
+                    if b.get(at) == Some(&b']') {
+                        stack.pop();
+                        at + 1
+                    } else {
+                        i = at;
+                        continue 'value;
+                    }
+                }
+                b'"' => {
+                    let Some(s) = scan_string(b, i) else {
+                        return false;
+                    };
+                    if suppress.is_none() {
+                        self.string_value(text, &s, embed, out);
+                    }
+                    s.end + 1
+                }
+                b't' | b'f' | b'n' | b'-' | b'0'..=b'9' => {
+                    let end = match c {
                         b't' => literal(b, i, b"true"),
                         b'f' => literal(b, i, b"false"),
                         b'n' => literal(b, i, b"null"),
-                        b'-' | b'0'..=b'9' => number(b, i),
-                        _ => None,
+                        _ => number(b, i),
                     };
                     match end {
                         Some(end) => end,
                         None => return false,
                     }
                 }
-                Expect::Key | Expect::KeyOrEnd => {
-                    if c != b'"' {
-                        return false;
-                    }
-                    let Some(s) = scan_string(b, i) else {
-                        return false;
-                    };
-                    i = skip_ws(b, s.end + 1);
-                    if b.get(i) != Some(&b':') {
-                        return false;
-                    }
-                    i += 1;
-                    if suppress.is_none() {
-                        let decide = || {
-                            if s.escaped {
-                                self.is_redacted_name(&decode(&b[s.start..s.end], None))
-                            } else {
-                                self.is_redacted_name(&text[s.start..s.end])
-                            }
-                        };
-                        redact_next = match &mut names {
-                            Some(names) => names.decide(b, s.start, s.end, decide),
-                            None => {
-                                step!(s.end - s.start + 1);
-                                decide()
-                            }
-                        };
-                    }
-                    expect = Expect::Value;
-                    continue;
-                }
-                Expect::CommaOrEnd => {
-                    let Some(close) = stack.last() else {
-                        return false;
-                    };
-                    if c == b',' {
-                        expect = if close == b'}' {
-                            Expect::Key
-                        } else {
-                            Expect::Value
-                        };
-                        i += 1;
-                        continue;
-                    }
-                    if c != close {
-                        return false;
-                    }
-                    stack.pop();
-                    i + 1
-                }
+                _ => return false,
             };
-            // A value ended at `value_end`.
-            let depth = stack.len();
-            if let Some((d, start)) = suppress
-                && d == depth
-            {
-                suppress = None;
-                if &b[start..value_end] != QUOTED_REDACTED.as_bytes() {
-                    out.push(Span::new(start, value_end, 1));
+            // A value ended at `end`: close the containers it ends, up to the
+            // comma before the next value or the end of a top-level value.
+            loop {
+                let depth = stack.len();
+                if let Some((d, start)) = suppress
+                    && d == depth
+                {
+                    suppress = None;
+                    if &b[start..end] != QUOTED_REDACTED.as_bytes() {
+                        out.push(Span::new(start, end, 1));
+                    }
                 }
-            }
-            i = value_end;
-            if depth == 0 {
-                saw_value = true;
-                expect = Expect::Value;
-            } else {
-                expect = Expect::CommaOrEnd;
+                let Some(close) = stack.last() else {
+                    saw_value = true;
+                    i = end;
+                    continue 'value;
+                };
+                let at = skip_ws(b, end);
+                step!(1);
+                match b.get(at) {
+                    Some(b',') if close == b'}' => {
+                        match self.member_key(text, at + 1, &mut names, suppress.is_none()) {
+                            Some((next, redact)) => {
+                                (i, redact_next) = (next, redact);
+                                continue 'value;
+                            }
+                            None => return false,
+                        }
+                    }
+                    Some(b',') => {
+                        i = at + 1;
+                        continue 'value;
+                    }
+                    Some(&c) if c == close => {
+                        stack.pop();
+                        end = at + 1;
+                    }
+                    _ => return false,
+                }
             }
         }
+    }
+
+    /// Reads the key of an object member and its colon, from `i` (blanks
+    /// first): where its value may start, and whether that value is redacted
+    /// (decided only when `judge`).
+    #[inline(always)]
+    fn member_key(
+        &self,
+        text: &str,
+        i: usize,
+        names: &mut Option<NameCache>,
+        judge: bool,
+    ) -> Option<(usize, bool)> {
+        let b = text.as_bytes();
+        let i = skip_ws(b, i);
+        if b.get(i) != Some(&b'"') {
+            return None;
+        }
+        let s = scan_string(b, i)?;
+        let mut after = s.end + 1;
+        if b.get(after) != Some(&b':') {
+            after = skip_ws(b, after);
+            if b.get(after) != Some(&b':') {
+                return None;
+            }
+        }
+        if !judge {
+            return Some((after + 1, false));
+        }
+        let decide = || {
+            if s.escaped {
+                self.is_redacted_name(&decode(&b[s.start..s.end], None))
+            } else {
+                self.is_redacted_name(&text[s.start..s.end])
+            }
+        };
+        let redact = match names {
+            Some(names) => names.decide(b, s.start, s.end, decide),
+            None => {
+                step!(s.end - s.start + 1);
+                decide()
+            }
+        };
+        Some((after + 1, redact))
     }
 
     /// Pushes the spans found inside the string value `s` of `text`.
@@ -570,6 +590,66 @@ mod tests {
             w[5] = c;
             let expected = (c < 0x20 || c == b'"' || c == b'\\').then_some(5);
             assert_eq!(first(&w), expected, "byte {c:#x}");
+        }
+    }
+
+    #[test]
+    fn json_texts_are_accepted_exactly_when_serde_json_accepts_them() {
+        let redactor = crate::Redactor::new();
+        let inner = redactor.inner();
+        let texts = [
+            "{}",
+            "[]",
+            "[ ]",
+            "{ }",
+            "\"s\"",
+            r#"{"a":1}"#,
+            r#" {"a" : [1, {"b":null}] , "c":"x"} "#,
+            "[[],[{}],[[1]]]",
+            "{\"a\":true}\n{\"b\":false}\n",
+            "[1,2.5e-3,-0,1E+2]",
+            r#"{"k\u0041":"v\n","token":{"x":[1,2]}}"#,
+            "{",
+            "}",
+            "",
+            "   ",
+            "[1,]",
+            r#"{"a":1,}"#,
+            r#"{"a" 1}"#,
+            r#"{"a":}"#,
+            "{,}",
+            "[,1]",
+            r#"{"a":1 "b":2}"#,
+            "[1 2]",
+            "{1:2}",
+            r#"{"a":1]"#,
+            "[1}",
+            r#"{"a":[}"#,
+            "[tru]",
+            "[01]",
+            r#"{"a":1}}"#,
+            r#"{"a",1}"#,
+            r#"{"a":1,"b"}"#,
+            r#"["a" "b"]"#,
+            "[\"a\nb\"]",
+        ];
+        for text in texts {
+            let serde = {
+                let mut values =
+                    serde_json::Deserializer::from_str(text).into_iter::<serde_json::Value>();
+                let mut ok = true;
+                let mut any = false;
+                for value in values.by_ref() {
+                    ok &= value.is_ok();
+                    any = true;
+                    if !ok {
+                        break;
+                    }
+                }
+                ok && any
+            };
+            let mut spans = Vec::new();
+            assert_eq!(inner.scan_json(text, 0, &mut spans), serde, "{text:?}");
         }
     }
 

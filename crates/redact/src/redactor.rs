@@ -109,6 +109,11 @@ impl Default for Redactor {
 }
 
 impl Redactor {
+    #[cfg(test)]
+    pub(crate) fn inner(&self) -> &Inner {
+        &self.inner
+    }
+
     /// A redactor with the default rules: credential and session id names, text
     /// rules on, no depth limit.
     pub fn new() -> Redactor {
