@@ -50,7 +50,7 @@ impl NameCache {
 
     /// The decision for the name `text[start..end]`: the cached one when the
     /// same bytes were decided before in this scan, else `decide()`'s.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn decide(
         &mut self,
         text: &[u8],

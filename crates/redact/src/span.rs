@@ -79,6 +79,10 @@ fn push_replacement(out: &mut String, span: &Span) {
         out.push_str(REDACTED);
         return;
     }
+    if span.quote == 1 {
+        out.push_str(QUOTED_REDACTED);
+        return;
+    }
     let backslashes = (1usize << (span.quote - 1).min(16)) - 1;
     out.extend(std::iter::repeat_n('\\', backslashes));
     out.push('"');
