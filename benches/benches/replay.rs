@@ -4,7 +4,9 @@
 //! text and JSON reports takes under 100 ms, the work `calltape replay` does once every call is
 //! answered (baseline in the same run: plain `serde_json::Value` equality over the same pairs, the
 //! floor any comparison pays); recording costs the bridge at most 10% of its pipelined throughput
-//! (baseline in the same run: the same bridge without a recorder).
+//! (baseline in the same run: the same bridge without a recorder). A second group makes the calls one
+//! at a time, each waiting for its answer, as most MCP clients do: there the recorder works while
+//! the session waits, and the figure is the delay it adds to a call.
 //!
 //! Like the bridge bench, this binary plays several roles chosen by `CALLTAPE_BENCH_ROLE`: the bench
 //! (unset), the echo server (`echo`), the bridge (`bridge`), the bridge with a tap that drops every
@@ -39,6 +41,7 @@ fn main() {
     let mut criterion = Criterion::default().configure_from_args();
     compare_and_report(&mut criterion);
     recording_throughput(&mut criterion);
+    recording_latency(&mut criterion);
     recorder_alone(&mut criterion);
     criterion.final_summary();
 }
@@ -161,11 +164,17 @@ fn bridge(observer: Observer) {
             ))
             .expect("recorder");
         let session = recorder.session();
-        builder = builder.tap(move |event: TapEvent| match event.direction {
-            Direction::FromClient => session.client_frame(&event.frame, event.at),
-            _ => session.server_frame(&event.frame, event.at),
+        // Disconnected once the tap thread has shown the recorder its last frame, as `calltape record`
+        // waits before closing the recorder.
+        let (gone_tx, gone) = std::sync::mpsc::channel::<()>();
+        builder = builder.tap(move |event: TapEvent| {
+            let _gone = &gone_tx;
+            match event.direction {
+                Direction::FromClient => session.client_frame(&event.frame, event.at),
+                _ => session.server_frame(&event.frame, event.at),
+            }
         });
-        Some(recorder)
+        Some((recorder, gone))
     } else {
         None
     };
@@ -173,10 +182,11 @@ fn bridge(observer: Observer) {
     let summary = runtime
         .block_on(bridge.run(tokio::io::stdin(), tokio::io::stdout()))
         .expect("bridge run");
-    if let Some(recorder) = recorder {
+    if let Some((recorder, gone)) = recorder {
+        let _ = gone.recv_timeout(Duration::from_secs(5));
         let report = runtime.block_on(recorder.close());
         eprintln!(
-            "replay/record_pipelined_10k: {report}; frames the tap dropped: {}",
+            "replay bench, recording bridge: {report}; frames the tap dropped: {}",
             summary.tap_dropped
         );
     }
@@ -225,6 +235,44 @@ fn recording_throughput(c: &mut Criterion) {
         .map(|t| t.lines().count())
         .unwrap_or(0);
     eprintln!("replay/record_pipelined_10k: {sent} calls made with a recorder, {lines} recorded");
+}
+
+/// Calls made one at a time, each waiting for its answer: what the recorder adds to a call while the
+/// bridge is not saturated.
+fn recording_latency(c: &mut Criterion) {
+    const SEQUENTIAL: usize = 1_000;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let record_to = dir.path().join("sequential.jsonl");
+    let calls: Vec<String> = (0..SEQUENTIAL)
+        .map(|i| format!("{{\"jsonrpc\":\"2.0\",\"id\":{},\"method\":\"tools/call\",\"params\":{{\"name\":\"echo\",\"arguments\":{{\"text\":\"hello {i}\"}}}}}}", i + 1))
+        .collect();
+    let mut group = c.benchmark_group("replay/record_sequential_1k");
+    group.throughput(Throughput::Elements(SEQUENTIAL as u64));
+    group.sample_size(20);
+    let mut sent = 0;
+    for (name, mut peer) in [
+        ("bridge", start_peer("bridge", None)),
+        ("bridge_with_record", start_peer("record", Some(&record_to))),
+    ] {
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                sent += SEQUENTIAL;
+                for call in &calls {
+                    peer.send(call.as_bytes());
+                    black_box(peer.recv());
+                }
+            });
+        });
+        if name == "bridge" {
+            sent = 0;
+        }
+        drop(peer);
+    }
+    group.finish();
+    let lines = std::fs::read_to_string(&record_to)
+        .map(|t| t.lines().count())
+        .unwrap_or(0);
+    eprintln!("replay/record_sequential_1k: {sent} calls made with a recorder, {lines} recorded");
 }
 
 /// The recorder's own work per call, without a bridge: 10,000 requests and their answers shown to one
