@@ -75,7 +75,20 @@ fn is_ws(c: u8) -> bool {
     matches!(c, b' ' | b'\t' | b'\n' | b'\r')
 }
 
-pub(crate) fn skip_ws(b: &[u8], mut i: usize) -> usize {
+/// The position of the first byte from `i` on that is not JSON whitespace.
+#[inline(always)]
+pub(crate) fn skip_ws(b: &[u8], i: usize) -> usize {
+    // Most tokens follow the one before without a blank: one comparison settles that.
+    match b.get(i) {
+        Some(&c) if c > b' ' => {
+            step!(1);
+            i
+        }
+        _ => skip_blanks(b, i),
+    }
+}
+
+fn skip_blanks(b: &[u8], mut i: usize) -> usize {
     let start = i;
     while i < b.len() && is_ws(b[i]) {
         i += 1;
