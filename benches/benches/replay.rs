@@ -4,9 +4,12 @@
 //! text and JSON reports takes under 100 ms, the work `calltape replay` does once every call is
 //! answered (baseline in the same run: plain `serde_json::Value` equality over the same pairs, the
 //! floor any comparison pays); recording costs the bridge at most 10% of its pipelined throughput
-//! (baseline in the same run: the same bridge without a recorder). A second group makes the calls one
-//! at a time, each waiting for its answer, as most MCP clients do: there the recorder works while
-//! the session waits, and the figure is the delay it adds to a call.
+//! (baseline in the same run: the same bridge without a recorder). The server there is an echo server
+//! that does no work, the case where the recorder's own work weighs most; a second group sends the
+//! same calls to the reference server, `mcp-server-everything`, when `CALLTAPE_PEERS` says where it is
+//! installed. A third group makes the calls one at a time, each waiting for its answer, as most MCP
+//! clients do: there the recorder works while the session waits, and the figure is the delay it adds
+//! to a call.
 //!
 //! Like the bridge bench, this binary plays several roles chosen by `CALLTAPE_BENCH_ROLE`: the bench
 //! (unset), the echo server (`echo`), the bridge (`bridge`), the bridge with a tap that drops every
@@ -14,6 +17,7 @@
 //! (`record`, writing to `CALLTAPE_BENCH_RECORD`), composed as `calltape record` composes them.
 
 use std::hint::black_box;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use calltape_benches::stdio_peer::{Peer, ROLE, echo_server};
@@ -27,6 +31,8 @@ use criterion::{BatchSize, Criterion, Throughput};
 use serde_json::{Value, json};
 
 const RECORD_TO: &str = "CALLTAPE_BENCH_RECORD";
+/// The MCP server the bridge roles start instead of this binary's echo server.
+const UPSTREAM: &str = "CALLTAPE_BENCH_UPSTREAM";
 /// Calls compared per iteration, and messages per pipelined iteration.
 const CALLS: usize = 10_000;
 
@@ -41,6 +47,7 @@ fn main() {
     let mut criterion = Criterion::default().configure_from_args();
     compare_and_report(&mut criterion);
     recording_throughput(&mut criterion);
+    recording_against_the_reference_server(&mut criterion);
     recording_latency(&mut criterion);
     recorder_alone(&mut criterion);
     criterion.final_summary();
@@ -143,10 +150,16 @@ enum Observer {
     Recorder,
 }
 
-/// `calltape bridge -- <echo>` or `calltape record -o FILE -- <echo>`, composed the same way.
+/// `calltape bridge -- <server>` or `calltape record -o FILE -- <server>`, composed the same way. The
+/// server is this binary's echo server unless `CALLTAPE_BENCH_UPSTREAM` names another.
 fn bridge(observer: Observer) {
-    let exe = std::env::current_exe().expect("own path");
-    let upstream = ChildUpstream::new([exe]).expect("argv").env(ROLE, "echo");
+    let upstream = match std::env::var_os(UPSTREAM) {
+        Some(server) => ChildUpstream::new([server]).expect("argv"),
+        None => {
+            let exe = std::env::current_exe().expect("own path");
+            ChildUpstream::new([exe]).expect("argv").env(ROLE, "echo")
+        }
+    };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -193,10 +206,17 @@ fn bridge(observer: Observer) {
     runtime.shutdown_timeout(Duration::from_millis(100));
 }
 
-fn start_peer(role: &str, record_to: Option<&std::path::Path>) -> Peer {
+fn start_peer(role: &str, record_to: Option<&Path>) -> Peer {
+    start_peer_with(role, record_to, None)
+}
+
+fn start_peer_with(role: &str, record_to: Option<&Path>, upstream: Option<&Path>) -> Peer {
     let mut command = Peer::own_binary(role);
     if let Some(path) = record_to {
         command.env(RECORD_TO, path);
+    }
+    if let Some(server) = upstream {
+        command.env(UPSTREAM, server);
     }
     Peer::start(command)
 }
@@ -235,6 +255,61 @@ fn recording_throughput(c: &mut Criterion) {
         .map(|t| t.lines().count())
         .unwrap_or(0);
     eprintln!("replay/record_pipelined_10k: {sent} calls made with a recorder, {lines} recorded");
+}
+
+/// The same pipelined calls to the reference server, `mcp-server-everything` (its `echo` tool), as
+/// installed by `.ci/install-peers`: recording's cost where the server does the work a real one does.
+/// Needs `CALLTAPE_PEERS` (`eval "$(.ci/install-peers --env)"`); without it the group is not run, and
+/// says so.
+fn recording_against_the_reference_server(c: &mut Criterion) {
+    let Some(server) = std::env::var_os("CALLTAPE_PEERS")
+        .map(|peers| PathBuf::from(peers).join("node/node_modules/.bin/mcp-server-everything"))
+        .filter(|server| server.exists())
+    else {
+        eprintln!(
+            "replay/record_pipelined_reference_server_10k: not run: set CALLTAPE_PEERS with \
+             `eval \"$(.ci/install-peers --env)\"` to bench against mcp-server-everything"
+        );
+        return;
+    };
+    let dir = tempfile::tempdir().expect("temp dir");
+    let record_to = dir.path().join("reference.jsonl");
+    let calls: Vec<u8> = (0..CALLS)
+        .flat_map(|i| {
+            format!("{{\"jsonrpc\":\"2.0\",\"id\":{},\"method\":\"tools/call\",\"params\":{{\"name\":\"echo\",\"arguments\":{{\"message\":\"hello {i}\"}}}}}}\n", i + 1)
+                .into_bytes()
+        })
+        .collect();
+    let mut group = c.benchmark_group("replay/record_pipelined_reference_server_10k");
+    group.throughput(Throughput::Elements(CALLS as u64));
+    group.sample_size(10);
+    group.measurement_time(Duration::from_secs(15));
+    let mut sent = 0;
+    for (name, mut peer) in [
+        ("bridge", start_peer_with("bridge", None, Some(&server))),
+        (
+            "bridge_with_record",
+            start_peer_with("record", Some(&record_to), Some(&server)),
+        ),
+    ] {
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                sent += CALLS;
+                black_box(peer.pipeline(&calls, CALLS))
+            });
+        });
+        if name == "bridge" {
+            sent = 0;
+        }
+        drop(peer);
+    }
+    group.finish();
+    let lines = std::fs::read_to_string(&record_to)
+        .map(|t| t.lines().count())
+        .unwrap_or(0);
+    eprintln!(
+        "replay/record_pipelined_reference_server_10k: {sent} calls made with a recorder, {lines} recorded"
+    );
 }
 
 /// Calls made one at a time, each waiting for its answer: what the recorder adds to a call while the
