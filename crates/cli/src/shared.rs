@@ -5,6 +5,7 @@ use std::{ffi::OsString, time::Duration};
 use calltape_stdio_bridge::{
     Bridge, FrameReader, FrameWriter, Incoming, parse_duration,
     shared::{Launcher, SharedKey, SharedPaths, SharedUpstream, Transport, unavailable_answer},
+    stdio,
 };
 use clap::Args;
 use serde_json::Value;
@@ -140,7 +141,7 @@ pub(crate) fn run(args: SharedArgs) -> u8 {
                 return exit::USAGE;
             }
         };
-        match bridge.run(tokio::io::stdin(), tokio::io::stdout()).await {
+        match bridge.run(stdio::stdin(), stdio::stdout()).await {
             Ok(_) => exit::OK,
             Err(e) => {
                 tracing::error!("{e}");
@@ -155,8 +156,8 @@ pub(crate) fn run(args: SharedArgs) -> u8 {
 /// Answers every request the client sent (until stdin ends or stays quiet for 2 s) with an error that
 /// carries its own id and the reason.
 async fn answer_held_requests(reason: &str) {
-    let mut reader = FrameReader::new(tokio::io::stdin());
-    let mut writer = FrameWriter::new(tokio::io::stdout());
+    let mut reader = FrameReader::new(stdio::stdin());
+    let mut writer = FrameWriter::new(stdio::stdout());
     loop {
         let next = match tokio::time::timeout(Duration::from_secs(2), reader.next()).await {
             Ok(Ok(Some(next))) => next,
