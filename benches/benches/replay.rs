@@ -26,7 +26,7 @@ use calltape_recorder::record::{
 };
 use calltape_redact::Redactor;
 use calltape_replay::mcp::{Comparer, Format, ReplayOptions, compare_outcomes};
-use calltape_stdio_bridge::{Bridge, ChildUpstream, Direction, TapEvent};
+use calltape_stdio_bridge::{Bridge, ChildUpstream, Direction, TapEvent, stdio};
 use criterion::{BatchSize, Criterion, Throughput};
 use serde_json::{Value, json};
 
@@ -193,7 +193,7 @@ fn bridge(observer: Observer) {
     };
     let bridge = builder.build().expect("bridge");
     let summary = runtime
-        .block_on(bridge.run(tokio::io::stdin(), tokio::io::stdout()))
+        .block_on(async { bridge.run(stdio::stdin(), stdio::stdout()).await })
         .expect("bridge run");
     if let Some((recorder, gone)) = recorder {
         let _ = gone.recv_timeout(Duration::from_secs(5));
