@@ -35,22 +35,21 @@ static CLASS: [u8; 256] = classes();
 /// Texts from this length up remember the names they decided.
 const CACHED_TEXT: usize = 1024;
 
-/// One bit per pair of bytes `(before, byte)`: whether the text scan stops at
-/// `byte`, a separator, or a word rule's first letter that starts a word.
-static STOPS: [u64; 1024] = stops();
+/// One byte per pair of bytes `(before, byte)`: whether the text scan stops at
+/// `byte`, a separator, or a word rule's first letter that starts a word. A
+/// byte each rather than a bit: the scan's inner loop is then one look-up, and
+/// the pairs that text meets (ASCII after ASCII) fill 16 KiB of it.
+static STOPS: [bool; 65536] = stops();
 
-const fn stops() -> [u64; 1024] {
+const fn stops() -> [bool; 65536] {
     let class = classes();
-    let mut t = [0u64; 1024];
+    let mut t = [false; 65536];
     let mut before = 0;
     while before < 256 {
         let mut c = 0;
         while c < 256 {
             let k = class[c];
-            if k & SEP != 0 || (k & START != 0 && class[before] & WORD == 0) {
-                let pair = (before << 8) | c;
-                t[pair >> 6] |= 1 << (pair & 63);
-            }
+            t[(before << 8) | c] = k & SEP != 0 || (k & START != 0 && class[before] & WORD == 0);
             c += 1;
         }
         before += 1;
@@ -60,8 +59,7 @@ const fn stops() -> [u64; 1024] {
 
 #[inline]
 fn stops_at(before: u8, byte: u8) -> bool {
-    let pair = (usize::from(before) << 8) | usize::from(byte);
-    STOPS[pair >> 6] >> (pair & 63) & 1 != 0
+    STOPS[(usize::from(before) << 8) | usize::from(byte)]
 }
 
 const fn classes() -> [u8; 256] {
