@@ -23,11 +23,14 @@ const CACHED_JSON: usize = 256;
 const INLINE_DEPTH: usize = 64;
 
 /// The closing bracket of every open container: the first `INLINE_DEPTH` in place, deeper ones on
-/// the heap, so that scanning a small text allocates nothing.
+/// the heap, so that scanning a small text allocates nothing. The innermost one is kept apart too:
+/// it is read after every value, and changes only when a container opens or closes.
 struct Closers {
     inline: [u8; INLINE_DEPTH],
     deeper: Vec<u8>,
     len: usize,
+    /// The innermost closing bracket; 0 when none is open.
+    top: u8,
 }
 
 impl Closers {
@@ -36,6 +39,7 @@ impl Closers {
             inline: [0; INLINE_DEPTH],
             deeper: Vec::new(),
             len: 0,
+            top: 0,
         }
     }
 
@@ -45,6 +49,7 @@ impl Closers {
             None => self.deeper.push(close),
         }
         self.len += 1;
+        self.top = close;
     }
 
     fn pop(&mut self) {
@@ -52,14 +57,15 @@ impl Closers {
             self.deeper.pop();
         }
         self.len = self.len.saturating_sub(1);
+        self.top = match self.len {
+            0 => 0,
+            n if n <= INLINE_DEPTH => self.inline[n - 1],
+            _ => self.deeper.last().copied().unwrap_or(0),
+        };
     }
 
     fn last(&self) -> Option<u8> {
-        match self.len {
-            0 => None,
-            n if n <= INLINE_DEPTH => Some(self.inline[n - 1]),
-            _ => self.deeper.last().copied(),
-        }
+        (self.top != 0).then_some(self.top)
     }
 
     fn len(&self) -> usize {
@@ -197,32 +203,34 @@ fn scan_string(b: &[u8], quote: usize) -> Option<Str> {
     let mut escaped = false;
     loop {
         let from = i;
-        // The first 16 bytes eight at a time, the rest (a long string) with
-        // a vectorised search for the quote or backslash that ends it, then
-        // one check that it holds no control character.
-        let short_end = b.len().min(i + 16);
-        let mut found = false;
-        while i + 8 <= short_end {
-            let special = special_bytes(&b[i..i + 8]);
+        // Eight bytes at a time: most strings end in their first words. A
+        // long one goes on with a vectorised search for the quote or
+        // backslash that ends it, then one check that it holds no control
+        // character; the last few bytes of the text go one at a time.
+        let mut words = 0;
+        loop {
+            let Some(word) = b.get(i..i + 8) else {
+                while i < b.len() && !STRING_SPECIAL[b[i] as usize] {
+                    i += 1;
+                }
+                break;
+            };
+            let special = special_bytes(word);
             if special != 0 {
                 i += (special.trailing_zeros() / 8) as usize;
-                found = true;
                 break;
             }
             i += 8;
-        }
-        if !found {
-            while i < short_end && !STRING_SPECIAL[b[i] as usize] {
-                i += 1;
+            words += 1;
+            if words == 4 {
+                let rest = &b[i..];
+                let run = memchr::memchr2(b'"', b'\\', rest).unwrap_or(rest.len());
+                if rest[..run].iter().fold(false, |bad, &c| bad | (c < 0x20)) {
+                    return None;
+                }
+                i += run;
+                break;
             }
-        }
-        if i == short_end && i < b.len() {
-            let rest = &b[i..];
-            let run = memchr::memchr2(b'"', b'\\', rest).unwrap_or(rest.len());
-            if rest[..run].iter().fold(false, |bad, &c| bad | (c < 0x20)) {
-                return None;
-            }
-            i += run;
         }
         step!(i - from + 1);
         match *b.get(i)? {
@@ -379,6 +387,7 @@ impl Inner {
         let mut saw_value = false;
         // A short text holds few names: deciding each is cheaper than setting up the cache.
         let mut names = (b.len() >= CACHED_JSON).then(NameCache::new);
+        let max_depth = self.max_depth.unwrap_or(usize::MAX);
         // Where a value may start, blanks before it included.
         let mut i = 0;
         'value: loop {
@@ -388,7 +397,7 @@ impl Inner {
             };
             step!(1);
             let depth = stack.len();
-            if suppress.is_none() && (redact_next || self.max_depth.is_some_and(|m| depth > m)) {
+            if suppress.is_none() && (redact_next || depth > max_depth) {
                 suppress = Some((depth, i));
             }
             redact_next = false;
