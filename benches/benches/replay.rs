@@ -27,7 +27,8 @@ use calltape_recorder::record::{
 use calltape_redact::Redactor;
 use calltape_replay::mcp::{Comparer, Format, ReplayOptions, compare_outcomes};
 use calltape_stdio_bridge::{Bridge, ChildUpstream, Direction, TapEvent, stdio};
-use criterion::{BatchSize, Criterion, Throughput};
+use criterion::measurement::WallTime;
+use criterion::{BatchSize, BenchmarkGroup, Criterion, Throughput};
 use serde_json::{Value, json};
 
 const RECORD_TO: &str = "CALLTAPE_BENCH_RECORD";
@@ -206,11 +207,7 @@ fn bridge(observer: Observer) {
     runtime.shutdown_timeout(Duration::from_millis(100));
 }
 
-fn start_peer(role: &str, record_to: Option<&Path>) -> Peer {
-    start_peer_with(role, record_to, None)
-}
-
-fn start_peer_with(role: &str, record_to: Option<&Path>, upstream: Option<&Path>) -> Peer {
+fn start_peer(role: &str, record_to: Option<&Path>, upstream: Option<&Path>) -> Peer {
     let mut command = Peer::own_binary(role);
     if let Some(path) = record_to {
         command.env(RECORD_TO, path);
@@ -221,40 +218,77 @@ fn start_peer_with(role: &str, record_to: Option<&Path>, upstream: Option<&Path>
     Peer::start(command)
 }
 
+/// `tools/call` requests to the `echo` tool with its argument under `key`, one per line, ids from 1.
+fn echo_calls(count: usize, key: &str) -> Vec<String> {
+    (0..count)
+        .map(|i| {
+            format!(
+                r#"{{"jsonrpc":"2.0","id":{},"method":"tools/call","params":{{"name":"echo","arguments":{{"{key}":"hello {i}"}}}}}}"#,
+                i + 1
+            )
+        })
+        .collect()
+}
+
+/// The calls as one write: each line with its newline.
+fn pipelined(calls: &[String]) -> Vec<u8> {
+    calls
+        .iter()
+        .flat_map(|call| call.bytes().chain([b'\n']))
+        .collect()
+}
+
+/// Benches `exchange` (`calls` calls an iteration) on each peer in turn, then says how many of the
+/// calls made through `bridge_with_record` its recording holds.
+fn bench_peers(
+    group: &mut BenchmarkGroup<'_, WallTime>,
+    group_name: &str,
+    peers: Vec<(&str, Peer)>,
+    record_to: &Path,
+    calls: usize,
+    mut exchange: impl FnMut(&mut Peer),
+) {
+    let mut made = 0;
+    for (name, mut peer) in peers {
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                if name == "bridge_with_record" {
+                    made += calls;
+                }
+                exchange(&mut peer);
+            });
+        });
+        drop(peer);
+    }
+    let lines = std::fs::read_to_string(record_to)
+        .map(|t| t.lines().count())
+        .unwrap_or(0);
+    eprintln!(
+        "{}: {made} calls made with a recorder, {lines} recorded",
+        group_name
+    );
+}
+
 fn recording_throughput(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("temp dir");
     let record_to = dir.path().join("bench.jsonl");
-    let calls: Vec<u8> = (0..CALLS)
-        .flat_map(|i| {
-            format!("{{\"jsonrpc\":\"2.0\",\"id\":{},\"method\":\"tools/call\",\"params\":{{\"name\":\"echo\",\"arguments\":{{\"text\":\"hello {i}\"}}}}}}\n", i + 1)
-                .into_bytes()
-        })
-        .collect();
-    let mut group = c.benchmark_group("replay/record_pipelined_10k");
+    let calls = pipelined(&echo_calls(CALLS, "text"));
+    let name = "replay/record_pipelined_10k";
+    let mut group = c.benchmark_group(name);
     group.throughput(Throughput::Elements(CALLS as u64));
     group.sample_size(20);
-    let mut sent = 0;
-    for (name, mut peer) in [
-        ("bridge", start_peer("bridge", None)),
-        ("bridge_with_empty_tap", start_peer("tap", None)),
-        ("bridge_with_record", start_peer("record", Some(&record_to))),
-    ] {
-        group.bench_function(name, |b| {
-            b.iter(|| {
-                sent += CALLS;
-                black_box(peer.pipeline(&calls, CALLS))
-            });
-        });
-        if name != "bridge_with_record" {
-            sent = 0;
-        }
-        drop(peer);
-    }
+    let peers = vec![
+        ("bridge", start_peer("bridge", None, None)),
+        ("bridge_with_empty_tap", start_peer("tap", None, None)),
+        (
+            "bridge_with_record",
+            start_peer("record", Some(&record_to), None),
+        ),
+    ];
+    bench_peers(&mut group, name, peers, &record_to, CALLS, |peer| {
+        black_box(peer.pipeline(&calls, CALLS));
+    });
     group.finish();
-    let lines = std::fs::read_to_string(&record_to)
-        .map(|t| t.lines().count())
-        .unwrap_or(0);
-    eprintln!("replay/record_pipelined_10k: {sent} calls made with a recorder, {lines} recorded");
 }
 
 /// The same pipelined calls to the reference server, `mcp-server-everything` (its `echo` tool), as
@@ -274,42 +308,23 @@ fn recording_against_the_reference_server(c: &mut Criterion) {
     };
     let dir = tempfile::tempdir().expect("temp dir");
     let record_to = dir.path().join("reference.jsonl");
-    let calls: Vec<u8> = (0..CALLS)
-        .flat_map(|i| {
-            format!("{{\"jsonrpc\":\"2.0\",\"id\":{},\"method\":\"tools/call\",\"params\":{{\"name\":\"echo\",\"arguments\":{{\"message\":\"hello {i}\"}}}}}}\n", i + 1)
-                .into_bytes()
-        })
-        .collect();
-    let mut group = c.benchmark_group("replay/record_pipelined_reference_server_10k");
+    let calls = pipelined(&echo_calls(CALLS, "message"));
+    let name = "replay/record_pipelined_reference_server_10k";
+    let mut group = c.benchmark_group(name);
     group.throughput(Throughput::Elements(CALLS as u64));
     group.sample_size(10);
     group.measurement_time(Duration::from_secs(15));
-    let mut sent = 0;
-    for (name, mut peer) in [
-        ("bridge", start_peer_with("bridge", None, Some(&server))),
+    let peers = vec![
+        ("bridge", start_peer("bridge", None, Some(&server))),
         (
             "bridge_with_record",
-            start_peer_with("record", Some(&record_to), Some(&server)),
+            start_peer("record", Some(&record_to), Some(&server)),
         ),
-    ] {
-        group.bench_function(name, |b| {
-            b.iter(|| {
-                sent += CALLS;
-                black_box(peer.pipeline(&calls, CALLS))
-            });
-        });
-        if name == "bridge" {
-            sent = 0;
-        }
-        drop(peer);
-    }
+    ];
+    bench_peers(&mut group, name, peers, &record_to, CALLS, |peer| {
+        black_box(peer.pipeline(&calls, CALLS));
+    });
     group.finish();
-    let lines = std::fs::read_to_string(&record_to)
-        .map(|t| t.lines().count())
-        .unwrap_or(0);
-    eprintln!(
-        "replay/record_pipelined_reference_server_10k: {sent} calls made with a recorder, {lines} recorded"
-    );
 }
 
 /// Calls made one at a time, each waiting for its answer: what the recorder adds to a call while the
@@ -318,36 +333,25 @@ fn recording_latency(c: &mut Criterion) {
     const SEQUENTIAL: usize = 1_000;
     let dir = tempfile::tempdir().expect("temp dir");
     let record_to = dir.path().join("sequential.jsonl");
-    let calls: Vec<String> = (0..SEQUENTIAL)
-        .map(|i| format!("{{\"jsonrpc\":\"2.0\",\"id\":{},\"method\":\"tools/call\",\"params\":{{\"name\":\"echo\",\"arguments\":{{\"text\":\"hello {i}\"}}}}}}", i + 1))
-        .collect();
-    let mut group = c.benchmark_group("replay/record_sequential_1k");
+    let calls = echo_calls(SEQUENTIAL, "text");
+    let name = "replay/record_sequential_1k";
+    let mut group = c.benchmark_group(name);
     group.throughput(Throughput::Elements(SEQUENTIAL as u64));
     group.sample_size(20);
-    let mut sent = 0;
-    for (name, mut peer) in [
-        ("bridge", start_peer("bridge", None)),
-        ("bridge_with_record", start_peer("record", Some(&record_to))),
-    ] {
-        group.bench_function(name, |b| {
-            b.iter(|| {
-                sent += SEQUENTIAL;
-                for call in &calls {
-                    peer.send(call.as_bytes());
-                    black_box(peer.recv());
-                }
-            });
-        });
-        if name == "bridge" {
-            sent = 0;
+    let peers = vec![
+        ("bridge", start_peer("bridge", None, None)),
+        (
+            "bridge_with_record",
+            start_peer("record", Some(&record_to), None),
+        ),
+    ];
+    bench_peers(&mut group, name, peers, &record_to, SEQUENTIAL, |peer| {
+        for call in &calls {
+            peer.send(call.as_bytes());
+            black_box(peer.recv());
         }
-        drop(peer);
-    }
+    });
     group.finish();
-    let lines = std::fs::read_to_string(&record_to)
-        .map(|t| t.lines().count())
-        .unwrap_or(0);
-    eprintln!("replay/record_sequential_1k: {sent} calls made with a recorder, {lines} recorded");
 }
 
 /// The recorder's own work per call, without a bridge: 10,000 requests and their answers shown to one
