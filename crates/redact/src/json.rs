@@ -403,12 +403,16 @@ impl Inner {
             redact_next = false;
             // Where the value that starts at `i` ends.
             let mut end = match c {
-                b'{' => {
-                    stack.push(b'}');
+                b'{' | b'[' => {
+                    let close = if c == b'{' { b'}' } else { b']' };
+                    stack.push(close);
                     let at = skip_ws(b, i + 1);
-                    if b.get(at) == Some(&b'}') {
+                    if b.get(at) == Some(&close) {
                         stack.pop();
                         at + 1
+                    } else if c == b'[' {
+                        i = at;
+                        continue 'value;
                     } else {
                         match self.member_key(text, at, &mut names, suppress.is_none()) {
                             Some((next, redact)) => {
@@ -417,17 +421,6 @@ impl Inner {
                             }
                             None => return false,
                         }
-                    }
-                }
-                b'[' => {
-                    stack.push(b']');
-                    let at = skip_ws(b, i + 1);
-                    if b.get(at) == Some(&b']') {
-                        stack.pop();
-                        at + 1
-                    } else {
-                        i = at;
-                        continue 'value;
                     }
                 }
                 b'"' => {
