@@ -137,6 +137,19 @@ static STRING_SPECIAL: [bool; 256] = {
     t
 };
 
+/// The bytes that may follow a number or a literal, as in serde_json: a blank,
+/// a bracket, a quote, a comma or a colon.
+static ENDS_VALUE: [bool; 256] = {
+    let mut t = [false; 256];
+    let ends = b" \t\n\r\"[]{},:";
+    let mut k = 0;
+    while k < ends.len() {
+        t[ends[k] as usize] = true;
+        k += 1;
+    }
+    t
+};
+
 fn hex4(b: &[u8], i: usize) -> Option<u32> {
     let digits = b.get(i..i + 4)?;
     let mut v = 0;
@@ -439,6 +452,8 @@ impl Inner {
                         b'n' => literal(b, i, b"null"),
                         _ => number(b, i),
                     };
+                    // As in serde_json, `0null` is not two values.
+                    let end = end.filter(|&end| b.get(end).is_none_or(|&c| ENDS_VALUE[c as usize]));
                     match end {
                         Some(end) => end,
                         None => return false,
@@ -666,6 +681,46 @@ mod tests {
             let mut spans = Vec::new();
             assert_eq!(inner.scan_json(text, 0, &mut spans), serde, "{text:?}");
         }
+    }
+
+    /// Whether serde_json reads `text` as a stream of one or more JSON values.
+    fn serde_reads(text: &str) -> bool {
+        let mut values = serde_json::Deserializer::from_str(text).into_iter::<serde_json::Value>();
+        let mut any = false;
+        for value in values.by_ref() {
+            if value.is_err() {
+                return false;
+            }
+            any = true;
+        }
+        any
+    }
+
+    #[test]
+    fn random_texts_are_accepted_exactly_when_serde_json_accepts_them() {
+        let redactor = crate::Redactor::new();
+        let inner = redactor.inner();
+        let pieces: [&str; 22] = [
+            "{", "}", "[", "]", ",", ":", "\"", "\"a\"", "\"k\":", "1", "0", "-", ".", "e", " ",
+            "true", "nul", "null", "\\", "\\n", "x", "\n",
+        ];
+        let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = move || {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1);
+            (state >> 33) as usize
+        };
+        let mut accepted = 0;
+        for _ in 0..50_000 {
+            let len = next() % 9;
+            let text: String = (0..len).map(|_| pieces[next() % pieces.len()]).collect();
+            let mut spans = Vec::new();
+            let ours = inner.scan_json(&text, 0, &mut spans);
+            assert_eq!(ours, serde_reads(&text), "{text:?}");
+            accepted += usize::from(ours);
+        }
+        assert!(accepted > 500, "too few valid texts were tried: {accepted}");
     }
 
     #[test]
