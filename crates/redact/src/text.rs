@@ -23,9 +23,6 @@ const T68: u8 = 8;
 const VALUE_END: u8 = 16;
 /// `:` and `=`, where an assignment rule may fire.
 const SEP: u8 = 64;
-/// The first letters of the rules that fire at the start of a word (`Bearer`,
-/// `Basic`, `eyJ`, `sk-`, `ghp_`, `AKIA`, …).
-const START: u8 = 128;
 /// Ends the authority of a URL (`[` too: a placeholder ends it, as the `/`
 /// it may have replaced did).
 const AUTH_END: u8 = 32;
@@ -35,31 +32,48 @@ static CLASS: [u8; 256] = classes();
 /// Texts from this length up remember the names they decided.
 const CACHED_TEXT: usize = 1024;
 
-/// One byte per pair of bytes `(before, byte)`: whether the text scan stops at
-/// `byte`, a separator, or a word rule's first letter that starts a word. A
-/// byte each rather than a bit: the scan's inner loop is then one look-up, and
-/// the pairs that text meets (ASCII after ASCII) fill 16 KiB of it.
+/// One byte per pair of bytes `(byte, next)`: whether the text scan stops at
+/// `byte`, a separator or the first two letters of a word rule's prefix (the
+/// rule then checks that a word starts there). A byte each rather than a bit:
+/// the scan's inner loop is then one look-up, and the pairs that text meets
+/// (ASCII before ASCII) fill 16 KiB of it.
 static STOPS: [bool; 65536] = stops();
 
 const fn stops() -> [bool; 65536] {
     let class = classes();
     let mut t = [false; 65536];
-    let mut before = 0;
-    while before < 256 {
-        let mut c = 0;
-        while c < 256 {
-            let k = class[c];
-            t[(before << 8) | c] = k & SEP != 0 || (k & START != 0 && class[before] & WORD == 0);
-            c += 1;
+    let mut c = 0;
+    while c < 256 {
+        let mut next = 0;
+        while next < 256 {
+            t[(c << 8) | next] = class[c] & SEP != 0 || starts_word_rule(c as u8, next as u8);
+            next += 1;
         }
-        before += 1;
+        c += 1;
     }
     t
 }
 
+/// Whether the prefix of a word rule (see [`word_candidate`]) may start with
+/// the bytes `c`, `next`: `eyJ`, `Basic`/`Bearer` in any case, `sk-`, `gh`,
+/// `gl`, `github_pat_`, `xox`, `AKIA`, `ASIA`, `AIza`, `npm_`, `hf_`.
+const fn starts_word_rule(c: u8, next: u8) -> bool {
+    matches!(
+        (c, next),
+        (b'e', b'y')
+            | (b'B' | b'b', b'a' | b'A' | b'e' | b'E')
+            | (b's', b'k')
+            | (b'g', b'h' | b'l' | b'i')
+            | (b'x', b'o')
+            | (b'A', b'K' | b'S' | b'I')
+            | (b'n', b'p')
+            | (b'h', b'f')
+    )
+}
+
 #[inline]
-fn stops_at(before: u8, byte: u8) -> bool {
-    STOPS[(usize::from(before) << 8) | usize::from(byte)]
+fn stops_at(byte: u8, next: u8) -> bool {
+    STOPS[(usize::from(byte) << 8) | usize::from(next)]
 }
 
 const fn classes() -> [u8; 256] {
@@ -101,12 +115,6 @@ const fn classes() -> [u8; 256] {
         }
         if matches!(b, b':' | b'=') {
             k |= SEP;
-        }
-        if matches!(
-            b,
-            b'e' | b'B' | b'b' | b's' | b'g' | b'x' | b'A' | b'n' | b'h'
-        ) {
-            k |= START;
         }
         t[c] = k;
         c += 1;
@@ -254,6 +262,27 @@ struct Memory {
     names: Option<Box<NameCache>>,
 }
 
+/// Whether `rest` starts like the word of a word rule.
+fn word_candidate(rest: &[u8]) -> bool {
+    step!(8);
+    let starts_ci = |p: &[u8]| rest.len() >= p.len() && rest[..p.len()].eq_ignore_ascii_case(p);
+    match rest.first() {
+        Some(b'e') => rest.starts_with(b"eyJ"),
+        Some(b'B' | b'b') => starts_ci(b"basic") || starts_ci(b"bearer"),
+        Some(b's') => rest.starts_with(b"sk-"),
+        Some(b'g') => {
+            rest.starts_with(b"gh") || rest.starts_with(b"gl") || rest.starts_with(b"github_pat_")
+        }
+        Some(b'x') => rest.starts_with(b"xox"),
+        Some(b'A') => {
+            rest.starts_with(b"AKIA") || rest.starts_with(b"ASIA") || rest.starts_with(b"AIza")
+        }
+        Some(b'n') => rest.starts_with(b"npm_"),
+        Some(b'h') => rest.starts_with(b"hf_"),
+        _ => false,
+    }
+}
+
 impl Inner {
     /// Pushes the spans of every credential the text rules find in `text`.
     pub(crate) fn scan_text(&self, text: &str, out: &mut Vec<Span>) {
@@ -270,25 +299,27 @@ impl Inner {
         let mut i = 0;
         while i < n {
             // Most bytes cannot start a rule: skip them in a tight loop that
-            // stops only at a separator, or at a word rule's first letter
-            // that starts a word. No branch depends on the letter alone, so
-            // common letters inside words cost no mispredicted branch.
+            // stops only at a separator, or at the first two letters of a
+            // word rule's prefix. The pair of a byte and the next decides, in
+            // one look-up with nothing carried from one byte to the next, so
+            // common letters cost no mispredicted branch.
             let from = i;
-            if i == 0 && n > 0 && !has(b[0], SEP | START) {
-                i = 1;
-            }
-            // From the second byte on, the pair of a byte and the one before
-            // it decides, in one look-up with nothing carried from one byte
-            // to the next.
-            while i > 0 && i < n && !stops_at(b[i - 1], b[i]) {
+            while i + 1 < n && !stops_at(b[i], b[i + 1]) {
                 i += 1;
             }
             step!(i - from + 1);
-            if i >= n {
+            // The last byte can only matter as a separator: no word rule's
+            // prefix is one byte long.
+            if i >= n || (i + 1 == n && !has(b[i], SEP)) {
                 break;
             }
             let c = b[i];
             if c != b':' && c != b'=' {
+                // A word rule's prefix counts only where a word starts.
+                if i > 0 && has(b[i - 1], WORD) {
+                    i += 1;
+                    continue;
+                }
                 match self.word_rule(b, i, out) {
                     Some(to) => {
                         i = to;
@@ -338,27 +369,7 @@ impl Inner {
     /// form, JWTs, `Bearer`/`Basic` credentials. A cheap look at the first
     /// bytes comes before scanning the word.
     fn word_rule(&self, b: &[u8], s: usize, out: &mut Vec<Span>) -> Option<usize> {
-        let rest = &b[s..];
-        let starts_ci = |p: &[u8]| rest.len() >= p.len() && rest[..p.len()].eq_ignore_ascii_case(p);
-        let candidate = match rest[0] {
-            b'e' => rest.starts_with(b"eyJ"),
-            b'B' | b'b' => starts_ci(b"basic") || starts_ci(b"bearer"),
-            b's' => rest.starts_with(b"sk-"),
-            b'g' => {
-                rest.starts_with(b"gh")
-                    || rest.starts_with(b"gl")
-                    || rest.starts_with(b"github_pat_")
-            }
-            b'x' => rest.starts_with(b"xox"),
-            b'A' => {
-                rest.starts_with(b"AKIA") || rest.starts_with(b"ASIA") || rest.starts_with(b"AIza")
-            }
-            b'n' => rest.starts_with(b"npm_"),
-            b'h' => rest.starts_with(b"hf_"),
-            _ => false,
-        };
-        step!(8);
-        if !candidate {
+        if !word_candidate(&b[s..]) {
             return None;
         }
         let e = run(b, s + 1, WORD);
@@ -606,6 +617,46 @@ fn url_userinfo(b: &[u8], a: usize, out: &mut Vec<Span>) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_scan_stops_at_every_pair_that_starts_a_word_rule() {
+        // Every prefix a word rule knows, in both cases where the rule ignores case.
+        let prefixes: [&[u8]; 17] = [
+            b"eyJ",
+            b"basic",
+            b"BASIC",
+            b"bearer",
+            b"BEARER",
+            b"sk-",
+            b"gh",
+            b"gl",
+            b"github_pat_",
+            b"xox",
+            b"AKIA",
+            b"ASIA",
+            b"AIza",
+            b"npm_",
+            b"hf_",
+            b"Basic",
+            b"Bearer",
+        ];
+        let mut candidates = 0;
+        for c in 0..=255u8 {
+            for next in 0..=255u8 {
+                for prefix in prefixes {
+                    let mut word = vec![c, next];
+                    word.extend_from_slice(&prefix[2..]);
+                    word.extend_from_slice(b"0123456789abcdefghij");
+                    if word_candidate(&word) {
+                        candidates += 1;
+                        assert!(stops_at(c, next), "{:?}", String::from_utf8_lossy(&word));
+                    }
+                }
+            }
+        }
+        assert!(candidates >= prefixes.len(), "{candidates}");
+        assert!(!stops_at(b'e', b'q') && !stops_at(b'n', b'a') && !stops_at(b'A', b'C'));
+    }
 
     #[test]
     fn base64_user_password_is_recognised() {
