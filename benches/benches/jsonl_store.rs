@@ -63,6 +63,24 @@ fn truncate(path: &Path) {
         .unwrap();
 }
 
+/// Times `iters` calls of `one`, `CHUNK` at a time, running the untimed `between` (a flush, a
+/// truncation) after each chunk so that the file stays small.
+fn timed_in_chunks(iters: u64, mut one: impl FnMut(), mut between: impl FnMut()) -> Duration {
+    let mut timed = Duration::ZERO;
+    let mut left = iters;
+    while left > 0 {
+        let n = left.min(CHUNK);
+        let start = Instant::now();
+        for _ in 0..n {
+            one();
+        }
+        timed += start.elapsed();
+        left -= n;
+        between();
+    }
+    timed
+}
+
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
@@ -87,40 +105,28 @@ fn append_cost(c: &mut Criterion) {
 
     group.bench_function("JsonlWriter::append_line", |b| {
         b.iter_custom(|iters| {
-            let mut timed = Duration::ZERO;
-            let mut left = iters;
-            while left > 0 {
-                let n = left.min(CHUNK);
-                let start = Instant::now();
-                for _ in 0..n {
-                    writer.append_line(black_box(line.clone()));
-                }
-                timed += start.elapsed();
-                left -= n;
-                let report = rt.block_on(writer.flush());
-                assert_eq!(report.dropped.total(), 0);
-                truncate(&path);
-            }
-            timed
+            timed_in_chunks(
+                iters,
+                || writer.append_line(black_box(line.clone())),
+                || {
+                    let report = rt.block_on(writer.flush());
+                    assert_eq!(report.dropped.total(), 0);
+                    truncate(&path);
+                },
+            )
         });
     });
 
     group.bench_function("JsonlWriter::append (serializes)", |b| {
         b.iter_custom(|iters| {
-            let mut timed = Duration::ZERO;
-            let mut left = iters;
-            while left > 0 {
-                let n = left.min(CHUNK);
-                let start = Instant::now();
-                for _ in 0..n {
-                    writer.append(black_box(&value));
-                }
-                timed += start.elapsed();
-                left -= n;
-                rt.block_on(writer.flush());
-                truncate(&path);
-            }
-            timed
+            timed_in_chunks(
+                iters,
+                || writer.append(black_box(&value)),
+                || {
+                    rt.block_on(writer.flush());
+                    truncate(&path);
+                },
+            )
         });
     });
 
@@ -128,21 +134,19 @@ fn append_cost(c: &mut Criterion) {
     let mut base = BufWriter::with_capacity(64 * 1024, File::create(&base_path).unwrap());
     group.bench_function("baseline BufWriter<File>::write_all", |b| {
         b.iter_custom(|iters| {
-            let mut timed = Duration::ZERO;
-            let mut left = iters;
-            while left > 0 {
-                let n = left.min(CHUNK);
-                let start = Instant::now();
-                for _ in 0..n {
+            let base = std::cell::RefCell::new(&mut base);
+            timed_in_chunks(
+                iters,
+                || {
+                    let mut base = base.borrow_mut();
                     base.write_all(black_box(&line)).unwrap();
                     base.write_all(b"\n").unwrap();
-                }
-                timed += start.elapsed();
-                left -= n;
-                base.flush().unwrap();
-                truncate(&base_path);
-            }
-            timed
+                },
+                || {
+                    base.borrow_mut().flush().unwrap();
+                    truncate(&base_path);
+                },
+            )
         });
     });
     group.finish();

@@ -150,8 +150,9 @@ impl Recorder {
         }
     }
 
-    /// Waits until every recorded call is on disk and returns what was done. Calls recorded after
-    /// this are dropped and counted.
+    /// Waits until every recorded call is on disk and returns what was done. A call answered after
+    /// this writes no line, so close once the sessions have seen their last frames (`calltape record`
+    /// waits for its tap thread to end first).
     pub async fn close(&self) -> RecorderReport {
         let writer = lock(&self.inner.writer).take();
         let writer = match writer {
