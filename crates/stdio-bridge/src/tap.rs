@@ -1,19 +1,17 @@
 //! The observer hook: every frame the client sends or receives, with a timestamp.
 //!
-//! A [`Tap`] runs on a thread of its own behind a queue bounded in frames and in bytes
-//! ([`TAP_QUEUE_BYTES`]). When the queue is full the frame is not given to the tap and the drop is
-//! counted ([`Summary::tap_dropped`](crate::Summary::tap_dropped)): a slow
-//! or failing tap never slows the session.
+//! A [`Tap`] runs on a thread of its own. The session copies each frame into a queue bounded in
+//! frames and in bytes ([`TAP_QUEUE_BYTES`]) and goes on; the tap's thread takes the whole queue at
+//! once and shows it the frames in order. When the queue is full the frame is not queued and the
+//! drop is counted ([`Summary::tap_dropped`](crate::Summary::tap_dropped)): a slow or failing tap
+//! never slows the session.
 
 use std::{
-    sync::{
-        Arc,
-        atomic::{AtomicU64, AtomicUsize, Ordering},
-    },
+    sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError},
     time::{Duration, SystemTime},
 };
 
-use tokio::sync::mpsc::{self, error::TryRecvError};
+use bytes::Bytes;
 
 use crate::upstream::Frame;
 
@@ -23,7 +21,7 @@ pub const TAP_QUEUE_BYTES: usize = 64 * 1024 * 1024;
 
 /// How long the tap's thread naps between batches of frames while the session is busy.
 const TAP_NAP: Duration = Duration::from_millis(1);
-/// Empty naps in a row after which the tap's thread waits on its queue instead.
+/// Empty naps in a row after which the tap's thread waits to be woken instead.
 const TAP_NAPS: u32 = 20;
 
 /// Which way a frame went.
@@ -60,95 +58,193 @@ impl<F: FnMut(TapEvent) + Send + 'static> Tap for F {
     }
 }
 
-/// The session's side of a tap: never waits.
+/// The session's side of a tap: never waits for it.
 #[derive(Debug, Clone)]
 pub(crate) struct TapSender {
-    tx: mpsc::Sender<TapEvent>,
-    dropped: Arc<AtomicU64>,
-    /// Bytes of frames queued or being observed.
-    held: Arc<AtomicUsize>,
+    shared: Arc<Shared>,
+    /// Held by every sender: when the last one goes, the tap's thread sees the rest of the queue and
+    /// ends.
+    _open: Arc<Open>,
+}
+
+#[derive(Debug)]
+struct Shared {
+    queue: Mutex<Queue>,
+    /// Wakes the tap's thread when it waits for frames.
+    ready: Condvar,
+    capacity: usize,
     max_bytes: usize,
+}
+
+/// Frames waiting for the tap: their bytes one after the other, and where each ends.
+#[derive(Debug, Default)]
+struct Queue {
+    bytes: Vec<u8>,
+    frames: Vec<Queued>,
+    /// Bytes of frames queued, or taken by the tap's thread in the batch it is observing.
+    held: usize,
+    dropped: u64,
+    /// The tap's thread waits on `ready`.
+    waiting: bool,
+    /// Every sender is gone.
+    closed: bool,
+    /// The tap panicked: nothing more is queued.
+    failed: bool,
+}
+
+#[derive(Debug)]
+struct Queued {
+    direction: Direction,
+    at: SystemTime,
+    end: usize,
+}
+
+#[derive(Debug)]
+struct Open(Arc<Shared>);
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        lock(&self.0.queue).closed = true;
+        self.0.ready.notify_one();
+    }
+}
+
+fn lock(queue: &Mutex<Queue>) -> MutexGuard<'_, Queue> {
+    queue.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl TapSender {
     /// Starts the tap's thread with a queue of `capacity` frames.
     ///
     /// While frames keep coming, the thread takes them in batches, napping `TAP_NAP` between
-    /// batches instead of waiting on the queue: a session then never pays for waking the thread once
-    /// per frame. After `TAP_NAPS` empty naps in a row it waits on the queue, so an idle session
-    /// costs nothing.
+    /// batches instead of being woken: a session then never pays for waking the thread once per
+    /// frame. After `TAP_NAPS` empty naps in a row it waits to be woken, so an idle session costs
+    /// nothing.
     pub(crate) fn start(tap: Box<dyn Tap>, capacity: usize) -> std::io::Result<Self> {
         Self::start_with_bytes(tap, capacity, TAP_QUEUE_BYTES)
     }
 
     /// [`start`](Self::start) with a queue of at most `max_bytes` of frames.
     fn start_with_bytes(
-        mut tap: Box<dyn Tap>,
+        tap: Box<dyn Tap>,
         capacity: usize,
         max_bytes: usize,
     ) -> std::io::Result<Self> {
-        let (tx, mut rx) = mpsc::channel::<TapEvent>(capacity.max(1));
-        let held = Arc::new(AtomicUsize::new(0));
-        let released = held.clone();
+        let shared = Arc::new(Shared {
+            queue: Mutex::new(Queue::default()),
+            ready: Condvar::new(),
+            capacity: capacity.max(1),
+            max_bytes,
+        });
+        let observer = shared.clone();
         std::thread::Builder::new()
             .name("calltape-tap".to_owned())
-            .spawn(move || {
-                let mut naps = 0;
-                loop {
-                    let event = match rx.try_recv() {
-                        Ok(event) => event,
-                        Err(TryRecvError::Disconnected) => break,
-                        Err(TryRecvError::Empty) if naps < TAP_NAPS => {
-                            naps += 1;
-                            std::thread::sleep(TAP_NAP);
-                            continue;
-                        }
-                        Err(TryRecvError::Empty) => match rx.blocking_recv() {
-                            Some(event) => event,
-                            None => break,
-                        },
-                    };
-                    naps = 0;
-                    let len = event.frame.len();
-                    // A panicking tap loses its frames, not the session.
-                    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        tap.observe(event);
-                    }));
-                    released.fetch_sub(len, Ordering::AcqRel);
-                    if outcome.is_err() {
-                        tracing::error!("the tap panicked; no more frames go to it");
-                        break;
-                    }
-                }
-            })?;
+            .spawn(move || observe(&observer, tap))?;
         Ok(Self {
-            tx,
-            dropped: Arc::new(AtomicU64::new(0)),
-            held,
-            max_bytes,
+            _open: Arc::new(Open(shared.clone())),
+            shared,
         })
     }
 
+    /// Queues a copy of `frame`, or counts it as dropped when the queue is full.
     pub(crate) fn send(&self, direction: Direction, frame: &Frame) {
-        let len = frame.len();
-        if self.held.fetch_add(len, Ordering::AcqRel) + len > self.max_bytes {
-            self.held.fetch_sub(len, Ordering::AcqRel);
-            self.dropped.fetch_add(1, Ordering::Relaxed);
+        let at = SystemTime::now();
+        let shared = &*self.shared;
+        let mut queue = lock(&shared.queue);
+        if queue.failed
+            || queue.frames.len() >= shared.capacity
+            || queue.held + frame.len() > shared.max_bytes
+        {
+            queue.dropped += 1;
             return;
         }
-        let event = TapEvent {
-            direction,
-            at: SystemTime::now(),
-            frame: frame.clone(),
-        };
-        if self.tx.try_send(event).is_err() {
-            self.held.fetch_sub(len, Ordering::AcqRel);
-            self.dropped.fetch_add(1, Ordering::Relaxed);
+        queue.held += frame.len();
+        queue.bytes.extend_from_slice(frame);
+        let end = queue.bytes.len();
+        queue.frames.push(Queued { direction, at, end });
+        let wake = std::mem::take(&mut queue.waiting);
+        drop(queue);
+        if wake {
+            shared.ready.notify_one();
         }
     }
 
     pub(crate) fn dropped(&self) -> u64 {
-        self.dropped.load(Ordering::Relaxed)
+        lock(&self.shared.queue).dropped
+    }
+
+    #[cfg(test)]
+    fn held(&self) -> usize {
+        lock(&self.shared.queue).held
+    }
+}
+
+/// The tap's thread: takes the queue a batch at a time and shows the tap each frame, until every
+/// sender is gone and the queue is empty.
+fn observe(shared: &Shared, mut tap: Box<dyn Tap>) {
+    let mut spare = Vec::new();
+    // The bytes of the last batch, no longer held once it has been observed.
+    let mut observed = 0;
+    let mut last_batch = 0;
+    // The next batch's buffer: allocated outside the lock, as large as the last batch.
+    let mut fresh = Vec::new();
+    let mut naps = 0;
+    loop {
+        if fresh.capacity() < last_batch {
+            fresh = Vec::with_capacity(last_batch);
+        }
+        let mut queue = lock(&shared.queue);
+        queue.held -= std::mem::take(&mut observed);
+        if queue.frames.is_empty() {
+            if queue.closed {
+                return;
+            }
+            if naps < TAP_NAPS {
+                naps += 1;
+                drop(queue);
+                std::thread::sleep(TAP_NAP);
+                continue;
+            }
+            queue.waiting = true;
+            queue = shared
+                .ready
+                .wait_while(queue, |q| q.frames.is_empty() && !q.closed)
+                .unwrap_or_else(PoisonError::into_inner);
+            queue.waiting = false;
+            if queue.frames.is_empty() {
+                return;
+            }
+        }
+        naps = 0;
+        let bytes = Bytes::from(std::mem::replace(
+            &mut queue.bytes,
+            std::mem::take(&mut fresh),
+        ));
+        std::mem::swap(&mut queue.frames, &mut spare);
+        drop(queue);
+        observed = bytes.len();
+        last_batch = observed;
+        let mut start = 0;
+        for queued in spare.drain(..) {
+            let event = TapEvent {
+                direction: queued.direction,
+                at: queued.at,
+                frame: bytes.slice(start..queued.end),
+            };
+            start = queued.end;
+            // A panicking tap loses its frames, not the session.
+            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                tap.observe(event);
+            }));
+            if outcome.is_err() {
+                tracing::error!("the tap panicked; no more frames go to it");
+                let mut queue = lock(&shared.queue);
+                queue.failed = true;
+                queue.bytes = Vec::new();
+                queue.frames = Vec::new();
+                return;
+            }
+        }
     }
 }
 
@@ -181,7 +277,7 @@ mod tests {
         }
         // Once observed, the frames no longer count: the queue takes more.
         let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        while sender.held.load(Ordering::Acquire) > 0 && std::time::Instant::now() < deadline {
+        while sender.held() > 0 && std::time::Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(1));
         }
         sender.send(Direction::ToClient, &frame);
