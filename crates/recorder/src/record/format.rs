@@ -1,7 +1,6 @@
 //! The call record, format version 1: one JSON object per line.
 
 use std::fmt;
-use std::io::Write as _;
 
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::value::RawValue;
@@ -320,19 +319,36 @@ impl<M: Serialize + ?Sized, V: Serialize + ?Sized> Serialize for RecordLine<'_, 
     }
 }
 
-impl RecordLine<'_, RawValue, RawValue> {
-    /// Appends the line to `out`, byte for byte what serializing it writes, without going through a
-    /// serializer: the recorder writes one of these per call.
+/// Compact JSON text, taken as it is.
+pub(crate) trait JsonText {
+    fn json_text(&self) -> &str;
+}
+
+impl JsonText for RawValue {
+    fn json_text(&self) -> &str {
+        self.get()
+    }
+}
+
+/// Text the recorder checked to be compact JSON.
+impl JsonText for str {
+    fn json_text(&self) -> &str {
+        self
+    }
+}
+
+impl<M: JsonText + ?Sized, V: JsonText + ?Sized> RecordLine<'_, M, V> {
+    /// Appends the line to `out`, byte for byte what serializing it (with the raw texts as raw JSON)
+    /// writes, without going through a serializer: the recorder writes one of these per call.
     pub(crate) fn write_to(&self, out: &mut Vec<u8>) {
-        fn raw(out: &mut Vec<u8>, key: &[u8], value: Option<&RawValue>) {
+        fn raw<T: JsonText + ?Sized>(out: &mut Vec<u8>, key: &[u8], value: Option<&T>) {
             if let Some(value) = value {
                 out.extend_from_slice(key);
-                out.extend_from_slice(value.get().as_bytes());
+                out.extend_from_slice(value.json_text().as_bytes());
             }
         }
-        out.extend_from_slice(b"{\"v\":");
-        let _ = write!(out, "{FORMAT_VERSION}");
-        out.extend_from_slice(b",\"at\":");
+        const _: () = assert!(FORMAT_VERSION == 1, "the line below writes version 1");
+        out.extend_from_slice(b"{\"v\":1,\"at\":");
         json_string(out, self.at);
         out.extend_from_slice(b",\"session\":");
         json_string(out, self.session);
@@ -362,7 +378,11 @@ impl RecordLine<'_, RawValue, RawValue> {
 
 /// Appends `s` as a JSON string, escaped as `serde_json` escapes it.
 fn json_string(out: &mut Vec<u8>, s: &str) {
-    if !s.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
+    // Without branches, so that short strings cost a few instructions.
+    let plain = s.bytes().fold(true, |plain, b| {
+        plain & (b >= 0x20) & (b != b'"') & (b != b'\\')
+    });
+    if plain {
         out.push(b'"');
         out.extend_from_slice(s.as_bytes());
         out.push(b'"');

@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use std::fmt;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, LazyLock, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::SystemTime;
 
 use calltape_jsonl_store::{JsonlWriter, Options, WriterReport};
@@ -16,7 +16,7 @@ use serde_json::{Map, Value};
 
 use crate::error::{Error, ErrorKind};
 use crate::record::format::{CallError, CallRecord, Outcome, RecordLine};
-use crate::record::raw::{self, IdKey, IdMap};
+use crate::record::raw::{self, IdKey, IdMap, Json};
 use crate::record::redaction::{redact_name, redact_outcome};
 use crate::record::time::{Rfc3339, new_session_id};
 
@@ -246,7 +246,7 @@ struct Pending {
     method: Cow<'static, str>,
     name: String,
     /// The redacted arguments, compact JSON.
-    input: Option<Box<RawValue>>,
+    input: Option<Box<str>>,
     /// Values the input held under credential names: hidden in the answer too, should the server
     /// echo one back.
     secrets: Vec<String>,
@@ -257,7 +257,7 @@ struct Pending {
 /// What a call ended with, ready to be written: the redacted answer as compact JSON (borrowed from
 /// the frame when it needed no change), or the error.
 enum Ending<'a> {
-    Answer(Cow<'a, RawValue>),
+    Answer(Cow<'a, str>),
     Error(CallError),
 }
 
@@ -312,7 +312,7 @@ impl SessionRecorder {
         let params = message.params.unwrap_or_default();
         let (name, input) = match &*method {
             "tools/call" | "prompts/get" => {
-                (params.name, params.arguments.or(Some(&**EMPTY_OBJECT)))
+                (params.name, Some(params.arguments.unwrap_or(NO_ARGUMENTS)))
             }
             "resources/read" => (params.uri, None),
             _ => return self.client_value(text, at),
@@ -320,25 +320,18 @@ impl SessionRecorder {
         let name = name.and_then(raw::string).unwrap_or_default();
         let name = redact_name(&inner.redactor, &method, &name);
         let mut secrets = Vec::new();
-        let input = match input {
-            None => None,
-            Some(arguments) => {
-                let redacted = inner.redactor.redact_json_text(arguments.get());
-                if let Cow::Owned(_) = redacted
-                    && let Ok(original) = serde_json::from_str::<Value>(arguments.get())
-                {
-                    collect_secrets(&inner.redactor, &original, &mut secrets);
-                }
-                let compacted = raw::compact_redacted(redacted);
-                match raw::owned(arguments, compacted) {
-                    Some(input) => Some(input.into_owned()),
-                    None => return self.client_value(text, at),
-                }
+        let input = input.map(|arguments| {
+            let redacted = inner.redactor.redact_json_text(arguments.text);
+            if let Cow::Owned(_) = redacted
+                && let Ok(original) = serde_json::from_str::<Value>(arguments.text)
+            {
+                collect_secrets(&inner.redactor, &original, &mut secrets);
             }
-        };
+            compacted(redacted, arguments.compact).into()
+        });
         let meta = params
             .meta
-            .and_then(|meta| serde_json::from_str::<Map<String, Value>>(meta.get()).ok());
+            .and_then(|meta| serde_json::from_str::<Map<String, Value>>(meta).ok());
         let (client, protocol_version) = meta_info(meta.as_ref());
         let key = IdKey::of_raw(id);
         lock(&self.state).pending.insert(
@@ -407,7 +400,8 @@ impl SessionRecorder {
                 name,
                 input: input
                     .as_ref()
-                    .and_then(|input| serde_json::value::to_raw_value(input).ok()),
+                    .and_then(|input| serde_json::to_string(input).ok())
+                    .map(String::into_boxed_str),
                 secrets,
                 client,
                 protocol_version,
@@ -439,7 +433,7 @@ impl SessionRecorder {
         let inner = &self.recorder.inner;
         let ending = match (message.result, message.error) {
             (Some(result), _) => self.answer_ending(result, &pending.secrets),
-            (None, Some(error)) => match serde_json::from_str::<Value>(error.get()) {
+            (None, Some(error)) => match serde_json::from_str::<Value>(error) {
                 Ok(error) => {
                     let mut outcome = Outcome::Error(CallError::from_jsonrpc(&error));
                     redact_outcome(&inner.redactor, &mut outcome);
@@ -457,16 +451,13 @@ impl SessionRecorder {
 
     /// The ending a `result` stands for: redacted as text unless it may be a tool error or may echo
     /// a secret of the input, which the `Value` reading deals with.
-    fn answer_ending<'a>(&self, result: &'a RawValue, secrets: &[String]) -> Option<Ending<'a>> {
+    fn answer_ending<'a>(&self, result: Json<'a>, secrets: &[String]) -> Option<Ending<'a>> {
         let redactor = &self.recorder.inner.redactor;
-        if secrets.is_empty() && !raw::may_be_tool_error(result.get()) {
-            let redacted = redactor.redact_json_text(result.get());
-            let compacted = raw::compact_redacted(redacted);
-            if let Some(answer) = raw::owned(result, compacted) {
-                return Some(Ending::Answer(answer));
-            }
+        if secrets.is_empty() && !raw::may_be_tool_error(result.text) {
+            let redacted = redactor.redact_json_text(result.text);
+            return Some(Ending::Answer(compacted(redacted, result.compact)));
         }
-        let result = serde_json::from_str::<Value>(result.get()).ok()?;
+        let result = serde_json::from_str::<Value>(result.text).ok()?;
         let mut outcome = Outcome::from_result(result);
         redact_outcome(redactor, &mut outcome);
         hide_values(&mut outcome, secrets);
@@ -548,9 +539,9 @@ impl SessionRecorder {
         };
         let size = 160
             + pending.name.len()
-            + pending.input.as_ref().map_or(0, |i| i.get().len())
+            + pending.input.as_ref().map_or(0, |i| i.len())
             + match &ending {
-                Ending::Answer(answer) => answer.get().len(),
+                Ending::Answer(answer) => answer.len(),
                 Ending::Error(_) => 64,
             }
             + client.as_ref().map_or(0, |c| c.get().len())
@@ -605,7 +596,7 @@ fn raw_of(value: &Value) -> Option<Arc<RawValue>> {
 /// An outcome as it is written.
 fn ending_of(outcome: Outcome) -> Option<Ending<'static>> {
     match outcome {
-        Outcome::Answer(answer) => serde_json::value::to_raw_value(&answer)
+        Outcome::Answer(answer) => serde_json::to_string(&answer)
             .ok()
             .map(|answer| Ending::Answer(Cow::Owned(answer))),
         Outcome::Error(error) => Some(Ending::Error(error)),
@@ -613,9 +604,20 @@ fn ending_of(outcome: Outcome) -> Option<Ending<'static>> {
 }
 
 /// `{}`: the input of a call sent without arguments.
-static EMPTY_OBJECT: LazyLock<Box<RawValue>> = LazyLock::new(|| {
-    RawValue::from_string("{}".to_owned()).unwrap_or_else(|_| RawValue::NULL.to_owned())
-});
+const NO_ARGUMENTS: Json<'static> = Json {
+    text: "{}",
+    compact: true,
+};
+
+/// Redacted JSON text without blanks between its tokens: as it is when the original had none (the
+/// redactor adds none).
+fn compacted(redacted: Cow<'_, str>, compact: bool) -> Cow<'_, str> {
+    if compact {
+        redacted
+    } else {
+        raw::compact_redacted(redacted)
+    }
+}
 
 impl Drop for SessionRecorder {
     fn drop(&mut self) {

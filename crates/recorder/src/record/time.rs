@@ -18,10 +18,10 @@ impl Rfc3339 {
         let rem = secs % 86_400;
         let (year, month, day) = civil_from_days(days);
         let mut out = *b"0000-00-00T00:00:00.000Z";
-        let mut digits = |at: usize, value: u64, width: usize| {
-            for place in 0..width {
-                let digit = (value / 10u64.pow((width - 1 - place) as u32) % 10) as u8;
-                out[at + place] = b'0' + digit;
+        let mut digits = |at: usize, mut value: u64, width: usize| {
+            for place in (at..at + width).rev() {
+                out[place] = b'0' + (value % 10) as u8;
+                value /= 10;
             }
         };
         digits(0, year.clamp(0, 9999) as u64, 4);
