@@ -51,8 +51,7 @@ impl<'a> Message<'a> {
         let mut message = Message::default();
         let mut params_seen = false;
         let mut scan = Scan::new(text);
-        scan.blanks();
-        scan.members(|scan, key| {
+        let each = |scan: &mut Scan<'a>, key: &[u8]| {
             let slot = match key {
                 b"id" => &mut message.id,
                 b"method" => &mut message.method,
@@ -71,7 +70,17 @@ impl<'a> Message<'a> {
                 _ => return scan.value().map(drop),
             };
             fill(slot, scan.value()?.text)
-        })?;
+        };
+        // Nearly every message opens with its version, a member whose value is not needed: it is
+        // taken in one comparison.
+        if text.as_bytes().starts_with(VERSION) {
+            scan.at = VERSION.len();
+            scan.blanks();
+            scan.more_members(each)?;
+        } else {
+            scan.blanks();
+            scan.members(each)?;
+        }
         scan.blanks();
         scan.at_end().then_some(message)
     }
@@ -94,6 +103,9 @@ impl<'a> CallParams<'a> {
     }
 }
 
+/// How a message nearly always opens.
+const VERSION: &[u8] = br#"{"jsonrpc":"2.0","#;
+
 /// Sets a part read once; `None` when it was already set (a repeated key).
 fn fill<T>(slot: &mut Option<T>, value: T) -> Option<()> {
     match slot {
@@ -108,36 +120,34 @@ fn fill<T>(slot: &mut Option<T>, value: T) -> Option<()> {
 /// The brackets open around a point of a value: one bit per bracket, set for an object.
 #[derive(Default)]
 struct Nesting {
-    bits: u128,
+    /// The innermost 64 brackets, the innermost in the lowest bit.
+    bits: u64,
     depth: usize,
-    /// Brackets past the 128th.
-    deeper: Vec<bool>,
+    /// The bits of brackets pushed out of `bits`, innermost last.
+    outer: Vec<u64>,
 }
 
 impl Nesting {
     fn push(&mut self, object: bool) {
-        if self.depth < 128 {
-            self.bits = self.bits & !(1 << self.depth) | u128::from(object) << self.depth;
-        } else {
-            self.deeper.push(object);
+        if self.depth.is_multiple_of(64) && self.depth > 0 {
+            self.outer.push(self.bits);
+            self.bits = 0;
         }
+        self.bits = self.bits << 1 | u64::from(object);
         self.depth += 1;
     }
 
     fn pop(&mut self) {
         self.depth -= 1;
-        if self.depth >= 128 {
-            self.deeper.pop();
+        self.bits >>= 1;
+        if self.depth.is_multiple_of(64) && self.depth > 0 {
+            self.bits = self.outer.pop().unwrap_or(0);
         }
     }
 
     /// Whether the innermost open bracket is an object's; `None` when none is open.
     fn innermost(&self) -> Option<bool> {
-        let top = self.depth.checked_sub(1)?;
-        Some(match top {
-            0..128 => self.bits >> top & 1 == 1,
-            _ => self.deeper.last().copied().unwrap_or(false),
-        })
+        (self.depth > 0).then_some(self.bits & 1 == 1)
     }
 }
 
@@ -169,6 +179,10 @@ impl<'a> Scan<'a> {
     /// Skips blanks; whether there were any.
     #[inline(always)]
     fn blanks(&mut self) -> bool {
+        // Most tokens follow one another with no blank.
+        if self.peek().is_none_or(|b| b > b' ') {
+            return false;
+        }
         let start = self.at;
         while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.peek() {
             self.at += 1;
@@ -192,13 +206,21 @@ impl<'a> Scan<'a> {
 
     /// Reads an object's members, handing each unescaped key to `each`, which reads the value; blanks
     /// around keys, colons and values are skipped here.
-    fn members(&mut self, mut each: impl FnMut(&mut Self, &'a [u8]) -> Option<()>) -> Option<()> {
+    fn members(&mut self, each: impl FnMut(&mut Self, &'a [u8]) -> Option<()>) -> Option<()> {
         self.expect(b'{')?;
         self.blanks();
         if self.peek()? == b'}' {
             self.at += 1;
             return Some(());
         }
+        self.more_members(each)
+    }
+
+    /// [`members`](Self::members) from the first key after a comma.
+    fn more_members(
+        &mut self,
+        mut each: impl FnMut(&mut Self, &'a [u8]) -> Option<()>,
+    ) -> Option<()> {
         loop {
             let start = self.at + 1;
             if self.string()? {
@@ -392,9 +414,11 @@ impl<'a> Scan<'a> {
     }
 
     fn digits(&mut self) {
-        while self.peek().is_some_and(|b| b.is_ascii_digit()) {
-            self.at += 1;
-        }
+        let rest = &self.bytes[self.at..];
+        self.at += rest
+            .iter()
+            .position(|b| !b.is_ascii_digit())
+            .unwrap_or(rest.len());
     }
 
     fn some_digits(&mut self) -> Option<()> {
@@ -627,6 +651,36 @@ mod tests {
         assert!(params.uri.is_none() && params.meta.is_none());
         let m = Message::parse(r#"{"id":"a","result":{"s":"x y","n":[-0.5e+3,true]}}"#).unwrap();
         assert_eq!(m.result.map(|r| r.compact), Some(true));
+    }
+
+    #[test]
+    fn deep_values_are_read_whole_and_a_wrong_bracket_at_any_depth_is_refused() {
+        for depth in [1, 63, 64, 65, 128, 129, 300] {
+            let mut value = String::new();
+            for level in 0..depth {
+                value.push_str(if level % 3 == 0 { "{\"k\":" } else { "[1," });
+            }
+            value.push_str("null");
+            for level in (0..depth).rev() {
+                value.push(if level % 3 == 0 { '}' } else { ']' });
+            }
+            let text = format!(r#"{{"id":1,"result":{value}}}"#);
+            let m = Message::parse(&text).unwrap_or_else(|| panic!("depth {depth}"));
+            assert_eq!(
+                m.result.map(|r| r.text),
+                Some(value.as_str()),
+                "depth {depth}"
+            );
+            for wrong in [1, depth / 2, depth - 1] {
+                // The bracket that closes level `wrong` (counted from the outside) swapped.
+                let at = text.len() - 1 - wrong - 1;
+                let mut bytes = text.clone().into_bytes();
+                bytes[at] = if bytes[at] == b'}' { b']' } else { b'}' };
+                let broken = String::from_utf8(bytes).unwrap();
+                assert!(Message::parse(&broken).is_none(), "{broken}");
+                assert!(serde_json::from_str::<Value>(&broken).is_err());
+            }
+        }
     }
 
     /// The `serde_json` reading the scanner stands for.
