@@ -20,6 +20,7 @@ use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use calltape_benches::paired::{paired_rounds, selected};
 use calltape_benches::stdio_peer::{Peer, ROLE, echo_server};
 use calltape_recorder::record::{
     CallError, ErrorCode, Outcome, Recorder, RecorderOptions, Recording,
@@ -238,28 +239,39 @@ fn pipelined(calls: &[String]) -> Vec<u8> {
         .collect()
 }
 
-/// Benches `exchange` (`calls` calls an iteration) on each peer in turn, then says how many of the
-/// calls made through `bridge_with_record` its recording holds.
+/// Benches `exchange` (`calls` calls an iteration) on each peer in turn with criterion, then times
+/// `rounds` paired rounds of it (every peer once a round) and prints each peer's cost against the
+/// first, round by round; last, says how many of the calls made through `bridge_with_record` its
+/// recording holds.
 fn bench_peers(
     group: &mut BenchmarkGroup<'_, WallTime>,
     group_name: &str,
-    peers: Vec<(&str, Peer)>,
+    mut peers: Vec<(&str, Peer)>,
     record_to: &Path,
-    calls: usize,
+    (calls, rounds): (usize, usize),
     mut exchange: impl FnMut(&mut Peer),
 ) {
     let mut made = 0;
-    for (name, mut peer) in peers {
+    for (name, peer) in &mut peers {
+        let name = *name;
         group.bench_function(name, |b| {
             b.iter(|| {
                 if name == "bridge_with_record" {
                     made += calls;
                 }
-                exchange(&mut peer);
+                exchange(peer);
             });
         });
-        drop(peer);
     }
+    if selected(group_name) {
+        let recording = peers.iter().any(|(name, _)| *name == "bridge_with_record");
+        let rounds = paired_rounds(&mut peers, rounds, &mut exchange);
+        if recording {
+            made += calls * rounds.times[0].len();
+        }
+        eprintln!("{}", rounds.report(group_name));
+    }
+    drop(peers);
     let lines = std::fs::read_to_string(record_to)
         .map(|t| t.lines().count())
         .unwrap_or(0);
@@ -285,7 +297,7 @@ fn recording_throughput(c: &mut Criterion) {
             start_peer("record", Some(&record_to), None),
         ),
     ];
-    bench_peers(&mut group, name, peers, &record_to, CALLS, |peer| {
+    bench_peers(&mut group, name, peers, &record_to, (CALLS, 40), |peer| {
         black_box(peer.pipeline(&calls, CALLS));
     });
     group.finish();
@@ -321,7 +333,7 @@ fn recording_against_the_reference_server(c: &mut Criterion) {
             start_peer("record", Some(&record_to), Some(&server)),
         ),
     ];
-    bench_peers(&mut group, name, peers, &record_to, CALLS, |peer| {
+    bench_peers(&mut group, name, peers, &record_to, (CALLS, 30), |peer| {
         black_box(peer.pipeline(&calls, CALLS));
     });
     group.finish();
@@ -345,12 +357,19 @@ fn recording_latency(c: &mut Criterion) {
             start_peer("record", Some(&record_to), None),
         ),
     ];
-    bench_peers(&mut group, name, peers, &record_to, SEQUENTIAL, |peer| {
-        for call in &calls {
-            peer.send(call.as_bytes());
-            black_box(peer.recv());
-        }
-    });
+    bench_peers(
+        &mut group,
+        name,
+        peers,
+        &record_to,
+        (SEQUENTIAL, 40),
+        |peer| {
+            for call in &calls {
+                peer.send(call.as_bytes());
+                black_box(peer.recv());
+            }
+        },
+    );
     group.finish();
 }
 
