@@ -240,15 +240,15 @@ fn pipelined(calls: &[String]) -> Vec<u8> {
 }
 
 /// Benches `exchange` (`calls` calls an iteration) on each peer in turn with criterion, then times
-/// `rounds` paired rounds of it (every peer once a round) and prints each peer's cost against the
-/// first, round by round; last, says how many of the calls made through `bridge_with_record` its
-/// recording holds.
+/// `rounds` paired rounds of it (every peer once a round, after one untimed exchange when `warm`) and
+/// prints each peer's cost against the first, round by round; last, says how many of the calls made
+/// through `bridge_with_record` its recording holds.
 fn bench_peers(
     group: &mut BenchmarkGroup<'_, WallTime>,
     group_name: &str,
     mut peers: Vec<(&str, Peer)>,
     record_to: &Path,
-    (calls, rounds): (usize, usize),
+    (calls, rounds, warm): (usize, usize, bool),
     mut exchange: impl FnMut(&mut Peer),
 ) {
     let mut made = 0;
@@ -265,9 +265,9 @@ fn bench_peers(
     }
     if selected(group_name) {
         let recording = peers.iter().any(|(name, _)| *name == "bridge_with_record");
-        let rounds = paired_rounds(&mut peers, rounds, &mut exchange);
+        let rounds = paired_rounds(&mut peers, rounds, warm, &mut exchange);
         if recording {
-            made += calls * rounds.times[0].len();
+            made += calls * rounds.times[0].len() * if warm { 2 } else { 1 };
         }
         eprintln!("{}", rounds.report(group_name));
     }
@@ -297,9 +297,16 @@ fn recording_throughput(c: &mut Criterion) {
             start_peer("record", Some(&record_to), None),
         ),
     ];
-    bench_peers(&mut group, name, peers, &record_to, (CALLS, 40), |peer| {
-        black_box(peer.pipeline(&calls, CALLS));
-    });
+    bench_peers(
+        &mut group,
+        name,
+        peers,
+        &record_to,
+        (CALLS, 40, true),
+        |peer| {
+            black_box(peer.pipeline(&calls, CALLS));
+        },
+    );
     group.finish();
 }
 
@@ -333,9 +340,16 @@ fn recording_against_the_reference_server(c: &mut Criterion) {
             start_peer("record", Some(&record_to), Some(&server)),
         ),
     ];
-    bench_peers(&mut group, name, peers, &record_to, (CALLS, 30), |peer| {
-        black_box(peer.pipeline(&calls, CALLS));
-    });
+    bench_peers(
+        &mut group,
+        name,
+        peers,
+        &record_to,
+        (CALLS, 30, false),
+        |peer| {
+            black_box(peer.pipeline(&calls, CALLS));
+        },
+    );
     group.finish();
 }
 
@@ -362,7 +376,7 @@ fn recording_latency(c: &mut Criterion) {
         name,
         peers,
         &record_to,
-        (SEQUENTIAL, 40),
+        (SEQUENTIAL, 40, true),
         |peer| {
             for call in &calls {
                 peer.send(call.as_bytes());

@@ -68,9 +68,12 @@ pub struct Rounds {
 }
 
 /// Runs `run` on each setup once per round for `rounds` rounds, the order reversed every other round.
+/// With `warm`, each timed run follows an untimed one on the same setup, so that a setup whose threads
+/// went idle while the others ran is timed awake, as criterion times it.
 pub fn paired_rounds<S>(
     setups: &mut [(&str, S)],
     rounds: usize,
+    warm: bool,
     mut run: impl FnMut(&mut S),
 ) -> Rounds {
     let mut times = vec![Vec::with_capacity(rounds); setups.len()];
@@ -81,6 +84,9 @@ pub fn paired_rounds<S>(
             (0..setups.len()).rev().collect()
         };
         for i in order {
+            if warm {
+                run(&mut setups[i].1);
+            }
             let start = Instant::now();
             run(&mut setups[i].1);
             times[i].push(start.elapsed());
