@@ -198,7 +198,11 @@ fn json_replay(c: &mut Criterion) {
         .await;
         (replay_proxy(&cassette).await, direct)
     });
-    let client = reqwest::Client::builder().no_proxy().build().unwrap();
+    let client = reqwest::Client::builder()
+        .no_proxy()
+        .tls_backend_preconfigured(calltape_stdio_bridge::tls_client_config().unwrap())
+        .build()
+        .unwrap();
     let via_proxy = format!("{}/v1/chat/completions", proxy.base_url("openai"));
     let via_direct = format!("{direct}/v1/chat/completions");
     let mut group = c.benchmark_group("http_proxy_json_10kb");
@@ -270,7 +274,11 @@ fn sse_replay(c: &mut Criterion) {
         let direct = direct_upstream("text/event-stream", Arc::clone(&frames)).await;
         (replay_proxy(&cassette).await, direct)
     });
-    let client = reqwest::Client::builder().no_proxy().build().unwrap();
+    let client = reqwest::Client::builder()
+        .no_proxy()
+        .tls_backend_preconfigured(calltape_stdio_bridge::tls_client_config().unwrap())
+        .build()
+        .unwrap();
     let body = serde_json::to_vec(&json!({"model": "gpt-4o-mini", "stream": true})).unwrap();
     let proxy_addr = proxy.local_addr().to_string();
     let direct_addr = direct.trim_start_matches("http://").to_owned();

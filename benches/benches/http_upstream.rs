@@ -84,7 +84,10 @@ fn round_trip(criterion: &mut Criterion, addr: SocketAddr, sse: bool) {
     group.measurement_time(Duration::from_secs(5));
 
     // Baseline: the same POST with a bare client, reading the whole answer.
-    let client = reqwest::Client::builder().build().unwrap();
+    let client = reqwest::Client::builder()
+        .tls_backend_preconfigured(calltape_stdio_bridge::tls_client_config().unwrap())
+        .build()
+        .unwrap();
     group.bench_function("direct_reqwest", |b| {
         b.iter(|| {
             rt.block_on(async {

@@ -326,6 +326,10 @@ impl ProxyBuilder {
                 reqwest::Client::builder()
                     .redirect(reqwest::redirect::Policy::none())
                     .no_proxy()
+                    .tls_backend_preconfigured(
+                        calltape_stdio_bridge::tls_client_config()
+                            .map_err(|e| ErrorKind::Client(e.to_string()))?,
+                    )
                     .build()
                     .map_err(|e| ErrorKind::Client(e.to_string()))?,
             )

@@ -64,7 +64,7 @@ impl HttpUpstream {
         }
         let client = reqwest::Client::builder()
             .redirect(Policy::none())
-            .tls_backend_preconfigured(tls_config()?)
+            .tls_backend_preconfigured(tls_client_config()?)
             .connect_timeout(CONNECT_TIMEOUT)
             .build()
             .map_err(|e| Error::config(format!("cannot set up the HTTP client: {}", chain(&e))))?;
@@ -99,7 +99,11 @@ impl Upstream for HttpUpstream {
 
 /// rustls with the ring provider and the operating system's certificate verifier, built here so the
 /// crate never depends on a process-wide default provider.
-fn tls_config() -> Result<rustls::ClientConfig, Error> {
+/// The TLS set-up of calltape's HTTP clients: rustls with the *ring* provider, the platform's
+/// certificate verifier, and HTTP/2 or HTTP/1.1 by ALPN. Give it to
+/// `reqwest::ClientBuilder::tls_backend_preconfigured`: the workspace builds reqwest without a
+/// provider of its own.
+pub fn tls_client_config() -> Result<rustls::ClientConfig, Error> {
     use rustls_platform_verifier::BuilderVerifierExt as _;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut config = rustls::ClientConfig::builder_with_provider(provider)

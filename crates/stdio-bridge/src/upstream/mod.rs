@@ -14,7 +14,7 @@ pub(crate) mod sse;
 pub(crate) mod unix;
 
 pub use child::{ChildUpstream, Stderr};
-pub use http::{ExtraHeaders, HttpUpstream};
+pub use http::{ExtraHeaders, HttpUpstream, tls_client_config};
 pub use unix::{DEFAULT_HTTP_PATH, UnixUpstream};
 
 /// One JSON-RPC message (an object or a batch array) as raw JSON bytes, without the newline.

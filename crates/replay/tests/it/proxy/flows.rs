@@ -27,7 +27,11 @@ async fn send(
     body: &Value,
     extra: &[(&str, &str)],
 ) -> Answer {
-    let client = reqwest::Client::builder().no_proxy().build().unwrap();
+    let client = reqwest::Client::builder()
+        .no_proxy()
+        .tls_backend_preconfigured(calltape_stdio_bridge::tls_client_config().unwrap())
+        .build()
+        .unwrap();
     let mut req = client
         .post(format!("{}{path}", proxy.base_url(up)))
         .header("authorization", format!("Bearer {KEY}"))
@@ -642,7 +646,11 @@ async fn a_client_that_leaves_early_does_not_cut_the_recording() {
     let fake = FakeUpstream::start().await;
     let proxy = start(Mode::Record, &fake.url(), &cassette).await;
     {
-        let client = reqwest::Client::builder().no_proxy().build().unwrap();
+        let client = reqwest::Client::builder()
+            .no_proxy()
+            .tls_backend_preconfigured(calltape_stdio_bridge::tls_client_config().unwrap())
+            .build()
+            .unwrap();
         let mut resp = client
             .post(format!("{}/v1/slow-stream", proxy.base_url("openai")))
             .header("content-type", "application/json")
@@ -715,7 +723,11 @@ async fn per_test_cassettes_by_header_and_by_path_prefix() {
     )
     .await;
     assert_eq!(a.status, 200);
-    let client = reqwest::Client::builder().no_proxy().build().unwrap();
+    let client = reqwest::Client::builder()
+        .no_proxy()
+        .tls_backend_preconfigured(calltape_stdio_bridge::tls_client_config().unwrap())
+        .build()
+        .unwrap();
     let b = client
         .post(format!(
             "{}/_cassette/test_b/openai/v1/chat/completions",
@@ -797,7 +809,11 @@ async fn the_proxy_can_hold_the_key_itself() {
         .start()
         .await
         .unwrap();
-    let client = reqwest::Client::builder().no_proxy().build().unwrap();
+    let client = reqwest::Client::builder()
+        .no_proxy()
+        .tls_backend_preconfigured(calltape_stdio_bridge::tls_client_config().unwrap())
+        .build()
+        .unwrap();
     let resp = client
         .post(format!("{}/v1/chat/completions", proxy.base_url("openai")))
         .header("content-type", "application/json")
