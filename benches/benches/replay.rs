@@ -3,13 +3,19 @@
 //! Claims: redacting 10,000 replayed answers, comparing them with the recorded ones and producing the
 //! text and JSON reports takes under 100 ms, the work `calltape replay` does once every call is
 //! answered (baseline in the same run: plain `serde_json::Value` equality over the same pairs, the
-//! floor any comparison pays); recording costs the bridge at most 10% of its pipelined throughput
-//! (baseline in the same run: the same bridge without a recorder). The server there is an echo server
-//! that does no work, the case where the recorder's own work weighs most; a second group sends the
-//! same calls to the reference server, `mcp-server-everything`, when `CALLTAPE_PEERS` says where it is
-//! installed. A third group makes the calls one at a time, each waiting for its answer, as most MCP
-//! clients do: there the recorder works while the session waits, and the figure is the delay it adds
-//! to a call.
+//! floor any comparison pays); recording costs the bridge at most 10% of its pipelined throughput in
+//! front of a real MCP server, the reference server `mcp-server-everything` (baseline in the same run:
+//! the same bridge without a recorder), when `CALLTAPE_PEERS` says where it is installed.
+//!
+//! Two more groups show where that claim ends. The same calls to an echo server that does no work:
+//! there the recorder's own work (reading, redacting and writing every call, on a thread of its own)
+//! weighs most, and on a small machine it competes for the cores with the bridge and the server.
+//! And calls made one at a time, each waiting for its answer, as most MCP clients make them: there
+//! the figure is the delay recording adds to a call.
+//!
+//! After criterion's runs, every group also times paired rounds (`calltape_benches::paired`): its
+//! setups one after the other, round after round, reporting the median of the per-round costs, which
+//! a machine whose speed drifts cannot bias the way it can bias two criterion runs a minute apart.
 //!
 //! Like the bridge bench, this binary plays several roles chosen by `CALLTAPE_BENCH_ROLE`: the bench
 //! (unset), the echo server (`echo`), the bridge (`bridge`), the bridge with a tap that drops every
@@ -20,7 +26,7 @@ use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use calltape_benches::paired::{paired_rounds, selected};
+use calltape_benches::paired::{paired_rounds, selected, timed};
 use calltape_benches::stdio_peer::{Peer, ROLE, echo_server};
 use calltape_recorder::record::{
     CallError, ErrorCode, Outcome, Recorder, RecorderOptions, Recording,
@@ -208,15 +214,45 @@ fn bridge(observer: Observer) {
     runtime.shutdown_timeout(Duration::from_millis(100));
 }
 
-fn start_peer(role: &str, record_to: Option<&Path>, upstream: Option<&Path>) -> Peer {
-    let mut command = Peer::own_binary(role);
-    if let Some(path) = record_to {
-        command.env(RECORD_TO, path);
+/// How a bench peer is started: this binary in `role`, recording to `record_to`, its bridge in front
+/// of `upstream` (else of this binary's echo server).
+#[derive(Clone, Copy)]
+struct Spec<'a> {
+    role: &'a str,
+    record_to: Option<&'a Path>,
+    upstream: Option<&'a Path>,
+}
+
+impl<'a> Spec<'a> {
+    /// `role`, recording to `record_to` when it is the recording bridge.
+    fn new(role: &'a str, record_to: &'a Path, upstream: Option<&'a Path>) -> Self {
+        Self {
+            role,
+            record_to: (role == "record").then_some(record_to),
+            upstream,
+        }
     }
-    if let Some(server) = upstream {
-        command.env(UPSTREAM, server);
+
+    fn start(&self) -> Peer {
+        let mut command = Peer::own_binary(self.role);
+        if let Some(path) = self.record_to {
+            command.env(RECORD_TO, path);
+        }
+        if let Some(server) = self.upstream {
+            command.env(UPSTREAM, server);
+        }
+        Peer::start(command)
     }
-    Peer::start(command)
+}
+
+/// How the paired rounds after criterion's runs treat the peers.
+enum Paired {
+    /// Every round times each peer once, after an untimed exchange: a peer whose threads went idle
+    /// while the others ran is timed awake, as criterion times it.
+    Warm(usize),
+    /// Every round starts each peer (and the server behind it) anew, warms it with one exchange and
+    /// times the next: no peer keeps a server whose state (a JIT, a heap) favours it all along.
+    Fresh(usize),
 }
 
 /// `tools/call` requests to the `echo` tool with its argument under `key`, one per line, ids from 1.
@@ -240,37 +276,55 @@ fn pipelined(calls: &[String]) -> Vec<u8> {
 }
 
 /// Benches `exchange` (`calls` calls an iteration) on each peer in turn with criterion, then times
-/// `rounds` paired rounds of it (every peer once a round, after one untimed exchange when `warm`) and
-/// prints each peer's cost against the first, round by round; last, says how many of the calls made
-/// through `bridge_with_record` its recording holds.
+/// paired rounds of it and prints each peer's cost against the first, round by round; last, says how
+/// many of the calls made through `bridge_with_record` its recording holds.
 fn bench_peers(
     group: &mut BenchmarkGroup<'_, WallTime>,
     group_name: &str,
-    mut peers: Vec<(&str, Peer)>,
+    specs: &[(&str, Spec<'_>)],
     record_to: &Path,
-    (calls, rounds, warm): (usize, usize, bool),
+    (calls, paired): (usize, Paired),
     mut exchange: impl FnMut(&mut Peer),
 ) {
+    const RECORDING: &str = "bridge_with_record";
+    if !selected(group_name) {
+        return;
+    }
     let mut made = 0;
+    let mut peers: Vec<(&str, Peer)> = specs
+        .iter()
+        .map(|(name, spec)| (*name, spec.start()))
+        .collect();
     for (name, peer) in &mut peers {
         let name = *name;
         group.bench_function(name, |b| {
             b.iter(|| {
-                if name == "bridge_with_record" {
+                if name == RECORDING {
                     made += calls;
                 }
                 exchange(peer);
             });
         });
     }
-    if selected(group_name) {
-        let recording = peers.iter().any(|(name, _)| *name == "bridge_with_record");
-        let rounds = paired_rounds(&mut peers, rounds, warm, &mut exchange);
-        if recording {
-            made += calls * rounds.times[0].len() * if warm { 2 } else { 1 };
+    let rounds = match paired {
+        Paired::Warm(rounds) => paired_rounds(&mut peers, rounds, |peer| {
+            exchange(peer);
+            timed(|| exchange(peer))
+        }),
+        Paired::Fresh(rounds) => {
+            drop(std::mem::take(&mut peers));
+            let mut specs = specs.to_vec();
+            paired_rounds(&mut specs, rounds, |spec| {
+                let mut peer = spec.start();
+                exchange(&mut peer);
+                timed(|| exchange(&mut peer))
+            })
         }
-        eprintln!("{}", rounds.report(group_name));
+    };
+    if rounds.names.iter().any(|name| name == RECORDING) {
+        made += 2 * calls * rounds.times[0].len();
     }
+    eprintln!("{}", rounds.report(group_name));
     drop(peers);
     let lines = std::fs::read_to_string(record_to)
         .map(|t| t.lines().count())
@@ -289,20 +343,17 @@ fn recording_throughput(c: &mut Criterion) {
     let mut group = c.benchmark_group(name);
     group.throughput(Throughput::Elements(CALLS as u64));
     group.sample_size(20);
-    let peers = vec![
-        ("bridge", start_peer("bridge", None, None)),
-        ("bridge_with_empty_tap", start_peer("tap", None, None)),
-        (
-            "bridge_with_record",
-            start_peer("record", Some(&record_to), None),
-        ),
+    let specs = [
+        ("bridge", Spec::new("bridge", &record_to, None)),
+        ("bridge_with_empty_tap", Spec::new("tap", &record_to, None)),
+        ("bridge_with_record", Spec::new("record", &record_to, None)),
     ];
     bench_peers(
         &mut group,
         name,
-        peers,
+        &specs,
         &record_to,
-        (CALLS, 40, true),
+        (CALLS, Paired::Warm(40)),
         |peer| {
             black_box(peer.pipeline(&calls, CALLS));
         },
@@ -333,19 +384,19 @@ fn recording_against_the_reference_server(c: &mut Criterion) {
     group.throughput(Throughput::Elements(CALLS as u64));
     group.sample_size(10);
     group.measurement_time(Duration::from_secs(15));
-    let peers = vec![
-        ("bridge", start_peer("bridge", None, Some(&server))),
+    let specs = [
+        ("bridge", Spec::new("bridge", &record_to, Some(&server))),
         (
             "bridge_with_record",
-            start_peer("record", Some(&record_to), Some(&server)),
+            Spec::new("record", &record_to, Some(&server)),
         ),
     ];
     bench_peers(
         &mut group,
         name,
-        peers,
+        &specs,
         &record_to,
-        (CALLS, 30, false),
+        (CALLS, Paired::Fresh(20)),
         |peer| {
             black_box(peer.pipeline(&calls, CALLS));
         },
@@ -364,19 +415,16 @@ fn recording_latency(c: &mut Criterion) {
     let mut group = c.benchmark_group(name);
     group.throughput(Throughput::Elements(SEQUENTIAL as u64));
     group.sample_size(20);
-    let peers = vec![
-        ("bridge", start_peer("bridge", None, None)),
-        (
-            "bridge_with_record",
-            start_peer("record", Some(&record_to), None),
-        ),
+    let specs = [
+        ("bridge", Spec::new("bridge", &record_to, None)),
+        ("bridge_with_record", Spec::new("record", &record_to, None)),
     ];
     bench_peers(
         &mut group,
         name,
-        peers,
+        &specs,
         &record_to,
-        (SEQUENTIAL, 40, true),
+        (SEQUENTIAL, Paired::Warm(40)),
         |peer| {
             for call in &calls {
                 peer.send(call.as_bytes());

@@ -67,14 +67,12 @@ pub struct Rounds {
     pub times: Vec<Vec<Duration>>,
 }
 
-/// Runs `run` on each setup once per round for `rounds` rounds, the order reversed every other round.
-/// With `warm`, each timed run follows an untimed one on the same setup, so that a setup whose threads
-/// went idle while the others ran is timed awake, as criterion times it.
+/// Runs `run` on each setup once per round for `rounds` rounds, the order reversed every other round;
+/// `run` returns the time it measured, so that it can leave out what it prepares.
 pub fn paired_rounds<S>(
     setups: &mut [(&str, S)],
     rounds: usize,
-    warm: bool,
-    mut run: impl FnMut(&mut S),
+    mut run: impl FnMut(&mut S) -> Duration,
 ) -> Rounds {
     let mut times = vec![Vec::with_capacity(rounds); setups.len()];
     for round in 0..rounds {
@@ -84,18 +82,20 @@ pub fn paired_rounds<S>(
             (0..setups.len()).rev().collect()
         };
         for i in order {
-            if warm {
-                run(&mut setups[i].1);
-            }
-            let start = Instant::now();
-            run(&mut setups[i].1);
-            times[i].push(start.elapsed());
+            times[i].push(run(&mut setups[i].1));
         }
     }
     Rounds {
         names: setups.iter().map(|(name, _)| (*name).to_owned()).collect(),
         times,
     }
+}
+
+/// The time `f` takes.
+pub fn timed(f: impl FnOnce()) -> Duration {
+    let start = Instant::now();
+    f();
+    start.elapsed()
 }
 
 impl Rounds {
