@@ -253,6 +253,69 @@ mod tests {
     use super::*;
 
     #[test]
+    fn every_frame_reaches_the_tap_in_order_and_the_thread_ends_with_the_last_sender() {
+        let (seen_tx, seen) = std::sync::mpsc::channel::<(Direction, Vec<u8>)>();
+        let tap = move |event: TapEvent| {
+            let _ = seen_tx.send((event.direction, event.frame.to_vec()));
+        };
+        let sender = TapSender::start(Box::new(tap), 100_000).unwrap();
+        let other = sender.clone();
+        let frame =
+            |i: usize| Frame::from(format!("{{\"id\":{i},\"pad\":\"{}\"}}", "p".repeat(i % 7)));
+        for i in 0..20_000 {
+            // Pauses now and then, so that the frames arrive over many batches.
+            if i % 5_000 == 0 {
+                std::thread::sleep(Duration::from_millis(3));
+            }
+            let direction = if i % 2 == 0 {
+                Direction::FromClient
+            } else {
+                Direction::ToClient
+            };
+            let from = if i % 3 == 0 { &sender } else { &other };
+            from.send(direction, &frame(i));
+        }
+        assert_eq!(sender.dropped(), 0);
+        drop(sender);
+        drop(other);
+        for i in 0..20_000 {
+            let (direction, bytes) = seen.recv_timeout(Duration::from_secs(10)).unwrap();
+            assert_eq!(direction == Direction::FromClient, i % 2 == 0);
+            assert_eq!(bytes, frame(i).to_vec());
+        }
+        // The tap (and the sending half of `seen` it holds) is dropped once the thread ends.
+        assert!(matches!(
+            seen.recv_timeout(Duration::from_secs(10)),
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected)
+        ));
+    }
+
+    #[test]
+    fn a_tap_that_panics_loses_the_later_frames_not_the_session() {
+        let (seen_tx, seen) = std::sync::mpsc::channel::<usize>();
+        let tap = move |event: TapEvent| {
+            assert!(event.frame.len() < 10, "a frame the tap cannot take");
+            let _ = seen_tx.send(event.frame.len());
+        };
+        let sender = TapSender::start(Box::new(tap), 1000).unwrap();
+        sender.send(Direction::FromClient, &Frame::from_static(b"{}"));
+        assert_eq!(seen.recv_timeout(Duration::from_secs(10)).unwrap(), 2);
+        sender.send(
+            Direction::FromClient,
+            &Frame::from_static(b"{\"long\":true}"),
+        );
+        // The panic ended the thread: the tap is gone, and later frames are counted, not queued.
+        assert!(matches!(
+            seen.recv_timeout(Duration::from_secs(10)),
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected)
+        ));
+        for _ in 0..5 {
+            sender.send(Direction::ToClient, &Frame::from_static(b"{}"));
+        }
+        assert_eq!(sender.dropped(), 5);
+    }
+
+    #[test]
     fn a_slow_tap_holds_at_most_its_bytes_and_the_rest_is_counted() {
         let (release, wait) = std::sync::mpsc::channel::<()>();
         let (seen_tx, seen) = std::sync::mpsc::channel::<usize>();
