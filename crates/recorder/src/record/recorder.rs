@@ -537,7 +537,10 @@ impl SessionRecorder {
                 .as_secs_f64()
                 * 1000.0,
         };
-        let size = 160
+        // The keys, the time, the session id and the duration take about 200 bytes.
+        let size = 224
+            + pending.method.len()
+            + protocol_version.as_ref().map_or(0, |v| v.len())
             + pending.name.len()
             + pending.input.as_ref().map_or(0, |i| i.len())
             + match &ending {
