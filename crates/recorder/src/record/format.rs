@@ -378,10 +378,15 @@ impl<M: JsonText + ?Sized, V: JsonText + ?Sized> RecordLine<'_, M, V> {
 
 /// Appends `s` as a JSON string, escaped as `serde_json` escapes it.
 fn json_string(out: &mut Vec<u8>, s: &str) {
-    // Without branches, so that short strings cost a few instructions.
-    let plain = s.bytes().fold(true, |plain, b| {
-        plain & (b >= 0x20) & (b != b'"') & (b != b'\\')
-    });
+    let mut words = s.as_bytes().chunks_exact(8);
+    let plain = words.all(|word| {
+        let mut w = [0; 8];
+        w.copy_from_slice(word);
+        crate::record::raw::string_stops(u64::from_le_bytes(w)) == 0
+    }) && words
+        .remainder()
+        .iter()
+        .all(|&b| b >= 0x20 && b != b'"' && b != b'\\');
     if plain {
         out.push(b'"');
         out.extend_from_slice(s.as_bytes());
@@ -585,6 +590,15 @@ mod tests {
             ("echo", Some("2025-06-18"), true, 0, 0.0),
             ("café \\ \"x\"\n", None, false, 1, 12.3456),
             ("file:///a", Some("v\u{1}"), true, 2, 1234.5),
+            // Escapes inside a whole word of eight bytes and in the bytes after the last one.
+            (
+                "tab\tin the first eight",
+                Some("a plain version"),
+                false,
+                0,
+                1.0,
+            ),
+            ("sixteen plain by\"", None, true, 2, 2.0),
         ] {
             let line = RecordLine::<RawValue, RawValue> {
                 at: "2026-11-29T20:46:45.123Z",

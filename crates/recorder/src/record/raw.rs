@@ -106,6 +106,21 @@ impl<'a> CallParams<'a> {
 /// How a message nearly always opens.
 const VERSION: &[u8] = br#"{"jsonrpc":"2.0","#;
 
+/// The bytes of eight (read little-endian) that end a plain run inside a JSON string: a quote, a
+/// backslash or a control byte. Each such byte has its high bit set in the result; the lowest set bit
+/// is exact (borrows only reach bytes above a match).
+#[inline(always)]
+pub(crate) fn string_stops(w: u64) -> u64 {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let quote = w ^ (ONES * u64::from(b'"'));
+    let backslash = w ^ (ONES * u64::from(b'\\'));
+    (quote.wrapping_sub(ONES) & !quote
+        | backslash.wrapping_sub(ONES) & !backslash
+        | w.wrapping_sub(ONES * 0x20) & !w)
+        & HIGHS
+}
+
 /// Sets a part read once; `None` when it was already set (a repeated key).
 fn fill<T>(slot: &mut Option<T>, value: T) -> Option<()> {
     match slot {
@@ -338,8 +353,6 @@ impl<'a> Scan<'a> {
     /// Reads a string from its opening quote; whether it holds an escape.
     #[inline(always)]
     fn string(&mut self) -> Option<bool> {
-        const ONES: u64 = 0x0101_0101_0101_0101;
-        const HIGHS: u64 = 0x8080_8080_8080_8080;
         let bytes = self.bytes;
         if bytes.get(self.at) != Some(&b'"') {
             return None;
@@ -351,13 +364,7 @@ impl<'a> Scan<'a> {
             while let Some(chunk) = bytes.get(i..i + 8) {
                 let mut word = [0; 8];
                 word.copy_from_slice(chunk);
-                let w = u64::from_le_bytes(word);
-                let quote = w ^ (ONES * u64::from(b'"'));
-                let backslash = w ^ (ONES * u64::from(b'\\'));
-                let found = (quote.wrapping_sub(ONES) & !quote
-                    | backslash.wrapping_sub(ONES) & !backslash
-                    | w.wrapping_sub(ONES * 0x20) & !w)
-                    & HIGHS;
+                let found = string_stops(u64::from_le_bytes(word));
                 if found != 0 {
                     i += (found.trailing_zeros() / 8) as usize;
                     break;

@@ -2,7 +2,6 @@
 //! answered call.
 
 use std::borrow::Cow;
-use std::collections::HashSet;
 use std::fmt;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -107,9 +106,17 @@ pub struct Recorder {
 struct Inner {
     writer: Mutex<Option<JsonlWriter>>,
     redactor: Redactor,
-    methods: HashSet<String>,
+    /// A handful at most: a list is quicker to search than a hash set.
+    methods: Vec<String>,
     recorded: AtomicU64,
     unanswered: AtomicU64,
+}
+
+impl Inner {
+    /// Whether calls of `method` are recorded.
+    fn records(&self, method: &str) -> bool {
+        self.methods.iter().any(|m| m == method)
+    }
 }
 
 impl fmt::Debug for Inner {
@@ -134,7 +141,7 @@ impl Recorder {
             inner: Arc::new(Inner {
                 writer: Mutex::new(Some(writer)),
                 redactor,
-                methods: options.methods.into_iter().collect(),
+                methods: options.methods,
                 recorded: AtomicU64::new(0),
                 unanswered: AtomicU64::new(0),
             }),
@@ -303,7 +310,7 @@ impl SessionRecorder {
             return;
         };
         let inner = &self.recorder.inner;
-        if !inner.methods.contains(&*method) {
+        if !inner.records(&method) {
             if method == "initialize" {
                 self.client_value(text, at);
             }
@@ -361,7 +368,7 @@ impl SessionRecorder {
         };
         let inner = &self.recorder.inner;
         let is_initialize = method == "initialize";
-        if !is_initialize && !inner.methods.contains(method) {
+        if !is_initialize && !inner.records(method) {
             return;
         }
         let params = message.get("params");
@@ -377,7 +384,7 @@ impl SessionRecorder {
                 .and_then(Value::as_str)
                 .map(Arc::from);
             state.initialize_id = Some(key.clone());
-            if !inner.methods.contains(method) {
+            if !inner.records(method) {
                 return;
             }
         }
