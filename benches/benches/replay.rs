@@ -10,8 +10,8 @@
 //! Two more groups show where that claim ends. The same calls to an echo server that does no work:
 //! there the recorder's own work (reading, redacting and writing every call, on a thread of its own)
 //! weighs most, and on a small machine it competes for the cores with the bridge and the server.
-//! And calls made one at a time, each waiting for its answer, as most MCP clients make them: there
-//! the figure is the delay recording adds to a call.
+//! And calls made one at a time, each waiting for its answer, as most MCP clients make them, to the
+//! echo server and to the reference server: there the figure is the delay recording adds to a call.
 //!
 //! After criterion's runs, every group also times paired rounds (`calltape_benches::paired`): its
 //! setups one after the other, round after round, reporting the median of the per-round costs, which
@@ -366,20 +366,13 @@ fn recording_throughput(c: &mut Criterion) {
 /// Needs `CALLTAPE_PEERS` (`eval "$(.ci/install-peers --env)"`); without it the group is not run, and
 /// says so.
 fn recording_against_the_reference_server(c: &mut Criterion) {
-    let Some(server) = std::env::var_os("CALLTAPE_PEERS")
-        .map(|peers| PathBuf::from(peers).join("node/node_modules/.bin/mcp-server-everything"))
-        .filter(|server| server.exists())
-    else {
-        eprintln!(
-            "replay/record_pipelined_reference_server_10k: not run: set CALLTAPE_PEERS with \
-             `eval \"$(.ci/install-peers --env)\"` to bench against mcp-server-everything"
-        );
+    let name = "replay/record_pipelined_reference_server_10k";
+    let Some(server) = reference_server(name) else {
         return;
     };
     let dir = tempfile::tempdir().expect("temp dir");
     let record_to = dir.path().join("reference.jsonl");
     let calls = pipelined(&echo_calls(CALLS, "message"));
-    let name = "replay/record_pipelined_reference_server_10k";
     let mut group = c.benchmark_group(name);
     group.throughput(Throughput::Elements(CALLS as u64));
     group.sample_size(10);
@@ -405,26 +398,47 @@ fn recording_against_the_reference_server(c: &mut Criterion) {
 }
 
 /// Calls made one at a time, each waiting for its answer: what the recorder adds to a call while the
-/// bridge is not saturated.
+/// bridge is not saturated, in front of the echo server and (when installed) the reference server.
 fn recording_latency(c: &mut Criterion) {
+    one_call_at_a_time(c, "replay/record_sequential_1k", None);
+    let name = "replay/record_sequential_reference_server_1k";
+    if let Some(server) = reference_server(name) {
+        one_call_at_a_time(c, name, Some(&server));
+    }
+}
+
+/// 1,000 calls one at a time through the bridge in front of `upstream` (else the echo server).
+fn one_call_at_a_time(c: &mut Criterion, name: &str, upstream: Option<&Path>) {
     const SEQUENTIAL: usize = 1_000;
     let dir = tempfile::tempdir().expect("temp dir");
     let record_to = dir.path().join("sequential.jsonl");
-    let calls = echo_calls(SEQUENTIAL, "text");
-    let name = "replay/record_sequential_1k";
+    let key = if upstream.is_some() {
+        "message"
+    } else {
+        "text"
+    };
+    let calls = echo_calls(SEQUENTIAL, key);
     let mut group = c.benchmark_group(name);
     group.throughput(Throughput::Elements(SEQUENTIAL as u64));
     group.sample_size(20);
     let specs = [
-        ("bridge", Spec::new("bridge", &record_to, None)),
-        ("bridge_with_record", Spec::new("record", &record_to, None)),
+        ("bridge", Spec::new("bridge", &record_to, upstream)),
+        (
+            "bridge_with_record",
+            Spec::new("record", &record_to, upstream),
+        ),
     ];
+    // A server of its own per round for the reference server, whose state drifts.
+    let paired = match upstream {
+        Some(_) => Paired::Fresh(20),
+        None => Paired::Warm(40),
+    };
     bench_peers(
         &mut group,
         name,
         &specs,
         &record_to,
-        (SEQUENTIAL, Paired::Warm(40)),
+        (SEQUENTIAL, paired),
         |peer| {
             for call in &calls {
                 peer.send(call.as_bytes());
@@ -433,6 +447,21 @@ fn recording_latency(c: &mut Criterion) {
         },
     );
     group.finish();
+}
+
+/// `mcp-server-everything` as `.ci/install-peers` installs it, found through `CALLTAPE_PEERS`;
+/// without it, says that `group` is not run.
+fn reference_server(group: &str) -> Option<PathBuf> {
+    let server = std::env::var_os("CALLTAPE_PEERS")
+        .map(|peers| PathBuf::from(peers).join("node/node_modules/.bin/mcp-server-everything"))
+        .filter(|server| server.exists());
+    if server.is_none() && selected(group) {
+        eprintln!(
+            "{group}: not run: set CALLTAPE_PEERS with `eval \"$(.ci/install-peers --env)\"` to \
+             bench against mcp-server-everything"
+        );
+    }
+    server
 }
 
 /// The recorder's own work per call, without a bridge: 10,000 requests and their answers shown to one
