@@ -55,7 +55,6 @@ fn main() {
     let mut criterion = Criterion::default().configure_from_args();
     compare_and_report(&mut criterion);
     recording_throughput(&mut criterion);
-    recording_against_the_reference_server(&mut criterion);
     recording_latency(&mut criterion);
     recorder_alone(&mut criterion);
     criterion.final_summary();
@@ -255,8 +254,15 @@ enum Paired {
     Fresh(usize),
 }
 
-/// `tools/call` requests to the `echo` tool with its argument under `key`, one per line, ids from 1.
-fn echo_calls(count: usize, key: &str) -> Vec<String> {
+/// `tools/call` requests to the `echo` tool of `upstream` (else of the echo server), one per line,
+/// ids from 1.
+fn echo_calls(count: usize, upstream: Option<&Path>) -> Vec<String> {
+    // The argument each server's `echo` tool takes.
+    let key = if upstream.is_some() {
+        "message"
+    } else {
+        "text"
+    };
     (0..count)
         .map(|i| {
             format!(
@@ -335,61 +341,49 @@ fn bench_peers(
     );
 }
 
+/// 10,000 calls sent at once, through the bridge in front of the echo server and (when installed)
+/// the reference server.
 fn recording_throughput(c: &mut Criterion) {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let record_to = dir.path().join("bench.jsonl");
-    let calls = pipelined(&echo_calls(CALLS, "text"));
-    let name = "replay/record_pipelined_10k";
-    let mut group = c.benchmark_group(name);
-    group.throughput(Throughput::Elements(CALLS as u64));
-    group.sample_size(20);
-    let specs = [
-        ("bridge", Spec::new("bridge", &record_to, None)),
-        ("bridge_with_empty_tap", Spec::new("tap", &record_to, None)),
-        ("bridge_with_record", Spec::new("record", &record_to, None)),
-    ];
-    bench_peers(
-        &mut group,
-        name,
-        &specs,
-        &record_to,
-        (CALLS, Paired::Warm(40)),
-        |peer| {
-            black_box(peer.pipeline(&calls, CALLS));
-        },
-    );
-    group.finish();
+    pipelined_calls(c, "replay/record_pipelined_10k", None);
+    let name = "replay/record_pipelined_reference_server_10k";
+    if let Some(server) = reference_server(name) {
+        pipelined_calls(c, name, Some(&server));
+    }
 }
 
-/// The same pipelined calls to the reference server, `mcp-server-everything` (its `echo` tool), as
-/// installed by `.ci/install-peers`: recording's cost where the server does the work a real one does.
-/// Needs `CALLTAPE_PEERS` (`eval "$(.ci/install-peers --env)"`); without it the group is not run, and
-/// says so.
-fn recording_against_the_reference_server(c: &mut Criterion) {
-    let name = "replay/record_pipelined_reference_server_10k";
-    let Some(server) = reference_server(name) else {
-        return;
-    };
+/// 10,000 calls written at once through the bridge in front of `upstream` (else the echo server,
+/// where a bridge with a tap that drops every frame also shows what the observer hook alone costs).
+fn pipelined_calls(c: &mut Criterion, name: &str, upstream: Option<&Path>) {
     let dir = tempfile::tempdir().expect("temp dir");
-    let record_to = dir.path().join("reference.jsonl");
-    let calls = pipelined(&echo_calls(CALLS, "message"));
+    let record_to = dir.path().join("pipelined.jsonl");
+    let calls = pipelined(&echo_calls(CALLS, upstream));
     let mut group = c.benchmark_group(name);
     group.throughput(Throughput::Elements(CALLS as u64));
-    group.sample_size(10);
-    group.measurement_time(Duration::from_secs(15));
-    let specs = [
-        ("bridge", Spec::new("bridge", &record_to, Some(&server))),
-        (
-            "bridge_with_record",
-            Spec::new("record", &record_to, Some(&server)),
-        ),
-    ];
+    let mut specs = vec![("bridge", Spec::new("bridge", &record_to, upstream))];
+    let paired = match upstream {
+        // A real server's calls take ten times as long; and a server of its own per round, since
+        // its state drifts.
+        Some(_) => {
+            group.sample_size(10);
+            group.measurement_time(Duration::from_secs(15));
+            Paired::Fresh(20)
+        }
+        None => {
+            group.sample_size(20);
+            specs.push(("bridge_with_empty_tap", Spec::new("tap", &record_to, None)));
+            Paired::Warm(40)
+        }
+    };
+    specs.push((
+        "bridge_with_record",
+        Spec::new("record", &record_to, upstream),
+    ));
     bench_peers(
         &mut group,
         name,
         &specs,
         &record_to,
-        (CALLS, Paired::Fresh(20)),
+        (CALLS, paired),
         |peer| {
             black_box(peer.pipeline(&calls, CALLS));
         },
@@ -412,12 +406,7 @@ fn one_call_at_a_time(c: &mut Criterion, name: &str, upstream: Option<&Path>) {
     const SEQUENTIAL: usize = 1_000;
     let dir = tempfile::tempdir().expect("temp dir");
     let record_to = dir.path().join("sequential.jsonl");
-    let key = if upstream.is_some() {
-        "message"
-    } else {
-        "text"
-    };
-    let calls = echo_calls(SEQUENTIAL, key);
+    let calls = echo_calls(SEQUENTIAL, upstream);
     let mut group = c.benchmark_group(name);
     group.throughput(Throughput::Elements(SEQUENTIAL as u64));
     group.sample_size(20);

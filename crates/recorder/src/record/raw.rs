@@ -2,9 +2,10 @@
 //! keeps up with a busy session.
 //!
 //! Each part the recorder needs (`id`, `method`, `params`, `result`, `error`, a tool's `arguments`) is
-//! taken as the exact text the peer sent. Anything this reading does not cover exactly (a message that
-//! is not an object, a duplicate key, a field of an unexpected type) makes the caller fall back to the
-//! `Value` reading, which covers every case.
+//! taken as the exact text the peer sent, in one pass of a strict scanner that checks the whole
+//! message as `serde_json` would. Anything this reading does not cover exactly (a message that is not
+//! an object, a repeated key, a key written with escapes, `params` that are not an object) makes the
+//! caller fall back to the `Value` reading, which covers every case.
 
 use std::borrow::Cow;
 

@@ -327,15 +327,21 @@ impl SessionRecorder {
         let name = name.and_then(raw::string).unwrap_or_default();
         let name = redact_name(&inner.redactor, &method, &name);
         let mut secrets = Vec::new();
-        let input = input.map(|arguments| {
-            let redacted = inner.redactor.redact_json_text(arguments.text);
-            if let Cow::Owned(_) = redacted
-                && let Ok(original) = serde_json::from_str::<Value>(arguments.text)
-            {
-                collect_secrets(&inner.redactor, &original, &mut secrets);
+        let input = match input {
+            None => None,
+            Some(arguments) => {
+                let redacted = inner.redactor.redact_json_text(arguments.text);
+                if let Cow::Owned(_) = redacted
+                    && let Ok(original) = serde_json::from_str::<Value>(arguments.text)
+                {
+                    collect_secrets(&inner.redactor, &original, &mut secrets);
+                }
+                match compacted(redacted, arguments.compact) {
+                    Some(input) => Some(input.into()),
+                    None => return self.client_value(text, at),
+                }
             }
-            compacted(redacted, arguments.compact).into()
-        });
+        };
         let meta = params
             .meta
             .and_then(|meta| serde_json::from_str::<Map<String, Value>>(meta).ok());
@@ -462,7 +468,9 @@ impl SessionRecorder {
         let redactor = &self.recorder.inner.redactor;
         if secrets.is_empty() && !raw::may_be_tool_error(result.text) {
             let redacted = redactor.redact_json_text(result.text);
-            return Some(Ending::Answer(compacted(redacted, result.compact)));
+            if let Some(answer) = compacted(redacted, result.compact) {
+                return Some(Ending::Answer(answer));
+            }
         }
         let result = serde_json::from_str::<Value>(result.text).ok()?;
         let mut outcome = Outcome::from_result(result);
@@ -620,13 +628,19 @@ const NO_ARGUMENTS: Json<'static> = Json {
 };
 
 /// Redacted JSON text without blanks between its tokens: as it is when the original had none (the
-/// redactor adds none).
-fn compacted(redacted: Cow<'_, str>, compact: bool) -> Cow<'_, str> {
-    if compact {
+/// redactor adds none). `None` when the redactor rewrote it into text that is not JSON, which it
+/// never should: the record is then written from the `Value` reading instead of holding a broken line.
+fn compacted(redacted: Cow<'_, str>, compact: bool) -> Option<Cow<'_, str>> {
+    if let Cow::Owned(text) = &redacted
+        && serde_json::from_str::<serde::de::IgnoredAny>(text).is_err()
+    {
+        return None;
+    }
+    Some(if compact {
         redacted
     } else {
         raw::compact_redacted(redacted)
-    }
+    })
 }
 
 impl Drop for SessionRecorder {
