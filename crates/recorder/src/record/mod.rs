@@ -60,3 +60,6 @@ pub use recorder::{
     DEFAULT_METHODS, Recorder, RecorderOptions, RecorderReport, SessionRecorder, request_params,
 };
 pub use redaction::redact_outcome;
+
+#[cfg(feature = "fuzzing")]
+pub(crate) use raw::agreement::check_message_reading;

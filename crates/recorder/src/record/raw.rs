@@ -625,69 +625,45 @@ fn is_blank(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\n' | b'\r')
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// The `serde_json` reading the scanner stands for, and the check that both agree: for the tests and
+/// the fuzz target.
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) mod agreement {
+    use std::borrow::Cow;
 
-    fn raw(text: &str) -> &str {
-        assert!(serde_json::from_str::<&RawValue>(text).is_ok(), "{text}");
-        text
+    use serde::Deserialize;
+    use serde_json::value::RawValue;
+
+    use super::{CallParams, Json, Message, compact, present};
+
+    /// How the scanner took a text that it read as `serde_json` does.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub(crate) enum Reading {
+        /// Both read it, to the same parts.
+        Read,
+        /// `serde_json` reads it; the scanner leaves it to the `Value` reading (a key with an
+        /// escape).
+        LeftToValue,
+        /// Neither reads it.
+        Refused,
     }
 
-    #[test]
-    fn messages_keep_present_nulls_and_refuse_what_is_not_an_object() {
-        let m = Message::parse(r#"{"jsonrpc":"2.0","id":null,"result":null}"#).unwrap();
-        assert_eq!(m.id, Some("null"));
-        assert_eq!(m.result.map(|r| r.text), Some("null"));
-        assert!(m.error.is_none() && m.method.is_none() && m.params.is_none());
-        assert!(Message::parse(r#"[1,"tools/call"]"#).is_none());
-        assert!(Message::parse(r#"{"id":1,"id":2}"#).is_none());
-        assert!(Message::parse(r#"{"id":1"#).is_none());
-        assert!(Message::parse(r#"{"id":1,"params":["x"]}"#).is_none());
-        assert!(Message::parse(r#"{"id":1,"params":{"name":"a","name":"b"}}"#).is_none());
-        assert!(Message::parse(r#"{"id":1,"params":null,"params":{}}"#).is_none());
-        assert!(Message::parse(r#"{"\u0069d":1}"#).is_none());
-        let m = Message::parse(
-            r#" {"id":1,"params":{"name":"a","x":[{}],"arguments": {"k" :[1, {}]}}} "#,
-        )
-        .unwrap();
-        let params = m.params.unwrap();
-        assert_eq!(params.name, Some(r#""a""#));
-        let arguments = params.arguments.unwrap();
-        assert_eq!(arguments.text, r#"{"k" :[1, {}]}"#);
-        assert!(!arguments.compact);
-        assert!(params.uri.is_none() && params.meta.is_none());
-        let m = Message::parse(r#"{"id":"a","result":{"s":"x y","n":[-0.5e+3,true]}}"#).unwrap();
-        assert_eq!(m.result.map(|r| r.compact), Some(true));
-    }
-
-    #[test]
-    fn deep_values_are_read_whole_and_a_wrong_bracket_at_any_depth_is_refused() {
-        for depth in [1, 63, 64, 65, 128, 129, 300] {
-            let mut value = String::new();
-            for level in 0..depth {
-                value.push_str(if level % 3 == 0 { "{\"k\":" } else { "[1," });
+    /// Reads `text` both ways and panics where they disagree.
+    pub(crate) fn check_message_reading(text: &str) -> Reading {
+        match (Message::parse(text), reference(text)) {
+            (Some(ours), Some(theirs)) => {
+                assert_eq!(format!("{ours:?}"), format!("{theirs:?}"), "{text}");
+                Reading::Read
             }
-            value.push_str("null");
-            for level in (0..depth).rev() {
-                value.push(if level % 3 == 0 { '}' } else { ']' });
+            (None, Some(_)) => {
+                assert!(
+                    text.contains('\\'),
+                    "the scanner refused what serde_json reads: {text}"
+                );
+                Reading::LeftToValue
             }
-            let text = format!(r#"{{"id":1,"result":{value}}}"#);
-            let m = Message::parse(&text).unwrap_or_else(|| panic!("depth {depth}"));
-            assert_eq!(
-                m.result.map(|r| r.text),
-                Some(value.as_str()),
-                "depth {depth}"
-            );
-            for wrong in [1, depth / 2, depth - 1] {
-                // The bracket that closes level `wrong` (counted from the outside) swapped.
-                let at = text.len() - 1 - wrong - 1;
-                let mut bytes = text.clone().into_bytes();
-                bytes[at] = if bytes[at] == b'}' { b']' } else { b'}' };
-                let broken = String::from_utf8(bytes).unwrap();
-                assert!(Message::parse(&broken).is_none(), "{broken}");
-                assert!(serde_json::from_str::<Value>(&broken).is_err());
-            }
+            (Some(_), None) => panic!("the scanner read what serde_json refuses: {text}"),
+            (None, None) => Reading::Refused,
         }
     }
 
@@ -753,6 +729,74 @@ mod tests {
             result: json(m.result),
             error: get(m.error),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::agreement::{Reading, check_message_reading};
+    use super::*;
+
+    fn raw(text: &str) -> &str {
+        assert!(serde_json::from_str::<&RawValue>(text).is_ok(), "{text}");
+        text
+    }
+
+    #[test]
+    fn messages_keep_present_nulls_and_refuse_what_is_not_an_object() {
+        let m = Message::parse(r#"{"jsonrpc":"2.0","id":null,"result":null}"#).unwrap();
+        assert_eq!(m.id, Some("null"));
+        assert_eq!(m.result.map(|r| r.text), Some("null"));
+        assert!(m.error.is_none() && m.method.is_none() && m.params.is_none());
+        assert!(Message::parse(r#"[1,"tools/call"]"#).is_none());
+        assert!(Message::parse(r#"{"id":1,"id":2}"#).is_none());
+        assert!(Message::parse(r#"{"id":1"#).is_none());
+        assert!(Message::parse(r#"{"id":1,"params":["x"]}"#).is_none());
+        assert!(Message::parse(r#"{"id":1,"params":{"name":"a","name":"b"}}"#).is_none());
+        assert!(Message::parse(r#"{"id":1,"params":null,"params":{}}"#).is_none());
+        assert!(Message::parse(r#"{"\u0069d":1}"#).is_none());
+        let m = Message::parse(
+            r#" {"id":1,"params":{"name":"a","x":[{}],"arguments": {"k" :[1, {}]}}} "#,
+        )
+        .unwrap();
+        let params = m.params.unwrap();
+        assert_eq!(params.name, Some(r#""a""#));
+        let arguments = params.arguments.unwrap();
+        assert_eq!(arguments.text, r#"{"k" :[1, {}]}"#);
+        assert!(!arguments.compact);
+        assert!(params.uri.is_none() && params.meta.is_none());
+        let m = Message::parse(r#"{"id":"a","result":{"s":"x y","n":[-0.5e+3,true]}}"#).unwrap();
+        assert_eq!(m.result.map(|r| r.compact), Some(true));
+    }
+
+    #[test]
+    fn deep_values_are_read_whole_and_a_wrong_bracket_at_any_depth_is_refused() {
+        for depth in [1, 63, 64, 65, 128, 129, 300] {
+            let mut value = String::new();
+            for level in 0..depth {
+                value.push_str(if level % 3 == 0 { "{\"k\":" } else { "[1," });
+            }
+            value.push_str("null");
+            for level in (0..depth).rev() {
+                value.push(if level % 3 == 0 { '}' } else { ']' });
+            }
+            let text = format!(r#"{{"id":1,"result":{value}}}"#);
+            let m = Message::parse(&text).unwrap_or_else(|| panic!("depth {depth}"));
+            assert_eq!(
+                m.result.map(|r| r.text),
+                Some(value.as_str()),
+                "depth {depth}"
+            );
+            for wrong in [1, depth / 2, depth - 1] {
+                // The bracket that closes level `wrong` (counted from the outside) swapped.
+                let at = text.len() - 1 - wrong - 1;
+                let mut bytes = text.clone().into_bytes();
+                bytes[at] = if bytes[at] == b'}' { b']' } else { b'}' };
+                let broken = String::from_utf8(bytes).unwrap();
+                assert!(Message::parse(&broken).is_none(), "{broken}");
+                assert!(serde_json::from_str::<Value>(&broken).is_err());
+            }
+        }
     }
 
     /// Texts built from JSON-RPC pieces, blanks and stray bytes: the scanner reads each exactly as
@@ -854,18 +898,10 @@ mod tests {
                     text.insert_str(at, STRAY[next(STRAY.len())]);
                 }
             }
-            let ours = Message::parse(&text);
-            match (ours, reference(&text)) {
-                (Some(ours), Some(theirs)) => {
-                    assert_eq!(format!("{ours:?}"), format!("{theirs:?}"), "{text}");
-                    read += 1;
-                }
-                (None, Some(_)) => {
-                    assert!(text.contains("\\"), "{text}");
-                    left += 1;
-                }
-                (Some(_), None) => panic!("the scanner read what serde_json refuses: {text}"),
-                (None, None) => {}
+            match check_message_reading(&text) {
+                Reading::Read => read += 1,
+                Reading::LeftToValue => left += 1,
+                Reading::Refused => {}
             }
         }
         assert!(read > 10_000, "too few messages were read: {read}");
