@@ -23,6 +23,8 @@ pub const TAP_QUEUE_BYTES: usize = 64 * 1024 * 1024;
 const TAP_NAP: Duration = Duration::from_millis(1);
 /// Empty naps in a row after which the tap's thread waits to be woken instead.
 const TAP_NAPS: u32 = 20;
+/// The most bytes the next batch's buffer is allocated with ahead of time.
+const FRESH_BATCH_BYTES: usize = 1024 * 1024;
 
 /// Which way a frame went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -186,12 +188,14 @@ fn observe(shared: &Shared, mut tap: Box<dyn Tap>) {
     // The bytes of the last batch, no longer held once it has been observed.
     let mut observed = 0;
     let mut last_batch = 0;
-    // The next batch's buffer: allocated outside the lock, as large as the last batch.
+    // The next batch's buffer, allocated outside the lock.
     let mut fresh = Vec::new();
     let mut naps = 0;
     loop {
-        if fresh.capacity() < last_batch {
-            fresh = Vec::with_capacity(last_batch);
+        // Sized for a busy session's batch, not for a backlog: a buffer that must hold more grows.
+        let wanted = last_batch.min(FRESH_BATCH_BYTES);
+        if fresh.capacity() < wanted {
+            fresh = Vec::with_capacity(wanted);
         }
         let mut queue = lock(&shared.queue);
         queue.held -= std::mem::take(&mut observed);
