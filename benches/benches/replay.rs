@@ -344,11 +344,14 @@ fn bench_peers(
 /// 10,000 calls sent at once, through the bridge in front of the echo server and (when installed)
 /// the reference server.
 fn recording_throughput(c: &mut Criterion) {
-    pipelined_calls(c, "replay/record_pipelined_10k", None);
-    let name = "replay/record_pipelined_reference_server_10k";
-    if let Some(server) = reference_server(name) {
-        pipelined_calls(c, name, Some(&server));
-    }
+    echo_then_reference(
+        c,
+        [
+            "replay/record_pipelined_10k",
+            "replay/record_pipelined_reference_server_10k",
+        ],
+        pipelined_calls,
+    );
 }
 
 /// 10,000 calls written at once through the bridge in front of `upstream` (else the echo server,
@@ -394,10 +397,26 @@ fn pipelined_calls(c: &mut Criterion, name: &str, upstream: Option<&Path>) {
 /// Calls made one at a time, each waiting for its answer: what the recorder adds to a call while the
 /// bridge is not saturated, in front of the echo server and (when installed) the reference server.
 fn recording_latency(c: &mut Criterion) {
-    one_call_at_a_time(c, "replay/record_sequential_1k", None);
-    let name = "replay/record_sequential_reference_server_1k";
-    if let Some(server) = reference_server(name) {
-        one_call_at_a_time(c, name, Some(&server));
+    echo_then_reference(
+        c,
+        [
+            "replay/record_sequential_1k",
+            "replay/record_sequential_reference_server_1k",
+        ],
+        one_call_at_a_time,
+    );
+}
+
+/// Runs `group` as `names[0]` in front of the echo server, then as `names[1]` in front of the
+/// reference server when it is installed.
+fn echo_then_reference(
+    c: &mut Criterion,
+    names: [&str; 2],
+    group: fn(&mut Criterion, &str, Option<&Path>),
+) {
+    group(c, names[0], None);
+    if let Some(server) = reference_server(names[1]) {
+        group(c, names[1], Some(&server));
     }
 }
 
