@@ -1,27 +1,22 @@
-//! The asynchronous writer: callers enqueue, one background thread gathers lines into batches and
-//! writes them.
+//! The asynchronous writer: callers copy lines into a shared queue, one background thread takes the
+//! whole queue at a time and writes it.
 
 use std::any::Any;
 use std::io;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
-use std::thread::{self, Thread};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::thread;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use serde::Serialize;
 use tokio::sync::oneshot;
 
 use crate::engine::{Engine, Reason, Shared, WriterReport, check_line, with_serialized};
-use crate::error::{Error, ErrorKind};
+use crate::error::Error;
 use crate::options::Options;
 use crate::sink::{Sink, open_file};
-
-/// The most bytes of lines handed to the disk in one batch.
-const MAX_BATCH: usize = 1024 * 1024;
 
 /// How long the writer thread waits, after the first line of a batch, for more lines to join it. A
 /// steady stream of small lines then costs about one wake-up and one `write` per millisecond instead
@@ -32,21 +27,20 @@ const LINGER: Duration = Duration::from_millis(1);
 /// small queue never fills while the thread waits).
 const LINGER_BYTES: u64 = 64 * 1024;
 
+/// A queue buffer that grew past this during a burst is given back once its batch is written.
+const KEEP_BYTES: usize = 1024 * 1024;
+
 /// The name of the writer thread, as debuggers and `top -H` show it.
 const THREAD_NAME: &str = "calltape-writer";
 
-enum Msg {
-    Line(Bytes),
-    Flush(oneshot::Sender<()>),
-}
-
 /// Appends JSON lines to a file without ever blocking or failing the caller.
 ///
-/// [`append`](JsonlWriter::append) and [`append_line`](JsonlWriter::append_line) only put the line in
-/// an in-memory queue and return. One background thread per writer (named `calltape-writer`) owns the
-/// file: it gathers queued lines into batches, waiting about a millisecond after the first line of a
-/// batch for more to join it unless a flush or close is waiting, and writes each batch in as few
-/// `write` calls as it can. The caller's runtime never runs any of this work.
+/// [`append`](JsonlWriter::append) and [`append_line`](JsonlWriter::append_line) only copy the line
+/// into an in-memory queue and return. One background thread per writer (named `calltape-writer`)
+/// owns the file: it takes the whole queue at a time, waiting about a millisecond after the first line
+/// of a batch for more to join it unless a flush or close is waiting, and writes each batch in as few
+/// `write` calls as it can. The caller's runtime never runs any of this work, and a line costs its
+/// caller a copy under a lock: no allocation, no wake-up unless the thread sleeps.
 ///
 /// The queue holds at most `max_bytes` of lines: while a slow disk keeps it full, new lines are
 /// dropped. Nothing is ever returned as an error: dropped lines, refusals and failures (a sink that
@@ -59,13 +53,47 @@ enum Msg {
 #[derive(Debug)]
 pub struct JsonlWriter {
     shared: Arc<Shared>,
-    tx: Option<Sender<Msg>>,
-    /// The writer thread: woken early when a flush, a close or a large queue should end its wait.
-    thread: Option<Thread>,
+    /// The queue the writer thread takes lines from; `None` when the file was refused.
+    channel: Option<Arc<Channel>>,
     /// Resolves (its sender is dropped) when the writer thread has finished.
     finished: Option<oneshot::Receiver<()>>,
-    /// Queued bytes at which an append wakes the writer thread instead of letting it wait.
-    wake_at: u64,
+    /// Queued bytes at which an append ends the writer thread's wait instead of letting it linger.
+    wake_at: usize,
+}
+
+/// The queue between the handle and the writer thread.
+#[derive(Debug, Default)]
+struct Channel {
+    queue: Mutex<Queue>,
+    /// Wakes the writer thread while it waits for a first line or lingers.
+    ready: Condvar,
+}
+
+/// Lines waiting for the writer thread, one after the other, each followed by its newline.
+#[derive(Debug, Default)]
+struct Queue {
+    bytes: Vec<u8>,
+    /// Where each line of `bytes` ends, its newline left out.
+    ends: Vec<usize>,
+    /// Flushes waiting for the lines queued before them.
+    flushes: Vec<oneshot::Sender<()>>,
+    /// Bytes of lines queued, or taken by the writer thread and not yet written or dropped: what
+    /// `max_bytes` bounds.
+    held: usize,
+    /// The handle is gone: the thread writes what is queued and finishes.
+    closed: bool,
+    /// The thread has finished: nothing more is taken.
+    gone: bool,
+    /// The thread waits for a first line.
+    idle: bool,
+    /// The thread waits for more lines to join a small batch.
+    lingering: bool,
+}
+
+impl Channel {
+    fn lock(&self) -> MutexGuard<'_, Queue> {
+        self.queue.lock().unwrap_or_else(PoisonError::into_inner)
+    }
 }
 
 impl JsonlWriter {
@@ -98,16 +126,17 @@ impl JsonlWriter {
     }
 
     /// Starts the writer thread, which builds the engine with `make` (opening the file, reading its
-    /// size) and then writes until every handle is gone.
+    /// size) and then writes until the handle is gone.
     async fn start(
         shared: Arc<Shared>,
         make: impl FnOnce(Arc<Shared>) -> Result<Engine, Error> + Send + 'static,
     ) -> Self {
-        let wake_at = LINGER_BYTES.min(shared.max_bytes / 2);
-        let (tx, rx) = mpsc::channel();
+        let wake_at = LINGER_BYTES.min(shared.max_bytes / 2) as usize;
+        let channel = Arc::new(Channel::default());
         let (opened_tx, opened) = oneshot::channel();
         let (finished_tx, finished) = oneshot::channel::<()>();
         let thread_shared = shared.clone();
+        let thread_channel = channel.clone();
         // The thread logs where the caller would: to the caller's subscriber, scoped or global.
         let dispatch = tracing::dispatcher::get_default(Clone::clone);
         let spawned = thread::Builder::new()
@@ -116,6 +145,7 @@ impl JsonlWriter {
                 // Dropped when this thread ends, however it ends: `close` waits for that.
                 let _finished = finished_tx;
                 let shared = thread_shared;
+                let _gone = Gone(&thread_channel, &shared);
                 tracing::dispatcher::with_default(&dispatch, || {
                     let made = catch_unwind(AssertUnwindSafe(|| make(shared.clone())));
                     let made = made.unwrap_or_else(|panic| {
@@ -126,7 +156,7 @@ impl JsonlWriter {
                     match made {
                         Ok(engine) => {
                             let _ = opened_tx.send(Ok(()));
-                            run(engine, shared, rx, wake_at as usize);
+                            run(engine, &shared, &thread_channel, wake_at);
                         }
                         Err(error) => {
                             let _ = opened_tx.send(Err(error));
@@ -134,19 +164,15 @@ impl JsonlWriter {
                     }
                 });
             });
-        let thread = match spawned {
-            Ok(handle) => handle.thread().clone(),
-            Err(e) => {
-                let error = io::Error::other(format!("cannot start the writer thread: {e}"));
-                let error = Error::open(&shared.path, error);
-                return Self::refused(shared, error);
-            }
-        };
+        if let Err(e) = spawned {
+            let error = io::Error::other(format!("cannot start the writer thread: {e}"));
+            let error = Error::open(&shared.path, error);
+            return Self::refused(shared, error);
+        }
         match opened.await {
             Ok(Ok(())) => Self {
                 shared,
-                tx: Some(tx),
-                thread: Some(thread),
+                channel: Some(channel),
                 finished: Some(finished),
                 wake_at,
             },
@@ -163,8 +189,7 @@ impl JsonlWriter {
         shared.refuse(error);
         Self {
             shared,
-            tx: None,
-            thread: None,
+            channel: None,
             finished: None,
             wake_at: 0,
         }
@@ -176,66 +201,86 @@ impl JsonlWriter {
             self.shared.drop_lines(reason, 1, None);
             return;
         }
-        match with_serialized(value, Bytes::copy_from_slice) {
-            Ok(line) => self.append_line(line),
-            Err(e) => {
-                let error = ErrorKind::Serialize {
-                    path: self.shared.path.clone(),
-                    message: e.to_string(),
-                };
-                self.shared
-                    .drop_lines(Reason::Invalid, 1, Some(error.into()));
-            }
+        if let Err(e) = with_serialized(value, |line| self.append_line(line)) {
+            let error = crate::error::ErrorKind::Serialize {
+                path: self.shared.path.clone(),
+                message: e.to_string(),
+            };
+            self.shared
+                .drop_lines(Reason::Invalid, 1, Some(error.into()));
         }
     }
 
     /// Queues an already serialized line (with or without its newline) and returns at once. A line that
     /// holds a newline of its own is dropped as invalid.
-    pub fn append_line(&self, line: impl Into<Bytes>) {
-        let line: Bytes = line.into();
+    pub fn append_line(&self, line: impl AsRef<[u8]>) {
         let shared = &*self.shared;
         if let Some(reason) = shared.stopped() {
             shared.drop_lines(reason, 1, None);
             return;
         }
-        let len = match check_line(&shared.path, &line) {
-            Ok(body) => body.len(),
+        let line = match check_line(&shared.path, line.as_ref()) {
+            Ok(line) => line,
             Err(error) => {
                 shared.drop_lines(Reason::Invalid, 1, Some(error));
                 return;
             }
         };
-        let line = line.slice(..len);
-        let n = len as u64 + 1;
-        let before = shared.queued.fetch_add(n, Ordering::AcqRel);
-        if before + n > shared.max_bytes {
-            shared.queued.fetch_sub(n, Ordering::AcqRel);
+        let Some(channel) = &self.channel else {
+            shared.drop_lines(Reason::Closed, 1, None);
+            return;
+        };
+        let n = line.len() + 1;
+        let mut queue = channel.lock();
+        if queue.gone {
+            drop(queue);
+            let reason = shared.stopped().unwrap_or(Reason::Closed);
+            shared.drop_lines(reason, 1, None);
+            return;
+        }
+        if (queue.held + n) as u64 > shared.max_bytes {
+            drop(queue);
             shared.drop_lines(Reason::QueueFull, 1, None);
             return;
         }
-        let sent = match &self.tx {
-            Some(tx) => tx.send(Msg::Line(line)).is_ok(),
-            None => false,
-        };
-        if !sent {
-            shared.queued.fetch_sub(n, Ordering::AcqRel);
-            let reason = shared.stopped().unwrap_or(Reason::Closed);
-            shared.drop_lines(reason, 1, None);
-        } else if before < self.wake_at && before + n >= self.wake_at {
-            // The queue just grew past what is worth waiting for: write it now. Only the append that
-            // crosses the mark pays for the wake-up.
-            self.wake();
+        let before = queue.bytes.len();
+        queue.bytes.reserve(n);
+        queue.bytes.extend_from_slice(line);
+        let end = queue.bytes.len();
+        queue.bytes.push(b'\n');
+        queue.ends.push(end);
+        queue.held += n;
+        shared.queued.store(queue.held as u64, Ordering::Release);
+        // Only the append that finds the thread waiting for a first line, or that grows a lingering
+        // batch past the mark, pays for a wake-up.
+        let wake =
+            queue.idle || (queue.lingering && before < self.wake_at && before + n >= self.wake_at);
+        if wake {
+            queue.idle = false;
+            queue.lingering = false;
+        }
+        drop(queue);
+        if wake {
+            channel.ready.notify_one();
         }
     }
 
     /// Waits until every line queued before this call is written (or dropped), and returns the report.
     pub async fn flush(&self) -> WriterReport {
-        if let Some(tx) = &self.tx {
+        if let Some(channel) = &self.channel {
             let (done, wait) = oneshot::channel();
-            if tx.send(Msg::Flush(done)).is_ok() {
-                self.wake();
-                let _ = wait.await;
+            let wake = {
+                let mut queue = channel.lock();
+                // Once the thread is gone nothing answers: `done` is dropped here and the wait ends.
+                if !queue.gone {
+                    queue.flushes.push(done);
+                }
+                std::mem::take(&mut queue.idle) | std::mem::take(&mut queue.lingering)
+            };
+            if wake {
+                channel.ready.notify_one();
             }
+            let _ = wait.await;
         }
         self.shared.report()
     }
@@ -243,8 +288,7 @@ impl JsonlWriter {
     /// Writes what is queued, `fsync`s unless the policy is [`Fsync::Never`](crate::Fsync::Never), stops
     /// the background thread and returns the final report.
     pub async fn close(mut self) -> WriterReport {
-        self.tx = None;
-        self.wake();
+        self.shut();
         if let Some(finished) = self.finished.take() {
             let _ = finished.await;
         }
@@ -266,114 +310,117 @@ impl JsonlWriter {
         &self.shared.path
     }
 
-    /// Ends the writer thread's wait for more lines, so that it writes what it holds now.
-    fn wake(&self) {
-        if let Some(thread) = &self.thread {
-            thread.unpark();
+    /// Tells the writer thread that no line will follow: it writes the rest of the queue, without
+    /// waiting out its linger, and finishes.
+    fn shut(&self) {
+        if let Some(channel) = &self.channel {
+            channel.lock().closed = true;
+            channel.ready.notify_one();
         }
     }
 }
 
 impl Drop for JsonlWriter {
     fn drop(&mut self) {
-        // Closing the channel tells the thread to write the rest of the queue and finish; waking it
-        // saves it the rest of its wait.
-        self.tx = None;
-        self.wake();
+        self.shut();
     }
 }
 
-/// Lines taken from the queue and not yet written, with the flushes waiting for them.
+/// Marks the queue's thread gone when it ends, however it ends: later appends are dropped and
+/// counted, waiting flushes are answered, and lines it never took are counted as dropped.
+struct Gone<'a>(&'a Channel, &'a Shared);
+
+impl Drop for Gone<'_> {
+    fn drop(&mut self) {
+        let mut queue = self.0.lock();
+        queue.gone = true;
+        queue.flushes.clear();
+        let left = queue.ends.len() as u64;
+        queue.bytes = Vec::new();
+        queue.ends = Vec::new();
+        drop(queue);
+        if left > 0 {
+            let reason = self.1.stopped().unwrap_or(Reason::Closed);
+            self.1.drop_lines(reason, left, None);
+        }
+    }
+}
+
+/// A batch taken from the queue: its lines, and the flushes waiting for them.
+#[derive(Default)]
 struct Batch {
-    lines: Vec<Bytes>,
-    /// Bytes of `lines`, newlines included: what leaves the `queued` count once they are handled.
-    bytes: usize,
+    bytes: Vec<u8>,
+    ends: Vec<usize>,
     flushes: Vec<oneshot::Sender<()>>,
-    /// Whether to write at once: a flush or a close is waiting, or the batch is full.
-    now: bool,
 }
 
 impl Batch {
-    /// Takes `msg` into the batch; returns whether the batch should stop taking messages.
-    fn take(&mut self, msg: Msg) -> bool {
-        match msg {
-            Msg::Line(line) => {
-                self.bytes += line.len() + 1;
-                self.lines.push(line);
-                if self.bytes >= MAX_BATCH {
-                    self.now = true;
-                }
-                self.now
-            }
-            // Lines after a flush wait for the next batch, so the flush is answered soon.
-            Msg::Flush(done) => {
-                self.flushes.push(done);
-                self.now = true;
-                true
-            }
-        }
-    }
-
-    /// Takes what the queue holds now, until the batch is full or a flush is taken.
-    fn drain(&mut self, rx: &Receiver<Msg>) {
-        loop {
-            match rx.try_recv() {
-                Ok(msg) => {
-                    if self.take(msg) {
-                        return;
-                    }
-                }
-                Err(TryRecvError::Empty) => return,
-                // Every handle is gone and the queue is empty: write what is here and finish.
-                Err(TryRecvError::Disconnected) => {
-                    self.now = true;
-                    return;
-                }
-            }
-        }
+    /// The batch's lines, each without its newline.
+    fn lines(&self) -> Vec<&[u8]> {
+        let mut start = 0;
+        self.ends
+            .iter()
+            .map(|&end| {
+                let line = &self.bytes[start..end];
+                start = end + 1;
+                line
+            })
+            .collect()
     }
 }
 
-/// The writer thread: gathers queued lines into batches and writes each, until every handle is gone
-/// and the queue is empty; then closes the engine (the last `fsync`).
+/// The writer thread: takes the whole queue at a time and writes it, until the handle is gone and
+/// the queue is empty; then closes the engine (the last `fsync`).
 ///
 /// A sink that panics is caught: the lines it was given count as failed writes, and so does every
 /// later line, since a sink left halfway through a write cannot be trusted with the next one.
-fn run(engine: Engine, shared: Arc<Shared>, rx: Receiver<Msg>, linger_bytes: usize) {
+fn run(engine: Engine, shared: &Shared, channel: &Channel, linger_bytes: usize) {
     let mut engine = Some(engine);
-    let mut batch = Batch {
-        lines: Vec::new(),
-        bytes: 0,
-        flushes: Vec::new(),
-        now: false,
-    };
-    while let Ok(first) = rx.recv() {
-        let deadline = Instant::now() + LINGER;
-        if !batch.take(first) {
-            batch.drain(&rx);
+    let mut batch = Batch::default();
+    loop {
+        let mut queue = channel.lock();
+        while queue.ends.is_empty() && queue.flushes.is_empty() && !queue.closed {
+            queue.idle = true;
+            queue = channel
+                .ready
+                .wait(queue)
+                .unwrap_or_else(PoisonError::into_inner);
         }
+        queue.idle = false;
         // Linger: let more lines join a small batch, unless something waits for it. A flush, a close
-        // or a growing queue unparks this thread; anything else only costs an extra look.
-        while !batch.now && batch.bytes < linger_bytes {
+        // or a growing queue ends the wait early.
+        let deadline = Instant::now() + LINGER;
+        while queue.flushes.is_empty() && !queue.closed && queue.bytes.len() < linger_bytes {
             let now = Instant::now();
             if now >= deadline {
                 break;
             }
-            thread::park_timeout(deadline - now);
-            batch.drain(&rx);
+            queue.lingering = true;
+            queue = channel
+                .ready
+                .wait_timeout(queue, deadline - now)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+            queue.lingering = false;
         }
+        let last = queue.closed;
+        std::mem::swap(&mut queue.bytes, &mut batch.bytes);
+        std::mem::swap(&mut queue.ends, &mut batch.ends);
+        std::mem::swap(&mut queue.flushes, &mut batch.flushes);
+        drop(queue);
 
         let refresh = !batch.flushes.is_empty();
         match engine.as_mut() {
             Some(e) => {
+                let lines = batch.lines();
                 let written = catch_unwind(AssertUnwindSafe(|| {
-                    e.write(&batch.lines);
+                    e.write(&lines);
                     if refresh {
                         e.refresh_len();
                     }
                 }));
                 if let Err(panic) = written {
-                    let left = batch.lines.len().saturating_sub(e.settled) as u64;
+                    let left = lines.len().saturating_sub(e.settled) as u64;
                     let error =
                         io::Error::other(format!("the sink panicked: {}", message(&*panic)));
                     let error = Error::write(&shared.path, error);
@@ -384,16 +431,24 @@ fn run(engine: Engine, shared: Arc<Shared>, rx: Receiver<Msg>, linger_bytes: usi
                     }
                 }
             }
-            None => shared.drop_lines(Reason::WriteFailed, batch.lines.len() as u64, None),
+            None => shared.drop_lines(Reason::WriteFailed, batch.ends.len() as u64, None),
         }
-        shared
-            .queued
-            .fetch_sub(batch.bytes as u64, Ordering::AcqRel);
-        batch.lines.clear();
-        batch.bytes = 0;
-        batch.now = false;
+        {
+            let mut queue = channel.lock();
+            queue.held -= batch.bytes.len();
+            shared.queued.store(queue.held as u64, Ordering::Release);
+        }
         for done in batch.flushes.drain(..) {
             let _ = done.send(());
+        }
+        if batch.bytes.capacity() > KEEP_BYTES {
+            batch.bytes = Vec::new();
+            batch.ends = Vec::new();
+        }
+        batch.bytes.clear();
+        batch.ends.clear();
+        if last {
+            break;
         }
     }
     if let Some(mut e) = engine {
@@ -436,7 +491,7 @@ mod tests {
         for i in 0..100 {
             writer.append(&serde_json::json!({ "i": i }));
         }
-        writer.append_line(Bytes::from_static(b"{\"raw\":true}\n"));
+        writer.append_line(b"{\"raw\":true}\n");
         let report = writer.close().await;
         assert!(report.is_complete(), "{report}");
         assert_eq!(report.lines_written, 101);

@@ -115,3 +115,37 @@ fn a_writer_dropped_without_close_still_writes_and_syncs_its_queue() {
     });
     assert_eq!(sink.0.lock().unwrap().bytes, joined(&lines));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn threads_appending_at_once_each_get_every_line_whole_and_in_their_order() {
+    use crate::Rec;
+    const THREADS: usize = 4;
+    const LINES: usize = 5000;
+    let sink = Recording::default();
+    let writer =
+        Arc::new(JsonlWriter::with_sink("threads.jsonl", sink.clone(), Options::default()).await);
+    std::thread::scope(|scope| {
+        for id in 0..THREADS {
+            let writer = &writer;
+            scope.spawn(move || {
+                for seq in 0..LINES {
+                    // Lengths vary, so a line cut or spliced into another cannot go unseen.
+                    writer.append(&Rec::new(id, seq, (seq * 7 + id) % 300));
+                }
+            });
+        }
+    });
+    let writer = Arc::into_inner(writer).expect("the threads are done");
+    let report = writer.close().await;
+    assert!(report.is_complete(), "{report}");
+    assert_eq!(report.lines_written, (THREADS * LINES) as u64);
+    let seen = sink.0.lock().unwrap();
+    let mut next = [0usize; THREADS];
+    for line in seen.bytes.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+        let rec: Rec = serde_json::from_slice(line).expect("every line whole");
+        assert_eq!(rec.seq, next[rec.id], "thread {}'s lines in order", rec.id);
+        assert_eq!(rec.pad.len(), (rec.seq * 7 + rec.id) % 300);
+        next[rec.id] += 1;
+    }
+    assert_eq!(next, [LINES; THREADS]);
+}
