@@ -2,6 +2,7 @@
 //! answered call.
 
 use std::borrow::Cow;
+use std::cell::RefCell;
 use std::fmt;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -173,7 +174,7 @@ impl Recorder {
         }
     }
 
-    fn write_line(&self, line: Vec<u8>) {
+    fn write_line(&self, line: &[u8]) {
         if let Some(writer) = lock(&self.inner.writer).as_ref() {
             writer.append_line(line);
             self.inner.recorded.fetch_add(1, Ordering::AcqRel);
@@ -564,9 +565,26 @@ impl SessionRecorder {
             }
             + client.as_ref().map_or(0, |c| c.get().len())
             + server.as_ref().map_or(0, |s| s.get().len());
-        let mut out = Vec::with_capacity(size);
-        line.write_to(&mut out);
-        self.recorder.write_line(out);
+        // The writer copies the line into its queue: one buffer per thread serves every line.
+        thread_local! {
+            static LINE: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+        }
+        LINE.with(|buf| match buf.try_borrow_mut() {
+            Ok(mut out) => {
+                out.clear();
+                out.reserve(size);
+                line.write_to(&mut out);
+                self.recorder.write_line(&out);
+                if out.capacity() > KEEP_LINE_BUFFER {
+                    *out = Vec::new();
+                }
+            }
+            Err(_) => {
+                let mut out = Vec::with_capacity(size);
+                line.write_to(&mut out);
+                self.recorder.write_line(&out);
+            }
+        });
     }
 }
 
@@ -622,6 +640,9 @@ fn ending_of(outcome: Outcome) -> Option<Ending<'static>> {
 }
 
 /// `{}`: the input of a call sent without arguments.
+/// A line buffer that grew past this for a large record is given back once the line is queued.
+const KEEP_LINE_BUFFER: usize = 1024 * 1024;
+
 const NO_ARGUMENTS: Json<'static> = Json {
     text: "{}",
     compact: true,
