@@ -420,7 +420,8 @@ fn echo_then_reference(
     }
 }
 
-/// 1,000 calls one at a time through the bridge in front of `upstream` (else the echo server).
+/// 1,000 calls one at a time through the bridge in front of `upstream` (else the echo server, where
+/// a bridge with a tap that drops every frame also shows what the observer hook alone costs).
 fn one_call_at_a_time(c: &mut Criterion, name: &str, upstream: Option<&Path>) {
     const SEQUENTIAL: usize = 1_000;
     let dir = tempfile::tempdir().expect("temp dir");
@@ -429,18 +430,19 @@ fn one_call_at_a_time(c: &mut Criterion, name: &str, upstream: Option<&Path>) {
     let mut group = c.benchmark_group(name);
     group.throughput(Throughput::Elements(SEQUENTIAL as u64));
     group.sample_size(20);
-    let specs = [
-        ("bridge", Spec::new("bridge", &record_to, upstream)),
-        (
-            "bridge_with_record",
-            Spec::new("record", &record_to, upstream),
-        ),
-    ];
+    let mut specs = vec![("bridge", Spec::new("bridge", &record_to, upstream))];
     // A server of its own per round for the reference server, whose state drifts.
     let paired = match upstream {
         Some(_) => Paired::Fresh(20),
-        None => Paired::Warm(40),
+        None => {
+            specs.push(("bridge_with_empty_tap", Spec::new("tap", &record_to, None)));
+            Paired::Warm(40)
+        }
     };
+    specs.push((
+        "bridge_with_record",
+        Spec::new("record", &record_to, upstream),
+    ));
     bench_peers(
         &mut group,
         name,
