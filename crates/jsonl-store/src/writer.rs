@@ -14,7 +14,7 @@ use serde::Serialize;
 use tokio::sync::oneshot;
 
 use crate::engine::{Engine, Reason, Shared, WriterReport, check_line, with_serialized};
-use crate::error::Error;
+use crate::error::{Error, ErrorKind};
 use crate::options::Options;
 use crate::sink::{Sink, open_file};
 
@@ -202,7 +202,7 @@ impl JsonlWriter {
             return;
         }
         if let Err(e) = with_serialized(value, |line| self.append_line(line)) {
-            let error = crate::error::ErrorKind::Serialize {
+            let error = ErrorKind::Serialize {
                 path: self.shared.path.clone(),
                 message: e.to_string(),
             };

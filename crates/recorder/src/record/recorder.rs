@@ -569,21 +569,21 @@ impl SessionRecorder {
         thread_local! {
             static LINE: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
         }
+        let write = |out: &mut Vec<u8>| {
+            out.clear();
+            out.reserve(size);
+            line.write_to(out);
+            self.recorder.write_line(out);
+        };
         LINE.with(|buf| match buf.try_borrow_mut() {
             Ok(mut out) => {
-                out.clear();
-                out.reserve(size);
-                line.write_to(&mut out);
-                self.recorder.write_line(&out);
+                write(&mut out);
                 if out.capacity() > KEEP_LINE_BUFFER {
                     *out = Vec::new();
                 }
             }
-            Err(_) => {
-                let mut out = Vec::with_capacity(size);
-                line.write_to(&mut out);
-                self.recorder.write_line(&out);
-            }
+            // Taken only by a write this one re-entered.
+            Err(_) => write(&mut Vec::new()),
         });
     }
 }
@@ -639,10 +639,10 @@ fn ending_of(outcome: Outcome) -> Option<Ending<'static>> {
     }
 }
 
-/// `{}`: the input of a call sent without arguments.
 /// A line buffer that grew past this for a large record is given back once the line is queued.
 const KEEP_LINE_BUFFER: usize = 1024 * 1024;
 
+/// `{}`: the input of a call sent without arguments.
 const NO_ARGUMENTS: Json<'static> = Json {
     text: "{}",
     compact: true,
