@@ -249,6 +249,16 @@ fn observe(shared: &Shared, mut tap: Box<dyn Tap>) {
                 return;
             }
         }
+        // Unless the tap kept a frame, the batch's buffer is free again: it serves a later batch
+        // rather than going back to the allocator.
+        if let Ok(mut buffer) = bytes.try_into_mut() {
+            // Emptied first: turning it into a `Vec` moves its bytes to the front.
+            buffer.clear();
+            let buffer = Vec::from(buffer);
+            if buffer.capacity() <= FRESH_BATCH_BYTES && buffer.capacity() > fresh.capacity() {
+                fresh = buffer;
+            }
+        }
     }
 }
 
@@ -292,6 +302,34 @@ mod tests {
             seen.recv_timeout(Duration::from_secs(10)),
             Err(std::sync::mpsc::RecvTimeoutError::Disconnected)
         ));
+    }
+
+    #[test]
+    fn frames_a_tap_keeps_keep_their_bytes_while_later_batches_go_by() {
+        let (kept_tx, kept) = std::sync::mpsc::channel::<(usize, Bytes)>();
+        let mut n = 0;
+        let tap = move |event: TapEvent| {
+            // Every tenth frame of every other stretch of 500 is kept: the batches in between give
+            // their buffers back for reuse while the kept frames still point into theirs.
+            if (n / 500) % 2 == 0 && n % 10 == 0 {
+                let _ = kept_tx.send((n, event.frame));
+            }
+            n += 1;
+        };
+        let sender = TapSender::start(Box::new(tap), 100_000).unwrap();
+        let frame = |i: usize| Frame::from(format!("{{\"id\":{i},\"pad\":\"{}\"}}", i % 97));
+        for i in 0..20_000 {
+            if i % 50 == 0 {
+                std::thread::sleep(Duration::from_micros(200));
+            }
+            sender.send(Direction::FromClient, &frame(i));
+        }
+        drop(sender);
+        let kept: Vec<(usize, Bytes)> = kept.iter().collect();
+        assert_eq!(kept.len(), 1_000);
+        for (i, bytes) in kept {
+            assert_eq!(bytes, frame(i), "frame {i} changed after the tap took it");
+        }
     }
 
     #[test]
