@@ -285,17 +285,16 @@ impl SessionRecorder {
 
     /// Shows the recorder a frame the client received, with the time it was sent to the client.
     pub fn server_frame(&self, frame: &[u8], at: SystemTime) {
-        {
-            // Nothing awaits an answer: no frame to the client can matter, so none is parsed.
-            let state = lock(&self.state);
-            if state.pending.is_empty() && state.initialize_id.is_none() {
-                return;
-            }
+        // One lock for the whole frame: the tap's thread is the only one that usually takes it.
+        let mut state = lock(&self.state);
+        // Nothing awaits an answer: no frame to the client can matter, so none is parsed.
+        if state.pending.is_empty() && state.initialize_id.is_none() {
+            return;
         }
         let Ok(text) = std::str::from_utf8(frame) else {
             return;
         };
-        for_each_message(text, |message| self.server_message(message, at));
+        for_each_message(text, |message| self.server_message(&mut state, message, at));
     }
 
     /// One message from the client, read as raw JSON text where it has a shape that reading covers,
@@ -424,26 +423,23 @@ impl SessionRecorder {
     }
 
     /// One message to the client: the answer to a recorded call is written as a record.
-    fn server_message(&self, text: &str, at: SystemTime) {
+    fn server_message(&self, state: &mut SessionState, text: &str, at: SystemTime) {
         let Some(message) = raw::Message::parse(text) else {
-            return self.server_value(text, at);
+            return self.server_value(state, text, at);
         };
         if message.method.is_some() {
             return;
         }
         let Some(id) = message.id else { return };
         let key = IdKey::of_raw(id);
-        let mut state = lock(&self.state);
         if state.initialize_id.as_ref() == Some(&key) {
-            drop(state);
-            return self.server_value(text, at);
+            return self.server_value(state, text, at);
         }
         let Some(pending) = state.pending.remove(&key) else {
             return;
         };
         let server = state.server.clone();
-        let (client, protocol_version) = session_info(&state, &pending);
-        drop(state);
+        let (client, protocol_version) = session_info(state, &pending);
         let inner = &self.recorder.inner;
         let ending = match (message.result, message.error) {
             (Some(result), _) => self.answer_ending(result, &pending.secrets),
@@ -481,7 +477,7 @@ impl SessionRecorder {
     }
 
     /// [`server_message`](Self::server_message) for any message, through a `Value`.
-    fn server_value(&self, text: &str, at: SystemTime) {
+    fn server_value(&self, state: &mut SessionState, text: &str, at: SystemTime) {
         let Ok(mut message) = serde_json::from_str::<Value>(text) else {
             return;
         };
@@ -490,7 +486,6 @@ impl SessionRecorder {
         }
         let Some(id) = message.get("id") else { return };
         let key = IdKey::of_value(id);
-        let mut state = lock(&self.state);
         if state.initialize_id.as_ref() == Some(&key) {
             state.initialize_id = None;
             if let Some(result) = message.get("result") {
@@ -506,8 +501,7 @@ impl SessionRecorder {
             return;
         };
         let server = state.server.clone();
-        let (client, protocol_version) = session_info(&state, &pending);
-        drop(state);
+        let (client, protocol_version) = session_info(state, &pending);
         let Some(mut outcome) = Outcome::take_from_response(&mut message) else {
             return;
         };
@@ -832,7 +826,7 @@ mod tests {
                 (true, false) => session.client_frame(frame.as_bytes(), at),
                 (false, false) => session.server_frame(frame.as_bytes(), at),
                 (true, true) => session.client_value(frame, at),
-                (false, true) => session.server_value(frame, at),
+                (false, true) => session.server_value(&mut lock(&session.state), frame, at),
             }
         }
         drop(session);

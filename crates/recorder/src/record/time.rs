@@ -1,5 +1,6 @@
 //! Timestamps and session ids, without a calendar crate.
 
+use std::cell::Cell;
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -7,13 +8,35 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 /// A time as an RFC 3339 UTC timestamp with milliseconds (`2026-11-29T20:46:45.123Z`), held in
 /// place: the recorder writes one per call.
+#[derive(Clone, Copy)]
 pub(crate) struct Rfc3339([u8; 24]);
 
 impl Rfc3339 {
     pub(crate) fn of(time: SystemTime) -> Self {
+        // Calls come many to a second: the date and time of the last second a thread saw are kept.
+        thread_local! {
+            static LAST: Cell<(u64, Rfc3339)> = const { Cell::new((u64::MAX, Rfc3339([0; 24]))) };
+        }
         let since = time.duration_since(UNIX_EPOCH).unwrap_or_default();
         let secs = since.as_secs();
         let millis = since.subsec_millis();
+        let (last_secs, last) = LAST.get();
+        let mut out = if last_secs == secs {
+            last
+        } else {
+            let whole = Self::of_second(secs);
+            LAST.set((secs, whole));
+            whole
+        };
+        let millis = [millis / 100, millis / 10 % 10, millis % 10];
+        for (place, digit) in out.0[20..23].iter_mut().zip(millis) {
+            *place = b'0' + digit as u8;
+        }
+        out
+    }
+
+    /// The timestamp of a whole second, its milliseconds `000`.
+    fn of_second(secs: u64) -> Self {
         let days = (secs / 86_400) as i64;
         let rem = secs % 86_400;
         let (year, month, day) = civil_from_days(days);
@@ -30,7 +53,6 @@ impl Rfc3339 {
         digits(11, rem / 3600, 2);
         digits(14, rem / 60 % 60, 2);
         digits(17, rem % 60, 2);
-        digits(20, u64::from(millis), 3);
         Self(out)
     }
 
@@ -80,6 +102,10 @@ mod tests {
             (0, "1970-01-01T00:00:00.000Z"),
             (951_782_400_123, "2000-02-29T00:00:00.123Z"),
             (1_795_985_205_123, "2026-11-29T20:46:45.123Z"),
+            // The same second again, then the one before it: the kept second must not leak.
+            (1_795_985_205_007, "2026-11-29T20:46:45.007Z"),
+            (1_795_985_204_990, "2026-11-29T20:46:44.990Z"),
+            (1_795_985_205_000, "2026-11-29T20:46:45.000Z"),
             (4_107_542_399_999, "2100-02-28T23:59:59.999Z"),
         ];
         for (millis, want) in cases {
