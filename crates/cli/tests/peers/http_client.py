@@ -9,12 +9,14 @@ import json
 import os
 import sys
 
-import anthropic
 import httpx
 import openai
 
 
 def run_all():
+    # Imported here: its types take seconds to load, and the miss scenario does not use it.
+    import anthropic
+
     oa = openai.OpenAI()
     an = anthropic.Anthropic()
     out = {}
