@@ -254,6 +254,24 @@ enum Paired {
     Fresh(usize),
 }
 
+/// The setups a recording group compares: the bridge, then (in front of the echo server) the bridge
+/// with a tap that drops every frame, what the observer hook alone costs, then the bridge with a
+/// recorder.
+fn recording_specs<'a>(
+    record_to: &'a Path,
+    upstream: Option<&'a Path>,
+) -> Vec<(&'static str, Spec<'a>)> {
+    let mut specs = vec![("bridge", Spec::new("bridge", record_to, upstream))];
+    if upstream.is_none() {
+        specs.push(("bridge_with_empty_tap", Spec::new("tap", record_to, None)));
+    }
+    specs.push((
+        "bridge_with_record",
+        Spec::new("record", record_to, upstream),
+    ));
+    specs
+}
+
 /// `tools/call` requests to the `echo` tool of `upstream` (else of the echo server), one per line,
 /// ids from 1.
 fn echo_calls(count: usize, upstream: Option<&Path>) -> Vec<String> {
@@ -354,15 +372,14 @@ fn recording_throughput(c: &mut Criterion) {
     );
 }
 
-/// 10,000 calls written at once through the bridge in front of `upstream` (else the echo server,
-/// where a bridge with a tap that drops every frame also shows what the observer hook alone costs).
+/// 10,000 calls written at once through the bridge in front of `upstream` (else the echo server).
 fn pipelined_calls(c: &mut Criterion, name: &str, upstream: Option<&Path>) {
     let dir = tempfile::tempdir().expect("temp dir");
     let record_to = dir.path().join("pipelined.jsonl");
     let calls = pipelined(&echo_calls(CALLS, upstream));
     let mut group = c.benchmark_group(name);
     group.throughput(Throughput::Elements(CALLS as u64));
-    let mut specs = vec![("bridge", Spec::new("bridge", &record_to, upstream))];
+    let specs = recording_specs(&record_to, upstream);
     let paired = match upstream {
         // A real server's calls take ten times as long; and a server of its own per round, since
         // its state drifts.
@@ -373,14 +390,9 @@ fn pipelined_calls(c: &mut Criterion, name: &str, upstream: Option<&Path>) {
         }
         None => {
             group.sample_size(20);
-            specs.push(("bridge_with_empty_tap", Spec::new("tap", &record_to, None)));
             Paired::Warm(40)
         }
     };
-    specs.push((
-        "bridge_with_record",
-        Spec::new("record", &record_to, upstream),
-    ));
     bench_peers(
         &mut group,
         name,
@@ -420,8 +432,7 @@ fn echo_then_reference(
     }
 }
 
-/// 1,000 calls one at a time through the bridge in front of `upstream` (else the echo server, where
-/// a bridge with a tap that drops every frame also shows what the observer hook alone costs).
+/// 1,000 calls one at a time through the bridge in front of `upstream` (else the echo server).
 fn one_call_at_a_time(c: &mut Criterion, name: &str, upstream: Option<&Path>) {
     const SEQUENTIAL: usize = 1_000;
     let dir = tempfile::tempdir().expect("temp dir");
@@ -430,19 +441,12 @@ fn one_call_at_a_time(c: &mut Criterion, name: &str, upstream: Option<&Path>) {
     let mut group = c.benchmark_group(name);
     group.throughput(Throughput::Elements(SEQUENTIAL as u64));
     group.sample_size(20);
-    let mut specs = vec![("bridge", Spec::new("bridge", &record_to, upstream))];
+    let specs = recording_specs(&record_to, upstream);
     // A server of its own per round for the reference server, whose state drifts.
     let paired = match upstream {
         Some(_) => Paired::Fresh(20),
-        None => {
-            specs.push(("bridge_with_empty_tap", Spec::new("tap", &record_to, None)));
-            Paired::Warm(40)
-        }
+        None => Paired::Warm(40),
     };
-    specs.push((
-        "bridge_with_record",
-        Spec::new("record", &record_to, upstream),
-    ));
     bench_peers(
         &mut group,
         name,

@@ -207,6 +207,26 @@ impl Shared {
         }
     }
 
+    /// Serializes `value` and hands the line to `append`: a value refused before it is even
+    /// serialized, or one that cannot be serialized, is counted as dropped instead.
+    pub(crate) fn append_value<T: serde::Serialize + ?Sized>(
+        &self,
+        value: &T,
+        append: impl FnOnce(&[u8]),
+    ) {
+        if let Some(reason) = self.stopped() {
+            self.drop_lines(reason, 1, None);
+            return;
+        }
+        if let Err(e) = with_serialized(value, append) {
+            let error = ErrorKind::Serialize {
+                path: self.path.clone(),
+                message: e.to_string(),
+            };
+            self.drop_lines(Reason::Invalid, 1, Some(error.into()));
+        }
+    }
+
     pub(crate) fn set_bytes_on_disk(&self, n: u64) {
         self.bytes_on_disk.store(n, Ordering::Relaxed);
     }

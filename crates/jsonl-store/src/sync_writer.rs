@@ -5,8 +5,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use serde::Serialize;
 
-use crate::engine::{Engine, Reason, Shared, WriterReport, check_line, with_serialized};
-use crate::error::ErrorKind;
+use crate::engine::{Engine, Reason, Shared, WriterReport, check_line};
 use crate::options::Options;
 use crate::sink::{Sink, open_file};
 
@@ -60,21 +59,8 @@ impl SyncJsonlWriter {
 
     /// Writes `value` as one JSON line.
     pub fn append<T: Serialize + ?Sized>(&self, value: &T) {
-        if let Some(reason) = self.shared.stopped() {
-            self.shared.drop_lines(reason, 1, None);
-            return;
-        }
-        match with_serialized(value, |line| self.append_line(line)) {
-            Ok(()) => {}
-            Err(e) => {
-                let error = ErrorKind::Serialize {
-                    path: self.shared.path.clone(),
-                    message: e.to_string(),
-                };
-                self.shared
-                    .drop_lines(Reason::Invalid, 1, Some(error.into()));
-            }
-        }
+        self.shared
+            .append_value(value, |line| self.append_line(line));
     }
 
     /// Writes an already serialized line (with or without its newline). A line that holds a newline of

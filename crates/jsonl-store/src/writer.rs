@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use tokio::sync::oneshot;
 
-use crate::engine::{Engine, Reason, Shared, WriterReport, check_line, with_serialized};
-use crate::error::{Error, ErrorKind};
+use crate::engine::{Engine, Reason, Shared, WriterReport, check_line};
+use crate::error::Error;
 use crate::options::Options;
 use crate::sink::{Sink, open_file};
 
@@ -197,18 +197,8 @@ impl JsonlWriter {
 
     /// Queues `value` as one JSON line and returns at once.
     pub fn append<T: Serialize + ?Sized>(&self, value: &T) {
-        if let Some(reason) = self.shared.stopped() {
-            self.shared.drop_lines(reason, 1, None);
-            return;
-        }
-        if let Err(e) = with_serialized(value, |line| self.append_line(line)) {
-            let error = ErrorKind::Serialize {
-                path: self.shared.path.clone(),
-                message: e.to_string(),
-            };
-            self.shared
-                .drop_lines(Reason::Invalid, 1, Some(error.into()));
-        }
+        self.shared
+            .append_value(value, |line| self.append_line(line));
     }
 
     /// Queues an already serialized line (with or without its newline) and returns at once. A line that
