@@ -2,6 +2,8 @@
 
 use std::io::IsTerminal;
 
+use calltape_redact::{RedactingWriter, Redactor};
+use calltape_stdio_bridge::{SharedWriter, Stderr};
 use tracing_subscriber::EnvFilter;
 
 /// Whether coloured output is wanted on the given stream: a terminal, and `NO_COLOR` unset or empty.
@@ -29,4 +31,14 @@ pub(crate) fn init(verbose: u8, quiet: bool) {
         .without_time()
         .with_ansi(color_enabled(std::io::stderr().is_terminal()))
         .try_init();
+}
+
+/// A child's stderr, redacted line by line on its way to this process's stderr: for a stderr that is a
+/// log file (`bridge --log`, a shared server's `server.log`), where a server that logs its credentials
+/// would otherwise put them on disk.
+pub(crate) fn redacted_child_stderr() -> Stderr {
+    Stderr::Writer(SharedWriter::new(RedactingWriter::new(
+        Redactor::new(),
+        std::io::stderr(),
+    )))
 }

@@ -119,7 +119,12 @@ pub(crate) fn run(args: ServeArgs) -> u8 {
         // The mark is this process's alone: a `calltape serve` that CMD runs is not the key's server.
         child = child.env(SERVE_KEY_ENV, "");
     }
-    let mut serve = Serve::new(child.stderr(Stderr::Inherit)).json_response(args.json_response);
+    // A shared server's stderr is its server.log: what its child logs is redacted before it lands there.
+    let stderr = match &shared_key {
+        Some(_) => crate::logging::redacted_child_stderr(),
+        None => Stderr::Inherit,
+    };
+    let mut serve = Serve::new(child.stderr(stderr)).json_response(args.json_response);
     let Some(runtime) = crate::single_thread_runtime() else {
         return exit::UPSTREAM;
     };

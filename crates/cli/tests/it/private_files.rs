@@ -1,0 +1,162 @@
+//! Every file the `calltape` binary writes beside a recording (logs, reports, token files, the demo's
+//! folder, the shared server's log): owner-only, never written through a symbolic link planted at its
+//! path, and for logs, redacted.
+
+use std::{
+    io::{BufRead, BufReader, Write},
+    os::unix::fs::{MetadataExt, PermissionsExt, symlink},
+    path::{Path, PathBuf},
+    process::{Command, Output, Stdio},
+    time::{Duration, Instant},
+};
+
+use calltape_stdio_bridge::shared::{Record, SharedKey, SharedPaths};
+
+use crate::support::{calltape, peers, repo_root};
+
+const BEARER: &str = "Bearer tok-Zq8vLw3nRt6yUe2pXa9sDf4g";
+const KEY: &str = "sk-proj-abcdefghijklmnopqrstuvwxyz012345";
+
+/// A shell script that logs a server's credentials on stderr, as a careless server does.
+fn leaky_script() -> String {
+    format!(
+        "echo 'GET /v1/models Authorization: {BEARER}' >&2; echo 'using key {KEY}' >&2; \
+         echo 'secrets logged' >&2"
+    )
+}
+
+fn assert_redacted(log: &str) {
+    assert!(log.contains("secrets logged"), "{log}");
+    assert!(log.contains("[REDACTED]"), "{log}");
+    assert!(!log.contains("tok-Zq8vLw3nRt6yUe2pXa9sDf4g"), "{log}");
+    assert!(!log.contains("abcdefghijklmnopqrstuvwxyz012345"), "{log}");
+}
+
+fn mode(path: &Path) -> u32 {
+    std::fs::symlink_metadata(path).unwrap().mode() & 0o7777
+}
+
+/// A file the user owns that a planted link points at: every test checks it is left as it was.
+fn target(dir: &Path) -> PathBuf {
+    let target = dir.join("target.txt");
+    std::fs::write(&target, "the user's own file\n").unwrap();
+    std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o644)).unwrap();
+    target
+}
+
+fn assert_untouched(target: &Path) {
+    assert_eq!(
+        std::fs::read_to_string(target).unwrap(),
+        "the user's own file\n"
+    );
+    assert_eq!(mode(target), 0o644);
+}
+
+/// Checks that a run refused the link at `link` by name, with a usage error, and left its target.
+fn assert_refused(output: &Output, link: &Path, target: &Path) {
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&link.display().to_string()) && stderr.contains("symbolic link"),
+        "{stderr}"
+    );
+    assert_untouched(target);
+}
+
+fn bridge_with_log(log: &Path) -> Output {
+    calltape()
+        .args(["bridge", "--log"])
+        .arg(log)
+        .args(["--", "sh", "-c"])
+        .arg(leaky_script())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn bridge_log_holds_the_childs_stderr_redacted_and_owner_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("bridge.log");
+    let output = bridge_with_log(&log);
+    assert!(output.status.success(), "{output:?}");
+    assert_redacted(&std::fs::read_to_string(&log).unwrap());
+    assert_eq!(mode(&log), 0o600);
+}
+
+#[test]
+fn bridge_log_is_never_written_through_a_link() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = target(dir.path());
+    let log = dir.path().join("bridge.log");
+    symlink(&target, &log).unwrap();
+    assert_refused(&bridge_with_log(&log), &log, &target);
+}
+
+fn python() -> PathBuf {
+    peers().join("venv/bin/python")
+}
+
+fn private_home() -> tempfile::TempDir {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(home.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    home
+}
+
+/// Starts a `calltape shared` session whose server logs credentials, and returns the first answer.
+fn shared_session(home: &Path) -> (std::process::Child, String) {
+    let server = repo_root().join("crates/cli/tests/peers/shared_server.py");
+    let mut session = calltape()
+        .args(["shared", "--key", "k", "--", "sh", "-c"])
+        .arg(format!("{}; exec \"$0\" \"$1\"", leaky_script()))
+        .arg(python())
+        .arg(server)
+        .env("CALLTAPE_HOME", home)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = session.stdin.take().unwrap();
+    stdin
+        .write_all(
+            br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
+        )
+        .unwrap();
+    stdin.write_all(b"\n").unwrap();
+    let mut line = String::new();
+    BufReader::new(session.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    drop(stdin);
+    (session, line)
+}
+
+fn stop_server(paths: &SharedPaths) {
+    if let Ok(Some(record)) = Record::read(&paths.record()) {
+        let _ = Command::new("kill").arg(record.pid.to_string()).status();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while paths.record().exists() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+#[test]
+fn the_shared_servers_log_holds_its_childs_stderr_redacted() {
+    let home = private_home();
+    let paths = SharedPaths::under(home.path(), &SharedKey::new("k").unwrap());
+    let (mut session, answer) = shared_session(home.path());
+    let _ = session.wait();
+    assert!(answer.contains("serverInfo"), "{answer}");
+    // The copy runs beside the server: wait for the last line the child logged before its start.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut log = String::new();
+    while !log.contains("secrets logged") && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(25));
+        log = std::fs::read_to_string(paths.log()).unwrap_or_default();
+    }
+    stop_server(&paths);
+    assert_redacted(&log);
+    assert_eq!(mode(&paths.log()), 0o600);
+}
