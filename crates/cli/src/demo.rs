@@ -229,8 +229,8 @@ fn demo(args: DemoArgs) -> Result<bool, String> {
         std::env::current_exe().map_err(|e| format!("cannot find the calltape binary: {e}"))?;
     let dir = match args.dir {
         Some(dir) => {
-            std::fs::create_dir_all(&dir)
-                .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+            // Missing folders are made owner-only; a link at the path is refused, not followed.
+            calltape_jsonl_store::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
             dir
         }
         None => tempfile::Builder::new()

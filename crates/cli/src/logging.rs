@@ -12,6 +12,7 @@ pub(crate) fn color_enabled(is_terminal: bool) -> bool {
 }
 
 /// Installs the global subscriber. Logs never go to stdout: in bridge modes stdout carries the protocol.
+/// Every line passes through calltape-redact's `RedactingWriter` on its way to stderr.
 pub(crate) fn init(verbose: u8, quiet: bool) {
     let default = match (quiet, verbose) {
         (true, _) => "error",
@@ -24,9 +25,12 @@ pub(crate) fn init(verbose: u8, quiet: bool) {
         .filter(|s| !s.trim().is_empty())
         .and_then(|s| EnvFilter::try_new(s).ok())
         .unwrap_or_else(|| EnvFilter::new(default));
+    // calltape's own lines are redacted too: one that quotes a child's command line or a peer's
+    // message could hold a credential, and stderr may be a log file (`bridge --log`, `server.log`).
+    let redactor = Redactor::new();
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(move || RedactingWriter::new(redactor.clone(), std::io::stderr()))
         .with_target(false)
         .without_time()
         .with_ansi(color_enabled(std::io::stderr().is_terminal()))

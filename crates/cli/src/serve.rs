@@ -1,9 +1,6 @@
 //! `calltape serve`: one stdio MCP server behind a Streamable HTTP endpoint shared by many sessions.
 
-use std::{
-    ffi::OsString, io::Write, net::SocketAddr, os::unix::fs::OpenOptionsExt, path::PathBuf,
-    time::Duration,
-};
+use std::{ffi::OsString, io::Write, net::SocketAddr, path::PathBuf, time::Duration};
 
 use calltape_recorder::record::{Recorder, RecorderOptions};
 use calltape_stdio_bridge::{
@@ -92,16 +89,10 @@ async fn signalled() {
     }
 }
 
+/// Writes the token owner-only, replacing the file whole; a link at the path is refused, not removed.
 fn write_token_file(path: &PathBuf, token: &str) -> Result<(), String> {
-    let _ = std::fs::remove_file(path);
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(path)
-        .map_err(|e| format!("cannot write the token file {}: {e}", path.display()))?;
-    file.write_all(token.as_bytes())
-        .map_err(|e| format!("cannot write the token file {}: {e}", path.display()))
+    calltape_jsonl_store::fs::write_atomic(path, token)
+        .map_err(|e| format!("cannot write the token file: {e}"))
 }
 
 pub(crate) fn run(args: ServeArgs) -> u8 {

@@ -160,3 +160,138 @@ fn the_shared_servers_log_holds_its_childs_stderr_redacted() {
     assert_redacted(&log);
     assert_eq!(mode(&paths.log()), 0o600);
 }
+
+/// A recording of one call to the built-in demo server.
+fn recording(dir: &Path) -> PathBuf {
+    let path = dir.join("calls.jsonl");
+    std::fs::write(
+        &path,
+        r#"{"v":1,"at":"2026-11-29T20:47:00.000Z","session":"77aa0b1c","method":"resources/read","name":"demo://terms","answer":{"contents":[{"uri":"demo://terms","mimeType":"text/plain","text":"Quotes are valid for 15 minutes. Payments settle the next day."}]},"durationMs":0.5}
+"#,
+    )
+    .unwrap();
+    path
+}
+
+fn replay(file: &Path, extra: &[&std::ffi::OsStr]) -> Output {
+    calltape()
+        .arg("replay")
+        .arg(file)
+        .args(extra)
+        .args(["--", env!("CARGO_BIN_EXE_calltape"), "demo-server", "1"])
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn replay_output_is_owner_only_and_never_written_through_a_link() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = recording(dir.path());
+    let report = dir.path().join("report.txt");
+    let out = replay(&file, &["--output".as_ref(), report.as_ref()]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(std::fs::read_to_string(&report).unwrap().contains("1 same"));
+    assert_eq!(mode(&report), 0o600);
+
+    let target = target(dir.path());
+    let link = dir.path().join("link.txt");
+    symlink(&target, &link).unwrap();
+    assert_refused(
+        &replay(&file, &["--output".as_ref(), link.as_ref()]),
+        &link,
+        &target,
+    );
+}
+
+#[test]
+fn replay_update_never_rewrites_through_a_link() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = recording(dir.path());
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let before = std::fs::read_to_string(&file).unwrap();
+    let link = dir.path().join("link.jsonl");
+    symlink(&file, &link).unwrap();
+    let out = replay(&link, &["--update".as_ref()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&link.display().to_string()) && stderr.contains("symbolic link"),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), before);
+    assert_eq!(mode(&file), 0o644, "the link's target keeps its mode");
+}
+
+/// Runs `calltape serve` with `--token-file token`; returns its output, and whether it was still
+/// serving after a few seconds (then it is stopped).
+fn serve_with_token_file(token: &Path) -> (Output, bool) {
+    let mut serve = calltape()
+        .args(["serve", "--listen", "127.0.0.1:0", "--token-file"])
+        .arg(token)
+        .args(["--", "sh", "-c", "while read line; do :; done"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while serve.try_wait().unwrap().is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    let serving = serve.try_wait().unwrap().is_none();
+    if serving {
+        let _ = serve.kill();
+    }
+    (serve.wait_with_output().unwrap(), serving)
+}
+
+#[test]
+fn serve_token_file_is_never_written_through_a_link() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = target(dir.path());
+    let token = dir.path().join("token");
+    symlink(&target, &token).unwrap();
+    let (output, serving) = serve_with_token_file(&token);
+    assert!(!serving, "serve went on with a link at its token file");
+    assert_refused(&output, &token, &target);
+    assert!(
+        std::fs::symlink_metadata(&token)
+            .unwrap()
+            .file_type()
+            .is_symlink(),
+        "the link was left for the user to look at"
+    );
+}
+
+#[test]
+fn the_demos_folder_is_owner_only_and_never_a_link() {
+    let dir = tempfile::tempdir().unwrap();
+    let elsewhere = dir.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    let link = dir.path().join("demo");
+    symlink(&elsewhere, &link).unwrap();
+    let out = calltape()
+        .arg("demo")
+        .arg("--dir")
+        .arg(&link)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(&link.display().to_string()) && stderr.contains("symbolic link"),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
+
+    let fresh = dir.path().join("new/demo");
+    let out = calltape()
+        .arg("demo")
+        .arg("--dir")
+        .arg(&fresh)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(mode(&fresh), 0o700);
+    assert_eq!(mode(&fresh.join("calls.jsonl")), 0o600);
+}
