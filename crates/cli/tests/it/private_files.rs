@@ -104,7 +104,7 @@ fn private_home() -> tempfile::TempDir {
 }
 
 /// Starts a `calltape shared` session whose server logs credentials, and returns the first answer.
-fn shared_session(home: &Path) -> (std::process::Child, String) {
+fn shared_session(home: &Path, stderr: Stdio) -> (std::process::Child, String) {
     let server = repo_root().join("crates/cli/tests/peers/shared_server.py");
     let mut session = calltape()
         .args(["shared", "--key", "k", "--", "sh", "-c"])
@@ -114,7 +114,7 @@ fn shared_session(home: &Path) -> (std::process::Child, String) {
         .env("CALLTAPE_HOME", home)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(stderr)
         .spawn()
         .unwrap();
     let mut stdin = session.stdin.take().unwrap();
@@ -146,7 +146,7 @@ fn stop_server(paths: &SharedPaths) {
 fn the_shared_servers_log_holds_its_childs_stderr_redacted() {
     let home = private_home();
     let paths = SharedPaths::under(home.path(), &SharedKey::new("k").unwrap());
-    let (mut session, answer) = shared_session(home.path());
+    let (mut session, answer) = shared_session(home.path(), Stdio::null());
     let _ = session.wait();
     assert!(answer.contains("serverInfo"), "{answer}");
     // The copy runs beside the server: wait for the last line the child logged before its start.
@@ -159,6 +159,33 @@ fn the_shared_servers_log_holds_its_childs_stderr_redacted() {
     stop_server(&paths);
     assert_redacted(&log);
     assert_eq!(mode(&paths.log()), 0o600);
+}
+
+#[test]
+fn no_file_of_the_shared_server_is_written_through_a_link() {
+    for name in ["server.log", "server.json", "server.lock", "start.lock"] {
+        let home = private_home();
+        let paths = SharedPaths::under(home.path(), &SharedKey::new("k").unwrap());
+        paths.prepare().unwrap();
+        let target = target(home.path());
+        let link = paths.dir().join(name);
+        symlink(&target, &link).unwrap();
+        let stderr_path = home.path().join("session.stderr");
+        let stderr = std::fs::File::create(&stderr_path).unwrap();
+        let (mut session, answer) = shared_session(home.path(), stderr.into());
+        let _ = session.wait();
+        stop_server(&paths);
+        let stderr = std::fs::read_to_string(&stderr_path).unwrap();
+        assert!(
+            answer.contains("shared_server_unavailable"),
+            "{name}: {answer}"
+        );
+        assert!(
+            stderr.contains(&link.display().to_string()) && stderr.contains("symbolic link"),
+            "{name}: {stderr}"
+        );
+        assert_untouched(&target);
+    }
 }
 
 /// A recording of one call to the built-in demo server.
