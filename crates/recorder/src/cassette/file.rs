@@ -199,6 +199,7 @@ impl Cassette {
             Ok(existing) if existing == content.as_bytes() => SaveOutcome::Unchanged,
             _ => {
                 if let Some(parent) = path.parent() {
+                    // calltape-jsonl-store's: missing folders 0700, a link at the path refused.
                     store_fs::create_dir_all(parent).map_err(ErrorKind::Store)?;
                 }
                 calltape_jsonl_store::rewrite(path, &lines).map_err(ErrorKind::Store)?;

@@ -39,6 +39,7 @@ impl Journal {
     pub fn create(cassette: &Path, meta: &Meta) -> Result<Self> {
         let path = journal_path(cassette);
         if let Some(parent) = path.parent() {
+            // calltape-jsonl-store's: missing folders are made 0700, a link at the path is refused.
             store_fs::create_dir_all(parent).map_err(ErrorKind::Store)?;
         }
         let meta_line = Cassette::new(meta.clone()).to_lines(cassette).remove(0);

@@ -163,6 +163,8 @@ impl Record {
         if !check_private_file(path, false)? {
             return Ok(None);
         }
+        // A read only, no-follow, of a file checked just above, and bounded by MAX_RECORD_LEN, which
+        // calltape-jsonl-store's whole-file read is not; records are written through it.
         let file = match OpenOptions::new()
             .read(true)
             .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
