@@ -74,7 +74,8 @@ pub(crate) struct BridgeArgs {
     #[arg(long, value_name = "BYTES", default_value = "16MiB", value_parser = size)]
     max_frame: usize,
 
-    /// Write logs (the bridge's and the child's stderr) to FILE instead of stderr, appending.
+    /// Write logs (the bridge's and the child's stderr, redacted) to FILE instead of stderr, appending;
+    /// FILE is created 0600 and never written through a symbolic link.
     #[arg(long, value_name = "FILE")]
     log: Option<PathBuf>,
 

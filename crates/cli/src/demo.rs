@@ -32,7 +32,8 @@ const VOLATILE: &str = "**.quotedAt,**.quoteId";
 #[derive(Debug, Args)]
 #[command(after_help = "Example:\n  cargo run --release -p calltape -- demo")]
 pub(crate) struct DemoArgs {
-    /// Put the files in DIR (created if missing) instead of a new temporary folder.
+    /// Put the files in DIR (created 0700 if missing; not a symbolic link) instead of a new temporary
+    /// folder.
     #[arg(long, value_name = "DIR")]
     dir: Option<PathBuf>,
 }

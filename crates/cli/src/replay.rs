@@ -60,7 +60,7 @@ pub(crate) struct ReplayArgs {
     #[arg(long, value_name = "FORMAT", default_value = "text", value_parser = ["text", "json", "junit"])]
     format: String,
 
-    /// Write the report to FILE instead of stdout.
+    /// Write the report to FILE (0600, replaced whole, never through a symbolic link) instead of stdout.
     #[arg(long, value_name = "FILE")]
     output: Option<PathBuf>,
 
