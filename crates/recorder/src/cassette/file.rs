@@ -194,6 +194,8 @@ impl Cassette {
         content.push('\n');
         let blobs = self.blobs();
         let dir = blobs_dir(path);
+        // Before anything is written: stale blobs are removed from this folder below.
+        refuse_link(&dir)?;
         write_blobs(&dir, &blobs)?;
         let outcome = match fs::read(path) {
             Ok(existing) if existing == content.as_bytes() => SaveOutcome::Unchanged,
@@ -487,7 +489,19 @@ fn response_body(r: &Response) -> &Body {
     }
 }
 
+/// Refuses a symbolic link at `path`: calltape never writes, reads or removes a sidecar through one.
+fn refuse_link(path: &Path) -> Result<()> {
+    if fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+        let refused = calltape_jsonl_store::ErrorKind::Symlink {
+            path: path.to_owned(),
+        };
+        return Err(ErrorKind::Store(refused.into()).into());
+    }
+    Ok(())
+}
+
 fn remove_unreferenced_blobs(dir: &Path, keep: &BTreeSet<String>) -> Result<()> {
+    refuse_link(dir)?;
     let entries = match fs::read_dir(dir) {
         Ok(e) => e,
         Err(_) => return Ok(()),

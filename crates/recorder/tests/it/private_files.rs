@@ -184,3 +184,21 @@ fn the_cassette_is_never_replaced_through_a_link() {
     assert!(err.to_string().contains("symbolic link"), "{err}");
     assert_untouched(&target);
 }
+
+#[test]
+fn stale_blobs_are_never_removed_through_a_link() {
+    let dir = tempfile::tempdir().unwrap();
+    let elsewhere = dir.path().join("elsewhere");
+    fs::create_dir(&elsewhere).unwrap();
+    let named_like_a_blob = elsewhere.join(format!("{}.bin", "a".repeat(64)));
+    fs::write(&named_like_a_blob, "the user's own file").unwrap();
+    let path = dir.path().join("c.jsonl");
+    symlink(&elsewhere, blobs_dir(&path)).unwrap();
+    // A cassette without blobs: nothing is written to the folder, and nothing is removed from it.
+    let err = Cassette::new(Meta::default())
+        .save(&path, &Scrubber::new())
+        .unwrap_err();
+    let folder = blobs_dir(&path).display().to_string();
+    assert!(err.to_string().contains(&folder), "{err}");
+    assert!(named_like_a_blob.exists());
+}
