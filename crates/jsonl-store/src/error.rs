@@ -23,7 +23,7 @@ pub struct Error {
 pub enum ErrorKind {
     /// The path is a symbolic link; the crate never follows one.
     #[error(
-        "{}: is a symbolic link; refusing to follow it, point the path at a regular file instead",
+        "{}: is a symbolic link; refusing to follow it, give the path of the real file or folder instead",
         path.display()
     )]
     Symlink {
@@ -276,7 +276,7 @@ mod tests {
                     path: "a/calls.jsonl".into(),
                 }
                 .into(),
-                "a/calls.jsonl: is a symbolic link; refusing to follow it, point the path at a regular file instead",
+                "a/calls.jsonl: is a symbolic link; refusing to follow it, give the path of the real file or folder instead",
             ),
             (
                 ErrorKind::Parse {
