@@ -65,6 +65,8 @@ fn assert_refused(output: &Output, link: &Path, target: &Path) {
 
 fn bridge_with_log(log: &Path) -> Output {
     calltape()
+        // At debug level the bridge logs the child's command line, credentials and all.
+        .env("CALLTAPE_LOG", "debug")
         .args(["bridge", "--log"])
         .arg(log)
         .args(["--", "sh", "-c"])
@@ -80,7 +82,9 @@ fn bridge_log_holds_the_childs_stderr_redacted_and_owner_only() {
     let log = dir.path().join("bridge.log");
     let output = bridge_with_log(&log);
     assert!(output.status.success(), "{output:?}");
-    assert_redacted(&std::fs::read_to_string(&log).unwrap());
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.contains("started child `sh -c"), "{text}");
+    assert_redacted(&text);
     assert_eq!(mode(&log), 0o600);
 }
 
