@@ -719,6 +719,13 @@ impl Inner {
                 );
             }
         };
+        if !messages.iter().all(has_valid_id) {
+            return rpc_error(
+                StatusCode::BAD_REQUEST,
+                -32600,
+                "invalid request: an id must be a string, a number or null",
+            );
+        }
         let is_initialize = messages
             .iter()
             .any(|m| m.get("method").and_then(Value::as_str) == Some("initialize"));
@@ -936,6 +943,14 @@ impl UnknownSession {
 
 fn to_frame(message: &Value) -> Bytes {
     Bytes::from(serde_json::to_vec(message).expect("JSON values serialize"))
+}
+
+/// Whether a message's `id`, if any, is one JSON-RPC allows: a string, a number or null.
+fn has_valid_id(message: &Value) -> bool {
+    matches!(
+        message.get("id"),
+        None | Some(Value::Null | Value::String(_) | Value::Number(_))
+    )
 }
 
 /// The id of an answer (a message with an id and no method), as JSON text.
