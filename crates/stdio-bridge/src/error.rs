@@ -28,6 +28,9 @@ pub const RESTART_DEADLINE: i64 = -32003;
 /// The upstream answered with something that is not MCP, such as an HTML error page
 /// (`data.reason = "upstream_protocol_error"`, `data.upstream = { status, message }`).
 pub const UPSTREAM_PROTOCOL_ERROR: i64 = -32004;
+/// `serve` holds as many sessions as it may, so it refused a new one (HTTP 503,
+/// `data.reason = "too_many_sessions"`): a session must end or expire first.
+pub const TOO_MANY_SESSIONS: i64 = -32005;
 
 /// An error from this crate: building a bridge or an upstream, or running a session.
 #[derive(Debug, thiserror::Error)]

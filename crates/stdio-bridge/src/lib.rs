@@ -41,6 +41,7 @@
 //! | -32002 | [`BUFFER_FULL`] | `buffer_full` | the upstream is not ready and the hold buffer is full |
 //! | -32003 | [`RESTART_DEADLINE`] | `restart_deadline` | the request was held longer than the restart deadline |
 //! | -32004 | [`UPSTREAM_PROTOCOL_ERROR`] | `upstream_protocol_error` | the upstream answered with something that is not MCP |
+//! | -32005 | [`TOO_MANY_SESSIONS`] | `too_many_sessions` | [`serve`] holds as many sessions as it may (HTTP 503); one must end or expire first |
 //!
 //! # Example
 //!
@@ -91,8 +92,8 @@ pub use bridge::{
     DEFAULT_TAP_CAPACITY, RestartHandle, Summary,
 };
 pub use error::{
-    BUFFER_FULL, Error, ErrorKind, INVALID_REQUEST, PARSE_ERROR, RESTART_DEADLINE, UPSTREAM_EXITED,
-    UPSTREAM_PROTOCOL_ERROR, UPSTREAM_UNREACHABLE,
+    BUFFER_FULL, Error, ErrorKind, INVALID_REQUEST, PARSE_ERROR, RESTART_DEADLINE,
+    TOO_MANY_SESSIONS, UPSTREAM_EXITED, UPSTREAM_PROTOCOL_ERROR, UPSTREAM_UNREACHABLE,
 };
 pub use frame::{DEFAULT_MAX_FRAME, FrameReader, FrameWriter, Incoming, InvalidLine};
 pub use tap::{Direction, TAP_QUEUE_BYTES, Tap, TapEvent};

@@ -7,5 +7,6 @@ mod http;
 mod record;
 mod redact;
 mod replay;
+mod serve;
 mod shared;
 mod support;

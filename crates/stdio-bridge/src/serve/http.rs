@@ -19,7 +19,7 @@ use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, header};
 use http_body_util::{BodyExt, Full, Limited, combinators::UnsyncBoxBody};
 use hyper::body::{Body, Frame as BodyFrame, Incoming, SizeHint};
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use serde_json::{Value, json};
 use tokio::{
     net::{TcpListener, UnixListener},
@@ -27,7 +27,10 @@ use tokio::{
     time::Instant,
 };
 
-use super::mux::{Command, Mux, Outbox, SessionNo};
+use super::{
+    conn::{Conn, Connections, DEFAULT_MAX_CONNECTIONS},
+    mux::{Command, Mux, Outbox, SessionNo},
+};
 use crate::{
     Direction, Error, ErrorKind, Tap, Upstream,
     shared::{
@@ -47,6 +50,12 @@ pub const SUPPORTED_PROTOCOL_VERSIONS: &[&str] = &[
 
 /// The first protocol version whose requests may come without a session (stateless).
 const STATELESS_VERSION: &str = "2026-07-28";
+
+/// How long a connection may take to send a request's headers, by default.
+pub(crate) const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How many sessions a server holds at most, by default.
+pub(crate) const DEFAULT_MAX_SESSIONS: usize = 1024;
 
 /// The largest request body accepted on `/mcp`.
 const MAX_BODY: usize = 16 * 1024 * 1024;
@@ -89,6 +98,9 @@ pub struct Serve {
     session_timeout: Duration,
     json_response: bool,
     tap: Option<TapFactory>,
+    header_read_timeout: Duration,
+    max_connections: usize,
+    max_sessions: usize,
 }
 
 impl std::fmt::Debug for Serve {
@@ -113,7 +125,36 @@ impl Serve {
             session_timeout: Duration::from_secs(3600),
             json_response: false,
             tap: None,
+            header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_sessions: DEFAULT_MAX_SESSIONS,
         }
+    }
+
+    /// Holds at most this many sessions (default 1,024). An `initialize` past that is answered with
+    /// HTTP 503 and a [`TOO_MANY_SESSIONS`](crate::TOO_MANY_SESSIONS) error until a session ends
+    /// (DELETE) or expires.
+    #[must_use]
+    pub fn max_sessions(mut self, max: usize) -> Self {
+        self.max_sessions = max;
+        self
+    }
+
+    /// Closes a connection that has not sent a request's headers within this time (default 10 s),
+    /// whether it just opened or kept alive after an answer.
+    #[must_use]
+    pub fn header_read_timeout(mut self, timeout: Duration) -> Self {
+        self.header_read_timeout = timeout;
+        self
+    }
+
+    /// Holds at most this many connections open (default 256). A connection past that makes room by
+    /// closing the oldest one that waits for a request's headers, or is closed itself when every open
+    /// one is answering a request.
+    #[must_use]
+    pub fn max_connections(mut self, max: usize) -> Self {
+        self.max_connections = max;
+        self
     }
 
     /// Gives every session an observer of its own, made by `factory` when the session starts: it sees
@@ -213,6 +254,7 @@ impl Serve {
             json_response: self.json_response,
             tap: self.tap,
             sessions: Mutex::new(HashMap::new()),
+            max_sessions: self.max_sessions.max(1),
             open: AtomicUsize::new(0),
             last_activity: Mutex::new(Instant::now()),
             activity: Notify::new(),
@@ -224,6 +266,8 @@ impl Serve {
             idle_exit: self.idle_exit,
             session_timeout: self.session_timeout,
             socket: None,
+            connections: Connections::new(self.max_connections),
+            header_read_timeout: self.header_read_timeout,
         }
     }
 }
@@ -273,6 +317,8 @@ pub struct Server {
     idle_exit: Option<Duration>,
     session_timeout: Duration,
     socket: Option<PathBuf>,
+    connections: Arc<Connections>,
+    header_read_timeout: Duration,
 }
 
 impl std::fmt::Debug for Server {
@@ -301,6 +347,8 @@ impl Server {
             idle_exit,
             session_timeout,
             socket,
+            connections,
+            header_read_timeout,
             ..
         } = self;
         tokio::pin!(shutdown);
@@ -316,19 +364,11 @@ impl Server {
                 }
                 accepted = accept(&listener) => match accepted {
                     Ok(io) => {
-                        let inner = Arc::clone(&inner);
-                        tokio::spawn(async move {
-                            let service = hyper::service::service_fn(move |req| {
-                                let inner = Arc::clone(&inner);
-                                async move { Ok::<_, Infallible>(inner.handle(req).await) }
-                            });
-                            let conn = hyper::server::conn::http1::Builder::new()
-                                .keep_alive(true)
-                                .serve_connection(io, service);
-                            if let Err(e) = conn.await {
-                                tracing::trace!("connection ended: {e}");
-                            }
-                        });
+                        let Some(admitted) = connections.admit() else {
+                            tracing::debug!("every open connection is answering a request: refusing a new one");
+                            continue;
+                        };
+                        tokio::spawn(serve_connection(Arc::clone(&inner), io, admitted, header_read_timeout));
                     }
                     Err(e) => {
                         tracing::warn!("accept failed: {e}");
@@ -344,6 +384,37 @@ impl Server {
         inner.mux.shutdown().await;
         Ok(reason)
     }
+}
+
+/// Serves one connection until it ends, its headers are late, or it must close to make room.
+async fn serve_connection(
+    inner: Arc<Inner>,
+    io: Io,
+    admitted: super::conn::Admitted,
+    header_read_timeout: Duration,
+) {
+    let conn = Arc::clone(admitted.conn());
+    let for_service = Arc::clone(&conn);
+    let service = hyper::service::service_fn(move |req| {
+        let inner = Arc::clone(&inner);
+        let conn = Arc::clone(&for_service);
+        async move {
+            let res = inner.handle(req, &conn).await;
+            Ok::<_, Infallible>(res.map(|body| conn.busy(body).boxed_unsync()))
+        }
+    });
+    let serving = hyper::server::conn::http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(header_read_timeout)
+        .keep_alive(true)
+        .serve_connection(io, service);
+    tokio::select! {
+        result = serving => if let Err(e) = result {
+            tracing::trace!("connection ended: {e}");
+        },
+        () = conn.closing() => tracing::trace!("connection closed by the server"),
+    }
+    drop(admitted);
 }
 
 type Io = TokioIo<Box<dyn IoStream>>;
@@ -381,6 +452,7 @@ struct Inner {
     json_response: bool,
     tap: Option<TapFactory>,
     sessions: Mutex<HashMap<String, Arc<SessionEntry>>>,
+    max_sessions: usize,
     /// Connections open across all sessions (GET streams and POSTs waiting for answers).
     open: AtomicUsize,
     last_activity: Mutex<Instant>,
@@ -527,7 +599,12 @@ impl Inner {
         }
     }
 
-    async fn handle(self: Arc<Self>, req: Request<Incoming>) -> Response<ResBody> {
+    async fn handle(
+        self: Arc<Self>,
+        req: Request<Incoming>,
+        conn: &Arc<Conn>,
+    ) -> Response<ResBody> {
+        let _ = conn;
         let res = self.route(req).await;
         tracing::trace!(status = res.status().as_u16(), "answered");
         res
@@ -645,9 +722,15 @@ impl Inner {
         }
     }
 
-    async fn new_session(&self) -> Option<(String, Arc<SessionEntry>)> {
-        let no = self.mux.open().await?;
-        let id = Nonce::generate().ok()?.to_hex();
+    async fn new_session(&self) -> Result<(String, Arc<SessionEntry>), NoSession> {
+        if lock(&self.sessions).len() >= self.max_sessions {
+            return Err(NoSession::Full);
+        }
+        let no = self.mux.open().await.ok_or(NoSession::Stopping)?;
+        let Ok(id) = Nonce::generate().map(|n| n.to_hex()) else {
+            self.mux.send(Command::Close { session: no });
+            return Err(NoSession::Stopping);
+        };
         let tap =
             self.tap
                 .as_ref()
@@ -664,9 +747,18 @@ impl Inner {
             last_seen: Mutex::new(Instant::now()),
             tap,
         });
-        lock(&self.sessions).insert(id.clone(), Arc::clone(&entry));
+        {
+            // Checked again: other sessions may have opened while the multiplexer answered.
+            let mut sessions = lock(&self.sessions);
+            if sessions.len() >= self.max_sessions {
+                drop(sessions);
+                self.mux.send(Command::Close { session: no });
+                return Err(NoSession::Full);
+            }
+            sessions.insert(id.clone(), Arc::clone(&entry));
+        }
         tracing::debug!(session = no, "session opened");
-        Some((id, entry))
+        Ok((id, entry))
     }
 
     async fn post(self: &Arc<Self>, req: Request<Incoming>) -> Response<ResBody> {
@@ -750,8 +842,28 @@ impl Inner {
                     "initialize must not carry an Mcp-Session-Id",
                 );
             }
-            let Some((id, entry)) = self.new_session().await else {
-                return plain(StatusCode::SERVICE_UNAVAILABLE, "the server is stopping");
+            let (id, entry) = match self.new_session().await {
+                Ok(session) => session,
+                Err(NoSession::Stopping) => {
+                    return plain(StatusCode::SERVICE_UNAVAILABLE, "the server is stopping");
+                }
+                Err(NoSession::Full) => {
+                    tracing::warn!(
+                        "refused a new session: {} are open, the most this server holds",
+                        self.max_sessions
+                    );
+                    let id = messages[0].get("id").cloned().unwrap_or(Value::Null);
+                    return json_response(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        &json!({"jsonrpc": "2.0", "id": id, "error": {
+                            "code": crate::TOO_MANY_SESSIONS,
+                            "message": format!(
+                                "the server holds {} sessions, the most it may; end a session (DELETE) or wait for one to expire, then initialize again",
+                                self.max_sessions
+                            ),
+                            "data": {"reason": "too_many_sessions"}}}),
+                    );
+                }
             };
             minted = Some(id);
             session = Some(entry);
@@ -929,6 +1041,14 @@ impl Inner {
     }
 }
 
+/// Why no session was opened.
+enum NoSession {
+    /// The multiplexer ended: the server is stopping.
+    Stopping,
+    /// As many sessions are open as the server may hold.
+    Full,
+}
+
 /// A session id that names no session (never minted, deleted or expired).
 struct UnknownSession;
 
@@ -1029,6 +1149,14 @@ impl Body for SseBody {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn limits_hold_by_default() {
+        let serve = Serve::new(crate::ChildUpstream::new(["true"]).unwrap());
+        assert_eq!(serve.header_read_timeout, Duration::from_secs(10));
+        assert_eq!(serve.max_connections, 256);
+        assert_eq!(serve.max_sessions, 1024);
+    }
 
     #[test]
     fn loopback_hosts() {

@@ -43,6 +43,7 @@
 //! # }
 //! ```
 
+mod conn;
 mod http;
 mod mux;
 

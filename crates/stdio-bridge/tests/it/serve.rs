@@ -141,6 +141,8 @@ pub(crate) struct Reply {
     pub(crate) status: StatusCode,
     pub(crate) headers: HeaderMap,
     pub(crate) messages: Vec<Value>,
+    /// The body as text.
+    pub(crate) text: String,
 }
 
 impl Reply {
@@ -194,6 +196,7 @@ impl Session {
             status,
             headers,
             messages,
+            text,
         }
     }
 

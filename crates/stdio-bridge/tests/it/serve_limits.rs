@@ -1,10 +1,15 @@
 //! `Serve` under hostile input: requests that are not valid JSON-RPC, connections that never send
 //! their headers, too many connections or sessions, and GET streams whose client does not read.
 
+use std::time::Duration;
+
 use http::{Method, StatusCode};
 use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::serve::{ACCEPT_BOTH, JSON, Session, body_text, child, raw, start};
+use crate::serve::{
+    ACCEPT_BOTH, JSON, Session, Target, body_text, child, next_message, raw, start,
+};
 use calltape_stdio_bridge::serve::Serve;
 
 /// Bodies that are JSON but not a request to forward: one `-32600` answer each, with `id: null`.
@@ -50,5 +55,138 @@ async fn invalid_requests_get_one_error_with_a_null_id() {
         .call_text(json!(9), "echo", json!({"text": "on"}))
         .await;
     assert_eq!(echoed, "on");
+    running.stop().await;
+}
+
+/// A connection that sent `head` and nothing more; it is read until the server closes it.
+async fn half_sent(target: &Target, head: &str) -> tokio::net::TcpStream {
+    let Target::Tcp(addr) = target else {
+        panic!("a TCP server")
+    };
+    let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    stream.write_all(head.as_bytes()).await.expect("write");
+    stream
+}
+
+/// Whether the server closed `stream` within 20 s (a read returns the end or a reset).
+async fn closed_by_server(stream: &mut tokio::net::TcpStream) -> bool {
+    let mut buf = [0u8; 1024];
+    loop {
+        match tokio::time::timeout(Duration::from_secs(20), stream.read(&mut buf)).await {
+            Err(_) => return false,
+            Ok(Ok(0) | Err(_)) => return true,
+            // A 408 or another answer before the end is fine.
+            Ok(Ok(_)) => {}
+        }
+    }
+}
+
+/// Whether `stream` is still open: nothing to read and no end for a moment.
+async fn still_open(stream: &mut tokio::net::TcpStream) -> bool {
+    let mut buf = [0u8; 1];
+    tokio::time::timeout(Duration::from_millis(200), stream.read(&mut buf))
+        .await
+        .is_err()
+}
+
+const HALF: &str = "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: application/json";
+
+#[tokio::test]
+async fn a_connection_that_does_not_send_its_headers_in_time_is_closed() {
+    let running = start(Serve::new(child()).header_read_timeout(Duration::from_millis(300))).await;
+    let mut slow = half_sent(&running.target, HALF).await;
+    let mut silent = half_sent(&running.target, "").await;
+    assert!(closed_by_server(&mut slow).await, "a half-sent request");
+    assert!(
+        closed_by_server(&mut silent).await,
+        "a connection that sent nothing"
+    );
+    // A real client is served as before.
+    let mut session = Session::new(running.target.clone(), None);
+    session.initialize().await;
+    let echoed = session
+        .call_text(json!(1), "echo", json!({"text": "on"}))
+        .await;
+    assert_eq!(echoed, "on");
+    running.stop().await;
+}
+
+#[tokio::test]
+async fn past_the_connection_cap_the_oldest_connection_waiting_for_headers_goes_first() {
+    let running = start(Serve::new(child()).max_connections(8)).await;
+    let mut waiting = Vec::new();
+    for _ in 0..8 {
+        waiting.push(half_sent(&running.target, HALF).await);
+    }
+    // A GET stream is busy, not waiting for headers: it is never the one to go.
+    let mut session = Session::new(running.target.clone(), None);
+    session.initialize().await;
+    let mut stream = session.stream().await;
+    // A new connection past the cap closes the oldest one still waiting for its headers (the client's
+    // connections close after each exchange, so the cap is reached only now and then).
+    let echoed = session
+        .call_text(json!(1), "echo", json!({"text": "on"}))
+        .await;
+    assert_eq!(echoed, "on");
+    assert!(
+        closed_by_server(&mut waiting[0]).await,
+        "the oldest went first"
+    );
+    assert!(
+        still_open(&mut waiting[7]).await,
+        "the newest is still open"
+    );
+    let _ = session.call_text(json!(2), "notify", json!({})).await;
+    let note = next_message(&mut stream).await;
+    assert!(
+        note["method"].is_string(),
+        "the GET stream is still open: {note}"
+    );
+    running.stop().await;
+}
+
+#[tokio::test]
+async fn an_initialize_past_the_session_cap_gets_503_and_says_why() {
+    let running = start(Serve::new(child()).max_sessions(3)).await;
+    let mut sessions = Vec::new();
+    for _ in 0..3 {
+        let mut session = Session::new(running.target.clone(), None);
+        session.initialize().await;
+        sessions.push(session);
+    }
+    let extra = Session::new(running.target.clone(), None);
+    let reply = extra
+        .post(
+            &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "test", "version": "1"}}}),
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert!(reply.headers.get("mcp-session-id").is_none());
+    let text = reply.text.clone();
+    let answer: Value = serde_json::from_str(&text).expect("a JSON-RPC error");
+    assert_eq!(answer["id"], 0, "{text}");
+    assert_eq!(answer["error"]["code"], -32005, "{text}");
+    let message = answer["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("3 sessions"), "{text}");
+    // The sessions it holds go on; once one ends, a new one gets its place.
+    let echoed = sessions[0]
+        .call_text(json!(1), "echo", json!({"text": "on"}))
+        .await;
+    assert_eq!(echoed, "on");
+    let ended = sessions.pop().expect("a session");
+    let id = ended.id.clone().expect("initialized");
+    let res = raw(
+        &running.target,
+        Method::DELETE,
+        "/mcp",
+        &[("mcp-session-id", &id)],
+        b"",
+    )
+    .await;
+    assert_eq!(res.status(), StatusCode::OK);
+    let mut again = Session::new(running.target.clone(), None);
+    again.initialize().await;
     running.stop().await;
 }
