@@ -28,7 +28,8 @@ list changes go to every session, and a crashed CMD is restarted and re-initiali
 
 Limits: a connection gets 10 s to send a request's headers; at most --max-connections are open (past
 that, the oldest one still waiting for its headers is closed) and at most --max-sessions sessions
-(an initialize past that gets 503).
+(an initialize past that gets 503). A GET stream whose client leaves 1,024 messages or 16 MiB unread
+is closed; the client resumes with Last-Event-ID from the session's last 1,024 events.
 
 Loopback only: any request with an Origin header gets 403, a Host that is not 127.0.0.1, localhost or
 [::1] gets 421, and there is no CORS. With --token-file a fresh token is written to that file (0600) and

@@ -5,7 +5,8 @@
 //! `slow {ms, steps}` (progress on the request's token, then "done"), `notify` (a tools list change and a
 //! log message), `update {uri}` (a resource update), `roots` (asks the client for its roots and returns
 //! them), `subs` (subscriptions held), `cancels` (the request ids of the `notifications/cancelled` it
-//! received, as JSON), `crash` (exits with status 3).
+//! received, as JSON), `flood {count, size}` (`count` log messages of `size` bytes each), `crash` (exits
+//! with status 3).
 
 use std::{
     collections::HashMap,
@@ -170,6 +171,17 @@ fn call(
                 Ok(answer) => answer["result"].to_string(),
                 Err(_) => "no answer".to_owned(),
             }
+        }
+        "flood" => {
+            let count = args["count"].as_u64().unwrap_or(1);
+            let data = "x".repeat(args["size"].as_u64().unwrap_or(10) as usize);
+            for n in 0..count {
+                send(
+                    out,
+                    &json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "logger": n.to_string(), "data": data}}),
+                );
+            }
+            "flooded".to_owned()
         }
         "crash" => std::process::exit(3),
         other => format!("unknown tool {other}"),

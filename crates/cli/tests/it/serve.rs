@@ -221,3 +221,31 @@ fn serve_with_a_token_file_or_on_a_socket_gives_no_warning_about_local_users() {
         assert!(!stderr.contains("any local user"), "{args:?}: {stderr}");
     }
 }
+
+#[test]
+fn serve_closes_a_get_stream_whose_client_does_not_read_and_stays_small() {
+    let tmp = tempfile::tempdir().unwrap();
+    let served = Served::start(tmp.path(), &["--listen", "127.0.0.1:0"]);
+    let reader = served.initialize().expect("a session");
+    // The reader opens its GET stream and never reads it.
+    let mut stream = TcpStream::connect(&served.addr).unwrap();
+    let get = format!(
+        "GET /mcp HTTP/1.1\r\nHost: {}\r\nAccept: text/event-stream\r\nMcp-Session-Id: {reader}\r\nMCP-Protocol-Version: 2025-06-18\r\n\r\n",
+        served.addr
+    );
+    stream.write_all(get.as_bytes()).unwrap();
+    // Another session has the server send 200 MiB of log messages, which go to every session.
+    let caller = served.initialize().expect("a session");
+    let flood = r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"flood","arguments":{"count":200,"size":1048576}}}"#;
+    let response = served.exchange(Some(&caller), flood);
+    assert!(
+        response.contains("flooded"),
+        "{}",
+        &response[..response.len().min(500)]
+    );
+    let resident = served.resident_mib();
+    assert!(resident < 150, "{resident} MiB resident");
+    assert!(served.echo(&caller, "still served"));
+    // The stream fell behind and was closed: what the server wrote before ends in the end of it.
+    assert!(closed_by_server(&mut stream));
+}

@@ -44,6 +44,15 @@ pub(crate) struct Conn {
 }
 
 impl Conn {
+    /// A connection outside any [`Connections`], for tests.
+    #[cfg(test)]
+    pub(crate) fn detached() -> Arc<Self> {
+        Arc::new(Self {
+            active: AtomicUsize::new(0),
+            close: Notify::new(),
+        })
+    }
+
     /// Closes the connection: its task drops it, and with it every body it was sending.
     pub(crate) fn close(&self) {
         self.close.notify_one();

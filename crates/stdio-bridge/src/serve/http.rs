@@ -29,7 +29,8 @@ use tokio::{
 
 use super::{
     conn::{Conn, Connections, DEFAULT_MAX_CONNECTIONS},
-    mux::{Command, Mux, Outbox, SessionNo},
+    mux::{Command, Mux, SessionNo},
+    stream::Outbox as StreamOutbox,
 };
 use crate::{
     Direction, Error, ErrorKind, Tap, Upstream,
@@ -604,13 +605,16 @@ impl Inner {
         req: Request<Incoming>,
         conn: &Arc<Conn>,
     ) -> Response<ResBody> {
-        let _ = conn;
-        let res = self.route(req).await;
+        let res = self.route(req, conn).await;
         tracing::trace!(status = res.status().as_u16(), "answered");
         res
     }
 
-    async fn route(self: &Arc<Self>, req: Request<Incoming>) -> Response<ResBody> {
+    async fn route(
+        self: &Arc<Self>,
+        req: Request<Incoming>,
+        conn: &Arc<Conn>,
+    ) -> Response<ResBody> {
         // A browser always sends Origin on the requests that matter; this server serves no page.
         if req.headers().contains_key(header::ORIGIN) {
             return plain(
@@ -665,7 +669,7 @@ impl Inner {
         self.touch();
         match *req.method() {
             Method::POST => self.post(req).await,
-            Method::GET => self.get(&req),
+            Method::GET => self.get(&req, conn),
             Method::DELETE => self.delete(&req),
             _ => {
                 let mut res = plain(StatusCode::METHOD_NOT_ALLOWED, "use POST, GET or DELETE");
@@ -991,7 +995,7 @@ impl Inner {
         res
     }
 
-    fn get(self: &Arc<Self>, req: &Request<Incoming>) -> Response<ResBody> {
+    fn get(self: &Arc<Self>, req: &Request<Incoming>, conn: &Arc<Conn>) -> Response<ResBody> {
         if !accepts(req.headers(), "text/event-stream") {
             return plain(
                 StatusCode::NOT_ACCEPTABLE,
@@ -1003,19 +1007,17 @@ impl Inner {
             Ok(None) => return plain(StatusCode::BAD_REQUEST, "Mcp-Session-Id is required"),
             Err(UnknownSession) => return UnknownSession.response(),
         };
-        let (tx, rx): (Outbox, _) = mpsc::unbounded_channel();
+        let last_event = header_str(req.headers(), "last-event-id").and_then(|v| v.parse().ok());
+        let (outbox, body) = StreamOutbox::open(
+            conn,
+            session.tap.clone(),
+            StreamGuard::new(self, Some(Arc::clone(&session))),
+        );
         self.mux.send(Command::Stream {
             session: session.no,
-            outbox: tx,
+            outbox,
+            last_event,
         });
-        let body = SseBody {
-            rx,
-            expected: None,
-            done: false,
-            tap: session.tap.clone(),
-            _guard: StreamGuard::new(self, Some(session)),
-            close_after: None,
-        };
         let mut res = Response::new(body.boxed_unsync());
         res.headers_mut().insert(
             header::CONTENT_TYPE,

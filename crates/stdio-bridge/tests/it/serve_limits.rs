@@ -190,3 +190,91 @@ async fn an_initialize_past_the_session_cap_gets_503_and_says_why() {
     again.initialize().await;
     running.stop().await;
 }
+
+/// The events of a GET stream read from `stream` until `until` says stop or the server closes it:
+/// each event's id and its log message's `logger`.
+async fn read_events(
+    stream: &mut tokio::net::TcpStream,
+    until: impl Fn(&str) -> bool,
+) -> (Vec<(u64, String)>, bool) {
+    let mut text = String::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut events = Vec::new();
+    loop {
+        let n = match tokio::time::timeout(Duration::from_secs(20), stream.read(&mut buf)).await {
+            Err(_) => return (events, false),
+            Ok(Ok(0) | Err(_)) => return (events, true),
+            Ok(Ok(n)) => n,
+        };
+        text.push_str(&String::from_utf8_lossy(&buf[..n]));
+        // Each event is one chunk of the body: `id: N`, then its data line.
+        while let Some(end) = text.find("\n\n") {
+            let event: String = text.drain(..end + 2).collect();
+            let id = event
+                .lines()
+                .find_map(|l| l.strip_prefix("id: "))
+                .and_then(|v| v.trim().parse::<u64>().ok());
+            let data = event.lines().find_map(|l| l.strip_prefix("data: "));
+            if let (Some(id), Some(data)) = (id, data) {
+                let message: Value = serde_json::from_str(data).expect("a JSON event");
+                let logger = message["params"]["logger"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_owned();
+                let stop = until(&logger);
+                events.push((id, logger));
+                if stop {
+                    return (events, false);
+                }
+            }
+        }
+    }
+}
+
+fn get_stream_request(session: &str, last_event: Option<u64>) -> String {
+    let resume = last_event
+        .map(|id| format!("Last-Event-ID: {id}\r\n"))
+        .unwrap_or_default();
+    format!(
+        "GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\nMcp-Session-Id: {session}\r\n{resume}\r\n"
+    )
+}
+
+#[tokio::test]
+async fn a_get_stream_whose_client_does_not_read_is_closed_and_resumes_from_what_is_retained() {
+    let running = start(Serve::new(child())).await;
+    let mut reader = Session::new(running.target.clone(), None);
+    reader.initialize().await;
+    let id = reader.id.clone().expect("initialized");
+    // The reader's GET stream, which it does not read while the server floods it.
+    let mut stream = half_sent(&running.target, &get_stream_request(&id, None)).await;
+    let mut caller = Session::new(running.target.clone(), None);
+    caller.initialize().await;
+    let flooded = caller
+        .call_text(json!(1), "flood", json!({"count": 3000, "size": 8192}))
+        .await;
+    assert_eq!(flooded, "flooded");
+    // The server closed the stream once it fell behind: what it wrote before is all there is.
+    let (got, closed) = read_events(&mut stream, |_| false).await;
+    assert!(closed, "the stream that fell behind was closed");
+    assert!(got.len() < 3000, "{} events arrived", got.len());
+    let ids: Vec<u64> = got.iter().map(|(id, _)| *id).collect();
+    assert_eq!(ids, (1..=ids.len() as u64).collect::<Vec<_>>());
+    let last = *ids.last().expect("some events arrived");
+
+    // Resuming after the last event it got: the retained events come, the older ones are dropped.
+    let mut resumed = half_sent(&running.target, &get_stream_request(&id, Some(last))).await;
+    let (again, closed) = read_events(&mut resumed, |logger| logger == "2999").await;
+    assert!(!closed);
+    let again: Vec<u64> = again.iter().map(|(id, _)| *id).collect();
+    let final_id = *again.last().expect("the retained events");
+    assert_eq!(final_id, 3000);
+    assert_eq!(again[0], (last + 1).max(final_id - 1023), "{last}");
+    assert_eq!(again, (again[0]..=final_id).collect::<Vec<_>>());
+    // The server is as responsive as before.
+    let echoed = caller
+        .call_text(json!(2), "echo", json!({"text": "on"}))
+        .await;
+    assert_eq!(echoed, "on");
+    running.stop().await;
+}
