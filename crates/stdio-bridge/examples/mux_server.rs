@@ -1,7 +1,7 @@
 //! A small stdio MCP server that answers concurrently, for the multiplexer's tests: progress, list
 //! changes, resource updates, a server-to-client request and a crash on demand.
 //!
-//! Tools (`tools/call` with `params.name`): `echo {text}`, `pid`, `inits` ("<initialize> <initialized>"),
+//! Tools (`tools/call` with `params.name`): `echo {text}`, `pid`, `argv` (its arguments), `inits` ("<initialize> <initialized>"),
 //! `slow {ms, steps}` (progress on the request's token, then "done"), `notify` (a tools list change and a
 //! log message), `update {uri}` (a resource update), `roots` (asks the client for its roots and returns
 //! them), `subs` (subscriptions held), `cancels` (the request ids of the `notifications/cancelled` it
@@ -122,6 +122,7 @@ fn call(
     let reply = match message["params"]["name"].as_str().unwrap_or_default() {
         "echo" => args["text"].as_str().unwrap_or_default().to_owned(),
         "pid" => std::process::id().to_string(),
+        "argv" => std::env::args().skip(1).collect::<Vec<_>>().join(" "),
         "inits" => format!("{} {}", counts.0, counts.1),
         "subs" => counts.2.to_string(),
         "cancels" => cancelled.to_string(),

@@ -9,7 +9,7 @@ use std::{
     pin::Pin,
     sync::{
         Arc, Mutex,
-        atomic::{AtomicUsize, Ordering},
+        atomic::{AtomicBool, AtomicUsize, Ordering},
     },
     task::{Context, Poll},
     time::Duration,
@@ -35,7 +35,8 @@ use super::{
 use crate::{
     Direction, Error, ErrorKind, Tap, Upstream,
     shared::{
-        Endpoint, IDENTITY_PATH, MCP_PATH, Nonce, ServerKeys, check_socket_len, token_matches,
+        Endpoint, IDENTITY_PATH, MCP_PATH, Nonce, RETIRE_PATH, ServerKeys, check_socket_len,
+        token_matches,
     },
     tap::TapSender,
 };
@@ -83,6 +84,8 @@ pub enum StopReason {
     Shutdown,
     /// No session was left for the idle period.
     Idle,
+    /// A shared server was replaced by one for another command, and its last session ended.
+    Replaced,
 }
 
 /// A Streamable HTTP server in front of one upstream (usually a stdio child process), multiplexing any
@@ -102,7 +105,11 @@ pub struct Serve {
     header_read_timeout: Duration,
     max_connections: usize,
     max_sessions: usize,
+    on_retire: Option<OnRetire>,
 }
+
+/// What a shared server lets go of when it is replaced.
+type OnRetire = Box<dyn FnOnce() + Send + Sync>;
 
 impl std::fmt::Debug for Serve {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -129,7 +136,16 @@ impl Serve {
             header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
             max_connections: DEFAULT_MAX_CONNECTIONS,
             max_sessions: DEFAULT_MAX_SESSIONS,
+            on_retire: None,
         }
+    }
+
+    /// As a shared server, runs `f` when a session for another command says it replaces this server
+    /// (with the token, at [`RETIRE_PATH`]); from then on it takes no new session and stops once its
+    /// last one ends.
+    pub(crate) fn on_retire(mut self, f: impl FnOnce() + Send + Sync + 'static) -> Self {
+        self.on_retire = Some(Box::new(f));
+        self
     }
 
     /// Holds at most this many sessions (default 1,024). An `initialize` past that is answered with
@@ -256,6 +272,8 @@ impl Serve {
             tap: self.tap,
             sessions: Mutex::new(HashMap::new()),
             max_sessions: self.max_sessions.max(1),
+            on_retire: Mutex::new(self.on_retire),
+            retired: AtomicBool::new(false),
             open: AtomicUsize::new(0),
             last_activity: Mutex::new(Instant::now()),
             activity: Notify::new(),
@@ -362,6 +380,12 @@ impl Server {
                     if let Some(idle) = idle_exit && inner.idle_for() >= idle {
                         break StopReason::Idle;
                     }
+                    if inner.retired.load(Ordering::SeqCst)
+                        && lock(&inner.sessions).is_empty()
+                        && inner.open.load(Ordering::SeqCst) == 0
+                    {
+                        break StopReason::Replaced;
+                    }
                 }
                 accepted = accept(&listener) => match accepted {
                     Ok(io) => {
@@ -454,6 +478,9 @@ struct Inner {
     tap: Option<TapFactory>,
     sessions: Mutex<HashMap<String, Arc<SessionEntry>>>,
     max_sessions: usize,
+    on_retire: Mutex<Option<OnRetire>>,
+    /// Replaced by a server for another command: no new session.
+    retired: AtomicBool,
     /// Connections open across all sessions (GET streams and POSTs waiting for answers).
     open: AtomicUsize,
     last_activity: Mutex<Instant>,
@@ -637,7 +664,8 @@ impl Inner {
             }
             return self.identify(req).await;
         }
-        if path != MCP_PATH {
+        let retire = path == RETIRE_PATH && self.keys.is_some();
+        if path != MCP_PATH && !retire {
             return plain(StatusCode::NOT_FOUND, "not found; MCP is served at /mcp");
         }
         if let Some(token) = &self.token {
@@ -653,6 +681,12 @@ impl Inner {
                     .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
                 return res;
             }
+        }
+        if retire {
+            if req.method() != Method::POST {
+                return plain(StatusCode::METHOD_NOT_ALLOWED, "use POST");
+            }
+            return self.retire();
         }
         if let Some(version) = header_str(req.headers(), VERSION_HEADER)
             && !SUPPORTED_PROTOCOL_VERSIONS.contains(&version)
@@ -678,6 +712,21 @@ impl Inner {
                 res
             }
         }
+    }
+
+    /// Steps aside for a server that runs another command: lets go of what `on_retire` holds, takes no
+    /// new session, and stops once the last one ends.
+    fn retire(&self) -> Response<ResBody> {
+        if !self.retired.swap(true, Ordering::SeqCst) {
+            if let Some(f) = lock(&self.on_retire).take() {
+                f();
+            }
+            tracing::info!(
+                "replaced by a shared server for another command; serving the {} sessions open until they end",
+                lock(&self.sessions).len()
+            );
+        }
+        plain(StatusCode::OK, "retired")
     }
 
     async fn identify(&self, req: Request<Incoming>) -> Response<ResBody> {
@@ -727,6 +776,9 @@ impl Inner {
     }
 
     async fn new_session(&self) -> Result<(String, Arc<SessionEntry>), NoSession> {
+        if self.retired.load(Ordering::SeqCst) {
+            return Err(NoSession::Replaced);
+        }
         if lock(&self.sessions).len() >= self.max_sessions {
             return Err(NoSession::Full);
         }
@@ -850,6 +902,12 @@ impl Inner {
                 Ok(session) => session,
                 Err(NoSession::Stopping) => {
                     return plain(StatusCode::SERVICE_UNAVAILABLE, "the server is stopping");
+                }
+                Err(NoSession::Replaced) => {
+                    return plain(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        "this shared server was replaced by one for another command; attach again",
+                    );
                 }
                 Err(NoSession::Full) => {
                     tracing::warn!(
@@ -1049,6 +1107,8 @@ enum NoSession {
     Stopping,
     /// As many sessions are open as the server may hold.
     Full,
+    /// A shared server replaced by one for another command.
+    Replaced,
 }
 
 /// A session id that names no session (never minted, deleted or expired).

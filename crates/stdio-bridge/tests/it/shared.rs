@@ -250,6 +250,7 @@ async fn a_squatter_on_the_recorded_port_gets_only_challenges_and_a_new_server_s
             path: MCP_PATH.into(),
             pid: 1,
             secret: secret.clone(),
+            command: String::new(),
         }
         .write(&paths.record())
         .unwrap();
@@ -659,6 +660,7 @@ async fn unsafe_folders_and_records_are_refused_before_anything_starts() {
         path: MCP_PATH.into(),
         pid: 1,
         secret: Secret::generate().unwrap(),
+        command: String::new(),
     };
     record.write(&paths.record()).unwrap();
     std::fs::set_permissions(paths.record(), std::fs::Permissions::from_mode(0o644)).unwrap();
