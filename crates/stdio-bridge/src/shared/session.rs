@@ -38,6 +38,9 @@ use super::{
 };
 use crate::{BoxFuture, Error, Frame, Link, UPSTREAM_UNREACHABLE, Upstream, UpstreamEvent};
 
+/// How long a connection to the socket is kept for another request.
+const POOL_IDLE: Duration = Duration::from_secs(5);
+
 /// The longest answer body read from the server.
 const MAX_ANSWER: usize = 64 * 1024 * 1024;
 
@@ -250,8 +253,8 @@ struct Ctx {
     events: mpsc::Sender<UpstreamEvent>,
     session: Mutex<Option<String>>,
     version: Mutex<Option<String>>,
-    /// Challenged connections to the socket, ready for another request.
-    pool: Mutex<Vec<Conn>>,
+    /// Challenged connections to the socket, ready for another request, and since when.
+    pool: Mutex<Vec<(Conn, Instant)>>,
     stop: watch::Sender<bool>,
 }
 
@@ -275,8 +278,10 @@ impl Ctx {
     async fn conn(&self) -> Result<Conn, ConnError> {
         if self.reusable() {
             let mut pool = lock(&self.pool);
-            while let Some(conn) = pool.pop() {
-                if conn.is_usable() {
+            while let Some((conn, since)) = pool.pop() {
+                // The server closes a connection that sends no request for 10 s: one idle half that
+                // long is not worth the race with its closing.
+                if conn.is_usable() && since.elapsed() < POOL_IDLE {
                     return Ok(conn);
                 }
             }
@@ -300,7 +305,7 @@ impl Ctx {
 
     fn give_back(&self, conn: Conn) {
         if self.reusable() && conn.is_usable() {
-            lock(&self.pool).push(conn);
+            lock(&self.pool).push((conn, Instant::now()));
         }
     }
 
