@@ -532,7 +532,8 @@ fn plain(status: StatusCode, text: &str) -> Response<ResBody> {
 }
 
 fn json_response(status: StatusCode, value: &Value) -> Response<ResBody> {
-    let body = serde_json::to_vec(value).expect("JSON values serialize");
+    // A `Value` always serializes (its keys are strings, its numbers finite).
+    let body = serde_json::to_vec(value).unwrap_or_default();
     let mut res = Response::new(Full::new(Bytes::from(body)).boxed_unsync());
     *res.status_mut() = status;
     res.headers_mut().insert(
@@ -1124,7 +1125,10 @@ impl UnknownSession {
 }
 
 fn to_frame(message: &Value) -> Bytes {
-    Bytes::from(serde_json::to_vec(message).expect("JSON values serialize"))
+    // A `Value` always serializes (its keys are strings, its numbers finite).
+    serde_json::to_vec(message)
+        .map(Bytes::from)
+        .unwrap_or_default()
 }
 
 /// Whether a message's `id`, if any, is one JSON-RPC allows: a string, a number or null.

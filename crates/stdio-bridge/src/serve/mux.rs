@@ -901,5 +901,8 @@ impl State {
 }
 
 fn to_bytes(value: &Value) -> Bytes {
-    Bytes::from(serde_json::to_vec(value).expect("JSON values serialize"))
+    // A `Value` always serializes (its keys are strings, its numbers finite).
+    serde_json::to_vec(value)
+        .map(Bytes::from)
+        .unwrap_or_default()
 }
