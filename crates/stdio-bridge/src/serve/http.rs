@@ -390,10 +390,13 @@ impl Server {
                 accepted = accept(&listener) => match accepted {
                     Ok(io) => {
                         let Some(admitted) = connections.admit() else {
-                            tracing::debug!("every open connection is answering a request: refusing a new one");
+                            tracing::debug!(
+                                "every open connection is answering a request: refusing a new one"
+                            );
                             continue;
                         };
-                        tokio::spawn(serve_connection(Arc::clone(&inner), io, admitted, header_read_timeout));
+                        let inner = Arc::clone(&inner);
+                        tokio::spawn(serve_connection(inner, io, admitted, header_read_timeout));
                     }
                     Err(e) => {
                         tracing::warn!("accept failed: {e}");
