@@ -156,7 +156,7 @@ pub(crate) fn is_server_socket(paths: &SharedPaths, socket: &Path) -> bool {
         && name.len() == REPLACEMENT_SOCKET_LEN
         && name.starts_with("server.")
         && name.ends_with(".sock")
-        && name[7..15].bytes().all(|b| b.is_ascii_hexdigit())
+        && name.as_bytes()[7..15].iter().all(u8::is_ascii_hexdigit)
 }
 
 /// `server.<8 hex digits>.sock`.
@@ -373,5 +373,53 @@ async fn wait_for_server(
             return Ok(None);
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::shared::SharedKey;
+
+    #[test]
+    fn server_sockets_are_in_the_key_folder_and_named_like_one() {
+        let paths = SharedPaths::under("/h", &SharedKey::new("k").unwrap());
+        let cases: &[(&str, bool)] = &[
+            ("/h/shared/k/server.sock", true),
+            ("/h/shared/k/server.0123abcd.sock", true),
+            ("/h/shared/k/server.0123abcg.sock", false),
+            ("/h/shared/k/server.0123abc.sock", false),
+            ("/h/shared/k/server.0123abcd.sock.x", false),
+            ("/h/shared/k/client.0123abcd.sock", false),
+            ("/h/shared/other/server.0123abcd.sock", false),
+            ("/tmp/server.0123abcd.sock", false),
+            ("/h/shared/k/sub/server.0123abcd.sock", false),
+            ("/h/shared/k/server.0123ab\u{e9}.sock", false),
+        ];
+        for (path, ok) in cases {
+            assert_eq!(is_server_socket(&paths, Path::new(path)), *ok, "{path}");
+        }
+        let fresh = replacement_socket().unwrap();
+        assert!(
+            is_server_socket(&paths, &paths.dir().join(&fresh)),
+            "{fresh}"
+        );
+    }
+
+    #[test]
+    fn fingerprints_differ_with_the_command() {
+        let launcher = |args: &[&str]| Launcher {
+            program: "/bin/calltape".into(),
+            args: args.iter().map(Into::into).collect(),
+        };
+        let v1 = launcher(&["serve", "--", "server", "v1"]).fingerprint();
+        assert_eq!(v1, launcher(&["serve", "--", "server", "v1"]).fingerprint());
+        assert_eq!(v1.len(), 64);
+        assert_ne!(v1, launcher(&["serve", "--", "server", "v2"]).fingerprint());
+        // Arguments are told apart from one another, not only joined.
+        assert_ne!(
+            launcher(&["a b", "c"]).fingerprint(),
+            launcher(&["a", "b c"]).fingerprint()
+        );
     }
 }
