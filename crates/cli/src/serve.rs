@@ -23,6 +23,11 @@ MCP is served at /mcp over HTTP/1.1. The server runs CMD once and multiplexes ev
 the first initialize is forwarded and its answer reused, request ids and progress tokens are remapped,
 list changes go to every session, and a crashed CMD is restarted and re-initialized.
 
+Limits: a connection gets 10 s to send a request's headers; at most --max-connections are open (past
+that, the oldest one still waiting for its headers is closed) and at most --max-sessions sessions
+(an initialize past that gets 503). A GET stream whose client leaves 1,024 messages or 16 MiB unread
+is closed; the client resumes with Last-Event-ID from the session's last 1,024 events.
+
 Loopback only: any request with an Origin header gets 403, a Host that is not 127.0.0.1, localhost or
 [::1] gets 421, and there is no CORS. With --token-file a fresh token is written to that file (0600) and
 every /mcp request must carry it as `Authorization: Bearer <token>`.
@@ -53,6 +58,15 @@ pub(crate) struct ServeArgs {
     /// Record every session's calls (credentials redacted) to FILE, created 0600 or extended.
     #[arg(long, value_name = "FILE")]
     record: Option<PathBuf>,
+
+    /// Hold at most N connections open; past that, the oldest one still waiting for a request's
+    /// headers is closed (a connection gets 10 s to send them).
+    #[arg(long, value_name = "N", default_value_t = 256)]
+    max_connections: usize,
+
+    /// Hold at most N sessions; an initialize past that gets 503 until a session ends or expires.
+    #[arg(long, value_name = "N", default_value_t = 1024)]
+    max_sessions: usize,
 
     /// Answer each request with one JSON body instead of an SSE stream.
     #[arg(long)]
@@ -115,7 +129,10 @@ pub(crate) fn run(args: ServeArgs) -> u8 {
         Some(_) => crate::logging::redacted_child_stderr(),
         None => Stderr::Inherit,
     };
-    let mut serve = Serve::new(child.stderr(stderr)).json_response(args.json_response);
+    let mut serve = Serve::new(child.stderr(stderr))
+        .json_response(args.json_response)
+        .max_connections(args.max_connections)
+        .max_sessions(args.max_sessions);
     let Some(runtime) = crate::single_thread_runtime() else {
         return exit::UPSTREAM;
     };
@@ -178,6 +195,12 @@ pub(crate) fn run(args: ServeArgs) -> u8 {
             };
             match server.endpoint() {
                 calltape_stdio_bridge::shared::Endpoint::Http(addr) => {
+                    if args.token_file.is_none() {
+                        tracing::warn!(
+                            "listening on 127.0.0.1:{} with no token file, so any local user can connect and use the server; pass --token-file FILE to require a token",
+                            addr.port()
+                        );
+                    }
                     println!("http://127.0.0.1:{}/mcp", addr.port());
                 }
                 calltape_stdio_bridge::shared::Endpoint::Unix(path) => {

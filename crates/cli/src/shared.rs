@@ -20,6 +20,10 @@ Examples:
 Put it in each MCP client's configuration as the server command: the first session starts one server
 for the key (`calltape serve` of this binary, detached), every later one attaches to it.
 
+A server is bound to what it runs: a session whose command (or calltape version) differs never attaches
+to it. It starts a server for its own command, which becomes the key's server, and says so on stderr;
+the old server takes no new session, serves the ones it has and exits after the last one.
+
 Files: $CALLTAPE_HOME/shared/<key>/ (default $XDG_RUNTIME_DIR/calltape, else ~/.calltape), a 0700
 folder with server.json (0600), server.sock (0600), server.log (0600; the server's stderr, with what its
 command logs redacted) and lock files (0600). A folder that others can write to, a record that others can

@@ -1,11 +1,12 @@
 //! A small stdio MCP server that answers concurrently, for the multiplexer's tests: progress, list
 //! changes, resource updates, a server-to-client request and a crash on demand.
 //!
-//! Tools (`tools/call` with `params.name`): `echo {text}`, `pid`, `inits` ("<initialize> <initialized>"),
+//! Tools (`tools/call` with `params.name`): `echo {text}`, `pid`, `argv` (its arguments), `inits` ("<initialize> <initialized>"),
 //! `slow {ms, steps}` (progress on the request's token, then "done"), `notify` (a tools list change and a
 //! log message), `update {uri}` (a resource update), `roots` (asks the client for its roots and returns
 //! them), `subs` (subscriptions held), `cancels` (the request ids of the `notifications/cancelled` it
-//! received, as JSON), `crash` (exits with status 3).
+//! received, as JSON), `flood {count, size}` (`count` log messages of `size` bytes each), `crash` (exits
+//! with status 3).
 
 use std::{
     collections::HashMap,
@@ -121,6 +122,7 @@ fn call(
     let reply = match message["params"]["name"].as_str().unwrap_or_default() {
         "echo" => args["text"].as_str().unwrap_or_default().to_owned(),
         "pid" => std::process::id().to_string(),
+        "argv" => std::env::args().skip(1).collect::<Vec<_>>().join(" "),
         "inits" => format!("{} {}", counts.0, counts.1),
         "subs" => counts.2.to_string(),
         "cancels" => cancelled.to_string(),
@@ -170,6 +172,17 @@ fn call(
                 Ok(answer) => answer["result"].to_string(),
                 Err(_) => "no answer".to_owned(),
             }
+        }
+        "flood" => {
+            let count = args["count"].as_u64().unwrap_or(1);
+            let data = "x".repeat(args["size"].as_u64().unwrap_or(10) as usize);
+            for n in 0..count {
+                send(
+                    out,
+                    &json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "logger": n.to_string(), "data": data}}),
+                );
+            }
+            "flooded".to_owned()
         }
         "crash" => std::process::exit(3),
         other => format!("unknown tool {other}"),

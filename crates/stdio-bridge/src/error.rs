@@ -9,6 +9,10 @@ use std::{io, path::PathBuf};
 /// The line was not JSON, was JSON but not an object or array, or was longer than the frame limit.
 /// `data.reason` is `parse_error`, `not_object` or `frame_too_large`; `id` is `null`.
 pub const PARSE_ERROR: i64 = -32700;
+/// The message was JSON but not a request to forward: an empty batch, a batch item that is not an
+/// object, or an `id` that is an object, an array or a boolean. `data.reason` is `invalid_request`;
+/// `id` is `null`.
+pub const INVALID_REQUEST: i64 = -32600;
 /// The upstream could not be reached before the client left (`data.reason = "upstream_unreachable"`),
 /// or it forgot the session again right after the bridge re-initialized it
 /// (`data.reason = "session_expired"`).
@@ -24,6 +28,9 @@ pub const RESTART_DEADLINE: i64 = -32003;
 /// The upstream answered with something that is not MCP, such as an HTML error page
 /// (`data.reason = "upstream_protocol_error"`, `data.upstream = { status, message }`).
 pub const UPSTREAM_PROTOCOL_ERROR: i64 = -32004;
+/// `serve` holds as many sessions as it may, so it refused a new one (HTTP 503,
+/// `data.reason = "too_many_sessions"`): a session must end or expire first.
+pub const TOO_MANY_SESSIONS: i64 = -32005;
 
 /// An error from this crate: building a bridge or an upstream, or running a session.
 #[derive(Debug, thiserror::Error)]

@@ -12,7 +12,10 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
 
-use crate::{PARSE_ERROR, upstream::Frame};
+use crate::{INVALID_REQUEST, PARSE_ERROR, upstream::Frame};
+
+/// What an [`InvalidLine::InvalidRequest`] answer says.
+pub(crate) const INVALID_REQUEST_MESSAGE: &str = "invalid request: a batch must hold at least one message and only objects, and an id must be a string, a number or null";
 
 /// The default frame limit: 16 MiB.
 pub const DEFAULT_MAX_FRAME: usize = 16 * 1024 * 1024;
@@ -30,6 +33,9 @@ pub enum InvalidLine {
     NotObject,
     /// Longer than the frame limit; discarded unread (`data.reason = "frame_too_large"`).
     TooLarge,
+    /// JSON, but not a request to forward: an empty batch, a batch item that is not an object, or an
+    /// `id` that is an object, an array or a boolean (`data.reason = "invalid_request"`, code -32600).
+    InvalidRequest,
 }
 
 impl InvalidLine {
@@ -39,19 +45,26 @@ impl InvalidLine {
             Self::ParseError => "parse_error",
             Self::NotObject => "not_object",
             Self::TooLarge => "frame_too_large",
+            Self::InvalidRequest => "invalid_request",
         }
     }
 
-    /// The JSON-RPC error answer for this line: code `-32700`, `id: null`, `data.reason`.
+    /// The JSON-RPC error answer for this line: code `-32700` (`-32600` for
+    /// [`InvalidRequest`](Self::InvalidRequest)), `id: null`, `data.reason`.
     pub fn error_frame(self) -> Frame {
         let message = match self {
             Self::ParseError => "parse error: the line is not JSON",
             Self::NotObject => "parse error: the line is JSON but not an object or array",
             Self::TooLarge => "parse error: the line is longer than the frame limit",
+            Self::InvalidRequest => INVALID_REQUEST_MESSAGE,
+        };
+        let code = match self {
+            Self::InvalidRequest => INVALID_REQUEST,
+            _ => PARSE_ERROR,
         };
         error_frame(
             None,
-            PARSE_ERROR,
+            code,
             message,
             serde_json::json!({ "reason": self.reason() }),
         )
@@ -233,6 +246,8 @@ pub(crate) struct Info {
     pub(crate) id: Option<Box<str>>,
     /// The method, for requests and notifications.
     pub(crate) method: Option<Box<str>>,
+    /// Not an object, or its `id` is an object, an array or a boolean: never forwarded.
+    pub(crate) malformed: bool,
 }
 
 impl Info {
@@ -262,6 +277,14 @@ pub(crate) enum Peek {
 }
 
 impl Peek {
+    /// Whether it is not a request to forward: an empty batch, or a message that is malformed.
+    pub(crate) fn is_invalid_request(&self) -> bool {
+        match self {
+            Self::One(info) => info.malformed,
+            Self::Batch(infos) => infos.is_empty() || infos.iter().any(|i| i.malformed),
+        }
+    }
+
     /// Every message in it.
     pub(crate) fn infos(&self) -> &[Info] {
         match self {
@@ -280,16 +303,20 @@ struct RawFields<'a> {
 }
 
 fn info_of(fields: RawFields<'_>) -> Info {
-    let id = fields
-        .id
-        .map(RawValue::get)
-        .filter(|id| *id != "null")
-        .map(Box::from);
+    let raw_id = fields.id.map(RawValue::get).filter(|id| *id != "null");
+    // Only a string or a number identifies a request.
+    let malformed = raw_id
+        .is_some_and(|id| !id.starts_with(|c: char| c == '"' || c == '-' || c.is_ascii_digit()));
+    let id = raw_id.filter(|_| !malformed).map(Box::from);
     let method = fields
         .method
         .and_then(|m| serde_json::from_str::<String>(m.get()).ok())
         .map(String::into_boxed_str);
-    Info { id, method }
+    Info {
+        id,
+        method,
+        malformed,
+    }
 }
 
 /// Reads what routing needs from a frame, checking that it is a JSON object or array.
@@ -306,12 +333,16 @@ pub(crate) fn peek(frame: &[u8]) -> Result<Peek, InvalidLine> {
                 items
                     .into_iter()
                     .map(|item| {
+                        let malformed = Info {
+                            malformed: true,
+                            ..Info::default()
+                        };
                         if item.get().starts_with('{') {
                             serde_json::from_str::<RawFields<'_>>(item.get())
                                 .map(info_of)
-                                .unwrap_or_default()
+                                .unwrap_or(malformed)
                         } else {
-                            Info::default()
+                            malformed
                         }
                     })
                     .collect(),
@@ -477,7 +508,8 @@ mod tests {
         };
         assert_eq!(infos.len(), 3);
         assert!(infos[0].is_request());
-        assert_eq!(infos[1], Info::default());
+        assert!(infos[1].malformed);
+        assert!(!infos[0].malformed && !infos[2].malformed);
         assert_eq!(infos[2].method.as_deref(), Some("b"));
     }
 

@@ -183,6 +183,9 @@ async fn read_client<R: AsyncRead + Unpin>(
     let mut reader = FrameReader::with_max_frame(stdin, max_frame);
     loop {
         let input = match reader.next_message().await {
+            Ok(Some(Ok(message))) if message.peek.is_invalid_request() => {
+                ClientInput::Invalid(InvalidLine::InvalidRequest)
+            }
             Ok(Some(Ok(message))) => ClientInput::Message(message),
             Ok(Some(Err(invalid))) => ClientInput::Invalid(invalid),
             Ok(None) => break,

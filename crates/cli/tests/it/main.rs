@@ -8,5 +8,6 @@ mod private_files;
 mod record;
 mod redact;
 mod replay;
+mod serve;
 mod shared;
 mod support;

@@ -458,3 +458,60 @@ fn serve_over_loopback_http_requires_the_token_and_refuses_origin_and_foreign_ho
     assert_eq!(line["name"], "echo");
     assert_eq!(line["input"]["text"], "recorded call");
 }
+
+#[test]
+fn a_session_for_another_command_starts_its_own_server_and_says_so_in_one_line() {
+    let home = home();
+    let run = |extra: &[&str]| {
+        Command::new(python())
+            .arg(peer("shared_client.py"))
+            .arg("1")
+            .arg("--")
+            .arg(env!("CARGO_BIN_EXE_calltape"))
+            .args(["shared", "--key", "k", "--"])
+            .arg(python())
+            .arg(peer("shared_server.py"))
+            .args(extra)
+            .env("CALLTAPE_HOME", home.path())
+            .env_remove("CALLTAPE_LOG")
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap()
+    };
+    let replaced = "runs another command or calltape version";
+    let first = run(&[]);
+    let stderr = String::from_utf8_lossy(&first.stderr);
+    assert!(first.status.success(), "{stderr}");
+    assert!(!stderr.contains(replaced), "{stderr}");
+    let paths = SharedPaths::under(home.path(), &SharedKey::new("k").unwrap());
+    let old = Record::read(&paths.record())
+        .unwrap()
+        .expect("the first server's record");
+
+    // The same server with another argument is another command: a server of its own.
+    let second = run(&["--another-argument"]);
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    assert!(second.status.success(), "{stderr}");
+    assert_eq!(stderr.matches(replaced).count(), 1, "{stderr}");
+    let first_pid: Value = serde_json::from_slice(&first.stdout).unwrap();
+    let second_pid: Value = serde_json::from_slice(&second.stdout).unwrap();
+    assert_ne!(first_pid["pids"][0], second_pid["pids"][0]);
+    let new = Record::read(&paths.record())
+        .unwrap()
+        .expect("the new server's record");
+    assert_ne!(new.pid, old.pid);
+    // The old server had no session left: it exits (reaped, or a zombie of whoever adopted it).
+    let running = || {
+        std::fs::read_to_string(format!("/proc/{}/stat", old.pid)).is_ok_and(|stat| {
+            stat.rsplit(") ")
+                .next()
+                .is_some_and(|s| !s.starts_with('Z'))
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while running() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(!running(), "the replaced server exited");
+    stop_server(&paths);
+}

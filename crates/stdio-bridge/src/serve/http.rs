@@ -9,7 +9,7 @@ use std::{
     pin::Pin,
     sync::{
         Arc, Mutex,
-        atomic::{AtomicUsize, Ordering},
+        atomic::{AtomicBool, AtomicUsize, Ordering},
     },
     task::{Context, Poll},
     time::Duration,
@@ -19,7 +19,7 @@ use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, header};
 use http_body_util::{BodyExt, Full, Limited, combinators::UnsyncBoxBody};
 use hyper::body::{Body, Frame as BodyFrame, Incoming, SizeHint};
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use serde_json::{Value, json};
 use tokio::{
     net::{TcpListener, UnixListener},
@@ -27,11 +27,16 @@ use tokio::{
     time::Instant,
 };
 
-use super::mux::{Command, Mux, Outbox, SessionNo};
+use super::{
+    conn::{Conn, Connections, DEFAULT_MAX_CONNECTIONS},
+    mux::{Command, Mux, SessionNo},
+    stream::Outbox as StreamOutbox,
+};
 use crate::{
     Direction, Error, ErrorKind, Tap, Upstream,
     shared::{
-        Endpoint, IDENTITY_PATH, MCP_PATH, Nonce, ServerKeys, check_socket_len, token_matches,
+        Endpoint, IDENTITY_PATH, MCP_PATH, Nonce, RETIRE_PATH, ServerKeys, check_socket_len,
+        token_matches,
     },
     tap::TapSender,
 };
@@ -47,6 +52,12 @@ pub const SUPPORTED_PROTOCOL_VERSIONS: &[&str] = &[
 
 /// The first protocol version whose requests may come without a session (stateless).
 const STATELESS_VERSION: &str = "2026-07-28";
+
+/// How long a connection may take to send a request's headers, by default.
+pub(crate) const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How many sessions a server holds at most, by default.
+pub(crate) const DEFAULT_MAX_SESSIONS: usize = 1024;
 
 /// The largest request body accepted on `/mcp`.
 const MAX_BODY: usize = 16 * 1024 * 1024;
@@ -73,6 +84,8 @@ pub enum StopReason {
     Shutdown,
     /// No session was left for the idle period.
     Idle,
+    /// A shared server was replaced by one for another command, and its last session ended.
+    Replaced,
 }
 
 /// A Streamable HTTP server in front of one upstream (usually a stdio child process), multiplexing any
@@ -89,7 +102,14 @@ pub struct Serve {
     session_timeout: Duration,
     json_response: bool,
     tap: Option<TapFactory>,
+    header_read_timeout: Duration,
+    max_connections: usize,
+    max_sessions: usize,
+    on_retire: Option<OnRetire>,
 }
+
+/// What a shared server lets go of when it is replaced.
+type OnRetire = Box<dyn FnOnce() + Send + Sync>;
 
 impl std::fmt::Debug for Serve {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -113,7 +133,45 @@ impl Serve {
             session_timeout: Duration::from_secs(3600),
             json_response: false,
             tap: None,
+            header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_sessions: DEFAULT_MAX_SESSIONS,
+            on_retire: None,
         }
+    }
+
+    /// As a shared server, runs `f` when a session for another command says it replaces this server
+    /// (with the token, at [`RETIRE_PATH`]); from then on it takes no new session and stops once its
+    /// last one ends.
+    pub(crate) fn on_retire(mut self, f: impl FnOnce() + Send + Sync + 'static) -> Self {
+        self.on_retire = Some(Box::new(f));
+        self
+    }
+
+    /// Holds at most this many sessions (default 1,024). An `initialize` past that is answered with
+    /// HTTP 503 and a [`TOO_MANY_SESSIONS`](crate::TOO_MANY_SESSIONS) error until a session ends
+    /// (DELETE) or expires.
+    #[must_use]
+    pub fn max_sessions(mut self, max: usize) -> Self {
+        self.max_sessions = max;
+        self
+    }
+
+    /// Closes a connection that has not sent a request's headers within this time (default 10 s),
+    /// whether it just opened or kept alive after an answer.
+    #[must_use]
+    pub fn header_read_timeout(mut self, timeout: Duration) -> Self {
+        self.header_read_timeout = timeout;
+        self
+    }
+
+    /// Holds at most this many connections open (default 256). A connection past that makes room by
+    /// closing the oldest one that waits for a request's headers, or is closed itself when every open
+    /// one is answering a request.
+    #[must_use]
+    pub fn max_connections(mut self, max: usize) -> Self {
+        self.max_connections = max;
+        self
     }
 
     /// Gives every session an observer of its own, made by `factory` when the session starts: it sees
@@ -213,6 +271,9 @@ impl Serve {
             json_response: self.json_response,
             tap: self.tap,
             sessions: Mutex::new(HashMap::new()),
+            max_sessions: self.max_sessions.max(1),
+            on_retire: Mutex::new(self.on_retire),
+            retired: AtomicBool::new(false),
             open: AtomicUsize::new(0),
             last_activity: Mutex::new(Instant::now()),
             activity: Notify::new(),
@@ -224,6 +285,8 @@ impl Serve {
             idle_exit: self.idle_exit,
             session_timeout: self.session_timeout,
             socket: None,
+            connections: Connections::new(self.max_connections),
+            header_read_timeout: self.header_read_timeout,
         }
     }
 }
@@ -273,6 +336,8 @@ pub struct Server {
     idle_exit: Option<Duration>,
     session_timeout: Duration,
     socket: Option<PathBuf>,
+    connections: Arc<Connections>,
+    header_read_timeout: Duration,
 }
 
 impl std::fmt::Debug for Server {
@@ -301,6 +366,8 @@ impl Server {
             idle_exit,
             session_timeout,
             socket,
+            connections,
+            header_read_timeout,
             ..
         } = self;
         tokio::pin!(shutdown);
@@ -313,22 +380,23 @@ impl Server {
                     if let Some(idle) = idle_exit && inner.idle_for() >= idle {
                         break StopReason::Idle;
                     }
+                    if inner.retired.load(Ordering::SeqCst)
+                        && lock(&inner.sessions).is_empty()
+                        && inner.open.load(Ordering::SeqCst) == 0
+                    {
+                        break StopReason::Replaced;
+                    }
                 }
                 accepted = accept(&listener) => match accepted {
                     Ok(io) => {
+                        let Some(admitted) = connections.admit() else {
+                            tracing::debug!(
+                                "every open connection is answering a request: refusing a new one"
+                            );
+                            continue;
+                        };
                         let inner = Arc::clone(&inner);
-                        tokio::spawn(async move {
-                            let service = hyper::service::service_fn(move |req| {
-                                let inner = Arc::clone(&inner);
-                                async move { Ok::<_, Infallible>(inner.handle(req).await) }
-                            });
-                            let conn = hyper::server::conn::http1::Builder::new()
-                                .keep_alive(true)
-                                .serve_connection(io, service);
-                            if let Err(e) = conn.await {
-                                tracing::trace!("connection ended: {e}");
-                            }
-                        });
+                        tokio::spawn(serve_connection(inner, io, admitted, header_read_timeout));
                     }
                     Err(e) => {
                         tracing::warn!("accept failed: {e}");
@@ -344,6 +412,37 @@ impl Server {
         inner.mux.shutdown().await;
         Ok(reason)
     }
+}
+
+/// Serves one connection until it ends, its headers are late, or it must close to make room.
+async fn serve_connection(
+    inner: Arc<Inner>,
+    io: Io,
+    admitted: super::conn::Admitted,
+    header_read_timeout: Duration,
+) {
+    let conn = Arc::clone(admitted.conn());
+    let for_service = Arc::clone(&conn);
+    let service = hyper::service::service_fn(move |req| {
+        let inner = Arc::clone(&inner);
+        let conn = Arc::clone(&for_service);
+        async move {
+            let res = inner.handle(req, &conn).await;
+            Ok::<_, Infallible>(res.map(|body| conn.busy(body).boxed_unsync()))
+        }
+    });
+    let serving = hyper::server::conn::http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(header_read_timeout)
+        .keep_alive(true)
+        .serve_connection(io, service);
+    tokio::select! {
+        result = serving => if let Err(e) = result {
+            tracing::trace!("connection ended: {e}");
+        },
+        () = conn.closing() => tracing::trace!("connection closed by the server"),
+    }
+    drop(admitted);
 }
 
 type Io = TokioIo<Box<dyn IoStream>>;
@@ -381,6 +480,10 @@ struct Inner {
     json_response: bool,
     tap: Option<TapFactory>,
     sessions: Mutex<HashMap<String, Arc<SessionEntry>>>,
+    max_sessions: usize,
+    on_retire: Mutex<Option<OnRetire>>,
+    /// Replaced by a server for another command: no new session.
+    retired: AtomicBool,
     /// Connections open across all sessions (GET streams and POSTs waiting for answers).
     open: AtomicUsize,
     last_activity: Mutex<Instant>,
@@ -432,7 +535,8 @@ fn plain(status: StatusCode, text: &str) -> Response<ResBody> {
 }
 
 fn json_response(status: StatusCode, value: &Value) -> Response<ResBody> {
-    let body = serde_json::to_vec(value).expect("JSON values serialize");
+    // A `Value` always serializes (its keys are strings, its numbers finite).
+    let body = serde_json::to_vec(value).unwrap_or_default();
     let mut res = Response::new(Full::new(Bytes::from(body)).boxed_unsync());
     *res.status_mut() = status;
     res.headers_mut().insert(
@@ -527,13 +631,21 @@ impl Inner {
         }
     }
 
-    async fn handle(self: Arc<Self>, req: Request<Incoming>) -> Response<ResBody> {
-        let res = self.route(req).await;
+    async fn handle(
+        self: Arc<Self>,
+        req: Request<Incoming>,
+        conn: &Arc<Conn>,
+    ) -> Response<ResBody> {
+        let res = self.route(req, conn).await;
         tracing::trace!(status = res.status().as_u16(), "answered");
         res
     }
 
-    async fn route(self: &Arc<Self>, req: Request<Incoming>) -> Response<ResBody> {
+    async fn route(
+        self: &Arc<Self>,
+        req: Request<Incoming>,
+        conn: &Arc<Conn>,
+    ) -> Response<ResBody> {
         // A browser always sends Origin on the requests that matter; this server serves no page.
         if req.headers().contains_key(header::ORIGIN) {
             return plain(
@@ -556,7 +668,8 @@ impl Inner {
             }
             return self.identify(req).await;
         }
-        if path != MCP_PATH {
+        let retire = path == RETIRE_PATH && self.keys.is_some();
+        if path != MCP_PATH && !retire {
             return plain(StatusCode::NOT_FOUND, "not found; MCP is served at /mcp");
         }
         if let Some(token) = &self.token {
@@ -573,6 +686,12 @@ impl Inner {
                 return res;
             }
         }
+        if retire {
+            if req.method() != Method::POST {
+                return plain(StatusCode::METHOD_NOT_ALLOWED, "use POST");
+            }
+            return self.retire();
+        }
         if let Some(version) = header_str(req.headers(), VERSION_HEADER)
             && !SUPPORTED_PROTOCOL_VERSIONS.contains(&version)
         {
@@ -588,7 +707,7 @@ impl Inner {
         self.touch();
         match *req.method() {
             Method::POST => self.post(req).await,
-            Method::GET => self.get(&req),
+            Method::GET => self.get(&req, conn),
             Method::DELETE => self.delete(&req),
             _ => {
                 let mut res = plain(StatusCode::METHOD_NOT_ALLOWED, "use POST, GET or DELETE");
@@ -597,6 +716,21 @@ impl Inner {
                 res
             }
         }
+    }
+
+    /// Steps aside for a server that runs another command: lets go of what `on_retire` holds, takes no
+    /// new session, and stops once the last one ends.
+    fn retire(&self) -> Response<ResBody> {
+        if !self.retired.swap(true, Ordering::SeqCst) {
+            if let Some(f) = lock(&self.on_retire).take() {
+                f();
+            }
+            tracing::info!(
+                "replaced by a shared server for another command; serving the {} sessions open until they end",
+                lock(&self.sessions).len()
+            );
+        }
+        plain(StatusCode::OK, "retired")
     }
 
     async fn identify(&self, req: Request<Incoming>) -> Response<ResBody> {
@@ -645,9 +779,18 @@ impl Inner {
         }
     }
 
-    async fn new_session(&self) -> Option<(String, Arc<SessionEntry>)> {
-        let no = self.mux.open().await?;
-        let id = Nonce::generate().ok()?.to_hex();
+    async fn new_session(&self) -> Result<(String, Arc<SessionEntry>), NoSession> {
+        if self.retired.load(Ordering::SeqCst) {
+            return Err(NoSession::Replaced);
+        }
+        if lock(&self.sessions).len() >= self.max_sessions {
+            return Err(NoSession::Full);
+        }
+        let no = self.mux.open().await.ok_or(NoSession::Stopping)?;
+        let Ok(id) = Nonce::generate().map(|n| n.to_hex()) else {
+            self.mux.send(Command::Close { session: no });
+            return Err(NoSession::Stopping);
+        };
         let tap =
             self.tap
                 .as_ref()
@@ -664,9 +807,18 @@ impl Inner {
             last_seen: Mutex::new(Instant::now()),
             tap,
         });
-        lock(&self.sessions).insert(id.clone(), Arc::clone(&entry));
+        {
+            // Checked again: other sessions may have opened while the multiplexer answered.
+            let mut sessions = lock(&self.sessions);
+            if sessions.len() >= self.max_sessions {
+                drop(sessions);
+                self.mux.send(Command::Close { session: no });
+                return Err(NoSession::Full);
+            }
+            sessions.insert(id.clone(), Arc::clone(&entry));
+        }
         tracing::debug!(session = no, "session opened");
-        Some((id, entry))
+        Ok((id, entry))
     }
 
     async fn post(self: &Arc<Self>, req: Request<Incoming>) -> Response<ResBody> {
@@ -719,6 +871,13 @@ impl Inner {
                 );
             }
         };
+        if !messages.iter().all(has_valid_id) {
+            return rpc_error(
+                StatusCode::BAD_REQUEST,
+                -32600,
+                "invalid request: an id must be a string, a number or null",
+            );
+        }
         let is_initialize = messages
             .iter()
             .any(|m| m.get("method").and_then(Value::as_str) == Some("initialize"));
@@ -743,8 +902,34 @@ impl Inner {
                     "initialize must not carry an Mcp-Session-Id",
                 );
             }
-            let Some((id, entry)) = self.new_session().await else {
-                return plain(StatusCode::SERVICE_UNAVAILABLE, "the server is stopping");
+            let (id, entry) = match self.new_session().await {
+                Ok(session) => session,
+                Err(NoSession::Stopping) => {
+                    return plain(StatusCode::SERVICE_UNAVAILABLE, "the server is stopping");
+                }
+                Err(NoSession::Replaced) => {
+                    return plain(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        "this shared server was replaced by one for another command; attach again",
+                    );
+                }
+                Err(NoSession::Full) => {
+                    tracing::warn!(
+                        "refused a new session: {} are open, the most this server holds",
+                        self.max_sessions
+                    );
+                    let id = messages[0].get("id").cloned().unwrap_or(Value::Null);
+                    return json_response(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        &json!({"jsonrpc": "2.0", "id": id, "error": {
+                            "code": crate::TOO_MANY_SESSIONS,
+                            "message": format!(
+                                "the server holds {} sessions, the most it may; end a session (DELETE) or wait for one to expire, then initialize again",
+                                self.max_sessions
+                            ),
+                            "data": {"reason": "too_many_sessions"}}}),
+                    );
+                }
             };
             minted = Some(id);
             session = Some(entry);
@@ -872,7 +1057,7 @@ impl Inner {
         res
     }
 
-    fn get(self: &Arc<Self>, req: &Request<Incoming>) -> Response<ResBody> {
+    fn get(self: &Arc<Self>, req: &Request<Incoming>, conn: &Arc<Conn>) -> Response<ResBody> {
         if !accepts(req.headers(), "text/event-stream") {
             return plain(
                 StatusCode::NOT_ACCEPTABLE,
@@ -884,19 +1069,17 @@ impl Inner {
             Ok(None) => return plain(StatusCode::BAD_REQUEST, "Mcp-Session-Id is required"),
             Err(UnknownSession) => return UnknownSession.response(),
         };
-        let (tx, rx): (Outbox, _) = mpsc::unbounded_channel();
+        let last_event = header_str(req.headers(), "last-event-id").and_then(|v| v.parse().ok());
+        let (outbox, body) = StreamOutbox::open(
+            conn,
+            session.tap.clone(),
+            StreamGuard::new(self, Some(Arc::clone(&session))),
+        );
         self.mux.send(Command::Stream {
             session: session.no,
-            outbox: tx,
+            outbox,
+            last_event,
         });
-        let body = SseBody {
-            rx,
-            expected: None,
-            done: false,
-            tap: session.tap.clone(),
-            _guard: StreamGuard::new(self, Some(session)),
-            close_after: None,
-        };
         let mut res = Response::new(body.boxed_unsync());
         res.headers_mut().insert(
             header::CONTENT_TYPE,
@@ -922,6 +1105,16 @@ impl Inner {
     }
 }
 
+/// Why no session was opened.
+enum NoSession {
+    /// The multiplexer ended: the server is stopping.
+    Stopping,
+    /// As many sessions are open as the server may hold.
+    Full,
+    /// A shared server replaced by one for another command.
+    Replaced,
+}
+
 /// A session id that names no session (never minted, deleted or expired).
 struct UnknownSession;
 
@@ -935,7 +1128,18 @@ impl UnknownSession {
 }
 
 fn to_frame(message: &Value) -> Bytes {
-    Bytes::from(serde_json::to_vec(message).expect("JSON values serialize"))
+    // A `Value` always serializes (its keys are strings, its numbers finite).
+    serde_json::to_vec(message)
+        .map(Bytes::from)
+        .unwrap_or_default()
+}
+
+/// Whether a message's `id`, if any, is one JSON-RPC allows: a string, a number or null.
+fn has_valid_id(message: &Value) -> bool {
+    matches!(
+        message.get("id"),
+        None | Some(Value::Null | Value::String(_) | Value::Number(_))
+    )
 }
 
 /// The id of an answer (a message with an id and no method), as JSON text.
@@ -1014,6 +1218,14 @@ impl Body for SseBody {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn limits_hold_by_default() {
+        let serve = Serve::new(crate::ChildUpstream::new(["true"]).unwrap());
+        assert_eq!(serve.header_read_timeout, Duration::from_secs(10));
+        assert_eq!(serve.max_connections, 256);
+        assert_eq!(serve.max_sessions, 1024);
+    }
 
     #[test]
     fn loopback_hosts() {

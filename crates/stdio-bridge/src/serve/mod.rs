@@ -13,6 +13,9 @@
 //!   only to the sessions that subscribed to that URI;
 //! - a server-to-client request (roots, sampling, elicitation, ping) goes to the session whose request is
 //!   in flight (the most recent one if several), and its answer back with the upstream's own id;
+//! - a session's GET stream carries event ids; a client that leaves 1,024 messages or 16 MiB of it
+//!   unread has the stream closed, and resumes with `Last-Event-ID` from the session's last 1,024
+//!   events (16 MiB), which it retains; older ones are dropped;
 //! - when the upstream exits, in-flight requests of every session get an error with their own ids
 //!   (code [`UPSTREAM_EXITED`](crate::UPSTREAM_EXITED)), and the upstream is started again and
 //!   re-initialized from the cached handshake.
@@ -43,7 +46,9 @@
 //! # }
 //! ```
 
+mod conn;
 mod http;
 mod mux;
+mod stream;
 
 pub use http::{SUPPORTED_PROTOCOL_VERSIONS, Serve, Server, StopReason};

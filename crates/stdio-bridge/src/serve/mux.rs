@@ -18,7 +18,7 @@
 //! cannot be told apart (a `roots/list` request goes to one session).
 
 use std::{
-    collections::{BTreeMap, HashMap, HashSet, VecDeque},
+    collections::{BTreeMap, HashMap, HashSet},
     sync::Arc,
     time::Duration,
 };
@@ -27,18 +27,16 @@ use bytes::Bytes;
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 
+use super::stream::{Events, Outbox as StreamOutbox};
 use crate::{
     UPSTREAM_EXITED, UPSTREAM_PROTOCOL_ERROR, UPSTREAM_UNREACHABLE, Upstream, UpstreamEvent,
     upstream::Link,
 };
 
-/// How many messages a session without a GET stream keeps for it, oldest dropped first.
-const BACKLOG: usize = 1024;
-
 /// A session's number inside the multiplexer.
 pub(crate) type SessionNo = u64;
 
-/// Where a message for a session goes.
+/// Where the answers to a POST's requests go (and, for an SSE answer, the messages tied to them).
 pub(crate) type Outbox = mpsc::UnboundedSender<Value>;
 
 /// Commands from the HTTP side.
@@ -47,8 +45,13 @@ pub(crate) enum Command {
     Open { reply: oneshot::Sender<SessionNo> },
     /// A session ended (DELETE or expiry).
     Close { session: SessionNo },
-    /// The session's GET stream opened; messages not tied to a request go there.
-    Stream { session: SessionNo, outbox: Outbox },
+    /// The session's GET stream opened, resuming after `last_event` when the client sent
+    /// `Last-Event-ID`; messages not tied to a request go there.
+    Stream {
+        session: SessionNo,
+        outbox: StreamOutbox,
+        last_event: Option<u64>,
+    },
     /// Stop the upstream gracefully; `done` fires once it stopped.
     Shutdown { done: oneshot::Sender<()> },
     /// One message from a session. `answers` receives the answer to it when it is a request, and, when
@@ -115,29 +118,10 @@ impl Mux {
     }
 }
 
+#[derive(Default)]
 struct Session {
-    stream: Option<Outbox>,
-    backlog: VecDeque<Value>,
-}
-
-impl Session {
-    fn deliver(&mut self, message: Value) {
-        if let Some(stream) = &self.stream {
-            if let Err(mpsc::error::SendError(message)) = stream.send(message) {
-                self.stream = None;
-                self.push_backlog(message);
-            }
-        } else {
-            self.push_backlog(message);
-        }
-    }
-
-    fn push_backlog(&mut self, message: Value) {
-        if self.backlog.len() == BACKLOG {
-            self.backlog.pop_front();
-        }
-        self.backlog.push_back(message);
-    }
+    /// Messages not tied to a request: its GET stream, and the recent ones retained.
+    events: Events,
 }
 
 /// A request in flight upstream.
@@ -545,25 +529,18 @@ impl State {
             Command::Open { reply } => {
                 let no = self.next_session;
                 self.next_session += 1;
-                self.sessions.insert(
-                    no,
-                    Session {
-                        stream: None,
-                        backlog: VecDeque::new(),
-                    },
-                );
+                self.sessions.insert(no, Session::default());
                 let _ = reply.send(no);
             }
             Command::Close { session } => self.close_session(session),
             Command::Shutdown { .. } => {}
-            Command::Stream { session, outbox } => {
+            Command::Stream {
+                session,
+                outbox,
+                last_event,
+            } => {
                 if let Some(s) = self.sessions.get_mut(&session) {
-                    while let Some(message) = s.backlog.pop_front() {
-                        if outbox.send(message).is_err() {
-                            return;
-                        }
-                    }
-                    s.stream = Some(outbox);
+                    s.events.open(session, outbox, last_event);
                 }
             }
             Command::Message {
@@ -910,17 +887,22 @@ impl State {
 
     fn deliver(&mut self, session: SessionNo, frame: Value) {
         if let Some(s) = self.sessions.get_mut(&session) {
-            s.deliver(frame);
+            s.events.deliver(session, to_bytes(&frame));
         }
     }
 
+    /// Sends `frame` to every session; they share one copy of it.
     fn broadcast(&mut self, frame: &Value) {
-        for session in self.sessions.values_mut() {
-            session.deliver(frame.clone());
+        let bytes = to_bytes(frame);
+        for (no, session) in &mut self.sessions {
+            session.events.deliver(*no, bytes.clone());
         }
     }
 }
 
 fn to_bytes(value: &Value) -> Bytes {
-    Bytes::from(serde_json::to_vec(value).expect("JSON values serialize"))
+    // A `Value` always serializes (its keys are strings, its numbers finite).
+    serde_json::to_vec(value)
+        .map(Bytes::from)
+        .unwrap_or_default()
 }

@@ -9,7 +9,7 @@ use hyper::{body::Incoming, client::conn::http1::SendRequest};
 use hyper_util::rt::TokioIo;
 
 use super::{
-    identity::{IDENTITY_PATH, Nonce, ServerKeys},
+    identity::{IDENTITY_PATH, Nonce, RETIRE_PATH, ServerKeys},
     record::Endpoint,
 };
 
@@ -153,6 +153,26 @@ impl Conn {
             Ok(())
         } else {
             Err("its proof does not match the record's secret, this endpoint and this nonce".into())
+        }
+    }
+}
+
+impl Conn {
+    /// Tells a server that just proved itself on this connection that it is replaced; `Err` when it
+    /// did not say it stepped aside.
+    pub(crate) async fn retire(&mut self, keys: &ServerKeys) -> Result<(), String> {
+        let req = Request::post(RETIRE_PATH)
+            .header(header::AUTHORIZATION, format!("Bearer {}", keys.token()))
+            .body(Full::new(Bytes::new()))
+            .map_err(|e| e.to_string())?;
+        let res = self
+            .send(req)
+            .await
+            .map_err(|e| format!("the request failed: {e}"))?;
+        if res.status() == StatusCode::OK {
+            Ok(())
+        } else {
+            Err(format!("it answered with status {}", res.status().as_u16()))
         }
     }
 }

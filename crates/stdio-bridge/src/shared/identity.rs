@@ -23,6 +23,10 @@ const IDENTITY_LABEL: &str = "calltape shared server identity v1";
 /// The path of the identity endpoint on a shared server.
 pub const IDENTITY_PATH: &str = "/.well-known/calltape-shared-server";
 
+/// Where a session that runs another command tells the key's server, with its token, that it is
+/// replaced.
+pub(crate) const RETIRE_PATH: &str = "/.well-known/calltape-shared-server/retire";
+
 fn random32() -> Result<[u8; 32], Error> {
     let mut bytes = [0u8; 32];
     getrandom::fill(&mut bytes).map_err(|e| {

@@ -9,11 +9,17 @@
 //!   forked at that instant (which holds a copy of every descriptor until it execs) cannot keep it.
 //! - `start.lock` is held by the session that is starting a server; sessions started together queue on
 //!   it and find the new server's record once they get it.
+//!
+//! A server is bound to what it runs: its record holds the [`Launcher::fingerprint`] of the command
+//! that started it and of calltape's version, and a session attaches only to a server with its own.
+//! A session with another one retires the running server (it lets go of `server.lock` and its record,
+//! takes no new session, serves the ones it has and exits after the last one) and starts its own, on a
+//! socket of its own while the retired one still listens.
 
 use std::{
     ffi::OsString,
     os::unix::process::CommandExt,
-    path::PathBuf,
+    path::{Path, PathBuf},
     process::{Child, Command, Stdio},
     time::Duration,
 };
@@ -32,6 +38,11 @@ use crate::{Error, ErrorKind};
 /// The environment variable that tells `calltape serve` it is the shared server of this key.
 pub const SERVE_KEY_ENV: &str = "CALLTAPE_SHARED_SERVE";
 
+/// The environment variable that hands a starting shared server its [`Launcher::fingerprint`].
+pub(crate) const COMMAND_ENV: &str = "CALLTAPE_SHARED_COMMAND";
+/// The environment variable that names the socket (in the key's folder) a replacing server listens on.
+pub(crate) const SOCKET_ENV: &str = "CALLTAPE_SHARED_SOCKET";
+
 /// How long a session waits for a server to prove itself, by default.
 pub const DEFAULT_START_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -46,6 +57,26 @@ pub struct Launcher {
     pub args: Vec<OsString>,
 }
 
+impl Launcher {
+    /// What a server started by this launcher runs: a hash of the program, its arguments and
+    /// calltape's version, as hex. A session attaches only to a server with its own fingerprint.
+    pub fn fingerprint(&self) -> String {
+        use sha2::{Digest, Sha256};
+        use std::os::unix::ffi::OsStrExt;
+        let mut hash = Sha256::new();
+        let mut part = |bytes: &[u8]| {
+            hash.update((bytes.len() as u64).to_be_bytes());
+            hash.update(bytes);
+        };
+        part(env!("CARGO_PKG_VERSION").as_bytes());
+        part(self.program.as_os_str().as_bytes());
+        for arg in &self.args {
+            part(arg.as_bytes());
+        }
+        hash.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    }
+}
+
 /// A server that proved its identity.
 #[derive(Clone)]
 pub struct Attached {
@@ -57,6 +88,8 @@ pub struct Attached {
     pub pid: u32,
     /// Whether this session started it.
     pub started: bool,
+    /// The fingerprint of what it runs, from its record.
+    pub command: String,
     pub(crate) keys: ServerKeys,
 }
 
@@ -76,7 +109,7 @@ pub async fn probe(paths: &SharedPaths) -> Result<Option<Attached>, Error> {
         return Ok(None);
     };
     if let Endpoint::Unix(socket) = &record.endpoint {
-        if socket != &paths.socket() {
+        if !is_server_socket(paths, socket) {
             tracing::debug!("the record names a socket outside the key's folder; ignoring it");
             return Ok(None);
         }
@@ -98,6 +131,7 @@ pub async fn probe(paths: &SharedPaths) -> Result<Option<Attached>, Error> {
             path: record.path,
             pid: record.pid,
             started: false,
+            command: record.command,
             keys,
         })),
         Err(reason) => {
@@ -109,6 +143,28 @@ pub async fn probe(paths: &SharedPaths) -> Result<Option<Attached>, Error> {
             Ok(None)
         }
     }
+}
+
+/// `server.sock` in the key's folder, or the socket of a server that replaced another one there.
+pub(crate) fn is_server_socket(paths: &SharedPaths, socket: &Path) -> bool {
+    if socket == paths.socket() {
+        return true;
+    }
+    let name = socket.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    socket.parent() == Some(paths.dir())
+        && name.len() == REPLACEMENT_SOCKET_LEN
+        && name.starts_with("server.")
+        && name.ends_with(".sock")
+        && name.as_bytes()[7..15].iter().all(u8::is_ascii_hexdigit)
+}
+
+/// `server.<8 hex digits>.sock`.
+const REPLACEMENT_SOCKET_LEN: usize = 20;
+
+/// A fresh name for the socket of a server that replaces one which may still listen.
+fn replacement_socket() -> Result<String, Error> {
+    let nonce = super::identity::Nonce::generate()?.to_hex();
+    Ok(format!("server.{}.sock", &nonce[..8]))
 }
 
 fn start_error(paths: &SharedPaths, reason: String) -> Error {
@@ -130,10 +186,16 @@ pub async fn attach_or_start(
     if transport == Transport::Unix {
         paths.check_socket_len()?;
     }
-    if let Some(attached) = probe(paths).await? {
+    let fingerprint = launcher.fingerprint();
+    let ours = |attached: &Attached| attached.command == fingerprint;
+    if let Some(attached) = probe(paths).await?
+        && ours(&attached)
+    {
         return Ok(attached);
     }
     let deadline = Instant::now() + timeout;
+    // The socket of a server that replaces one: the retired one may listen on its own a while longer.
+    let mut socket = None;
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         let Some(start_lock) = FileLock::acquire_within(&paths.start_lock(), left).await? else {
@@ -146,8 +208,13 @@ pub async fn attach_or_start(
             ));
         };
         // Another session may have started it while this one waited for the lock.
-        if let Some(attached) = probe(paths).await? {
-            return Ok(attached);
+        match probe(paths).await? {
+            Some(attached) if ours(&attached) => return Ok(attached),
+            Some(running) => {
+                retire(paths, &running).await;
+                socket = Some(replacement_socket()?);
+            }
+            None => {}
         }
         match FileLock::try_acquire(&paths.server_lock())? {
             None => {
@@ -155,13 +222,14 @@ pub async fn attach_or_start(
                 // without holding the start lock; if it dies, go round and start one.
                 drop(start_lock);
                 tracing::debug!("a server of `{}` is starting; waiting for it", paths.key());
-                if let Some(attached) = wait_for_server(paths, deadline, None).await? {
+                if let Some(attached) = wait_for_server(paths, deadline, None, &fingerprint).await?
+                {
                     return Ok(attached);
                 }
             }
             Some(server_lock) => {
-                let child = spawn_server(paths, launcher, server_lock)?;
-                let attached = wait_for_server(paths, deadline, Some(child)).await?;
+                let child = spawn_server(paths, launcher, server_lock, socket.as_deref())?;
+                let attached = wait_for_server(paths, deadline, Some(child), &fingerprint).await?;
                 drop(start_lock);
                 if let Some(mut attached) = attached {
                     attached.started = true;
@@ -181,16 +249,49 @@ pub async fn attach_or_start(
     }
 }
 
+/// Tells the key's running server, which runs another command or calltape version, that it is replaced.
+/// It answers once it let go of `server.lock` and its record; a server that cannot be told keeps its
+/// lock, and this session waits for it as for a server that is starting.
+async fn retire(paths: &SharedPaths, running: &Attached) {
+    let told = async {
+        let mut conn = Conn::open(&running.endpoint).await.ok()?;
+        conn.challenge(&running.endpoint, &running.keys)
+            .await
+            .ok()?;
+        conn.retire(&running.keys).await.ok()
+    };
+    match tokio::time::timeout(Duration::from_secs(5), told).await {
+        Ok(Some(())) => tracing::warn!(
+            "the shared server `{}` (pid {}) runs another command or calltape version: starting one for this command; the old one serves its sessions and exits after the last",
+            paths.key(),
+            running.pid
+        ),
+        _ => tracing::warn!(
+            "the shared server `{}` (pid {}) runs another command or calltape version and did not step aside; waiting for it",
+            paths.key(),
+            running.pid
+        ),
+    }
+}
+
 fn spawn_server(
     paths: &SharedPaths,
     launcher: &Launcher,
     server_lock: FileLock,
+    socket: Option<&str>,
 ) -> Result<Child, Error> {
     // Owner-only, emptied for this server, and never through a link planted at the path.
     let log = calltape_jsonl_store::fs::truncate(paths.log()).map_err(ErrorKind::File)?;
-    let child = Command::new(&launcher.program)
+    let mut command = Command::new(&launcher.program);
+    if let Some(socket) = socket {
+        command.env(SOCKET_ENV, socket);
+    } else {
+        command.env_remove(SOCKET_ENV);
+    }
+    let child = command
         .args(&launcher.args)
         .env(SERVE_KEY_ENV, paths.key().as_str())
+        .env(COMMAND_ENV, launcher.fingerprint())
         // The server keeps its files exactly where this session looks for them.
         .env("CALLTAPE_HOME", paths.home())
         // The server lock, already taken: the server holds it from its first instant.
@@ -224,9 +325,12 @@ async fn wait_for_server(
     paths: &SharedPaths,
     deadline: Instant,
     mut child: Option<Child>,
+    fingerprint: &str,
 ) -> Result<Option<Attached>, Error> {
     loop {
-        if let Some(attached) = probe(paths).await? {
+        if let Some(attached) = probe(paths).await?
+            && attached.command == fingerprint
+        {
             if let Some(mut child) = child {
                 // Reap it whenever it exits, so it never lingers as a zombie of this session.
                 std::thread::spawn(move || child.wait());
@@ -264,5 +368,53 @@ async fn wait_for_server(
             return Ok(None);
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::shared::SharedKey;
+
+    #[test]
+    fn server_sockets_are_in_the_key_folder_and_named_like_one() {
+        let paths = SharedPaths::under("/h", &SharedKey::new("k").unwrap());
+        let cases: &[(&str, bool)] = &[
+            ("/h/shared/k/server.sock", true),
+            ("/h/shared/k/server.0123abcd.sock", true),
+            ("/h/shared/k/server.0123abcg.sock", false),
+            ("/h/shared/k/server.0123abc.sock", false),
+            ("/h/shared/k/server.0123abcd.sock.x", false),
+            ("/h/shared/k/client.0123abcd.sock", false),
+            ("/h/shared/other/server.0123abcd.sock", false),
+            ("/tmp/server.0123abcd.sock", false),
+            ("/h/shared/k/sub/server.0123abcd.sock", false),
+            ("/h/shared/k/server.0123ab\u{e9}.sock", false),
+        ];
+        for (path, ok) in cases {
+            assert_eq!(is_server_socket(&paths, Path::new(path)), *ok, "{path}");
+        }
+        let fresh = replacement_socket().unwrap();
+        assert!(
+            is_server_socket(&paths, &paths.dir().join(&fresh)),
+            "{fresh}"
+        );
+    }
+
+    #[test]
+    fn fingerprints_differ_with_the_command() {
+        let launcher = |args: &[&str]| Launcher {
+            program: "/bin/calltape".into(),
+            args: args.iter().map(Into::into).collect(),
+        };
+        let v1 = launcher(&["serve", "--", "server", "v1"]).fingerprint();
+        assert_eq!(v1, launcher(&["serve", "--", "server", "v1"]).fingerprint());
+        assert_eq!(v1.len(), 64);
+        assert_ne!(v1, launcher(&["serve", "--", "server", "v2"]).fingerprint());
+        // Arguments are told apart from one another, not only joined.
+        assert_ne!(
+            launcher(&["a b", "c"]).fingerprint(),
+            launcher(&["a", "b c"]).fingerprint()
+        );
     }
 }

@@ -57,5 +57,5 @@ pub use record::{Endpoint, MCP_PATH, Record, Transport};
 pub use server::serve_shared;
 pub use session::{SharedUpstream, unavailable_answer};
 
-pub(crate) use identity::token_matches;
+pub(crate) use identity::{RETIRE_PATH, token_matches};
 pub(crate) use paths::make_private;

@@ -109,6 +109,9 @@ struct RecordJson {
     path: String,
     pid: u32,
     secret: String,
+    /// Absent from the records of an older calltape: such a server matches no session's command.
+    #[serde(default)]
+    command: String,
 }
 
 /// The contents of `server.json`.
@@ -122,6 +125,10 @@ pub struct Record {
     pub pid: u32,
     /// The secret it proves itself with.
     pub secret: Secret,
+    /// The fingerprint of the command it runs and of calltape's version
+    /// ([`Launcher::fingerprint`](super::Launcher::fingerprint)): a session attaches only to a server
+    /// whose fingerprint is its own.
+    pub command: String,
 }
 
 impl Record {
@@ -134,6 +141,7 @@ impl Record {
             path: self.path.clone(),
             pid: self.pid,
             secret: self.secret.to_hex(),
+            command: self.command.clone(),
         };
         serde_json::to_string(&json).expect("a record serializes")
     }
@@ -153,6 +161,7 @@ impl Record {
             path: json.path,
             pid: json.pid,
             secret: Secret::from_hex(&json.secret)?,
+            command: json.command,
         })
     }
 
@@ -214,6 +223,7 @@ mod tests {
             path: MCP_PATH.into(),
             pid: 42,
             secret: Secret::from_hex(&"ab".repeat(32)).unwrap(),
+            command: "cd".repeat(32),
         }
     }
 
@@ -223,7 +233,7 @@ mod tests {
         let value: serde_json::Value = serde_json::from_str(&r.to_json()).unwrap();
         assert_eq!(
             value,
-            serde_json::json!({"version":1,"transport":"http","endpoint":"http://127.0.0.1:4567","path":"/mcp","pid":42,"secret":"ab".repeat(32)})
+            serde_json::json!({"version":1,"transport":"http","endpoint":"http://127.0.0.1:4567","path":"/mcp","pid":42,"secret":"ab".repeat(32),"command":"cd".repeat(32)})
         );
         let r = record("unix:/run/user/1/calltape/shared/k/server.sock");
         assert!(r.to_json().contains(
@@ -233,6 +243,12 @@ mod tests {
         assert_eq!(back.endpoint, r.endpoint);
         assert_eq!(back.pid, 42);
         assert_eq!(back.secret.to_hex(), r.secret.to_hex());
+        assert_eq!(back.command, r.command);
+        // The record of an older calltape has no command: it matches no session's.
+        let old = r
+            .to_json()
+            .replace(&format!(r#","command":"{}""#, r.command), "");
+        assert_eq!(Record::from_json(&old).unwrap().command, "");
     }
 
     #[test]

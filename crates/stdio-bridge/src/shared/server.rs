@@ -1,8 +1,12 @@
 //! The shared server's own side: hold the key's lock, listen, write the record, serve, clean up.
 
-use std::future::Future;
+use std::{
+    future::Future,
+    sync::{Arc, Mutex},
+};
 
 use super::{
+    launch::{COMMAND_ENV, SOCKET_ENV, is_server_socket},
     lock::FileLock,
     paths::SharedPaths,
     record::{MCP_PATH, Record, Transport},
@@ -30,7 +34,7 @@ pub async fn serve_shared(
 ) -> Result<StopReason, Error> {
     paths.prepare()?;
     let lock_path = paths.server_lock();
-    let _lock = match FileLock::take_over_stdin(&lock_path)? {
+    let lock = match FileLock::take_over_stdin(&lock_path)? {
         Some(lock) => lock,
         None => FileLock::try_acquire(&lock_path)?.ok_or_else(|| {
             Error::from(crate::ErrorKind::SharedStart {
@@ -39,21 +43,44 @@ pub async fn serve_shared(
             })
         })?,
     };
+    // What the session that started it runs, and, when it replaces a server that may still listen,
+    // the socket to listen on.
+    let command = std::env::var(COMMAND_ENV)
+        .ok()
+        .filter(|c| c.len() == 64 && c.bytes().all(|b| b.is_ascii_hexdigit()))
+        .unwrap_or_default();
+    let socket = std::env::var_os(SOCKET_ENV)
+        .map(|name| paths.dir().join(name))
+        .filter(|path| is_server_socket(paths, path))
+        .unwrap_or_else(|| paths.socket());
+    let pid = std::process::id();
+    // Replaced by a server for another command: the lock and the record go at once, so that the new
+    // server takes the key, and this one serves its sessions until they end.
+    let lock = Arc::new(Mutex::new(Some(lock)));
+    let held = Arc::clone(&lock);
+    let record_path = paths.record();
     let secret = Secret::generate()?;
-    let serve = serve.shared_keys(secret.keys());
+    let serve = serve.shared_keys(secret.keys()).on_retire(move || {
+        Record::remove_if_pid(&record_path, pid);
+        drop(
+            held.lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .take(),
+        );
+    });
     let server = match transport {
         Transport::Unix => {
-            paths.check_socket_len()?;
-            serve.listen_unix(&paths.socket()).await?
+            super::paths::check_socket_len(&socket)?;
+            serve.listen_unix(&socket).await?
         }
         Transport::Http => serve.listen_tcp(([127, 0, 0, 1], 0).into()).await?,
     };
-    let pid = std::process::id();
     let record = Record {
         endpoint: server.endpoint().clone(),
         path: MCP_PATH.to_owned(),
         pid,
         secret,
+        command,
     };
     record.write(&paths.record())?;
     tracing::info!(
@@ -64,6 +91,11 @@ pub async fn serve_shared(
     );
     let result = server.run_until(shutdown).await;
     Record::remove_if_pid(&paths.record(), pid);
+    drop(
+        lock.lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take(),
+    );
     if let Ok(reason) = &result {
         tracing::info!("shared server `{}` stopped ({reason:?})", paths.key());
     }

@@ -38,6 +38,9 @@ use super::{
 };
 use crate::{BoxFuture, Error, Frame, Link, UPSTREAM_UNREACHABLE, Upstream, UpstreamEvent};
 
+/// How long a connection to the socket is kept for another request.
+const POOL_IDLE: Duration = Duration::from_secs(5);
+
 /// The longest answer body read from the server.
 const MAX_ANSWER: usize = 64 * 1024 * 1024;
 
@@ -250,8 +253,8 @@ struct Ctx {
     events: mpsc::Sender<UpstreamEvent>,
     session: Mutex<Option<String>>,
     version: Mutex<Option<String>>,
-    /// Challenged connections to the socket, ready for another request.
-    pool: Mutex<Vec<Conn>>,
+    /// Challenged connections to the socket, ready for another request, and since when.
+    pool: Mutex<Vec<(Conn, Instant)>>,
     stop: watch::Sender<bool>,
 }
 
@@ -275,8 +278,10 @@ impl Ctx {
     async fn conn(&self) -> Result<Conn, ConnError> {
         if self.reusable() {
             let mut pool = lock(&self.pool);
-            while let Some(conn) = pool.pop() {
-                if conn.is_usable() {
+            while let Some((conn, since)) = pool.pop() {
+                // The server closes a connection that sends no request for 10 s: one idle half that
+                // long is not worth the race with its closing.
+                if conn.is_usable() && since.elapsed() < POOL_IDLE {
                     return Ok(conn);
                 }
             }
@@ -300,11 +305,18 @@ impl Ctx {
 
     fn give_back(&self, conn: Conn) {
         if self.reusable() && conn.is_usable() {
-            lock(&self.pool).push(conn);
+            lock(&self.pool).push((conn, Instant::now()));
         }
     }
 
-    fn request(&self, method: Method, body: Option<Bytes>, accept: &str) -> Request<Full<Bytes>> {
+    /// A request to the server's MCP path; `Err` says why it cannot be built (a path in the record
+    /// that is not a valid request target).
+    fn request(
+        &self,
+        method: Method,
+        body: Option<Bytes>,
+        accept: &str,
+    ) -> Result<Request<Full<Bytes>>, String> {
         let mut builder = Request::builder()
             .method(method)
             .uri(self.attached.path.as_str())
@@ -316,6 +328,7 @@ impl Ctx {
         if body.is_some() {
             builder = builder.header(header::CONTENT_TYPE, "application/json");
         }
+        // Both were checked to be valid header values when the server sent them.
         if let Some(id) = lock(&self.session).as_deref() {
             builder = builder.header("mcp-session-id", id);
         }
@@ -324,7 +337,7 @@ impl Ctx {
         }
         builder
             .body(Full::new(body.unwrap_or_default()))
-            .expect("a valid request")
+            .map_err(|e| format!("cannot build a request to the shared server: {e}"))
     }
 
     async fn emit(&self, event: UpstreamEvent) {
@@ -355,10 +368,10 @@ fn start_link(attached: Attached) -> Link {
                 // End the session on the server, after proving it is still the server.
                 if lock(&ctx.session).is_some() {
                     let end = async {
-                        if let Ok(mut conn) = ctx.conn().await {
-                            let _ = conn
-                                .send(ctx.request(Method::DELETE, None, "application/json"))
-                                .await;
+                        if let Ok(mut conn) = ctx.conn().await
+                            && let Ok(req) = ctx.request(Method::DELETE, None, "application/json")
+                        {
+                            let _ = conn.send(req).await;
                         }
                     };
                     let _ = tokio::time::timeout(Duration::from_secs(2), end).await;
@@ -412,11 +425,22 @@ async fn send_loop(ctx: Arc<Ctx>, mut outgoing: mpsc::Receiver<Frame>) {
             }
         };
         let had_session = lock(&ctx.session).is_some();
-        let req = ctx.request(
+        let req = match ctx.request(
             Method::POST,
             Some(frame.clone()),
             "application/json, text/event-stream",
-        );
+        ) {
+            Ok(req) => req,
+            Err(message) => {
+                ctx.emit(UpstreamEvent::ProtocolError {
+                    frame,
+                    status: None,
+                    message,
+                })
+                .await;
+                continue;
+            }
+        };
         let res = match conn.send(req).await {
             Ok(res) => res,
             Err(e) => {
@@ -467,15 +491,23 @@ async fn send_loop(ctx: Arc<Ctx>, mut outgoing: mpsc::Receiver<Frame>) {
             {
                 *lock(&ctx.session) = Some(id.to_owned());
             }
-            // The handshake's answer is read before anything else is sent: later requests carry the
-            // negotiated version.
-            let answers = read_answers(&ctx, res).await;
+            // The handshake's answer, JSON or SSE, is read before anything else is sent: later
+            // requests carry the negotiated version.
+            let answers = read_answers(&ctx, res, true).await;
             ctx.give_back(conn);
             for answer in answers {
-                if let Ok(value) = serde_json::from_slice::<Value>(&answer)
-                    && let Some(version) = value["result"]["protocolVersion"].as_str()
-                {
-                    *lock(&ctx.version) = Some(version.to_owned());
+                match negotiated_version(&answer) {
+                    Ok(Some(version)) => *lock(&ctx.version) = Some(version),
+                    Ok(None) => {}
+                    Err(message) => {
+                        ctx.emit(UpstreamEvent::ProtocolError {
+                            frame: frame.clone(),
+                            status: None,
+                            message,
+                        })
+                        .await;
+                        continue;
+                    }
                 }
                 ctx.emit(UpstreamEvent::Message(answer)).await;
             }
@@ -487,7 +519,7 @@ async fn send_loop(ctx: Arc<Ctx>, mut outgoing: mpsc::Receiver<Frame>) {
         // Answers may take long (a slow tool): read them aside, so later requests go out meanwhile.
         let ctx2 = Arc::clone(&ctx);
         tokio::spawn(async move {
-            for answer in read_answers(&ctx2, res).await {
+            for answer in read_answers(&ctx2, res, false).await {
                 ctx2.emit(UpstreamEvent::Message(answer)).await;
             }
             ctx2.give_back(conn);
@@ -498,8 +530,26 @@ async fn send_loop(ctx: Arc<Ctx>, mut outgoing: mpsc::Receiver<Frame>) {
     }
 }
 
-/// The messages of a JSON or SSE answer, in order. SSE events are passed on as they come.
-async fn read_answers(ctx: &Ctx, res: hyper::Response<Incoming>) -> Vec<Frame> {
+/// The `protocolVersion` an answer to `initialize` negotiated; `Err` when it cannot be sent back as
+/// a header (control characters, say), which makes the answer an upstream protocol error.
+fn negotiated_version(answer: &[u8]) -> Result<Option<String>, String> {
+    let Ok(value) = serde_json::from_slice::<Value>(answer) else {
+        return Ok(None);
+    };
+    let Some(version) = value["result"]["protocolVersion"].as_str() else {
+        return Ok(None);
+    };
+    if http::HeaderValue::from_str(version).is_err() {
+        return Err(format!(
+            "the shared server answered initialize with the protocolVersion {version:?}, which is not a valid header value"
+        ));
+    }
+    Ok(Some(version.to_owned()))
+}
+
+/// The messages of a JSON or SSE answer, in order. SSE events are passed on as they come, unless
+/// `hold` is set: then they are returned with the rest.
+async fn read_answers(ctx: &Ctx, res: hyper::Response<Incoming>, hold: bool) -> Vec<Frame> {
     let sse = res
         .headers()
         .get(header::CONTENT_TYPE)
@@ -513,7 +563,7 @@ async fn read_answers(ctx: &Ctx, res: hyper::Response<Incoming>) -> Vec<Frame> {
                 match serde_json::from_slice::<Value>(&bytes) {
                     Ok(Value::Array(items)) => items
                         .iter()
-                        .map(|m| Bytes::from(serde_json::to_vec(m).expect("JSON values serialize")))
+                        .filter_map(|m| serde_json::to_vec(m).ok().map(Bytes::from))
                         .collect(),
                     Ok(_) => vec![bytes],
                     Err(_) => Vec::new(),
@@ -523,14 +573,19 @@ async fn read_answers(ctx: &Ctx, res: hyper::Response<Incoming>) -> Vec<Frame> {
         };
     }
     let mut splitter = SseSplitter::default();
+    let mut held = Vec::new();
     while let Some(Ok(frame)) = body.frame().await {
         if let Ok(data) = frame.into_data() {
             for event in splitter.feed(&data) {
-                ctx.emit(UpstreamEvent::Message(event)).await;
+                if hold {
+                    held.push(event);
+                } else {
+                    ctx.emit(UpstreamEvent::Message(event)).await;
+                }
             }
         }
     }
-    Vec::new()
+    held
 }
 
 /// The session's GET stream, reopened (and its server challenged again) whenever it ends.
@@ -547,10 +602,14 @@ async fn get_stream(ctx: Arc<Ctx>) {
                 return;
             }
         };
-        let res = match conn
-            .send(ctx.request(Method::GET, None, "text/event-stream"))
-            .await
-        {
+        let req = match ctx.request(Method::GET, None, "text/event-stream") {
+            Ok(req) => req,
+            Err(reason) => {
+                ctx.emit(UpstreamEvent::Closed { reason }).await;
+                return;
+            }
+        };
+        let res = match conn.send(req).await {
             Ok(res) => res,
             Err(e) => {
                 ctx.emit(UpstreamEvent::Closed {

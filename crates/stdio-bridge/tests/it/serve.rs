@@ -141,6 +141,8 @@ pub(crate) struct Reply {
     pub(crate) status: StatusCode,
     pub(crate) headers: HeaderMap,
     pub(crate) messages: Vec<Value>,
+    /// The body as text.
+    pub(crate) text: String,
 }
 
 impl Reply {
@@ -194,6 +196,7 @@ impl Session {
             status,
             headers,
             messages,
+            text,
         }
     }
 
@@ -290,20 +293,20 @@ pub(crate) async fn next_message(rx: &mut tokio::sync::mpsc::UnboundedReceiver<V
         .expect("the stream is open")
 }
 
-struct Running {
-    target: Target,
+pub(crate) struct Running {
+    pub(crate) target: Target,
     stop: Option<oneshot::Sender<()>>,
     task: JoinHandle<StopReason>,
 }
 
 impl Running {
-    async fn stop(mut self) -> StopReason {
+    pub(crate) async fn stop(mut self) -> StopReason {
         let _ = self.stop.take().expect("running").send(());
         self.task.await.expect("server task")
     }
 }
 
-async fn start(serve: Serve) -> Running {
+pub(crate) async fn start(serve: Serve) -> Running {
     let server = serve
         .listen_tcp("127.0.0.1:0".parse().unwrap())
         .await
@@ -329,14 +332,14 @@ fn spawn(server: calltape_stdio_bridge::serve::Server) -> Running {
     }
 }
 
-fn child() -> ChildUpstream {
+pub(crate) fn child() -> ChildUpstream {
     ChildUpstream::new([mux_server()])
         .expect("child")
         .stderr(Stderr::Null)
 }
 
-const ACCEPT_BOTH: (&str, &str) = ("accept", "application/json, text/event-stream");
-const JSON: (&str, &str) = ("content-type", "application/json");
+pub(crate) const ACCEPT_BOTH: (&str, &str) = ("accept", "application/json, text/event-stream");
+pub(crate) const JSON: (&str, &str) = ("content-type", "application/json");
 const PING: &[u8] = br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
 
 #[tokio::test]

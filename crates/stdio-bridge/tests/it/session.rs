@@ -81,6 +81,43 @@ async fn bad_lines_get_parse_errors_and_the_session_goes_on() {
     client.finish().await;
 }
 
+/// Lines that are JSON but not a request the bridge may forward: each gets exactly one `-32600` answer
+/// with `id: null`, and nothing reaches the server.
+const INVALID_REQUESTS: &[&str] = &[
+    "[]",
+    "[1]",
+    r#"[{"jsonrpc":"2.0","id":5,"method":"ping"},"x"]"#,
+    r#"{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}"#,
+    r#"{"jsonrpc":"2.0","id":[1],"method":"ping"}"#,
+    r#"{"jsonrpc":"2.0","id":true,"method":"ping"}"#,
+    r#"[{"jsonrpc":"2.0","id":false,"method":"ping"}]"#,
+];
+
+#[tokio::test]
+async fn invalid_requests_get_one_error_each_and_never_reach_the_server() {
+    let mut client = Client::start(Bridge::builder().upstream(echo()).build().expect("bridge"));
+    client.initialize().await;
+    for (n, line) in INVALID_REQUESTS.iter().enumerate() {
+        client.send_raw(format!("{line}\n").as_bytes()).await;
+        // A ping after each line: everything the bridge sends before its answer belongs to the line.
+        let ping = 100 + n as u64;
+        client
+            .send(json!({ "jsonrpc": "2.0", "id": ping, "method": "ping" }))
+            .await;
+        client.answer(&json!(ping)).await;
+        let answers = std::mem::take(&mut client.notes);
+        assert_eq!(answers.len(), 1, "{line}: {answers:?}");
+        assert_eq!(answers[0]["id"], Value::Null, "{line}");
+        assert_eq!(answers[0]["error"]["code"], -32600, "{line}");
+        assert_eq!(
+            answers[0]["error"]["data"]["reason"], "invalid_request",
+            "{line}"
+        );
+    }
+    let (_, rest) = client.finish().await;
+    assert!(rest.is_empty(), "{rest:?}");
+}
+
 #[tokio::test]
 async fn a_crash_fails_the_request_in_flight_and_the_next_one_reaches_a_reinitialized_server() {
     let mut client = Client::start(Bridge::builder().upstream(echo()).build().expect("bridge"));

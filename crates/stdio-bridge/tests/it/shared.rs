@@ -23,21 +23,21 @@ use tokio::{
 
 use crate::serve::mux_server;
 
-fn example(name: &str) -> PathBuf {
+pub(crate) fn example(name: &str) -> PathBuf {
     mux_server().with_file_name(name)
 }
 
-fn home() -> tempfile::TempDir {
+pub(crate) fn home() -> tempfile::TempDir {
     let tmp = tempfile::tempdir().unwrap();
     std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
     tmp
 }
 
-fn paths(home: &Path, key: &str) -> SharedPaths {
+pub(crate) fn paths(home: &Path, key: &str) -> SharedPaths {
     SharedPaths::under(home, &SharedKey::new(key).unwrap())
 }
 
-fn launcher(transport: Transport) -> Launcher {
+pub(crate) fn launcher(transport: Transport) -> Launcher {
     Launcher {
         program: example("shared_server"),
         args: vec![
@@ -65,13 +65,13 @@ fn launcher_after(script: &str, transport: Transport) -> Launcher {
     }
 }
 
-fn stop(pid: u32) {
+pub(crate) fn stop(pid: u32) {
     if let Some(pid) = rustix::process::Pid::from_raw(pid as i32) {
         let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
     }
 }
 
-async fn wait_gone(path: &Path) {
+pub(crate) async fn wait_gone(path: &Path) {
     for _ in 0..200 {
         if !path.exists() {
             return;
@@ -250,6 +250,7 @@ async fn a_squatter_on_the_recorded_port_gets_only_challenges_and_a_new_server_s
             path: MCP_PATH.into(),
             pid: 1,
             secret: secret.clone(),
+            command: String::new(),
         }
         .write(&paths.record())
         .unwrap();
@@ -659,6 +660,7 @@ async fn unsafe_folders_and_records_are_refused_before_anything_starts() {
         path: MCP_PATH.into(),
         pid: 1,
         secret: Secret::generate().unwrap(),
+        command: String::new(),
     };
     record.write(&paths.record()).unwrap();
     std::fs::set_permissions(paths.record(), std::fs::Permissions::from_mode(0o644)).unwrap();

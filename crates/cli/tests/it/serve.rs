@@ -1,0 +1,251 @@
+//! `calltape serve` under hostile load, with its default limits: connections that never send their
+//! headers, more sessions than it holds, and a GET stream whose client does not read. Through all of
+//! it, a real client is served and the process stays small.
+
+use std::{
+    io::{BufRead, BufReader, Read, Write},
+    net::TcpStream,
+    path::{Path, PathBuf},
+    process::{Child, Stdio},
+    time::Duration,
+};
+
+use crate::support::{calltape, peers, repo_root};
+
+fn python() -> PathBuf {
+    peers().join("venv/bin/python")
+}
+
+fn peer(name: &str) -> PathBuf {
+    repo_root().join("crates/cli/tests/peers").join(name)
+}
+
+/// A running `calltape serve` and its address.
+struct Served {
+    child: Child,
+    addr: String,
+    stderr: PathBuf,
+}
+
+impl Served {
+    fn start(dir: &Path, args: &[&str]) -> Self {
+        let stderr = dir.join("stderr");
+        let mut child = calltape()
+            .arg("serve")
+            .args(args)
+            .arg("--")
+            .arg(python())
+            .arg(peer("shared_server.py"))
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(&stderr).unwrap())
+            .spawn()
+            .unwrap();
+        let mut url = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut url)
+            .unwrap();
+        // `http://ADDR/mcp`, or `unix:PATH` on a socket.
+        let url = url.trim();
+        assert!(
+            url.starts_with("http://") || url.starts_with("unix:"),
+            "a URL on stdout, got {url:?}"
+        );
+        let addr = url
+            .strip_prefix("http://")
+            .and_then(|u| u.strip_suffix("/mcp"))
+            .unwrap_or(url)
+            .to_owned();
+        Self {
+            child,
+            addr,
+            stderr,
+        }
+    }
+
+    /// The resident memory of the `calltape serve` process, in MiB.
+    fn resident_mib(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
+        let kib: u64 = status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().strip_suffix("kB"))
+            .and_then(|v| v.trim().parse().ok())
+            .expect("VmRSS in /proc/PID/status");
+        kib / 1024
+    }
+
+    /// One request on a fresh connection; the whole response.
+    fn exchange(&self, session: Option<&str>, body: &str) -> String {
+        let mut stream = TcpStream::connect(&self.addr).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(60)))
+            .unwrap();
+        let session = session
+            .map(|id| format!("Mcp-Session-Id: {id}\r\nMCP-Protocol-Version: 2025-06-18\r\n"))
+            .unwrap_or_default();
+        let request = format!(
+            "POST /mcp HTTP/1.1\r\nHost: {}\r\nAccept: application/json, text/event-stream\r\nContent-Type: application/json\r\nConnection: close\r\n{session}Content-Length: {}\r\n\r\n{body}",
+            self.addr,
+            body.len()
+        );
+        stream.write_all(request.as_bytes()).unwrap();
+        let mut response = String::new();
+        let _ = stream.read_to_string(&mut response);
+        response
+    }
+
+    /// Initializes a session; its id, or the whole response when it was refused.
+    fn initialize(&self) -> Result<String, String> {
+        let response = self.exchange(None, INITIALIZE);
+        let id = response.lines().find_map(|l| {
+            l.to_ascii_lowercase()
+                .strip_prefix("mcp-session-id: ")
+                .map(str::to_owned)
+        });
+        id.ok_or(response)
+    }
+
+    /// Calls `echo` in a session; true when the text came back.
+    fn echo(&self, session: &str, text: &str) -> bool {
+        let call = format!(
+            r#"{{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"{text}"}}}}}}"#
+        );
+        self.exchange(Some(session), &call).contains(text)
+    }
+
+    fn stderr(&self) -> String {
+        std::fs::read_to_string(&self.stderr).unwrap_or_default()
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("kill")
+            .arg(self.child.id().to_string())
+            .status();
+        let _ = self.child.wait();
+    }
+}
+
+const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+
+/// Whether the server closed `stream` (the end, or a reset) before a read gave up after 60 s.
+fn closed_by_server(stream: &mut TcpStream) -> bool {
+    stream
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    let mut buf = [0u8; 1024];
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) => return true,
+            // A 408 or another answer before the end is fine.
+            Ok(_) => {}
+            Err(e) => {
+                return !matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn serve_with_default_limits_outlasts_half_sent_requests_and_a_flood_of_sessions() {
+    let tmp = tempfile::tempdir().unwrap();
+    let served = Served::start(tmp.path(), &["--listen", "127.0.0.1:0"]);
+
+    // 300 connections that send half a request and then nothing (past the cap of 256).
+    let mut half_sent: Vec<TcpStream> = (0..300)
+        .map(|_| {
+            let mut stream = TcpStream::connect(&served.addr).unwrap();
+            stream
+                .write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event")
+                .unwrap();
+            stream
+        })
+        .collect();
+    let session = served.initialize().expect("a real client's session");
+    assert!(served.echo(&session, "still served"));
+
+    // More initializes than the 1,024 sessions it holds: the ones past the cap get 503 and say why.
+    let mut refused = Vec::new();
+    for _ in 0..1100 {
+        if let Err(response) = served.initialize() {
+            refused.push(response);
+        }
+    }
+    assert_eq!(
+        refused.len(),
+        1100 - 1023,
+        "one session was the real client's"
+    );
+    assert!(refused[0].starts_with("HTTP/1.1 503"), "{}", refused[0]);
+    assert!(refused[0].contains("too_many_sessions"), "{}", refused[0]);
+    assert!(served.echo(&session, "served after the flood"));
+    let resident = served.resident_mib();
+    assert!(resident < 150, "{resident} MiB resident");
+
+    // Every half-sent request is closed: past the cap to make room, or at the 10 s header timeout.
+    for (n, stream) in half_sent.iter_mut().enumerate() {
+        assert!(closed_by_server(stream), "connection {n} is still open");
+    }
+    assert!(served.echo(&session, "served at the end"));
+    assert!(served.resident_mib() < 150);
+    // No --token-file on TCP: one warning says that any local user can connect.
+    let stderr = served.stderr();
+    assert_eq!(
+        stderr.matches("any local user can connect").count(),
+        1,
+        "{stderr}"
+    );
+}
+
+#[test]
+fn serve_with_a_token_file_or_on_a_socket_gives_no_warning_about_local_users() {
+    let tmp = tempfile::tempdir().unwrap();
+    let token = tmp.path().join("token");
+    let socket = tmp.path().join("s.sock");
+    for args in [
+        vec![
+            "--listen",
+            "127.0.0.1:0",
+            "--token-file",
+            token.to_str().unwrap(),
+        ],
+        vec!["--socket", socket.to_str().unwrap()],
+    ] {
+        let served = Served::start(tmp.path(), &args);
+        // The URL is printed after the warning would be: the log is complete up to here.
+        let stderr = served.stderr();
+        assert!(!stderr.contains("any local user"), "{args:?}: {stderr}");
+    }
+}
+
+#[test]
+fn serve_closes_a_get_stream_whose_client_does_not_read_and_stays_small() {
+    let tmp = tempfile::tempdir().unwrap();
+    let served = Served::start(tmp.path(), &["--listen", "127.0.0.1:0"]);
+    let reader = served.initialize().expect("a session");
+    // The reader opens its GET stream and never reads it.
+    let mut stream = TcpStream::connect(&served.addr).unwrap();
+    let get = format!(
+        "GET /mcp HTTP/1.1\r\nHost: {}\r\nAccept: text/event-stream\r\nMcp-Session-Id: {reader}\r\nMCP-Protocol-Version: 2025-06-18\r\n\r\n",
+        served.addr
+    );
+    stream.write_all(get.as_bytes()).unwrap();
+    // Another session has the server send 200 MiB of log messages, which go to every session.
+    let caller = served.initialize().expect("a session");
+    let flood = r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"flood","arguments":{"count":200,"size":1048576}}}"#;
+    let response = served.exchange(Some(&caller), flood);
+    assert!(
+        response.contains("flooded"),
+        "{}",
+        &response[..response.len().min(500)]
+    );
+    let resident = served.resident_mib();
+    assert!(resident < 150, "{resident} MiB resident");
+    assert!(served.echo(&caller, "still served"));
+    // The stream fell behind and was closed: what the server wrote before ends in the end of it.
+    assert!(closed_by_server(&mut stream));
+}
