@@ -27,6 +27,13 @@ Requests to http://127.0.0.1:PORT/<name>/<rest> go to that upstream's <rest>. A 
 cassette under --cassette-dir with the header `x-calltape-cassette: NAME` or the path prefix
 /_cassette/NAME/.
 
+Loopback only, as `calltape serve`: a request with an Origin header gets 403 unless --allow-origin
+names that origin, and a Host that is not 127.0.0.1, localhost or [::1] with the proxy's port gets
+421. With --auth the proxy holds a real key, so it serves only under a random per-run path prefix,
+http://127.0.0.1:PORT/ct-<32 hex digits>/<name>/<rest>: the URLs --env and CALLTAPE_PROXY_URL give
+the command, and the URLs printed on stdout without a command, include it (--path-token FILE also
+writes it to an owner-only file). A request without it gets 404 and never goes upstream.
+
 Modes (--mode, else CALLTAPE_MODE, else LLM_TEST_MODE / UPDATE_RECORDINGS=true, else replay
 when CI is set to anything but empty, 0 or false, else auto):
   auto     the local default: replay hits, record misses. The cassette answers what it can (an
@@ -203,6 +210,16 @@ struct ServeArgs {
     #[arg(long = "keep-header", value_name = "NAME")]
     keep_headers: Vec<String>,
 
+    /// Serve requests from this browser origin (repeatable), e.g. http://localhost:5173; any other
+    /// request with an Origin header gets 403.
+    #[arg(long = "allow-origin", value_name = "ORIGIN")]
+    allow_origins: Vec<String>,
+
+    /// Write the per-run path prefix's token (ct-<hex>) to this owner-only file; the proxy then
+    /// serves under the prefix even without --auth.
+    #[arg(long = "path-token", value_name = "FILE")]
+    path_token: Option<PathBuf>,
+
     /// The command to run against the proxy; the exit status is its own.
     #[arg(last = true, value_name = "CMD")]
     command: Vec<OsString>,
@@ -336,6 +353,16 @@ fn serve(args: ServeArgs) -> u8 {
     for h in args.keep_headers {
         builder = builder.keep_response_header(h);
     }
+    for origin in args.allow_origins {
+        builder = builder.allow_origin(origin);
+    }
+    if let Some(file) = &args.path_token {
+        builder = builder.path_token_file(file);
+    }
+    // The same URLs in every mode: a replay run that drops the key keeps the prefix.
+    if !args.auth.is_empty() {
+        builder = builder.path_token(true);
+    }
     if mode != Mode::Replay {
         for spec in &args.auth {
             match resolve_auth(spec) {
@@ -376,7 +403,8 @@ fn serve(args: ServeArgs) -> u8 {
                 return exit::USAGE;
             }
         };
-        tracing::info!(mode = %proxy.mode(), url = %proxy.url(), "calltape http proxy listening");
+        // The address only: the path prefix goes to stdout or to the command, not to logs.
+        tracing::info!(mode = %proxy.mode(), addr = %proxy.local_addr(), "calltape http proxy listening");
         let code = if args.command.is_empty() {
             for u in &args.upstreams {
                 if let Some((name, _)) = u.split_once('=') {

@@ -487,3 +487,119 @@ fn mastra_recordings_import_into_replayable_cassettes() {
         "imported answer"
     );
 }
+
+/// The per-run path prefix in a URL: `ct-` and 32 hex digits right after the address.
+fn path_prefix_of(url: &str) -> Option<&str> {
+    let path = url.strip_prefix("http://")?.split_once('/')?.1;
+    let token = path.split('/').next()?;
+    (token.len() == 35
+        && token.starts_with("ct-")
+        && token[3..].bytes().all(|b| b.is_ascii_hexdigit()))
+    .then_some(token)
+}
+
+#[test]
+fn with_auth_the_proxy_serves_under_a_path_prefix_that_env_and_stdout_carry() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = FakeApi::start(dir.path());
+
+    // The SDKs, given only the --env URLs, reach the upstream through the prefix, with the key added.
+    let cassette = dir.path().join("chat.jsonl");
+    let auth = [
+        "--auth",
+        "openai=env:OPENAI_API_KEY",
+        "--auth",
+        "anthropic=env:ANTHROPIC_API_KEY",
+    ];
+    let (status, recorded, stderr) =
+        run_client_with("record", &auth, &fake.url(), &cassette, "all");
+    assert_eq!(status, 0, "record run failed:\n{stderr}");
+    assert_eq!(recorded["chat"]["content"], "echo: hi");
+    let text = std::fs::read_to_string(&cassette).unwrap();
+    assert!(
+        !text.contains("ct-"),
+        "the path prefix reached the cassette"
+    );
+    assert!(!text.contains(OPENAI_KEY), "a key reached the cassette");
+
+    // What the command is given: every URL carries the same prefix.
+    let urls = dir.path().join("urls.txt");
+    let output = calltape()
+        .args(["http", "--mode", "live", "--upstream"])
+        .arg(format!("openai={}", fake.url()))
+        .args(["--auth", "openai=env:OPENAI_API_KEY"])
+        .args(["--env", "OPENAI_BASE_URL=openai/v1", "--", "sh", "-c"])
+        .arg(r#"printf '%s\n%s\n' "$OPENAI_BASE_URL" "$CALLTAPE_PROXY_URL" > "$0""#)
+        .arg(&urls)
+        .env("OPENAI_API_KEY", OPENAI_KEY)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let given = std::fs::read_to_string(&urls).unwrap();
+    let lines: Vec<&str> = given.lines().collect();
+    let token = path_prefix_of(lines[0]).unwrap_or_else(|| panic!("{given}"));
+    assert!(
+        lines[0].ends_with(&format!("/{token}/openai/v1")),
+        "{given}"
+    );
+    assert!(lines[1].ends_with(&format!("/{token}")), "{given}");
+    assert!(
+        !String::from_utf8_lossy(&output.stderr).contains(token),
+        "the prefix went to the logs"
+    );
+
+    // Standalone: the printed URLs carry it, and --path-token writes it to an owner-only file.
+    let token_file = dir.path().join("token");
+    let mut proxy = calltape()
+        .args(["http", "--mode", "live", "--upstream"])
+        .arg(format!("openai={}", fake.url()))
+        .args(["--auth", "openai=env:OPENAI_API_KEY", "--path-token"])
+        .arg(&token_file)
+        .env("OPENAI_API_KEY", OPENAI_KEY)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(proxy.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let base = line.split_whitespace().nth(1).unwrap().to_owned();
+    let token = path_prefix_of(&base)
+        .unwrap_or_else(|| panic!("{line}"))
+        .to_owned();
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(std::fs::read_to_string(&token_file).unwrap().trim(), token);
+    assert_eq!(
+        std::fs::metadata(&token_file).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    let addr = base
+        .trim_start_matches("http://")
+        .split('/')
+        .next()
+        .unwrap()
+        .to_owned();
+    let before = fake.connections();
+    let body = r#"{"model":"m","messages":[{"role":"user","content":"x"}]}"#;
+    let refused = http_post(&addr, "/openai/v1/chat/completions", body);
+    assert!(refused.starts_with("HTTP/1.1 404"), "{refused}");
+    assert!(refused.contains("path prefix"), "{refused}");
+    assert_eq!(
+        fake.connections(),
+        before,
+        "a request without the prefix went upstream"
+    );
+    let served = http_post(&addr, &format!("/{token}/openai/v1/chat/completions"), body);
+    assert!(served.starts_with("HTTP/1.1 200"), "{served}");
+    assert!(served.contains("auth was Bearer"), "{served}");
+    proxy.kill().unwrap();
+    proxy.wait().unwrap();
+}

@@ -8,6 +8,15 @@
 //! A test may pick its own cassette with the `x-calltape-cassette: NAME` header or the path prefix
 //! `/_cassette/NAME/`, resolved under the [`cassette_dir`](ProxyBuilder::cassette_dir), so one proxy
 //! serves a parallel test run.
+//!
+//! The proxy listens on loopback only and refuses what a web page could send it: a request with an
+//! `Origin` header (403) unless that origin was [allowed](ProxyBuilder::allow_origin), and a `Host`
+//! that does not name the listener (421), as `serve` does
+//! (`calltape_stdio_bridge::guard::LoopbackGuard`). A proxy that adds a key itself
+//! ([`auth`](ProxyBuilder::auth)) also serves only under a random per-run path prefix
+//! (`/ct-<32 hex digits>/`), which its [`url`](ProxyHandle::url) and
+//! [`base_url`](ProxyHandle::base_url) include: a request without it gets 404 and never goes
+//! upstream. The prefix is never stored in a cassette.
 
 mod capture;
 mod miss;
@@ -28,6 +37,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use calltape_recorder::{Normalizer, Scrubber};
+use calltape_stdio_bridge::guard::LoopbackGuard;
 use http::{HeaderName, HeaderValue};
 use http_body_util::combinators::UnsyncBoxBody;
 use tokio::sync::{Notify, watch};
@@ -77,6 +87,9 @@ pub struct ProxyBuilder {
     keep_headers: Vec<String>,
     secrets_from_env: bool,
     rerecord_hint: Option<String>,
+    allowed_origins: Vec<String>,
+    path_token: Option<bool>,
+    path_token_file: Option<PathBuf>,
 }
 
 impl Default for ProxyBuilder {
@@ -101,6 +114,9 @@ impl Default for ProxyBuilder {
             keep_headers: Vec::new(),
             secrets_from_env: true,
             rerecord_hint: None,
+            allowed_origins: Vec::new(),
+            path_token: None,
+            path_token_file: None,
         }
     }
 }
@@ -228,6 +244,29 @@ impl ProxyBuilder {
         self
     }
 
+    /// Serves requests that carry exactly this `Origin` (repeatable; for a browser app under test).
+    /// Any other request with an `Origin` header gets 403.
+    pub fn allow_origin(mut self, origin: impl Into<String>) -> Self {
+        self.allowed_origins.push(origin.into());
+        self
+    }
+
+    /// Whether to serve only under a random per-run path prefix (`/ct-<32 hex digits>/`). On by
+    /// default when an [`auth`](Self::auth) key or a [`path_token_file`](Self::path_token_file) is
+    /// configured, off otherwise.
+    pub fn path_token(mut self, yes: bool) -> Self {
+        self.path_token = Some(yes);
+        self
+    }
+
+    /// Writes the path prefix's token (`ct-<32 hex digits>`, no slashes, one line) to this file when
+    /// the proxy starts: an owner-only file, replaced atomically; a symbolic link at the path is an
+    /// error. Turns the path prefix on unless [`path_token(false)`](Self::path_token) says otherwise.
+    pub fn path_token_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.path_token_file = Some(path.into());
+        self
+    }
+
     /// Binds the listener and starts serving.
     pub async fn start(self) -> Result<ProxyHandle> {
         let mode = Mode::resolve(self.mode).map_err(ErrorKind::Config)?;
@@ -346,7 +385,7 @@ impl ProxyBuilder {
             addr: self.listen,
             source,
         })?;
-        let state = Arc::new(State {
+        let mut state = State {
             mode,
             upstreams,
             cassette: self.cassette,
@@ -370,7 +409,27 @@ impl ProxyBuilder {
                 "run the tests again with CALLTAPE_MODE=record (or --mode record) and the upstream reachable"
                     .to_owned()
             }),
-        });
+            guard: LoopbackGuard::default(),
+            path_token: None,
+        };
+        let wanted = !state.auth.is_empty() || self.path_token_file.is_some();
+        let path_token = if self.path_token.unwrap_or(wanted) {
+            let token = random_path_token()?;
+            if let Some(file) = &self.path_token_file {
+                calltape_jsonl_store::rewrite(file, [token.as_bytes()])
+                    .map_err(ErrorKind::Store)?;
+            }
+            Some(token)
+        } else {
+            None
+        };
+        let mut guard = LoopbackGuard::new(Some(addr.port()));
+        for origin in self.allowed_origins {
+            guard = guard.allow_origin(origin);
+        }
+        state.guard = guard;
+        state.path_token = path_token;
+        let state = Arc::new(state);
         let (stop_tx, stop_rx) = watch::channel(false);
         let task = tokio::spawn(server::serve(listener, Arc::clone(&state), stop_rx));
         tracing::debug!(%addr, %mode, "proxy listening");
@@ -411,6 +470,25 @@ pub(crate) struct State {
     pub(crate) keep_headers: Vec<String>,
     pub(crate) auth: HashMap<String, (HeaderName, HeaderValue)>,
     pub(crate) rerecord_hint: String,
+    /// Who may send requests: no foreign origin or host.
+    pub(crate) guard: LoopbackGuard,
+    /// `ct-<hex>`: the first path segment every request must start with, when the proxy holds a key.
+    pub(crate) path_token: Option<String>,
+}
+
+/// `ct-` and 128 random bits in hex.
+fn random_path_token() -> Result<String> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).map_err(|e| {
+        ErrorKind::Config(format!(
+            "cannot draw a random path prefix from the operating system: {e}"
+        ))
+    })?;
+    let mut token = String::from("ct-");
+    for b in bytes {
+        token.push_str(&format!("{b:02x}"));
+    }
+    Ok(token)
 }
 
 impl State {
@@ -528,14 +606,24 @@ impl ProxyHandle {
         self.addr
     }
 
-    /// `http://ADDR`, the proxy's root URL.
+    /// `http://ADDR`, the proxy's root URL, with its path prefix when it has one
+    /// (`http://ADDR/ct-<hex>`).
     pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        match &self.state.path_token {
+            Some(token) => format!("http://{}/{token}", self.addr),
+            None => format!("http://{}", self.addr),
+        }
     }
 
-    /// The base URL a client of upstream `name` should use: `http://ADDR/name`.
+    /// The base URL a client of upstream `name` should use: `http://ADDR/name`, or
+    /// `http://ADDR/ct-<hex>/name` when the proxy serves under a path prefix.
     pub fn base_url(&self, name: &str) -> String {
-        format!("http://{}/{}", self.addr, name)
+        format!("{}/{name}", self.url())
+    }
+
+    /// The token of the per-run path prefix (`ct-<32 hex digits>`), when the proxy serves under one.
+    pub fn path_token(&self) -> Option<&str> {
+        self.state.path_token.as_deref()
     }
 
     /// The mode in effect.

@@ -68,9 +68,42 @@ fn full(bytes: impl Into<Bytes>) -> ProxyBody {
 }
 
 async fn handle(state: Arc<State>, req: hyper::Request<Incoming>) -> HttpResponse {
+    if let Err(refusal) = state.guard.check(req.headers()) {
+        return refuse(refusal.status(), refusal.message());
+    }
     match route(&state, req).await {
         Ok(r) | Err(r) => r,
     }
+}
+
+/// A plain-text refusal for a request that reached no upstream; clients must not retry it.
+fn refuse(status: StatusCode, text: &str) -> HttpResponse {
+    let mut resp = hyper::Response::new(full(format!("calltape: {text}\n")));
+    *resp.status_mut() = status;
+    let h = resp.headers_mut();
+    h.insert(
+        http::header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    h.insert("x-should-retry", HeaderValue::from_static("false"));
+    resp
+}
+
+/// The path after the per-run prefix `/<token>`, or `None` when the request does not carry it.
+fn strip_path_token<'a>(path: &'a str, token: &str) -> Option<&'a str> {
+    let rest = path.strip_prefix('/')?;
+    let (first, after) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, ""),
+    };
+    // Compared without an early exit, so the time taken says nothing about how much was right.
+    let same = first.len() == token.len()
+        && first
+            .bytes()
+            .zip(token.bytes())
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+            == 0;
+    same.then_some(if after.is_empty() { "/" } else { after })
 }
 
 /// Splits `/[_cassette/NAME/]<upstream>/<rest>`.
@@ -123,7 +156,17 @@ async fn route(
     req: hyper::Request<Incoming>,
 ) -> Result<HttpResponse, HttpResponse> {
     let (parts, body) = req.into_parts();
-    let path = parts.uri.path().to_owned();
+    let path = match &state.path_token {
+        Some(token) => strip_path_token(parts.uri.path(), token).ok_or_else(|| {
+            refuse(
+                StatusCode::NOT_FOUND,
+                "this proxy adds an API key upstream, so it serves only under its per-run path \
+                 prefix; use the URL it printed or gave the command (CALLTAPE_PROXY_URL)",
+            )
+        })?,
+        None => parts.uri.path(),
+    }
+    .to_owned();
     let query = parts.uri.query().map(str::to_owned);
     let (prefix_cassette, upstream_name, rest) = split_path(&path);
     let (upstream_name, rest) = (upstream_name.to_owned(), rest.to_owned());
@@ -727,6 +770,29 @@ mod tests {
         ];
         for (path, cassette, up, rest) in table {
             assert_eq!(split_path(path), (cassette, up, rest), "{path}");
+        }
+    }
+
+    #[test]
+    fn the_path_token_is_the_whole_first_segment() {
+        let token = "ct-00112233445566778899aabbccddeeff";
+        let table = [
+            (
+                "/ct-00112233445566778899aabbccddeeff/openai/v1",
+                Some("/openai/v1"),
+            ),
+            ("/ct-00112233445566778899aabbccddeeff", Some("/")),
+            ("/ct-00112233445566778899aabbccddeeff/", Some("/")),
+            ("/ct-00112233445566778899aabbccddeeffX/openai", None),
+            ("/ct-00112233445566778899aabbccddeefe/openai", None),
+            ("/ct-00112233445566778899aabbccddeeff", Some("/")),
+            ("/openai/ct-00112233445566778899aabbccddeeff/v1", None),
+            ("/openai/v1", None),
+            ("/", None),
+            ("", None),
+        ];
+        for (path, expected) in table {
+            assert_eq!(strip_path_token(path, token), expected, "{path}");
         }
     }
 }
