@@ -202,12 +202,19 @@ struct ServeArgs {
     #[arg(long = "keep-name", value_name = "NAME")]
     keep_names: Vec<String>,
 
-    /// Another response header to drop from recordings (repeatable; `prefix*` allowed).
+    /// A response header to drop from recordings although it is kept by default (repeatable;
+    /// `prefix*` allowed), e.g. x-request-id.
     #[arg(long = "drop-header", value_name = "NAME")]
     drop_headers: Vec<String>,
 
-    /// A response header to keep although it is dropped by default (repeatable).
-    #[arg(long = "keep-header", value_name = "NAME")]
+    /// Another response header to keep in recordings (repeatable; `prefix*` allowed). Only
+    /// content-type, retry-after, x-ratelimit-*, anthropic-ratelimit-* and the request-id headers
+    /// are kept by default; a kept value is still redacted.
+    #[arg(
+        long = "keep-response-header",
+        visible_alias = "keep-header",
+        value_name = "NAME"
+    )]
     keep_headers: Vec<String>,
 
     /// Serve requests from this browser origin (repeatable), e.g. http://localhost:5173; any other

@@ -153,7 +153,12 @@ fn real_sdks_record_then_replay_offline_with_no_secrets() {
         "the echoed key is scrubbed"
     );
     assert!(text.contains(r#""event":"ping""#) && text.contains(r#""data":"[DONE]""#));
-    assert!(!text.contains("set-cookie") && !text.contains("x-request-id"));
+    assert!(!text.contains("set-cookie") && !text.contains("cf-ray"));
+    assert!(!text.contains("openai-organization"));
+    assert!(
+        text.contains(r#"["x-request-id","req_fake_1"]"#),
+        "the request id is on the allow-list"
+    );
     let connections_after_record = fake.connections();
     assert!(connections_after_record >= 1);
 

@@ -219,13 +219,17 @@ impl ProxyBuilder {
         self
     }
 
-    /// Another response header to drop from recordings (`prefix*` allowed).
+    /// A response header to drop from recordings although it is on the default keep list
+    /// (`calltape_recorder::cassette::KEPT_RESPONSE_HEADERS`; `prefix*` allowed), such as
+    /// `x-request-id`, which differs on every call.
     pub fn drop_response_header(mut self, pattern: impl Into<String>) -> Self {
         self.drop_headers.push(pattern.into().to_ascii_lowercase());
         self
     }
 
-    /// A response header to keep even though it is on the default drop list.
+    /// Another response header to keep in recordings (`prefix*` allowed); every header that is not
+    /// on the default keep list or named here is dropped. Its value is still redacted, a URL as a
+    /// URL.
     pub fn keep_response_header(mut self, name: impl Into<String>) -> Self {
         self.keep_headers.push(name.into().to_ascii_lowercase());
         self

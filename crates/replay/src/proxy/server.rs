@@ -723,10 +723,11 @@ fn kept_headers(state: &State, headers: &HeaderMap) -> Vec<(String, String)> {
         if HOP_HEADERS.contains(&n) || state.scrubber.is_secret_name(n) {
             continue;
         }
-        let keep = state.keep_headers.iter().any(|k| k == n);
-        let dropped = calltape_recorder::cassette::is_dropped_response_header(n)
-            || state.drop_headers.iter().any(|p| name_matches(p, n));
-        if dropped && !keep {
+        // An allow-list: what is not kept by default or by name is dropped.
+        let keep = state.keep_headers.iter().any(|k| name_matches(k, n))
+            || (calltape_recorder::cassette::is_kept_response_header(n)
+                && !state.drop_headers.iter().any(|p| name_matches(p, n)));
+        if !keep {
             continue;
         }
         if let Ok(v) = value.to_str() {

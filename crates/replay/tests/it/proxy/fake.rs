@@ -197,6 +197,14 @@ async fn answer(
             full(200, "application/json", body.to_string())
         }
         "/v1/counter" => full(200, "application/json", json!({"n": n}).to_string()),
+        "/v1/headers" => {
+            let mut r = full(200, "application/json", json!({"ok": true}).to_string());
+            let h = r.headers_mut();
+            for (k, v) in HEADERS_ANSWER {
+                h.insert(*k, v.parse().unwrap());
+            }
+            r
+        }
         "/v1/responses" => {
             let events = [
                 (
@@ -338,6 +346,22 @@ async fn answer(
         ),
     }
 }
+
+/// The headers `/v1/headers` answers with, besides those every JSON answer has.
+pub(super) const HEADERS_ANSWER: &[(&str, &str)] = &[
+    ("request-id", "req_anthropic_1"),
+    ("anthropic-ratelimit-requests-remaining", "49"),
+    ("retry-after", "3"),
+    ("x-session-hint", "hint-4f2a9c1e7d"),
+    (
+        "location",
+        "https://files.example/out?sig=locsig-8e7f6a5b4c",
+    ),
+    (
+        "x-download",
+        "https://files.example/d/ghp_0123456789abcdefghijklmnopqrstuvwxyz?X-Amz-%53ignature=amzsig-1a2b3c&part=1",
+    ),
+];
 
 /// The event stream `/v1/stream/br` sends, brotli-encoded.
 pub(super) const BR_EVENTS: &str = "event: a\ndata: {\"n\":1}\n\ndata: two\n\ndata: [DONE]\n\n";

@@ -131,16 +131,20 @@ async fn record_then_replay_offline_gives_the_same_bytes() {
     );
     for header in [
         "set-cookie",
-        "x-request-id",
         "\"date\"",
         "openai-organization",
-        "x-ratelimit",
         "cf-ray",
         "authorization",
         "x-stainless",
     ] {
         assert!(!text.contains(header), "{header} reached the cassette");
     }
+    // Allow-listed: the request id and the rate-limit counts.
+    assert!(text.contains(r#"["x-request-id","req_12345"]"#), "{text}");
+    assert!(
+        text.contains(r#"["x-ratelimit-remaining-requests","99"]"#),
+        "{text}"
+    );
     assert!(text.contains(r#""event":"message_start""#));
     assert!(text.contains(r#""data":"[DONE]""#));
     assert_eq!(
@@ -978,4 +982,80 @@ async fn ndjson_streams_round_trip_and_live_mode_writes_nothing() {
         c.headers.get("content-type").unwrap(),
         "application/x-ndjson"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cassettes_keep_only_allowed_response_headers_and_no_secret_in_a_path_or_query_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let cassette = dir.path().join("c.jsonl");
+    let fake = FakeUpstream::start().await;
+    let builder = |mode: Mode, url: &str| {
+        Proxy::builder()
+            .upstream("openai", url)
+            .cassette(&cassette)
+            .mode(mode)
+            .keep_response_header("x-download")
+    };
+    let ghp = "ghp_9876543210abcdefghijklmnopqrstuvwxyz";
+    let repo_path = format!("/v1/repos/{ghp}/x?ke%79=qvalue-5d6e7f&alt=json");
+    let proxy = builder(Mode::Record, &fake.url()).start().await.unwrap();
+    let headers = post(&proxy, "openai", "/v1/headers", &json!({})).await;
+    assert_eq!(headers.status, 200);
+    let repo = post(&proxy, "openai", &repo_path, &json!({})).await;
+    assert_eq!(repo.status, 404, "the fake has no such route");
+    let report = proxy.shutdown().await.unwrap();
+    assert!(report.errors.is_empty(), "{}", report.summary());
+    let text = read(&cassette);
+    for kept in [
+        "\"content-type\"",
+        "\"x-request-id\"",
+        "\"request-id\"",
+        "\"x-ratelimit-remaining-requests\"",
+        "\"anthropic-ratelimit-requests-remaining\"",
+        "\"retry-after\"",
+        "\"x-download\"",
+    ] {
+        assert!(text.contains(kept), "{kept} was not kept:\n{text}");
+    }
+    for dropped in [
+        "x-session-hint",
+        "hint-4f2a9c1e7d",
+        "location",
+        "locsig-8e7f6a5b4c",
+        "amzsig-1a2b3c",
+        "set-cookie",
+        "openai-organization",
+        "\"date\"",
+        ghp,
+        "ghp_0123456789",
+        "qvalue-5d6e7f",
+    ] {
+        assert!(
+            !text.contains(dropped),
+            "{dropped} reached the cassette:\n{text}"
+        );
+    }
+    assert!(text.contains("/v1/repos/[REDACTED]/x"), "{text}");
+    assert!(
+        text.contains("https://files.example/d/[REDACTED]?X-Amz-%53ignature=[REDACTED]&part=1"),
+        "{text}"
+    );
+
+    // Replay serves what was kept, and the redacted path and query still match their request.
+    drop(fake);
+    let proxy = builder(Mode::Replay, "http://127.0.0.1:9")
+        .start()
+        .await
+        .unwrap();
+    let replayed = post(&proxy, "openai", "/v1/headers", &json!({})).await;
+    assert_eq!(replayed.status, 200);
+    assert_eq!(replayed.headers["content-type"], "application/json");
+    assert_eq!(replayed.headers["request-id"], "req_anthropic_1");
+    assert_eq!(replayed.headers["retry-after"], "3");
+    assert!(replayed.headers.get("x-session-hint").is_none());
+    let repo_again = post(&proxy, "openai", &repo_path, &json!({})).await;
+    assert_eq!(repo_again.status, 404);
+    assert_eq!(repo_again.body, repo.body);
+    let report = proxy.shutdown().await.unwrap();
+    assert_eq!(report.replayed, 2, "{}", report.summary());
 }
