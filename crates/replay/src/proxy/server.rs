@@ -504,7 +504,7 @@ async fn run_exchange(
     }
     headers.insert(
         http::header::ACCEPT_ENCODING,
-        HeaderValue::from_static("gzip, deflate, br"),
+        HeaderValue::from_static("gzip, deflate, br, zstd"),
     );
     if let Some((name, value)) = state.auth.get(&forward.upstream_name) {
         headers.insert(name.clone(), value.clone());

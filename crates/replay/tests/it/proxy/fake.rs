@@ -280,12 +280,13 @@ async fn answer(
                 .insert("content-encoding", "gzip".parse().unwrap());
             r
         }
-        "/v1/models/br" | "/v1/models/deflate" | "/v1/models/deflate-raw" => {
+        "/v1/models/br" | "/v1/models/deflate" | "/v1/models/deflate-raw" | "/v1/models/zstd" => {
             let encoding = path.rsplit('/').next().unwrap_or("");
             let plain = json!({"object": "list", "data": [{"id": format!("m-{encoding}"), "object": "model"}]})
                 .to_string();
             let (name, encoded) = match encoding {
                 "br" => ("br", brotli_stored(plain.as_bytes())),
+                "zstd" => ("zstd", zstd::encode_all(plain.as_bytes(), 3).unwrap()),
                 "deflate" => {
                     let mut z =
                         flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());

@@ -573,7 +573,7 @@ async fn record_mode_journals_each_interaction_and_replaces_the_cassette_at_the_
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn brotli_and_deflate_answers_are_stored_decoded_and_replayed_plainly() {
+async fn brotli_deflate_and_zstd_answers_are_stored_decoded_and_replayed_plainly() {
     let dir = tempfile::tempdir().unwrap();
     let cassette = dir.path().join("c.jsonl");
     let fake = FakeUpstream::start().await;
@@ -581,6 +581,7 @@ async fn brotli_and_deflate_answers_are_stored_decoded_and_replayed_plainly() {
         ("/v1/models/br", "m-br"),
         ("/v1/models/deflate", "m-deflate"),
         ("/v1/models/deflate-raw", "m-deflate-raw"),
+        ("/v1/models/zstd", "m-zstd"),
     ];
     let check = |a: &Answer, what: &str| {
         assert_eq!(
@@ -640,7 +641,7 @@ async fn brotli_and_deflate_answers_are_stored_decoded_and_replayed_plainly() {
     check(&replayed, "replayed br stream");
     assert_eq!(replayed.body, stream.body);
     let report = proxy.shutdown().await.unwrap();
-    assert_eq!(report.replayed, 4, "{}", report.summary());
+    assert_eq!(report.replayed, routes.len() + 1, "{}", report.summary());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
