@@ -50,7 +50,8 @@ when CI is set to anything but empty, 0 or false, else auto):
 
 A miss answers 404 in the provider's error shape with `x-should-retry: false`; stderr names the closest
 recordings with a diff. With a command, the exit status is the command's (verify exits 1 on drift when
-the command succeeded).";
+the command succeeded, and any mode exits 1 when an interaction was refused because a line or blob of
+it still held a credential: nothing of it is stored).";
 
 /// The arguments of `calltape http`.
 #[derive(Debug, Args)]
@@ -436,12 +437,14 @@ fn serve(args: ServeArgs) -> u8 {
             && report.fuzzy_hits.is_empty()
             && report.errors.is_empty()
             && report.drift.is_empty()
+            && report.refused.is_empty()
         {
             tracing::info!("{summary}");
         } else {
             eprintln!("{summary}");
         }
-        if code == exit::OK && !report.drift.is_empty() {
+        // A refused interaction failed closed: the run fails even when the command passed.
+        if code == exit::OK && (!report.drift.is_empty() || !report.refused.is_empty()) {
             return exit::DIFFERENCES;
         }
         code

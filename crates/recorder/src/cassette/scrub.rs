@@ -1,6 +1,7 @@
 //! Redaction of everything that goes into a cassette, and the last check on each written line.
 
 use std::borrow::Cow;
+use std::path::Path;
 use std::sync::{Arc, RwLock};
 
 use serde_json::Value;
@@ -379,6 +380,51 @@ impl Scrubber {
     }
 }
 
+impl Scrubber {
+    /// Where `data` (a blob's bytes) holds a literal secret this scrubber knows or a provider token
+    /// (calltape-redact's fixed-prefix formats): what was found, never the value, and the byte
+    /// offset; `None` when it is clean.
+    pub fn check_bytes(&self, data: &[u8]) -> Option<(String, usize)> {
+        let secrets = self.secrets.read().unwrap_or_else(|e| e.into_inner());
+        for s in secrets.iter() {
+            if let Some(at) = memchr::memmem::find(data, s.value.as_bytes()) {
+                return Some((format!("the value of {}", s.name), at));
+            }
+        }
+        drop(secrets);
+        calltape_redact::find_token_in_bytes(data).map(|r| ("a provider token".to_owned(), r.start))
+    }
+
+    /// The final check on an interaction's sidecar blobs, before anything of it is written to
+    /// `cassette`: a blob holding a known secret or a provider token refuses the whole interaction.
+    pub fn check_blobs(&self, cassette: &Path, interaction: &Interaction) -> Result<()> {
+        let request = &interaction.request;
+        let response = match &interaction.response.content {
+            Content::Body(b) => Some(b),
+            Content::Stream(_) => None,
+        };
+        for (side, body) in [("request", Some(&request.body)), ("response", response)] {
+            let Some(Body::Binary(blob)) = body else {
+                continue;
+            };
+            if let Some((what, offset)) = self.check_bytes(&blob.data) {
+                return Err(ErrorKind::SecretInBlob {
+                    path: cassette.to_path_buf(),
+                    interaction: format!(
+                        "{} {} {} #{}",
+                        request.method, request.upstream, request.path, request.seq
+                    ),
+                    side,
+                    what,
+                    offset,
+                }
+                .into());
+            }
+        }
+        Ok(())
+    }
+}
+
 /// A short stable fingerprint of a configuration description.
 pub(crate) fn fingerprint(description: &str) -> String {
     use sha2::{Digest, Sha256};
@@ -518,6 +564,36 @@ mod tests {
             };
             s.scrub_response(&mut r);
             assert_eq!(r.headers[0].1, expected, "{name}: {value}");
+        }
+    }
+
+    #[test]
+    fn blob_bytes_are_checked_for_known_secrets_and_provider_tokens() {
+        let s = Scrubber::builder()
+            .secret("OPENAI_API_KEY", "plainvalue-12345")
+            .build()
+            .unwrap();
+        // (bytes, what is found and where)
+        type Row = (&'static [u8], Option<(&'static str, usize)>);
+        let table: [Row; 4] = [
+            (
+                b"\x00\xffplainvalue-12345\x00",
+                Some(("the value of OPENAI_API_KEY", 2)),
+            ),
+            (
+                b"\x00ghp_0123456789abcdefghijklmnopqrstuvwxyz",
+                Some(("a provider token", 1)),
+            ),
+            (b"\x00\xff plainvalue-1234 \x00", None),
+            (b"", None),
+        ];
+        for (data, expected) in table {
+            let found = s.check_bytes(data);
+            assert_eq!(
+                found.as_ref().map(|(w, at)| (w.as_str(), *at)),
+                expected,
+                "{data:?}"
+            );
         }
     }
 

@@ -556,26 +556,31 @@ pub struct Report {
     pub drift: Vec<String>,
     /// Cassettes that could not be written, upstream failures.
     pub errors: Vec<String>,
+    /// One line per interaction that was not stored because it still held a credential (in a line
+    /// or in a blob); the run failed closed.
+    pub refused: Vec<String>,
 }
 
 impl Report {
-    /// A few lines for stderr: counts, then every miss, fuzzy hit, drift and error.
+    /// A few lines for stderr: counts, then every miss, fuzzy hit, drift, error and refusal.
     pub fn summary(&self) -> String {
         let mut s = format!(
-            "calltape http: {} replayed, {} recorded, {} forwarded, {} missed, {} fuzzy, {} drift, {} errors",
+            "calltape http: {} replayed, {} recorded, {} forwarded, {} missed, {} fuzzy, {} drift, {} errors, {} refused",
             self.replayed,
             self.recorded,
             self.forwarded,
             self.misses.len(),
             self.fuzzy_hits.len(),
             self.drift.len(),
-            self.errors.len()
+            self.errors.len(),
+            self.refused.len()
         );
         for (label, items) in [
             ("miss", &self.misses),
             ("fuzzy", &self.fuzzy_hits),
             ("drift", &self.drift),
             ("error", &self.errors),
+            ("refused", &self.refused),
         ] {
             for item in items {
                 s.push_str(&format!("\n  {label}: {item}"));

@@ -684,10 +684,20 @@ async fn run_exchange(
             let interaction = Interaction { request, response };
             let saved = lock(&tape).record(interaction, state.mode, &state.scrubber);
             let mut report = state.report();
-            report.recorded += 1;
-            if let Err(e) = saved {
-                tracing::error!("{e}");
-                report.errors.push(e.to_string());
+            match saved {
+                Ok(()) => report.recorded += 1,
+                Err(e) => {
+                    tracing::error!("{e}");
+                    if matches!(
+                        e.kind(),
+                        calltape_recorder::ErrorKind::SecretInBlob { .. }
+                            | calltape_recorder::ErrorKind::SecretInLine { .. }
+                    ) {
+                        report.refused.push(e.to_string());
+                    } else {
+                        report.errors.push(e.to_string());
+                    }
+                }
             }
         }
         Sink::Verify(expected) => {

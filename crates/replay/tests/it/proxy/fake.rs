@@ -262,6 +262,19 @@ async fn answer(
             }
             streamed("text/event-stream; charset=utf-8", items, fast)
         }
+        "/v1/audio/echo" => {
+            // A binary answer that carries the caller's credential, as a debug echo would.
+            let mut wav = b"RIFF\x24\x00\x00\x00WAVEfmt \x00".to_vec();
+            wav.extend_from_slice(auth.as_bytes());
+            wav.extend((0..64u32).map(|i| (i % 7) as u8));
+            full(200, "audio/wav", wav)
+        }
+        "/v1/audio/token" => {
+            // A binary answer holding a provider token the proxy never saw.
+            let mut wav = b"RIFF\x24\x00\x00\x00WAVEfmt \x00".to_vec();
+            wav.extend_from_slice(b"ghp_0123456789abcdefghijklmnopqrstuvwxyz\x00");
+            full(200, "application/octet-stream", wav)
+        }
         "/v1/audio/speech" => {
             let mut wav = b"RIFF\x24\x00\x00\x00WAVEfmt ".to_vec();
             wav.extend((0..2000u32).map(|i| (i % 251) as u8));

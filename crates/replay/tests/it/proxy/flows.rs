@@ -1060,3 +1060,43 @@ async fn cassettes_keep_only_allowed_response_headers_and_no_secret_in_a_path_or
     let report = proxy.shutdown().await.unwrap();
     assert_eq!(report.replayed, 2, "{}", report.summary());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_blob_holding_a_secret_refuses_its_interaction_and_nothing_of_it_is_stored() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = FakeUpstream::start().await;
+    for mode in [Mode::Record, Mode::Auto] {
+        let cassette = dir.path().join(format!("{mode}.jsonl"));
+        let proxy = start(mode, &fake.url(), &cassette).await;
+        // A clean blob first, so the cassette and its blob folder exist.
+        let clean = post(&proxy, "openai", "/v1/audio/speech", &json!({"input": "a"})).await;
+        let echo = post(&proxy, "openai", "/v1/audio/echo", &json!({"input": "b"})).await;
+        let token = post(&proxy, "openai", "/v1/audio/token", &json!({"input": "c"})).await;
+        // The client still gets its answers; only the recording is refused.
+        assert_eq!((clean.status, echo.status, token.status), (200, 200, 200));
+        let report = proxy.shutdown().await.unwrap();
+        assert_eq!(report.refused.len(), 2, "{mode}: {}", report.summary());
+        let summary = report.summary();
+        for needle in [
+            "POST openai /v1/audio/echo #0",
+            "the value of authorization",
+            "POST openai /v1/audio/token #0",
+            "a provider token",
+            cassette.to_str().unwrap(),
+        ] {
+            assert!(summary.contains(needle), "{mode}: {needle}: {summary}");
+        }
+        assert!(!summary.contains(KEY), "{summary}");
+        let text = read(&cassette);
+        assert!(text.contains("/v1/audio/speech"), "{mode}: {text}");
+        assert!(!text.contains("/v1/audio/echo"), "{mode}: {text}");
+        assert!(!text.contains("/v1/audio/token"), "{mode}: {text}");
+        let blobs_dir = dir.path().join(format!("{mode}.jsonl.blobs"));
+        let blobs = files_in(&blobs_dir);
+        assert_eq!(blobs.len(), 1, "{mode}: {blobs:?}");
+        for blob in blobs {
+            let data = std::fs::read(blobs_dir.join(blob)).unwrap();
+            assert!(!data.windows(KEY.len()).any(|w| w == KEY.as_bytes()));
+        }
+    }
+}
