@@ -81,7 +81,8 @@ enum HttpAction {
         /// The cassette file.
         cassette: PathBuf,
     },
-    /// Check cassettes for credentials (for pre-commit hooks and CI); exits 1 when one is found.
+    /// Check cassettes and their sidecar blobs for credentials (for pre-commit hooks and CI); exits 1
+    /// when one is found.
     Scan {
         /// Cassette files or folders (searched recursively for *.jsonl).
         #[arg(required = true)]

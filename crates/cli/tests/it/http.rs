@@ -381,8 +381,9 @@ fn management_commands_list_show_scan_and_remove() {
         String::from_utf8_lossy(&clean.stdout)
     );
 
-    // A key pasted into a cassette by hand is caught by name (never printed).
-    let leaked = dir.path().join("leaked.jsonl");
+    // A key pasted into a cassette by hand is caught by name (never printed). The copy sits beside
+    // the original, so the blobs it references are there to be scanned too.
+    let leaked = dir.path().join("sub/leaked.jsonl");
     let text = std::fs::read_to_string(&cassette)
         .unwrap()
         .replace("echo: hi", &format!("echo: {OPENAI_KEY}"));
@@ -607,4 +608,71 @@ fn with_auth_the_proxy_serves_under_a_path_prefix_that_env_and_stdout_carry() {
     assert!(served.contains("auth was Bearer"), "{served}");
     proxy.kill().unwrap();
     proxy.wait().unwrap();
+}
+
+#[test]
+fn a_blob_holding_the_key_fails_the_run_closed_and_scan_reads_blobs() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = FakeApi::start(dir.path());
+    let cassette = dir.path().join("audio.jsonl");
+    // The command asks for one clean audio answer and one that carries its key; it succeeds.
+    let client = r#"
+import os, sys, urllib.request
+for path in ("speech", "echo"):
+    req = urllib.request.Request(os.environ["OPENAI_BASE_URL"] + "/audio/" + path, data=b"{}",
+        headers={"authorization": "Bearer " + os.environ["OPENAI_API_KEY"], "content-type": "application/json"})
+    assert urllib.request.urlopen(req).status == 200
+"#;
+    let output = calltape()
+        .args(["http", "--mode", "record", "--upstream"])
+        .arg(format!("openai={}", fake.url()))
+        .arg("--cassette")
+        .arg(&cassette)
+        .args(["--env", "OPENAI_BASE_URL=openai/v1", "--"])
+        .arg(python())
+        .args(["-c", client])
+        .env("OPENAI_API_KEY", OPENAI_KEY)
+        .env_remove("CALLTAPE_MODE")
+        .env_remove("CI")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    for needle in [
+        "1 refused",
+        cassette.to_str().unwrap(),
+        "POST openai /v1/audio/echo #0",
+        "the value of",
+    ] {
+        assert!(stderr.contains(needle), "{needle}:\n{stderr}");
+    }
+    assert!(!stderr.contains(OPENAI_KEY), "{stderr}");
+    let text = std::fs::read_to_string(&cassette).unwrap();
+    assert!(text.contains("/v1/audio/speech") && !text.contains("/v1/audio/echo"));
+    let blobs = dir.path().join("audio.jsonl.blobs");
+    let names: Vec<PathBuf> = std::fs::read_dir(&blobs)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(names.len(), 1, "{names:?}");
+
+    // A key planted in the stored blob by hand is found by scan, by name, never printed.
+    let mut data = std::fs::read(&names[0]).unwrap();
+    data.extend_from_slice(b"\x00");
+    data.extend_from_slice(OPENAI_KEY.as_bytes());
+    std::fs::write(&names[0], data).unwrap();
+    let scan = calltape()
+        .args(["http", "scan"])
+        .arg(&cassette)
+        .env("OPENAI_API_KEY", OPENAI_KEY)
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&scan.stdout);
+    assert_eq!(scan.status.code(), Some(1), "{report}");
+    assert!(
+        report.contains("blob ") && report.contains("OPENAI_API_KEY"),
+        "{report}"
+    );
+    assert!(!report.contains(OPENAI_KEY), "{report}");
 }
