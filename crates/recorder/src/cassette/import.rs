@@ -22,10 +22,9 @@ pub const KEPT_RESPONSE_HEADERS: &[&str] = &[
     "retry-after",
     "x-ratelimit-*",
     "anthropic-ratelimit-*",
-    // OpenAI, Anthropic, Google.
+    // OpenAI's and Anthropic's request ids.
     "x-request-id",
     "request-id",
-    "x-goog-request-id",
 ];
 
 /// Whether a response header is on [`KEPT_RESPONSE_HEADERS`].
