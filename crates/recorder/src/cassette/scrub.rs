@@ -27,6 +27,9 @@ const MIN_SECRET_LEN: usize = 8;
 pub struct Scrubber {
     rules: Arc<Rules>,
     secrets: Arc<RwLock<Vec<Secret>>>,
+    /// Values a request held under a credential name (redacted there): checked for in blobs only,
+    /// so that learning them never changes how a later request is keyed.
+    redacted: Arc<RwLock<Vec<(String, String)>>>,
 }
 
 #[derive(Debug, Clone)]
@@ -86,6 +89,7 @@ impl ScrubberBuilder {
         let s = Scrubber {
             rules: Arc::new(rules),
             secrets: Arc::default(),
+            redacted: Arc::default(),
         };
         for (name, value) in self.secrets {
             s.add_secret(&name, &value);
@@ -125,6 +129,7 @@ impl Scrubber {
         Self {
             rules: Arc::default(),
             secrets: Arc::default(),
+            redacted: Arc::default(),
         }
     }
 
@@ -234,6 +239,7 @@ impl Scrubber {
 
     fn scrub_pair(&self, name: &mut String, value: &mut String) {
         if self.is_secret_name(name) || self.is_secret_name(&percent_decode(name, true)) {
+            self.learn_redacted(name, value);
             *value = REDACTED.to_owned();
             return;
         }
@@ -317,8 +323,40 @@ impl Scrubber {
         (out != value).then_some(out)
     }
 
-    /// Redacts a request in place (path, query, header values and body).
+    /// Remembers a value redacted by name, for [`check_bytes`](Self::check_bytes).
+    fn learn_redacted(&self, name: &str, value: &str) {
+        let value = value.trim();
+        if value.len() < MIN_SECRET_LEN || value == REDACTED {
+            return;
+        }
+        let mut learned = self.redacted.write().unwrap_or_else(|e| e.into_inner());
+        if !learned.iter().any(|(_, v)| v == value) {
+            learned.push((name.to_owned(), value.to_owned()));
+        }
+    }
+
+    /// Remembers the strings a JSON value holds under credential names, before they are redacted.
+    fn learn_named_values(&self, value: &Value) {
+        match value {
+            Value::Array(items) => items.iter().for_each(|v| self.learn_named_values(v)),
+            Value::Object(map) => {
+                for (k, v) in map {
+                    match v {
+                        Value::String(s) if self.is_secret_name(k) => self.learn_redacted(k, s),
+                        _ => self.learn_named_values(v),
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Redacts a request in place (path, query, header values and body). Values it redacts by name
+    /// are remembered, so a blob that echoes one is refused by [`check_blobs`](Self::check_blobs).
     pub fn scrub_request(&self, request: &mut Request) {
+        if let Body::Json(v) = &request.body {
+            self.learn_named_values(v);
+        }
         if let Some(p) = self.scrub_path(&request.path) {
             request.path = p;
         }
@@ -381,9 +419,9 @@ impl Scrubber {
 }
 
 impl Scrubber {
-    /// Where `data` (a blob's bytes) holds a literal secret this scrubber knows or a provider token
-    /// (calltape-redact's fixed-prefix formats): what was found, never the value, and the byte
-    /// offset; `None` when it is clean.
+    /// Where `data` (a blob's bytes) holds a literal secret this scrubber knows, a value a request
+    /// held under a credential name, or a provider token (calltape-redact's fixed-prefix formats):
+    /// what was found, never the value, and the byte offset; `None` when it is clean.
     pub fn check_bytes(&self, data: &[u8]) -> Option<(String, usize)> {
         let secrets = self.secrets.read().unwrap_or_else(|e| e.into_inner());
         for s in secrets.iter() {
@@ -392,6 +430,13 @@ impl Scrubber {
             }
         }
         drop(secrets);
+        let learned = self.redacted.read().unwrap_or_else(|e| e.into_inner());
+        for (name, value) in learned.iter() {
+            if let Some(at) = memchr::memmem::find(data, value.as_bytes()) {
+                return Some((format!("the value of {name}"), at));
+            }
+        }
+        drop(learned);
         calltape_redact::find_token_in_bytes(data).map(|r| ("a provider token".to_owned(), r.start))
     }
 

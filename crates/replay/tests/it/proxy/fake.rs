@@ -269,6 +269,12 @@ async fn answer(
             wav.extend((0..64u32).map(|i| (i % 7) as u8));
             full(200, "audio/wav", wav)
         }
+        "/v1/audio/echo-body" => {
+            // A binary answer that carries the request's body, credential fields and all.
+            let mut wav = b"RIFF\x24\x00\x00\x00WAVEfmt \x00".to_vec();
+            wav.extend_from_slice(&body);
+            full(200, "audio/wav", wav)
+        }
         "/v1/audio/token" => {
             // A binary answer holding a provider token the proxy never saw.
             let mut wav = b"RIFF\x24\x00\x00\x00WAVEfmt \x00".to_vec();

@@ -1072,16 +1072,24 @@ async fn a_blob_holding_a_secret_refuses_its_interaction_and_nothing_of_it_is_st
         let clean = post(&proxy, "openai", "/v1/audio/speech", &json!({"input": "a"})).await;
         let echo = post(&proxy, "openai", "/v1/audio/echo", &json!({"input": "b"})).await;
         let token = post(&proxy, "openai", "/v1/audio/token", &json!({"input": "c"})).await;
+        // A value the request's body held under a credential name, redacted there.
+        let body_secret = json!({"input": "d", "password": "body-secret-value-77"});
+        let echoed = post(&proxy, "openai", "/v1/audio/echo-body", &body_secret).await;
         // The client still gets its answers; only the recording is refused.
-        assert_eq!((clean.status, echo.status, token.status), (200, 200, 200));
+        assert_eq!(
+            (clean.status, echo.status, token.status, echoed.status),
+            (200, 200, 200, 200)
+        );
         let report = proxy.shutdown().await.unwrap();
-        assert_eq!(report.refused.len(), 2, "{mode}: {}", report.summary());
+        assert_eq!(report.refused.len(), 3, "{mode}: {}", report.summary());
         let summary = report.summary();
         for needle in [
             "POST openai /v1/audio/echo #0",
             "the value of authorization",
             "POST openai /v1/audio/token #0",
             "a provider token",
+            "POST openai /v1/audio/echo-body #0",
+            "the value of password",
             cassette.to_str().unwrap(),
         ] {
             assert!(summary.contains(needle), "{mode}: {needle}: {summary}");
@@ -1091,6 +1099,7 @@ async fn a_blob_holding_a_secret_refuses_its_interaction_and_nothing_of_it_is_st
         assert!(text.contains("/v1/audio/speech"), "{mode}: {text}");
         assert!(!text.contains("/v1/audio/echo"), "{mode}: {text}");
         assert!(!text.contains("/v1/audio/token"), "{mode}: {text}");
+        assert!(!text.contains("body-secret-value-77"), "{mode}: {text}");
         let blobs_dir = dir.path().join(format!("{mode}.jsonl.blobs"));
         let blobs = files_in(&blobs_dir);
         assert_eq!(blobs.len(), 1, "{mode}: {blobs:?}");
