@@ -18,6 +18,7 @@
 //! [`base_url`](ProxyHandle::base_url) include: a request without it gets 404 and never goes
 //! upstream. The prefix is never stored in a cassette.
 
+mod access;
 mod capture;
 mod miss;
 mod options;
@@ -418,7 +419,7 @@ impl ProxyBuilder {
         };
         let wanted = !state.auth.is_empty() || self.path_token_file.is_some();
         let path_token = if self.path_token.unwrap_or(wanted) {
-            let token = random_path_token()?;
+            let token = access::random_path_token()?;
             if let Some(file) = &self.path_token_file {
                 calltape_jsonl_store::rewrite(file, [token.as_bytes()])
                     .map_err(ErrorKind::Store)?;
@@ -478,21 +479,6 @@ pub(crate) struct State {
     pub(crate) guard: LoopbackGuard,
     /// `ct-<hex>`: the first path segment every request must start with, when the proxy holds a key.
     pub(crate) path_token: Option<String>,
-}
-
-/// `ct-` and 128 random bits in hex.
-fn random_path_token() -> Result<String> {
-    let mut bytes = [0u8; 16];
-    getrandom::fill(&mut bytes).map_err(|e| {
-        ErrorKind::Config(format!(
-            "cannot draw a random path prefix from the operating system: {e}"
-        ))
-    })?;
-    let mut token = String::from("ct-");
-    for b in bytes {
-        token.push_str(&format!("{b:02x}"));
-    }
-    Ok(token)
 }
 
 impl State {

@@ -19,6 +19,7 @@ use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 use tokio::sync::{oneshot, watch};
 
+use super::access::{refuse, strip_path_token};
 use super::capture::{self, AUTH_HEADERS, Decoder, HOP_HEADERS, name_matches};
 use super::miss::{self, Provider, error_response};
 use super::options::{Exhaustion, Mode};
@@ -26,7 +27,7 @@ use super::stream::{Splitter, stream_format};
 use super::tape::{Lookup, Recording, Tape, diff_text};
 use super::{CASSETTE_HEADER, ProxyBody, State, UpstreamCfg};
 
-type HttpResponse = hyper::Response<ProxyBody>;
+pub(crate) type HttpResponse = hyper::Response<ProxyBody>;
 
 const MAX_REQUEST_BODY: usize = 64 * 1024 * 1024;
 
@@ -61,7 +62,7 @@ pub(crate) async fn serve(
     }
 }
 
-fn full(bytes: impl Into<Bytes>) -> ProxyBody {
+pub(crate) fn full(bytes: impl Into<Bytes>) -> ProxyBody {
     Full::new(bytes.into())
         .map_err(|never| match never {})
         .boxed_unsync()
@@ -74,36 +75,6 @@ async fn handle(state: Arc<State>, req: hyper::Request<Incoming>) -> HttpRespons
     match route(&state, req).await {
         Ok(r) | Err(r) => r,
     }
-}
-
-/// A plain-text refusal for a request that reached no upstream; clients must not retry it.
-fn refuse(status: StatusCode, text: &str) -> HttpResponse {
-    let mut resp = hyper::Response::new(full(format!("calltape: {text}\n")));
-    *resp.status_mut() = status;
-    let h = resp.headers_mut();
-    h.insert(
-        http::header::CONTENT_TYPE,
-        HeaderValue::from_static("text/plain; charset=utf-8"),
-    );
-    h.insert("x-should-retry", HeaderValue::from_static("false"));
-    resp
-}
-
-/// The path after the per-run prefix `/<token>`, or `None` when the request does not carry it.
-fn strip_path_token<'a>(path: &'a str, token: &str) -> Option<&'a str> {
-    let rest = path.strip_prefix('/')?;
-    let (first, after) = match rest.find('/') {
-        Some(i) => (&rest[..i], &rest[i..]),
-        None => (rest, ""),
-    };
-    // Compared without an early exit, so the time taken says nothing about how much was right.
-    let same = first.len() == token.len()
-        && first
-            .bytes()
-            .zip(token.bytes())
-            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-            == 0;
-    same.then_some(if after.is_empty() { "/" } else { after })
 }
 
 /// Splits `/[_cassette/NAME/]<upstream>/<rest>`.
@@ -781,29 +752,6 @@ mod tests {
         ];
         for (path, cassette, up, rest) in table {
             assert_eq!(split_path(path), (cassette, up, rest), "{path}");
-        }
-    }
-
-    #[test]
-    fn the_path_token_is_the_whole_first_segment() {
-        let token = "ct-00112233445566778899aabbccddeeff";
-        let table = [
-            (
-                "/ct-00112233445566778899aabbccddeeff/openai/v1",
-                Some("/openai/v1"),
-            ),
-            ("/ct-00112233445566778899aabbccddeeff", Some("/")),
-            ("/ct-00112233445566778899aabbccddeeff/", Some("/")),
-            ("/ct-00112233445566778899aabbccddeeffX/openai", None),
-            ("/ct-00112233445566778899aabbccddeefe/openai", None),
-            ("/ct-00112233445566778899aabbccddeeff", Some("/")),
-            ("/openai/ct-00112233445566778899aabbccddeeff/v1", None),
-            ("/openai/v1", None),
-            ("/", None),
-            ("", None),
-        ];
-        for (path, expected) in table {
-            assert_eq!(strip_path_token(path, token), expected, "{path}");
         }
     }
 }

@@ -3,3 +3,4 @@
 mod fake;
 mod flows;
 mod guard;
+mod stored;
