@@ -74,7 +74,8 @@ pub(crate) struct BridgeArgs {
     #[arg(long, value_name = "BYTES", default_value = "16MiB", value_parser = size)]
     max_frame: usize,
 
-    /// Write logs (the bridge's and the child's stderr) to FILE instead of stderr, appending.
+    /// Write logs (the bridge's and the child's stderr, redacted) to FILE instead of stderr, appending;
+    /// FILE is created 0600 and never written through a symbolic link.
     #[arg(long, value_name = "FILE")]
     log: Option<PathBuf>,
 
@@ -120,9 +121,12 @@ fn upstream(args: &BridgeArgs) -> Result<Arc<dyn Upstream>, String> {
                     .into(),
             );
         }
-        return Ok(Arc::new(
-            ChildUpstream::new(args.command.iter().cloned()).map_err(|e| e.to_string())?,
-        ));
+        let mut child =
+            ChildUpstream::new(args.command.iter().cloned()).map_err(|e| e.to_string())?;
+        if args.log.is_some() {
+            child = child.stderr(crate::logging::redacted_child_stderr());
+        }
+        return Ok(Arc::new(child));
     }
     if !args.watch.is_empty() {
         return Err("--watch restarts a child command: give one after `--`".into());
@@ -147,13 +151,11 @@ fn upstream(args: &BridgeArgs) -> Result<Arc<dyn Upstream>, String> {
     Err("give the server: `-- CMD ARGS…`, --url URL or --socket PATH".into())
 }
 
-/// Sends everything written to stderr (our logs, and the child's stderr, which it inherits) to `path`.
+/// Sends everything written to stderr (our logs, and the child's stderr, redacted on its way) to
+/// `path`: appended, owner-only, never through a link planted at the path.
 fn redirect_stderr(path: &PathBuf) -> Result<(), String> {
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .map_err(|e| format!("cannot open the log file {}: {e}", path.display()))?;
+    let file = calltape_jsonl_store::fs::append(path)
+        .map_err(|e| format!("cannot open the log file: {e}"))?;
     rustix::stdio::dup2_stderr(&file)
         .map_err(|e| format!("cannot send logs to {}: {e}", path.display()))
 }

@@ -32,7 +32,8 @@ const VOLATILE: &str = "**.quotedAt,**.quoteId";
 #[derive(Debug, Args)]
 #[command(after_help = "Example:\n  cargo run --release -p calltape -- demo")]
 pub(crate) struct DemoArgs {
-    /// Put the files in DIR (created if missing) instead of a new temporary folder.
+    /// Put the files in DIR (created 0700 if missing; not a symbolic link) instead of a new temporary
+    /// folder.
     #[arg(long, value_name = "DIR")]
     dir: Option<PathBuf>,
 }
@@ -229,8 +230,8 @@ fn demo(args: DemoArgs) -> Result<bool, String> {
         std::env::current_exe().map_err(|e| format!("cannot find the calltape binary: {e}"))?;
     let dir = match args.dir {
         Some(dir) => {
-            std::fs::create_dir_all(&dir)
-                .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+            // Missing folders are made owner-only; a link at the path is refused, not followed.
+            calltape_jsonl_store::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
             dir
         }
         None => tempfile::Builder::new()

@@ -2,6 +2,8 @@
 
 use std::io::IsTerminal;
 
+use calltape_redact::{RedactingWriter, Redactor};
+use calltape_stdio_bridge::{SharedWriter, Stderr};
 use tracing_subscriber::EnvFilter;
 
 /// Whether coloured output is wanted on the given stream: a terminal, and `NO_COLOR` unset or empty.
@@ -10,6 +12,7 @@ pub(crate) fn color_enabled(is_terminal: bool) -> bool {
 }
 
 /// Installs the global subscriber. Logs never go to stdout: in bridge modes stdout carries the protocol.
+/// Every line passes through calltape-redact's `RedactingWriter` on its way to stderr.
 pub(crate) fn init(verbose: u8, quiet: bool) {
     let default = match (quiet, verbose) {
         (true, _) => "error",
@@ -22,11 +25,24 @@ pub(crate) fn init(verbose: u8, quiet: bool) {
         .filter(|s| !s.trim().is_empty())
         .and_then(|s| EnvFilter::try_new(s).ok())
         .unwrap_or_else(|| EnvFilter::new(default));
+    // calltape's own lines are redacted too: one that quotes a child's command line or a peer's
+    // message could hold a credential, and stderr may be a log file (`bridge --log`, `server.log`).
+    let redactor = Redactor::new();
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(move || RedactingWriter::new(redactor.clone(), std::io::stderr()))
         .with_target(false)
         .without_time()
         .with_ansi(color_enabled(std::io::stderr().is_terminal()))
         .try_init();
+}
+
+/// A child's stderr, redacted line by line on its way to this process's stderr: for a stderr that is a
+/// log file (`bridge --log`, a shared server's `server.log`), where a server that logs its credentials
+/// would otherwise put them on disk.
+pub(crate) fn redacted_child_stderr() -> Stderr {
+    Stderr::Writer(SharedWriter::new(RedactingWriter::new(
+        Redactor::new(),
+        std::io::stderr(),
+    )))
 }

@@ -4,12 +4,13 @@ use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
 
-use calltape_redact::Redactor;
+use calltape_redact::{RedactingWriter, Redactor};
 use clap::Args;
 
 use crate::exit;
 
-/// The longest line redacted whole; a longer one is redacted as text in pieces of this size.
+/// The longest line redacted whole (as JSON when it is JSON); a longer one is redacted as text in
+/// chunks of at most this size, with the context carried from one chunk to the next.
 const MAX_LINE: usize = 16 * 1024 * 1024;
 
 const EXAMPLES: &str = "\
@@ -182,45 +183,35 @@ impl<'r> LineRedactor<'r> {
         Ok(())
     }
 
-    /// A line longer than [`MAX_LINE`]: redacted as text in pieces cut at whitespace where possible, so
-    /// memory stays bounded whatever the line's length.
+    /// A line longer than [`MAX_LINE`] (its first `MAX_LINE + 1` bytes are in `self.buf`): redacted as
+    /// text by calltape-redact's `RedactingWriter`, in chunks of at most [`MAX_LINE`] bytes, each scanned
+    /// with the end of the one before, so that a name and its value, `Bearer` and its token, or a token
+    /// itself split by a chunk's end is still redacted. Memory stays bounded whatever the line's length.
     fn write_long_line(
         &mut self,
         reader: &mut impl BufRead,
         out: &mut impl Write,
     ) -> Result<(), StreamError> {
+        let mut writer =
+            RedactingWriter::new(self.redactor.clone(), &mut *out).with_line_limit(MAX_LINE);
+        let mut piece = std::mem::take(&mut self.buf);
         loop {
-            // Cut the piece after its last whitespace so a token is rarely split; carry the rest over.
-            let cut = self
-                .buf
-                .iter()
-                .rposition(|b| b.is_ascii_whitespace())
-                .map_or(self.buf.len(), |i| i + 1);
-            let carry = self.buf.split_off(cut);
-            let piece = self.text();
-            let redacted = self.redactor.redact_text(&piece);
-            out.write_all(redacted.as_bytes())
-                .map_err(StreamError::Write)?;
-            self.buf = carry;
-            let want = (MAX_LINE - self.buf.len().min(MAX_LINE / 2)) as u64;
-            let n = reader
-                .take(want)
-                .read_until(b'\n', &mut self.buf)
-                .map_err(StreamError::Read)?;
-            let ended = self.buf.last() == Some(&b'\n');
-            if ended {
-                self.buf.pop();
+            // A piece that ends the line ends the writer's line too, with its newline.
+            writer.write_all(&piece).map_err(StreamError::Write)?;
+            if piece.last() == Some(&b'\n') {
+                break;
             }
-            if ended || n == 0 {
-                let piece = self.text();
-                let redacted = self.redactor.redact_text(&piece);
-                out.write_all(redacted.as_bytes())
-                    .map_err(StreamError::Write)?;
-                if ended {
-                    out.write_all(b"\n").map_err(StreamError::Write)?;
-                }
-                return Ok(());
+            piece.clear();
+            let n = reader
+                .take(MAX_LINE as u64)
+                .read_until(b'\n', &mut piece)
+                .map_err(StreamError::Read)?;
+            if n == 0 {
+                break;
             }
         }
+        writer.flush().map_err(StreamError::Write)?;
+        self.buf = piece;
+        Ok(())
     }
 }

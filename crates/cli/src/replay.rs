@@ -60,7 +60,7 @@ pub(crate) struct ReplayArgs {
     #[arg(long, value_name = "FORMAT", default_value = "text", value_parser = ["text", "json", "junit"])]
     format: String,
 
-    /// Write the report to FILE instead of stdout.
+    /// Write the report to FILE (0600, replaced whole, never through a symbolic link) instead of stdout.
     #[arg(long, value_name = "FILE")]
     output: Option<PathBuf>,
 
@@ -229,11 +229,10 @@ pub(crate) fn run(args: ReplayArgs) -> u8 {
     let text = report.render(format, color_wanted(to_terminal));
     match &args.output {
         Some(path) => {
-            if let Err(e) = std::fs::write(path, &text) {
-                eprintln!(
-                    "calltape: cannot write the report to {}: {e}",
-                    path.display()
-                );
+            // Replaced whole and owner-only, never through a link at the path: a report quotes
+            // answers, redacted as the recording is, but still nobody else's to read.
+            if let Err(e) = calltape_jsonl_store::fs::write_atomic(path, &text) {
+                eprintln!("calltape: cannot write the report: {e}");
                 return exit::USAGE;
             }
             eprintln!("calltape: {}", report.summary());

@@ -1,9 +1,6 @@
 //! `calltape serve`: one stdio MCP server behind a Streamable HTTP endpoint shared by many sessions.
 
-use std::{
-    ffi::OsString, io::Write, net::SocketAddr, os::unix::fs::OpenOptionsExt, path::PathBuf,
-    time::Duration,
-};
+use std::{ffi::OsString, io::Write, net::SocketAddr, path::PathBuf, time::Duration};
 
 use calltape_recorder::record::{Recorder, RecorderOptions};
 use calltape_stdio_bridge::{
@@ -92,16 +89,10 @@ async fn signalled() {
     }
 }
 
+/// Writes the token owner-only, replacing the file whole; a link at the path is refused, not removed.
 fn write_token_file(path: &PathBuf, token: &str) -> Result<(), String> {
-    let _ = std::fs::remove_file(path);
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(path)
-        .map_err(|e| format!("cannot write the token file {}: {e}", path.display()))?;
-    file.write_all(token.as_bytes())
-        .map_err(|e| format!("cannot write the token file {}: {e}", path.display()))
+    calltape_jsonl_store::fs::write_atomic(path, token)
+        .map_err(|e| format!("cannot write the token file: {e}"))
 }
 
 pub(crate) fn run(args: ServeArgs) -> u8 {
@@ -119,7 +110,12 @@ pub(crate) fn run(args: ServeArgs) -> u8 {
         // The mark is this process's alone: a `calltape serve` that CMD runs is not the key's server.
         child = child.env(SERVE_KEY_ENV, "");
     }
-    let mut serve = Serve::new(child.stderr(Stderr::Inherit)).json_response(args.json_response);
+    // A shared server's stderr is its server.log: what its child logs is redacted before it lands there.
+    let stderr = match &shared_key {
+        Some(_) => crate::logging::redacted_child_stderr(),
+        None => Stderr::Inherit,
+    };
+    let mut serve = Serve::new(child.stderr(stderr)).json_response(args.json_response);
     let Some(runtime) = crate::single_thread_runtime() else {
         return exit::UPSTREAM;
     };

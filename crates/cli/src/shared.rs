@@ -21,8 +21,9 @@ Put it in each MCP client's configuration as the server command: the first sessi
 for the key (`calltape serve` of this binary, detached), every later one attaches to it.
 
 Files: $CALLTAPE_HOME/shared/<key>/ (default $XDG_RUNTIME_DIR/calltape, else ~/.calltape), a 0700
-folder with server.json (0600), server.sock (0600), server.log and lock files. A folder that others can
-write to, or a record that others can read, is refused.
+folder with server.json (0600), server.sock (0600), server.log (0600; the server's stderr, with what its
+command logs redacted) and lock files (0600). A folder that others can write to, a record that others can
+read, and a symbolic link in place of any of these files are refused.
 
 A session sends its bearer token only to a server that proved it holds the record's secret (a fresh
 challenge per connection on the socket, per request over loopback HTTP).

@@ -21,9 +21,9 @@ pub struct Error {
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum ErrorKind {
-    /// The path is a symbolic link; writers never follow one.
+    /// The path is a symbolic link; the crate never follows one.
     #[error(
-        "{}: is a symbolic link; refusing to write through it, point the path at a regular file instead",
+        "{}: is a symbolic link; refusing to follow it, give the path of the real file or folder instead",
         path.display()
     )]
     Symlink {
@@ -49,6 +49,21 @@ pub enum ErrorKind {
     NotAFile {
         /// The path that was refused.
         path: PathBuf,
+    },
+    /// The path is not a folder, where [`fs`](crate::fs) wants one.
+    #[error("{}: is not a folder; remove it or choose another path", path.display())]
+    NotAFolder {
+        /// The path that was refused.
+        path: PathBuf,
+    },
+    /// A folder could not be created.
+    #[error("{}: cannot create the folder: {source}", path.display())]
+    CreateDir {
+        /// The folder.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: Arc<io::Error>,
     },
     /// The path is a named pipe that no process is reading; writers do not wait for one.
     #[error(
@@ -191,6 +206,7 @@ impl Error {
         match &*self.kind {
             ErrorKind::SetMode { source, .. }
             | ErrorKind::Open { source, .. }
+            | ErrorKind::CreateDir { source, .. }
             | ErrorKind::Write { source, .. }
             | ErrorKind::Read { source, .. }
             | ErrorKind::Rewrite { source, .. } => Some(source),
@@ -200,6 +216,14 @@ impl Error {
 
     pub(crate) fn open(path: &Path, source: io::Error) -> Self {
         ErrorKind::Open {
+            path: path.to_owned(),
+            source: Arc::new(source),
+        }
+        .into()
+    }
+
+    pub(crate) fn create_dir(path: &Path, source: io::Error) -> Self {
+        ErrorKind::CreateDir {
             path: path.to_owned(),
             source: Arc::new(source),
         }
@@ -252,7 +276,7 @@ mod tests {
                     path: "a/calls.jsonl".into(),
                 }
                 .into(),
-                "a/calls.jsonl: is a symbolic link; refusing to write through it, point the path at a regular file instead",
+                "a/calls.jsonl: is a symbolic link; refusing to follow it, give the path of the real file or folder instead",
             ),
             (
                 ErrorKind::Parse {

@@ -21,6 +21,8 @@
 //!   refused, invalid line) is logged once through `tracing` and counted in the [`WriterReport`].
 //! - [`rewrite`] replaces a file whole and atomically (temporary file, `fsync`, rename, `fsync` of the
 //!   folder).
+//! - [`fs`] opens, replaces and reads other files (a log, a token, a small file written whole) and
+//!   creates folders under the same rules: owner-only, never through a symbolic link.
 //! - [`JsonlReader`] reads lines back as `(line_number, T)` with a bounded buffer. Errors name
 //!   `file:line:column`; a cut last line is the recoverable [`ErrorKind::TruncatedTail`].
 //!
@@ -58,6 +60,7 @@
 
 mod engine;
 mod error;
+pub mod fs;
 mod options;
 mod reader;
 mod rewrite;

@@ -16,9 +16,9 @@ use crate::options::DEFAULT_MODE;
 /// or the new one, never a mix.
 ///
 /// The lines (each with or without its newline; one holding a newline of its own is an error) go to a
-/// temporary file in the same folder, created with the old file's mode (`0o600` when there was none),
+/// new temporary file in the same folder, owner-only (`0o600`, whatever the old file's mode was),
 /// which is `fsync`ed and renamed over the old file; then the folder is `fsync`ed so the rename itself
-/// survives a power cut. A symbolic link at `path` is refused. On an error the temporary file is
+/// survives a power cut. A symbolic link at `path` is refused, and its target left alone. On an error the temporary file is
 /// removed and the old file is unchanged; after a crash a `.<name>.*.tmp` file may be left beside it.
 pub fn rewrite<I>(path: impl AsRef<Path>, lines: I) -> Result<(), Error>
 where
@@ -62,19 +62,42 @@ where
     I::Item: AsRef<[u8]>,
 {
     let path = path.as_ref();
-    let mode = match path.symlink_metadata() {
+    replace(
+        path,
+        |out| {
+            for line in lines {
+                let line = crate::engine::check_line(path, line.as_ref())?;
+                out.write_all(line)
+                    .and_then(|()| out.write_all(b"\n"))
+                    .map_err(|e| Error::rewrite(path, "writing the temporary file", e))?;
+            }
+            Ok(())
+        },
+        before_rename,
+    )
+}
+
+/// Replaces the file at `path` with what `fill` writes, atomically: the one way this crate replaces
+/// a file. The temporary file is new (`O_EXCL`, no-follow) and owner-only; a symbolic link at `path`
+/// is refused.
+pub(crate) fn replace(
+    path: &Path,
+    fill: impl FnOnce(&mut BufWriter<File>) -> Result<(), Error>,
+    before_rename: impl FnOnce(&Path),
+) -> Result<(), Error> {
+    match path.symlink_metadata() {
         Ok(meta) if meta.file_type().is_symlink() => {
             return Err(ErrorKind::Symlink {
                 path: path.to_owned(),
             }
             .into());
         }
-        Ok(meta) => meta.permissions().mode() & 0o777,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => DEFAULT_MODE,
-        Err(e) => return Err(Error::rewrite(path, "reading the old file's mode", e)),
-    };
+        Ok(_) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => return Err(Error::rewrite(path, "reading the old file's type", e)),
+    }
     let temp = temp_path(path);
-    let result = write_temp(path, &temp, mode, lines).and_then(|()| {
+    let result = write_temp(path, &temp, fill).and_then(|()| {
         before_rename(&temp);
         std::fs::rename(&temp, path)
             .map_err(|e| Error::rewrite(path, "renaming the temporary file into place", e))
@@ -89,27 +112,23 @@ where
         .map_err(|e| Error::rewrite(path, "syncing the folder after the rename", e))
 }
 
-fn write_temp<I>(path: &Path, temp: &Path, mode: u32, lines: I) -> Result<(), Error>
-where
-    I: IntoIterator,
-    I::Item: AsRef<[u8]>,
-{
+fn write_temp(
+    path: &Path,
+    temp: &Path,
+    fill: impl FnOnce(&mut BufWriter<File>) -> Result<(), Error>,
+) -> Result<(), Error> {
     let file = OpenOptions::new()
         .write(true)
         .create_new(true)
-        .mode(mode)
+        .mode(DEFAULT_MODE)
         .custom_flags(libc::O_NOFOLLOW)
         .open(temp)
         .map_err(|e| Error::rewrite(path, "creating the temporary file", e))?;
-    file.set_permissions(Permissions::from_mode(mode))
+    // The umask may have taken bits off the mode; owner-only is what it must be, no more, no less.
+    file.set_permissions(Permissions::from_mode(DEFAULT_MODE))
         .map_err(|e| Error::rewrite(path, "setting the temporary file's mode", e))?;
     let mut out = BufWriter::with_capacity(256 * 1024, file);
-    for line in lines {
-        let line = crate::engine::check_line(path, line.as_ref())?;
-        out.write_all(line)
-            .and_then(|()| out.write_all(b"\n"))
-            .map_err(|e| Error::rewrite(path, "writing the temporary file", e))?;
-    }
+    fill(&mut out)?;
     let file = out
         .into_inner()
         .map_err(|e| Error::rewrite(path, "writing the temporary file", e.into_error()))?;
@@ -144,7 +163,7 @@ mod tests {
     use std::os::unix::fs::MetadataExt;
 
     #[test]
-    fn replaces_the_file_and_keeps_its_mode() {
+    fn replaces_the_file_and_makes_it_owner_only() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("c.jsonl");
         std::fs::write(&path, "old\n").unwrap();
@@ -154,7 +173,7 @@ mod tests {
             std::fs::read_to_string(&path).unwrap(),
             "{\"a\":1}\n{\"b\":2}\n"
         );
-        assert_eq!(path.metadata().unwrap().mode() & 0o777, 0o640);
+        assert_eq!(path.metadata().unwrap().mode() & 0o777, 0o600);
         let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
         assert_eq!(left.len(), 1, "no temporary file is left behind");
     }

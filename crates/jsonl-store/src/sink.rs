@@ -132,28 +132,51 @@ pub(crate) fn open_file(path: &Path, options: &Options) -> Result<FileSink, Erro
             .create(parent)
             .map_err(|e| Error::open(parent, e))?;
     }
-    let file = OpenOptions::new()
-        .append(true)
-        .create(true)
+    let (file, meta) = open_checked(
+        path,
+        OpenOptions::new().append(true).create(true),
+        mode,
+        true,
+    )?;
+    let file_type = meta.file_type();
+    if file_type.is_file() && ends_in_a_cut_line(path, &meta) {
+        // A crash left half a line at the end. End it, so that the first line written now stays a
+        // line of its own instead of being glued to the fragment.
+        (&file)
+            .write_all(b"\n")
+            .map_err(|e| Error::write(path, e))?;
+    }
+    Ok(FileSink {
+        file,
+        fifo: file_type.is_fifo(),
+    })
+}
+
+/// Opens `path` with `how` under the crate's file rules, or says why it is refused; every file this
+/// crate writes is opened here.
+///
+/// The open adds no-follow (and non-blocking for the open itself, so that a named pipe without a
+/// reader is refused rather than waited for) and `mode` for a new file: a symbolic link is refused.
+/// The file must be a regular file (or a named pipe, when `fifo_ok`) owned by this process's
+/// effective user, and its mode is set to `mode` through the open descriptor before anything is
+/// written, so a file that cannot be made owner-only is never written to. `how` must not truncate:
+/// a file is only cut once it passed these checks.
+pub(crate) fn open_checked(
+    path: &Path,
+    how: &mut OpenOptions,
+    mode: u32,
+    fifo_ok: bool,
+) -> Result<(File, Metadata), Error> {
+    let file = how
         .mode(mode)
         // O_NONBLOCK only for the open: a named pipe with no reader is refused at once (ENXIO)
         // instead of blocking the open until one comes. It is cleared below.
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(path)
-        .map_err(|e| match e.raw_os_error() {
-            Some(libc::ELOOP) if is_symlink(path) => ErrorKind::Symlink {
-                path: path.to_owned(),
-            }
-            .into(),
-            Some(libc::ENXIO) => ErrorKind::PipeWithoutReader {
-                path: path.to_owned(),
-            }
-            .into(),
-            _ => Error::open(path, e),
-        })?;
+        .map_err(|e| open_error(path, e))?;
     let meta = file.metadata().map_err(|e| Error::open(path, e))?;
     let file_type = meta.file_type();
-    if !(file_type.is_file() || file_type.is_fifo()) {
+    if !(file_type.is_file() || (fifo_ok && file_type.is_fifo())) {
         return Err(ErrorKind::NotAFile {
             path: path.to_owned(),
         }
@@ -179,17 +202,23 @@ pub(crate) fn open_file(path: &Path, options: &Options) -> Result<FileSink, Erro
     }
     let flags = fcntl_getfl(&file).map_err(|e| Error::open(path, e.into()))?;
     fcntl_setfl(&file, flags - OFlags::NONBLOCK).map_err(|e| Error::open(path, e.into()))?;
-    if file_type.is_file() && ends_in_a_cut_line(path, &meta) {
-        // A crash left half a line at the end. End it, so that the first line written now stays a
-        // line of its own instead of being glued to the fragment.
-        (&file)
-            .write_all(b"\n")
-            .map_err(|e| Error::write(path, e))?;
+    Ok((file, meta))
+}
+
+/// The error for a failed no-follow open of `path`: a symbolic link there is named as such (`ELOOP`,
+/// or `EEXIST` when the open asked for a new file).
+pub(crate) fn open_error(path: &Path, e: io::Error) -> Error {
+    match e.raw_os_error() {
+        Some(libc::ELOOP | libc::EEXIST) if is_symlink(path) => ErrorKind::Symlink {
+            path: path.to_owned(),
+        }
+        .into(),
+        Some(libc::ENXIO) => ErrorKind::PipeWithoutReader {
+            path: path.to_owned(),
+        }
+        .into(),
+        _ => Error::open(path, e),
     }
-    Ok(FileSink {
-        file,
-        fifo: file_type.is_fifo(),
-    })
 }
 
 /// Whether the file checked as `meta` is non-empty and its last byte is not a newline. Read through a
@@ -215,7 +244,7 @@ fn ends_in_a_cut_line(path: &Path, meta: &Metadata) -> bool {
     matches!(reader.read_at(&mut last, now.len() - 1), Ok(1)) && last[0] != b'\n'
 }
 
-fn is_symlink(path: &Path) -> bool {
+pub(crate) fn is_symlink(path: &Path) -> bool {
     path.symlink_metadata()
         .map(|m| m.file_type().is_symlink())
         .unwrap_or(false)

@@ -36,6 +36,10 @@ pub struct Error {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ErrorKind {
+    /// A file was refused or could not be opened under calltape-jsonl-store's file rules (a symbolic
+    /// link at its path, another user's file, …); the message names the file.
+    #[error(transparent)]
+    File(calltape_jsonl_store::Error),
     /// Reading or writing a stream failed.
     #[error("{context}: {source}")]
     Io {

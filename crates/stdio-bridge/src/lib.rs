@@ -97,7 +97,9 @@ pub use error::{
 pub use frame::{DEFAULT_MAX_FRAME, FrameReader, FrameWriter, Incoming, InvalidLine};
 pub use tap::{Direction, TAP_QUEUE_BYTES, Tap, TapEvent};
 pub use units::{parse_duration, parse_size};
-pub use upstream::{BoxFuture, ChildUpstream, Frame, Link, Stderr, Upstream, UpstreamEvent};
+pub use upstream::{
+    BoxFuture, ChildUpstream, Frame, Link, SharedWriter, Stderr, Upstream, UpstreamEvent,
+};
 pub use upstream::{
     DEFAULT_HTTP_PATH, ExtraHeaders, HttpUpstream, UnixUpstream, tls_client_config,
 };

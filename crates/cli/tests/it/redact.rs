@@ -159,6 +159,52 @@ fn a_line_longer_than_the_limit_is_redacted_in_pieces() {
 }
 
 #[test]
+fn a_secret_across_the_old_cut_of_a_line_over_16_mib_is_still_redacted() {
+    // Before, a line over 16 MiB was cut after the last whitespace of its first 16 MiB + 1 bytes (or
+    // at that byte, with none), and each piece redacted alone. Each row puts a secret across that cut:
+    // (filler, the text before the cut, the secret after it, the parts of the secret that must go).
+    const CUT: usize = 16 * 1024 * 1024 + 1;
+    let cases: [(&str, &str, &str, &[&str]); 3] = [
+        (
+            "lorem ipsum ",
+            "password: ",
+            "Hunter2Secret9xQ",
+            &["Hunter2Secret9xQ"],
+        ),
+        (
+            "lorem ipsum ",
+            "Authorization: Bearer ",
+            "tok7Rq2LmX9vBn4ZpK8w",
+            &["tok7Rq2LmX9vBn4ZpK8w"],
+        ),
+        // Minified JSON has no whitespace: the cut fell inside the token.
+        (
+            "{\"n\":1},",
+            "{\"note\":\"sk-proj-abcdefghijk",
+            "lmnopqrstuvwxyz0123456789\"}",
+            &["abcdefghijk", "lmnopqrstuvwxyz0123456789"],
+        ),
+    ];
+    for (filler, before, secret, parts) in cases {
+        let mut line = filler.repeat((CUT - before.len()) / filler.len());
+        line.push_str(&"x".repeat(CUT - before.len() - line.len()));
+        line.push_str(before);
+        assert_eq!(line.len(), CUT);
+        line.push_str(secret);
+        line.push_str(" end\n");
+        let out = run_with_stdin(&[], line.as_bytes());
+        assert_eq!(out.status.code(), Some(0), "{before}");
+        let text = String::from_utf8(out.stdout).expect("utf-8");
+        for part in parts {
+            assert!(!text.contains(part), "{before}: {part} leaked");
+        }
+        assert!(text.contains("[REDACTED]"), "{before}");
+        assert!(text.ends_with(" end\n"), "{before}");
+        assert_eq!(text.lines().count(), 1, "{before}");
+    }
+}
+
+#[test]
 fn help_shows_an_example() {
     let out = calltape().args(["redact", "--help"]).output().expect("run");
     assert_eq!(out.status.code(), Some(0));

@@ -265,8 +265,8 @@ fn a_rewrite_killed_before_its_rename_leaves_the_old_file_intact() {
     );
     assert_eq!(
         fs::metadata(&temp).unwrap().mode() & 0o777,
-        0o640,
-        "the temporary file has the old mode"
+        0o600,
+        "the temporary file is owner-only, whatever the old file's mode"
     );
 
     // A later rewrite still works, and leaves the killed one's leftover alone.

@@ -2,8 +2,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
-use std::io::Write;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+
+use calltape_jsonl_store::fs as store_fs;
 
 use serde_json::{Map, Value, json};
 
@@ -195,13 +197,15 @@ impl Cassette {
         content.push('\n');
         let blobs = self.blobs();
         let dir = blobs_dir(path);
+        // Before anything is written: stale blobs are removed from this folder below.
+        refuse_link(&dir)?;
         write_blobs(&dir, &blobs)?;
         let outcome = match fs::read(path) {
             Ok(existing) if existing == content.as_bytes() => SaveOutcome::Unchanged,
             _ => {
-                if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-                    fs::create_dir_all(parent)
-                        .map_err(|e| Error::io(parent, "cannot create folder", e))?;
+                if let Some(parent) = path.parent() {
+                    // calltape-jsonl-store's: missing folders 0700, a link at the path refused.
+                    store_fs::create_dir_all(parent).map_err(ErrorKind::Store)?;
                 }
                 calltape_jsonl_store::rewrite(path, &lines).map_err(ErrorKind::Store)?;
                 SaveOutcome::Written
@@ -456,19 +460,29 @@ pub(crate) fn check_lines(
     Ok(())
 }
 
-/// Writes the sidecar blobs that are not there yet.
+/// Writes the sidecar blobs that are not there yet, owner-only in an owner-only folder, each
+/// replaced atomically. A blob already there as an owner-only file is kept (its name is its hash); a
+/// symbolic link at a blob's path or as the folder is refused.
 pub(crate) fn write_blobs(dir: &Path, blobs: &BTreeMap<String, Blob>) -> Result<()> {
     if blobs.is_empty() {
         return Ok(());
     }
-    fs::create_dir_all(dir).map_err(|e| Error::io(dir, "cannot create folder", e))?;
+    store_fs::private_dir(dir).map_err(ErrorKind::Store)?;
     for (name, blob) in blobs {
         let file = dir.join(name);
-        if !file.exists() {
-            write_atomic(&file, &blob.data)?;
+        let kept = fs::symlink_metadata(&file)
+            .is_ok_and(|m| m.is_file() && m.mode() & 0o7777 == calltape_jsonl_store::DEFAULT_MODE);
+        if !kept {
+            store_fs::write_atomic(&file, &blob.data).map_err(ErrorKind::Store)?;
         }
     }
     Ok(())
+}
+
+/// Reads a sidecar blob, never through a symbolic link: a link planted in the sidecar folder could
+/// otherwise serve any file the user can read.
+pub(crate) fn read_blob(file: &Path) -> Result<Vec<u8>> {
+    store_fs::read(file).map_err(|e| ErrorKind::Store(e).into())
 }
 
 fn response_body(r: &Response) -> &Body {
@@ -478,7 +492,19 @@ fn response_body(r: &Response) -> &Body {
     }
 }
 
+/// Refuses a symbolic link at `path`: calltape never writes, reads or removes a sidecar through one.
+fn refuse_link(path: &Path) -> Result<()> {
+    if fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+        let refused = calltape_jsonl_store::ErrorKind::Symlink {
+            path: path.to_owned(),
+        };
+        return Err(ErrorKind::Store(refused.into()).into());
+    }
+    Ok(())
+}
+
 fn remove_unreferenced_blobs(dir: &Path, keep: &BTreeSet<String>) -> Result<()> {
+    refuse_link(dir)?;
     let entries = match fs::read_dir(dir) {
         Ok(e) => e,
         Err(_) => return Ok(()),
@@ -492,30 +518,6 @@ fn remove_unreferenced_blobs(dir: &Path, keep: &BTreeSet<String>) -> Result<()> 
     }
     // Only succeeds when empty, which is what we want.
     let _ = fs::remove_dir(dir);
-    Ok(())
-}
-
-/// Writes `data` to a temporary file beside `path`, syncs it and renames it over `path`.
-pub(crate) fn write_atomic(path: &Path, data: &[u8]) -> Result<()> {
-    let name = path.file_name().unwrap_or_default().to_string_lossy();
-    let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
-    let result = (|| {
-        let mut f = fs::File::create(&tmp)?;
-        f.write_all(data)?;
-        f.sync_all()?;
-        fs::rename(&tmp, path)
-    })();
-    if let Err(e) = result {
-        let _ = fs::remove_file(&tmp);
-        return Err(Error::io(path, "cannot write", e));
-    }
-    if let Some(Ok(d)) = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .map(fs::File::open)
-    {
-        let _ = d.sync_all();
-    }
     Ok(())
 }
 
@@ -679,7 +681,7 @@ impl<'a> Fields<'a> {
                 .into()
             })?;
         let file = blobs_dir(self.path).join(file_name);
-        let data = fs::read(&file).map_err(|e| Error::io(&file, "cannot read blob", e))?;
+        let data = read_blob(&file)?;
         if size.is_some_and(|s| s != data.len() as u64) {
             return Err(self.err(format!(
                 "field `{name}.size`: blob {file_name} holds {} bytes, not {}",

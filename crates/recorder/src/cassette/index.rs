@@ -303,7 +303,13 @@ fn check_body(
                 .filter(|n| is_blob_file_name(n))
                 .ok_or_else(|| err("blob reference outside the sidecar folder"))?;
             let file = blobs.join(name);
-            let meta = fs::metadata(&file).map_err(|e| Error::io(&file, "cannot read blob", e))?;
+            // Not followed: a link in the sidecar folder is refused here, as it is when read.
+            let meta =
+                fs::symlink_metadata(&file).map_err(|e| Error::io(&file, "cannot read blob", e))?;
+            if meta.file_type().is_symlink() {
+                let refused = calltape_jsonl_store::ErrorKind::Symlink { path: file };
+                return Err(ErrorKind::Store(refused.into()).into());
+            }
             match b.size {
                 Some(size) if size != meta.len() => Err(err("blob size differs")),
                 _ => Ok(()),

@@ -5,10 +5,12 @@ use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use calltape_jsonl_store::fs as store_fs;
+
 use super::file::{check_lines, write_blobs};
 use super::model::{Cassette, Interaction, Meta};
 use super::scrub::Scrubber;
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 
 /// The journal of a record run of `cassette`: `<cassette>.journal` beside it.
 pub fn journal_path(cassette: &Path) -> PathBuf {
@@ -36,11 +38,14 @@ impl Journal {
     /// Starts the journal of a record run of `cassette`, replacing one a killed run left behind.
     pub fn create(cassette: &Path, meta: &Meta) -> Result<Self> {
         let path = journal_path(cassette);
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            fs::create_dir_all(parent).map_err(|e| Error::io(parent, "cannot create folder", e))?;
+        if let Some(parent) = path.parent() {
+            // calltape-jsonl-store's: missing folders are made 0700, a link at the path is refused.
+            store_fs::create_dir_all(parent).map_err(ErrorKind::Store)?;
         }
         let meta_line = Cassette::new(meta.clone()).to_lines(cassette).remove(0);
-        let mut file = fs::File::create(&path).map_err(|e| Error::io(&path, "cannot create", e))?;
+        // Owner-only, and never through a link planted at the path: the journal holds what the
+        // cassette will.
+        let mut file = store_fs::truncate(&path).map_err(ErrorKind::Store)?;
         file.write_all(format!("{meta_line}\n").as_bytes())
             .map_err(|e| Error::io(&path, "cannot write", e))?;
         Ok(Self {

@@ -12,8 +12,7 @@
 
 use std::{
     ffi::OsString,
-    fs::OpenOptions,
-    os::unix::{fs::OpenOptionsExt, process::CommandExt},
+    os::unix::process::CommandExt,
     path::PathBuf,
     process::{Child, Command, Stdio},
     time::Duration,
@@ -187,13 +186,8 @@ fn spawn_server(
     launcher: &Launcher,
     server_lock: FileLock,
 ) -> Result<Child, Error> {
-    let log = OpenOptions::new()
-        .create(true)
-        .write(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(paths.log())
-        .map_err(|e| Error::io(format!("cannot open {}", paths.log().display()), e))?;
+    // Owner-only, emptied for this server, and never through a link planted at the path.
+    let log = calltape_jsonl_store::fs::truncate(paths.log()).map_err(ErrorKind::File)?;
     let child = Command::new(&launcher.program)
         .args(&launcher.args)
         .env(SERVE_KEY_ENV, paths.key().as_str())
@@ -218,7 +212,8 @@ fn spawn_server(
 
 /// The last line the server wrote to its log, which says why it stopped.
 fn last_log_line(paths: &SharedPaths) -> Option<String> {
-    let text = std::fs::read_to_string(paths.log()).ok()?;
+    let bytes = calltape_jsonl_store::fs::read(paths.log()).ok()?;
+    let text = String::from_utf8_lossy(&bytes);
     text.lines()
         .rev()
         .find(|l| !l.trim().is_empty())

@@ -28,6 +28,8 @@ pub struct FileLock {
 
 fn open_lock_file(path: &Path) -> Result<File, Error> {
     // std opens every file close-on-exec: no program this process starts inherits a lock by accident.
+    // Not calltape-jsonl-store's fs: a lock file needs reading and writing without O_APPEND, and it is
+    // held to the same rules here: no-follow, created 0600, never emptied, checked below.
     let file = OpenOptions::new()
         .read(true)
         .write(true)

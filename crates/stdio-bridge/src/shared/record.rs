@@ -3,7 +3,7 @@
 use std::{
     fmt,
     fs::{self, OpenOptions},
-    io::{Read, Write},
+    io::Read,
     net::{Ipv4Addr, SocketAddr, SocketAddrV4},
     os::unix::fs::OpenOptionsExt,
     path::{Path, PathBuf},
@@ -13,7 +13,7 @@ use std::{
 use serde::{Deserialize, Serialize};
 
 use super::{identity::Secret, paths::check_private_file};
-use crate::Error;
+use crate::{Error, ErrorKind};
 
 /// The path both `calltape serve` and a shared server answer MCP at.
 pub const MCP_PATH: &str = "/mcp";
@@ -163,6 +163,8 @@ impl Record {
         if !check_private_file(path, false)? {
             return Ok(None);
         }
+        // A read only, no-follow, of a file checked just above, and bounded by MAX_RECORD_LEN, which
+        // calltape-jsonl-store's whole-file read is not; records are written through it.
         let file = match OpenOptions::new()
             .read(true)
             .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
@@ -183,24 +185,11 @@ impl Record {
         Ok(record)
     }
 
-    /// Writes the record owner-only in one step: to a fresh temporary file beside it, then renamed.
+    /// Writes the record owner-only in one step: to a fresh temporary file beside it, then renamed
+    /// (calltape-jsonl-store's atomic write). A symbolic link at `path` is refused.
     pub fn write(&self, path: &Path) -> Result<(), Error> {
-        let tmp = path.with_extension(format!("json.{}.tmp", std::process::id()));
-        let _ = fs::remove_file(&tmp);
-        let result = (|| {
-            let mut file = OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .open(&tmp)?;
-            file.write_all(self.to_json().as_bytes())?;
-            file.sync_all()?;
-            fs::rename(&tmp, path)
-        })();
-        result.map_err(|e| {
-            let _ = fs::remove_file(&tmp);
-            Error::io(format!("cannot write {}", path.display()), e)
-        })
+        calltape_jsonl_store::fs::write_atomic(path, self.to_json())
+            .map_err(|e| ErrorKind::File(e).into())
     }
 
     /// Removes the record at `path` only if it still names `pid`: a server never removes its

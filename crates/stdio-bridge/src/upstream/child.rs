@@ -2,9 +2,10 @@
 
 use std::{
     ffi::OsString,
-    fs::OpenOptions,
+    io::{PipeReader, Read, Write},
     path::PathBuf,
     process::{ExitStatus, Stdio},
+    sync::{Arc, Mutex},
     time::Duration,
 };
 
@@ -36,10 +37,83 @@ pub enum Stderr {
     /// Passed through to the bridge's own stderr.
     #[default]
     Inherit,
-    /// Appended to a file, which is created when missing.
+    /// Appended to a file, created owner-only (`0o600`) when missing; a symbolic link at the path is
+    /// refused, as calltape-jsonl-store's [`fs::append`](calltape_jsonl_store::fs::append) refuses one.
     File(PathBuf),
+    /// Copied, as it arrives, into a writer that every child of the upstream shares: where a caller
+    /// puts a filter, such as calltape-redact's `RedactingWriter` in front of a log file, so that what
+    /// a server logs about its credentials never reaches the disk.
+    Writer(SharedWriter),
     /// Discarded.
     Null,
+}
+
+/// A writer that children's stderr is copied into ([`Stderr::Writer`]), shared by every child an
+/// upstream starts and cheap to clone.
+///
+/// A thread per child reads its stderr and writes each piece it reads under the writer's lock, then
+/// flushes it when the child's stderr ends; the child's exit is reported once that is done (or a
+/// second after the child exited, when a process it started keeps its stderr open).
+///
+/// ```
+/// use calltape_stdio_bridge::{ChildUpstream, SharedWriter, Stderr};
+///
+/// let child = ChildUpstream::new(["my-mcp-server"])
+///     .unwrap()
+///     .stderr(Stderr::Writer(SharedWriter::new(std::io::stderr())));
+/// # drop(child);
+/// ```
+#[derive(Clone)]
+pub struct SharedWriter(Arc<Mutex<Box<dyn Write + Send>>>);
+
+impl SharedWriter {
+    /// Shares `writer` between the children of an upstream.
+    pub fn new(writer: impl Write + Send + 'static) -> Self {
+        Self(Arc::new(Mutex::new(Box::new(writer))))
+    }
+
+    /// Runs `f` on the writer under its lock; a writer whose holder panicked is still used, since a
+    /// log line cut short is better than a lost log.
+    fn with<T>(&self, f: impl FnOnce(&mut dyn Write) -> T) -> T {
+        let mut guard = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        f(guard.as_mut())
+    }
+}
+
+impl std::fmt::Debug for SharedWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SharedWriter").finish_non_exhaustive()
+    }
+}
+
+/// Copies a child's stderr into `to` on a thread of its own; the receiver hears when it is done.
+fn copy_stderr(mut from: PipeReader, to: SharedWriter) -> Result<oneshot::Receiver<()>, Error> {
+    let (done_tx, done) = oneshot::channel();
+    std::thread::Builder::new()
+        .name("calltape-stderr".into())
+        .spawn(move || {
+            let mut buf = vec![0u8; 16 * 1024];
+            loop {
+                match from.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        if let Err(e) = to.with(|w| w.write_all(&buf[..n])) {
+                            // The rest is still read, so that the child never blocks on a full pipe.
+                            tracing::debug!("writing the child's stderr failed: {e}");
+                        }
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(_) => break,
+                }
+            }
+            let _ = to.with(|w| w.flush());
+            let _ = done_tx.send(());
+        })
+        .map_err(|e| Error::io("cannot start the thread that copies the child's stderr", e))?;
+    Ok(done)
 }
 
 /// A stdio MCP server run as a child process.
@@ -123,23 +197,33 @@ impl ChildUpstream {
         if let Some(dir) = &self.current_dir {
             command.current_dir(dir);
         }
+        let mut stderr_pipe = None;
         match &self.stderr {
             Stderr::Inherit => command.stderr(Stdio::inherit()),
             Stderr::Null => command.stderr(Stdio::null()),
             Stderr::File(path) => {
-                let file = OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(path)
-                    .map_err(|e| Error::io(format!("cannot open {}", path.display()), e))?;
+                let file = calltape_jsonl_store::fs::append(path).map_err(ErrorKind::File)?;
                 command.stderr(Stdio::from(file))
+            }
+            Stderr::Writer(writer) => {
+                let (reader, pipe) = std::io::pipe()
+                    .map_err(|e| Error::io("cannot make a pipe for the child's stderr", e))?;
+                stderr_pipe = Some((reader, writer.clone()));
+                command.stderr(pipe)
             }
         };
         set_parent_death_signal(&mut command);
-        let mut child = command.spawn().map_err(|source| ErrorKind::Spawn {
+        let spawned = command.spawn();
+        // The command holds the pipe's writing end: the copy only ends once the child's copy closes.
+        drop(command);
+        let mut child = spawned.map_err(|source| ErrorKind::Spawn {
             program: self.program_name(),
             source,
         })?;
+        let stderr_done = match stderr_pipe {
+            Some((reader, writer)) => Some(copy_stderr(reader, writer)?),
+            None => None,
+        };
         let pgid = child
             .id()
             .and_then(|id| i32::try_from(id).ok())
@@ -172,6 +256,7 @@ impl ChildUpstream {
                 close_stdin: close_stdin_tx,
                 events: Some(events_tx),
                 waiters: Vec::new(),
+                stderr_done,
             }
             .run(stdout, stop_rx, self.max_frame, writer),
         );
@@ -329,6 +414,8 @@ struct Supervisor {
     close_stdin: watch::Sender<bool>,
     events: Option<mpsc::Sender<UpstreamEvent>>,
     waiters: Vec<oneshot::Sender<()>>,
+    /// Hears when the copy of the child's stderr into a [`SharedWriter`] is done.
+    stderr_done: Option<oneshot::Receiver<()>>,
 }
 
 impl Supervisor {
@@ -415,6 +502,11 @@ impl Supervisor {
         // The writer reports frames it could not deliver; those reports must come before `Closed`.
         let _ = self.close_stdin.send(true);
         let _ = writer.await;
+        if let Some(done) = self.stderr_done.take() {
+            // What the child wrote last reaches the writer before anyone hears that it is gone; a
+            // process it started that keeps its stderr open is not waited for long.
+            let _ = tokio::time::timeout(DRAIN_AFTER_EXIT, done).await;
+        }
         self.emit(UpstreamEvent::Closed { reason }).await;
         for waiter in self.waiters.drain(..) {
             let _ = waiter.send(());

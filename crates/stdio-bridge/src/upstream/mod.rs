@@ -13,7 +13,7 @@ pub(crate) mod http;
 pub(crate) mod sse;
 pub(crate) mod unix;
 
-pub use child::{ChildUpstream, Stderr};
+pub use child::{ChildUpstream, SharedWriter, Stderr};
 pub use http::{ExtraHeaders, HttpUpstream, tls_client_config};
 pub use unix::{DEFAULT_HTTP_PATH, UnixUpstream};
 

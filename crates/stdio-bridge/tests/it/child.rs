@@ -116,3 +116,90 @@ async fn a_missing_program_is_a_spawn_error_naming_it() {
         "child `node server.js`"
     );
 }
+
+#[tokio::test]
+async fn a_stderr_file_is_owner_only_and_never_opened_through_a_link() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let target = dir.path().join("target.txt");
+    std::fs::write(&target, "the user's own file\n").expect("target");
+    std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o644)).expect("mode");
+    let link = dir.path().join("child.log");
+    std::os::unix::fs::symlink(&target, &link).expect("symlink");
+    let upstream = ChildUpstream::new(["sh", "-c", "echo 'Bearer sk-from-the-child' >&2"])
+        .expect("argv")
+        .stderr(Stderr::File(link.clone()));
+    let Err(err) = upstream.connect().await else {
+        panic!("a log file planted as a link was opened");
+    };
+    let message = err.to_string();
+    assert!(
+        message.contains(&link.display().to_string()) && message.contains("symbolic link"),
+        "{message}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&target).expect("target"),
+        "the user's own file\n"
+    );
+    assert_eq!(
+        std::fs::metadata(&target).expect("meta").mode() & 0o777,
+        0o644
+    );
+
+    let log = dir.path().join("new.log");
+    let upstream = ChildUpstream::new(["sh", "-c", "echo started >&2"])
+        .expect("argv")
+        .stderr(Stderr::File(log.clone()));
+    let link = upstream.connect().await.expect("spawned");
+    let mut events = link.events;
+    while events.recv().await.is_some() {}
+    assert_eq!(std::fs::metadata(&log).expect("log").mode() & 0o777, 0o600);
+}
+
+/// A writer that keeps what it is given, and counts its flushes.
+#[derive(Clone, Default)]
+struct Kept(std::sync::Arc<std::sync::Mutex<(Vec<u8>, usize)>>);
+
+impl std::io::Write for Kept {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().expect("lock").0.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.lock().expect("lock").1 += 1;
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn stderr_reaches_a_shared_writer_whole_before_the_exit_is_reported() {
+    let kept = Kept::default();
+    let writer = calltape_stdio_bridge::SharedWriter::new(kept.clone());
+    // Two children in turn write through the same writer, the second one's last line unended.
+    for (n, script) in [
+        "i=0; while [ $i -lt 2000 ]; do echo \"first $i\" >&2; i=$((i+1)); done",
+        "echo second >&2; printf 'no newline' >&2; exit 3",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let upstream = ChildUpstream::new(["sh", "-c", script])
+            .expect("argv")
+            .stderr(Stderr::Writer(writer.clone()));
+        let link = upstream.connect().await.expect("spawned");
+        let mut events = link.events;
+        let mut closed = false;
+        while let Some(event) = events.recv().await {
+            closed |= matches!(event, UpstreamEvent::Closed { .. });
+        }
+        assert!(closed);
+        let (text, flushes) = kept.0.lock().expect("lock").clone();
+        let text = String::from_utf8(text).expect("utf-8");
+        assert_eq!(flushes, n + 1, "each child's copy ends with a flush");
+        assert!(text.starts_with("first 0\nfirst 1\n"), "{text}");
+        assert!(text.contains("first 1999\n"), "{}", text.len());
+        if n == 1 {
+            assert!(text.ends_with("first 1999\nsecond\nno newline"), "{text}");
+        }
+    }
+}

@@ -1,0 +1,307 @@
+//! Files other than JSONL lines under the same rules: a log, a token, a small file replaced whole, a
+//! private folder.
+//!
+//! A program that keeps its recordings owner-only must keep its other files so too, or a log or a
+//! report becomes the way round. Every function here follows the crate's file rules:
+//!
+//! - the path is opened without following a symbolic link: a link at the path, even one pointing
+//!   nowhere, is [`ErrorKind::Symlink`], naming the path, and its target is left untouched;
+//! - a file is created owner-only (`0o600`), and an existing one is set to that mode through its
+//!   open descriptor before anything is written; a file another user owns is refused
+//!   ([`ErrorKind::NotOwner`]);
+//! - a folder is created `0o700`;
+//! - descriptors are close-on-exec, so no program the caller starts inherits one by accident.
+//!
+//! ```
+//! use std::io::Write;
+//! use std::os::unix::fs::MetadataExt;
+//!
+//! use calltape_jsonl_store::{ErrorKind, fs};
+//!
+//! # fn main() -> Result<(), calltape_jsonl_store::Error> {
+//! let dir = tempfile::tempdir().unwrap();
+//! let logs = dir.path().join("logs");
+//! fs::create_dir_all(&logs)?;
+//! let mut log = fs::append(logs.join("server.log"))?;
+//! writeln!(log, "started").unwrap();
+//! assert_eq!(logs.join("server.log").metadata().unwrap().mode() & 0o777, 0o600);
+//!
+//! fs::write_atomic(dir.path().join("token"), b"abc")?;
+//! assert_eq!(fs::read(dir.path().join("token"))?, b"abc");
+//!
+//! std::os::unix::fs::symlink(dir.path().join("token"), dir.path().join("link")).unwrap();
+//! let err = fs::append(dir.path().join("link")).unwrap_err();
+//! assert!(matches!(err.kind(), ErrorKind::Symlink { .. }));
+//! # Ok(())
+//! # }
+//! ```
+
+use std::fs::{DirBuilder, File, OpenOptions, Permissions};
+use std::io::{Read, Write};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::Path;
+
+use crate::error::{Error, ErrorKind};
+use crate::options::DEFAULT_MODE;
+use crate::rewrite::replace;
+use crate::sink::{euid, open_checked, open_error};
+
+/// The mode of a folder this module creates: the owner's only.
+pub const DIR_MODE: u32 = 0o700;
+
+/// Creates a new owner-only file at `path` for writing; anything already at the path (a file, a
+/// link) is an error.
+pub fn create_new(path: impl AsRef<Path>) -> Result<File, Error> {
+    let path = path.as_ref();
+    let (file, _) = open_checked(
+        path,
+        OpenOptions::new().write(true).create_new(true),
+        DEFAULT_MODE,
+        false,
+    )?;
+    Ok(file)
+}
+
+/// Opens the file at `path` for appending, creating it when missing, under the module's rules. A
+/// named pipe that a process reads is accepted too, as the writers accept one.
+pub fn append(path: impl AsRef<Path>) -> Result<File, Error> {
+    let path = path.as_ref();
+    let (file, _) = open_checked(
+        path,
+        OpenOptions::new().append(true).create(true),
+        DEFAULT_MODE,
+        true,
+    )?;
+    Ok(file)
+}
+
+/// Opens the file at `path` for writing from its start, creating it when missing or emptying it. It
+/// is emptied only once it passed the module's checks: a file another user owns keeps its content.
+pub fn truncate(path: impl AsRef<Path>) -> Result<File, Error> {
+    let path = path.as_ref();
+    let (file, _) = open_checked(
+        path,
+        OpenOptions::new().write(true).create(true),
+        DEFAULT_MODE,
+        false,
+    )?;
+    file.set_len(0).map_err(|e| Error::write(path, e))?;
+    Ok(file)
+}
+
+/// Replaces the file at `path` with `data` atomically, owner-only: the way [`rewrite`](crate::rewrite)
+/// replaces a file (a new temporary file in the same folder, `fsync`, rename, `fsync` of the folder),
+/// for bytes that are not JSONL lines. A crash leaves the old file or the new one, never a mix.
+pub fn write_atomic(path: impl AsRef<Path>, data: impl AsRef<[u8]>) -> Result<(), Error> {
+    let path = path.as_ref();
+    let data = data.as_ref();
+    replace(
+        path,
+        |out| {
+            out.write_all(data)
+                .map_err(|e| Error::rewrite(path, "writing the temporary file", e))
+        },
+        |_| {},
+    )
+}
+
+/// Reads the regular file at `path` whole, without following a symbolic link at the path.
+pub fn read(path: impl AsRef<Path>) -> Result<Vec<u8>, Error> {
+    let path = path.as_ref();
+    let mut file = OpenOptions::new()
+        .read(true)
+        // Non-blocking for the open: a named pipe at the path is refused below, not waited on.
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| open_error(path, e))?;
+    let meta = file.metadata().map_err(|e| Error::read(path, e))?;
+    if !meta.file_type().is_file() {
+        return Err(ErrorKind::NotAFile {
+            path: path.to_owned(),
+        }
+        .into());
+    }
+    let mut data = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    file.read_to_end(&mut data)
+        .map_err(|e| Error::read(path, e))?;
+    Ok(data)
+}
+
+/// Creates the folder at `path` and any missing folder above it, each `0o700`. An existing folder is
+/// kept as it is; a symbolic link at `path` is refused, and so is anything there that is not a folder.
+pub fn create_dir_all(path: impl AsRef<Path>) -> Result<(), Error> {
+    let path = path.as_ref();
+    if path.as_os_str().is_empty() {
+        return Ok(());
+    }
+    match path.symlink_metadata() {
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            DirBuilder::new()
+                .recursive(true)
+                .mode(DIR_MODE)
+                .create(path)
+                .map_err(|e| Error::create_dir(path, e))?;
+        }
+        Err(e) => return Err(Error::create_dir(path, e)),
+    }
+    // Checked after the creation too: a link planted in between is refused all the same.
+    let meta = path
+        .symlink_metadata()
+        .map_err(|e| Error::create_dir(path, e))?;
+    if meta.file_type().is_symlink() {
+        return Err(ErrorKind::Symlink {
+            path: path.to_owned(),
+        }
+        .into());
+    }
+    if !meta.is_dir() {
+        return Err(ErrorKind::NotAFolder {
+            path: path.to_owned(),
+        }
+        .into());
+    }
+    Ok(())
+}
+
+/// Creates the folder at `path` as [`create_dir_all`] does, and makes the folder itself owner-only
+/// (`0o700`) when it exists already: for a folder that belongs to the caller's program alone, such as
+/// the sidecar folder of a recording. A folder another user owns is refused.
+pub fn private_dir(path: impl AsRef<Path>) -> Result<(), Error> {
+    let path = path.as_ref();
+    create_dir_all(path)?;
+    // The mode is set through a descriptor opened without following a link, so the folder checked is
+    // the folder changed.
+    let dir = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_DIRECTORY)
+        .open(path)
+        .map_err(|e| open_error(path, e))?;
+    let meta = dir.metadata().map_err(|e| Error::open(path, e))?;
+    let euid = euid();
+    if meta.uid() != euid {
+        return Err(ErrorKind::NotOwner {
+            path: path.to_owned(),
+            owner: meta.uid(),
+            euid,
+        }
+        .into());
+    }
+    if meta.mode() & 0o7777 != DIR_MODE {
+        dir.set_permissions(Permissions::from_mode(DIR_MODE))
+            .map_err(|e| ErrorKind::SetMode {
+                path: path.to_owned(),
+                mode: DIR_MODE,
+                source: e.into(),
+            })?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    type Step = fn(&Path) -> Result<(), Error>;
+
+    /// Every way into a file, each with a symbolic link planted at its path.
+    const STEPS: [(&str, Step); 6] = [
+        ("create_new", |p| create_new(p).map(drop)),
+        ("append", |p| append(p).map(drop)),
+        ("truncate", |p| truncate(p).map(drop)),
+        ("write_atomic", |p| write_atomic(p, b"new")),
+        ("read", |p| read(p).map(drop)),
+        ("private_dir", |p| private_dir(p)),
+    ];
+
+    #[test]
+    fn a_symlink_at_the_path_is_refused_by_name_and_its_target_untouched() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("target");
+        std::fs::write(&target, "keep").unwrap();
+        std::fs::set_permissions(&target, Permissions::from_mode(0o644)).unwrap();
+        for (name, step) in STEPS {
+            for points_at in [target.clone(), dir.path().join("nowhere")] {
+                let link = dir.path().join(format!("{name}.link"));
+                let _ = std::fs::remove_file(&link);
+                std::os::unix::fs::symlink(&points_at, &link).unwrap();
+                let err = step(&link).unwrap_err();
+                assert!(
+                    matches!(err.kind(), ErrorKind::Symlink { .. }),
+                    "{name}: {err}"
+                );
+                assert!(
+                    err.to_string().starts_with(&link.display().to_string()),
+                    "{name}: {err}"
+                );
+            }
+            assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep", "{name}");
+            let mode = target.metadata().unwrap().mode() & 0o777;
+            assert_eq!(mode, 0o644, "{name}");
+            assert!(!dir.path().join("nowhere").exists(), "{name}");
+        }
+        let err = create_dir_all(dir.path().join("private_dir.link")).unwrap_err();
+        assert!(matches!(err.kind(), ErrorKind::Symlink { .. }), "{err}");
+    }
+
+    #[test]
+    fn files_are_owner_only_and_folders_0700() {
+        let dir = tempfile::tempdir().unwrap();
+        let mode = |p: &Path| p.metadata().unwrap().mode() & 0o7777;
+        let folder = dir.path().join("a/b");
+        create_dir_all(&folder).unwrap();
+        assert_eq!(mode(&folder), 0o700);
+        assert_eq!(mode(&dir.path().join("a")), 0o700);
+
+        let cases: [(&str, Step); 4] = [
+            ("new", |p| {
+                create_new(p)?
+                    .write_all(b"x")
+                    .map_err(|e| Error::write(p, e))
+            }),
+            ("appended", |p| {
+                append(p)?.write_all(b"x").map_err(|e| Error::write(p, e))
+            }),
+            ("truncated", |p| {
+                truncate(p)?.write_all(b"x").map_err(|e| Error::write(p, e))
+            }),
+            ("replaced", |p| write_atomic(p, b"x")),
+        ];
+        for (name, step) in cases {
+            let path = folder.join(name);
+            if name != "new" {
+                std::fs::write(&path, "old ").unwrap();
+                std::fs::set_permissions(&path, Permissions::from_mode(0o644)).unwrap();
+            }
+            step(&path).unwrap();
+            assert_eq!(mode(&path), 0o600, "{name}");
+            let want = if name == "appended" { "old x" } else { "x" };
+            assert_eq!(std::fs::read_to_string(&path).unwrap(), want, "{name}");
+        }
+        let left = std::fs::read_dir(&folder).unwrap().count();
+        assert_eq!(left, 4, "no temporary file is left behind");
+
+        let err = create_new(folder.join("new")).unwrap_err();
+        assert!(matches!(err.kind(), ErrorKind::Open { .. }), "{err}");
+
+        let shared = dir.path().join("shared");
+        std::fs::create_dir(&shared).unwrap();
+        std::fs::set_permissions(&shared, Permissions::from_mode(0o755)).unwrap();
+        create_dir_all(&shared).unwrap();
+        assert_eq!(mode(&shared), 0o755, "an existing folder is kept as it is");
+        private_dir(&shared).unwrap();
+        assert_eq!(mode(&shared), 0o700);
+    }
+
+    #[test]
+    fn what_is_not_a_file_or_folder_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = read(dir.path()).unwrap_err();
+        assert!(matches!(err.kind(), ErrorKind::NotAFile { .. }), "{err}");
+        let file = dir.path().join("f");
+        std::fs::write(&file, "").unwrap();
+        let err = create_dir_all(&file).unwrap_err();
+        assert!(matches!(err.kind(), ErrorKind::NotAFolder { .. }), "{err}");
+        assert!(err.to_string().starts_with(&file.display().to_string()));
+    }
+}
