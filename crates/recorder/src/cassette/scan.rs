@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::file::is_blob_file_name;
+use super::file::{is_blob_file_name, read_blob};
 use super::redaction::REDACTED;
 use super::scrub::Scrubber;
 use crate::error::{Error, Result};
@@ -45,7 +45,7 @@ pub fn scan_file(path: &Path, scrubber: &Scrubber) -> Result<Vec<Finding>> {
             .unwrap_or(Path::new(""))
             .join(folder)
             .join(&name);
-        let data = fs::read(&file).map_err(|e| Error::io(&file, "cannot read blob", e))?;
+        let data = read_blob(&file)?;
         if let Some((what, offset)) = scan_blob(&data, scrubber) {
             findings.push(Finding {
                 line: idx + 1,

@@ -421,7 +421,7 @@ impl ProxyBuilder {
         let path_token = if self.path_token.unwrap_or(wanted) {
             let token = access::random_path_token()?;
             if let Some(file) = &self.path_token_file {
-                calltape_jsonl_store::rewrite(file, [token.as_bytes()])
+                calltape_jsonl_store::fs::write_atomic(file, format!("{token}\n"))
                     .map_err(ErrorKind::Store)?;
             }
             Some(token)
