@@ -42,13 +42,17 @@ pub fn find_token_in_bytes(data: &[u8]) -> Option<Range<usize>> {
         if i - start < MIN_WORD {
             continue;
         }
-        // Word bytes are ASCII, so the word is text; alone, only the word rules can match it.
-        let word = std::str::from_utf8(&data[start..i]).unwrap_or_default();
-        let redacted = redactor.redact_text(word);
-        if let Some(at) = redacted.find(crate::REDACTED) {
-            // The first span's length, from what replacing it changed.
-            let tail = redacted.len() - at - crate::REDACTED.len();
-            return Some(start + at..i - tail);
+        // Word bytes are ASCII, so the word is text; alone, only the word rules can match it. A
+        // length byte that happens to be a letter or digit (protobuf, say) may stick to the front
+        // of a token, so the word is also tried without its first byte.
+        for from in [start, start + 1] {
+            let word = std::str::from_utf8(&data[from..i]).unwrap_or_default();
+            let redacted = redactor.redact_text(word);
+            if let Some(at) = redacted.find(crate::REDACTED) {
+                // The first span's length, from what replacing it changed.
+                let tail = redacted.len() - at - crate::REDACTED.len();
+                return Some(from + at..i - tail);
+            }
         }
     }
     None
@@ -76,6 +80,10 @@ mod tests {
                 Some("AKIAIOSFODNN7EXAMPLE"),
             ),
             (format!("\x00{JWT}\x00").into_bytes(), Some(JWT)),
+            (
+                b"\x0a3sk-proj-abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVW\x12".to_vec(),
+                Some("sk-proj-abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVW"),
+            ),
             (
                 b"\xfe\xffxoxb-1234567890-abcdefghij".to_vec(),
                 Some("xoxb-1234567890-abcdefghij"),
