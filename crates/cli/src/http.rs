@@ -27,6 +27,13 @@ Requests to http://127.0.0.1:PORT/<name>/<rest> go to that upstream's <rest>. A 
 cassette under --cassette-dir with the header `x-calltape-cassette: NAME` or the path prefix
 /_cassette/NAME/.
 
+Loopback only, as `calltape serve`: a request with an Origin header gets 403 unless --allow-origin
+names that origin, and a Host that is not 127.0.0.1, localhost or [::1] with the proxy's port gets
+421. With --auth the proxy holds a real key, so it serves only under a random per-run path prefix,
+http://127.0.0.1:PORT/ct-<32 hex digits>/<name>/<rest>: the URLs --env and CALLTAPE_PROXY_URL give
+the command, and the URLs printed on stdout without a command, include it (--path-token FILE also
+writes it to an owner-only file). A request without it gets 404 and never goes upstream.
+
 Modes (--mode, else CALLTAPE_MODE, else LLM_TEST_MODE / UPDATE_RECORDINGS=true, else replay
 when CI is set to anything but empty, 0 or false, else auto):
   auto     the local default: replay hits, record misses. The cassette answers what it can (an
@@ -43,7 +50,8 @@ when CI is set to anything but empty, 0 or false, else auto):
 
 A miss answers 404 in the provider's error shape with `x-should-retry: false`; stderr names the closest
 recordings with a diff. With a command, the exit status is the command's (verify exits 1 on drift when
-the command succeeded).";
+the command succeeded, and any mode exits 1 when an interaction was refused because a line or blob of
+it still held a credential: nothing of it is stored).";
 
 /// The arguments of `calltape http`.
 #[derive(Debug, Args)]
@@ -73,7 +81,8 @@ enum HttpAction {
         /// The cassette file.
         cassette: PathBuf,
     },
-    /// Check cassettes for credentials (for pre-commit hooks and CI); exits 1 when one is found.
+    /// Check cassettes and their sidecar blobs for credentials (for pre-commit hooks and CI); exits 1
+    /// when one is found.
     Scan {
         /// Cassette files or folders (searched recursively for *.jsonl).
         #[arg(required = true)]
@@ -195,13 +204,30 @@ struct ServeArgs {
     #[arg(long = "keep-name", value_name = "NAME")]
     keep_names: Vec<String>,
 
-    /// Another response header to drop from recordings (repeatable; `prefix*` allowed).
+    /// A response header to drop from recordings although it is kept by default (repeatable;
+    /// `prefix*` allowed), e.g. x-request-id.
     #[arg(long = "drop-header", value_name = "NAME")]
     drop_headers: Vec<String>,
 
-    /// A response header to keep although it is dropped by default (repeatable).
-    #[arg(long = "keep-header", value_name = "NAME")]
+    /// Another response header to keep in recordings (repeatable; `prefix*` allowed). Only
+    /// content-type, retry-after, x-ratelimit-*, anthropic-ratelimit-* and the request-id headers
+    /// are kept by default; a kept value is still redacted.
+    #[arg(
+        long = "keep-response-header",
+        visible_alias = "keep-header",
+        value_name = "NAME"
+    )]
     keep_headers: Vec<String>,
+
+    /// Serve requests from this browser origin (repeatable), e.g. http://localhost:5173; any other
+    /// request with an Origin header gets 403.
+    #[arg(long = "allow-origin", value_name = "ORIGIN")]
+    allow_origins: Vec<String>,
+
+    /// Write the per-run path prefix's token (ct-<hex>) to this owner-only file; the proxy then
+    /// serves under the prefix even without --auth.
+    #[arg(long = "path-token", value_name = "FILE")]
+    path_token: Option<PathBuf>,
 
     /// The command to run against the proxy; the exit status is its own.
     #[arg(last = true, value_name = "CMD")]
@@ -336,6 +362,16 @@ fn serve(args: ServeArgs) -> u8 {
     for h in args.keep_headers {
         builder = builder.keep_response_header(h);
     }
+    for origin in args.allow_origins {
+        builder = builder.allow_origin(origin);
+    }
+    if let Some(file) = &args.path_token {
+        builder = builder.path_token_file(file);
+    }
+    // The same URLs in every mode: a replay run that drops the key keeps the prefix.
+    if !args.auth.is_empty() {
+        builder = builder.path_token(true);
+    }
     if mode != Mode::Replay {
         for spec in &args.auth {
             match resolve_auth(spec) {
@@ -376,7 +412,8 @@ fn serve(args: ServeArgs) -> u8 {
                 return exit::USAGE;
             }
         };
-        tracing::info!(mode = %proxy.mode(), url = %proxy.url(), "calltape http proxy listening");
+        // The address only: the path prefix goes to stdout or to the command, not to logs.
+        tracing::info!(mode = %proxy.mode(), addr = %proxy.local_addr(), "calltape http proxy listening");
         let code = if args.command.is_empty() {
             for u in &args.upstreams {
                 if let Some((name, _)) = u.split_once('=') {
@@ -401,12 +438,14 @@ fn serve(args: ServeArgs) -> u8 {
             && report.fuzzy_hits.is_empty()
             && report.errors.is_empty()
             && report.drift.is_empty()
+            && report.refused.is_empty()
         {
             tracing::info!("{summary}");
         } else {
             eprintln!("{summary}");
         }
-        if code == exit::OK && !report.drift.is_empty() {
+        // A refused interaction failed closed: the run fails even when the command passed.
+        if code == exit::OK && (!report.drift.is_empty() || !report.refused.is_empty()) {
             return exit::DIFFERENCES;
         }
         code

@@ -50,6 +50,25 @@ pub enum ErrorKind {
         /// The version found in its meta line.
         found: u64,
     },
+    /// A sidecar blob holds a known credential or a provider token, so nothing of its interaction
+    /// was stored.
+    #[error(
+        "{}: the {side} body of {interaction} holds {what} at byte {offset}; nothing of this \
+         interaction was stored. Keep the credential out of that body and record again",
+        path.display()
+    )]
+    SecretInBlob {
+        /// The cassette.
+        path: PathBuf,
+        /// The interaction: method, upstream, path and sequence number.
+        interaction: String,
+        /// `request` or `response`.
+        side: &'static str,
+        /// What was found (`the value of authorization`, `a provider token`), never the value.
+        what: String,
+        /// The 0-based byte offset in the blob.
+        offset: usize,
+    },
     /// A serialized line still holds the value of a known credential, so nothing was written.
     #[error(
         "{}:{line}: the {record} record still contains the value of {secret} at byte {column}; \

@@ -89,6 +89,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+mod bytes;
 mod error;
 mod json;
 mod name_cache;
@@ -101,6 +102,7 @@ mod writer;
 #[cfg(test)]
 mod linear;
 
+pub use bytes::find_token_in_bytes;
 pub use error::{Error, ErrorKind, NameList};
 pub use names::{is_credential_name, is_session_id_name};
 pub use redactor::{Redactor, RedactorBuilder};

@@ -78,6 +78,7 @@
 mod bridge;
 mod error;
 pub mod frame;
+pub mod guard;
 pub mod serve;
 mod session;
 pub mod shared;

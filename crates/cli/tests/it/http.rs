@@ -153,7 +153,12 @@ fn real_sdks_record_then_replay_offline_with_no_secrets() {
         "the echoed key is scrubbed"
     );
     assert!(text.contains(r#""event":"ping""#) && text.contains(r#""data":"[DONE]""#));
-    assert!(!text.contains("set-cookie") && !text.contains("x-request-id"));
+    assert!(!text.contains("set-cookie") && !text.contains("cf-ray"));
+    assert!(!text.contains("openai-organization"));
+    assert!(
+        text.contains(r#"["x-request-id","req_fake_1"]"#),
+        "the request id is on the allow-list"
+    );
     let connections_after_record = fake.connections();
     assert!(connections_after_record >= 1);
 
@@ -376,8 +381,9 @@ fn management_commands_list_show_scan_and_remove() {
         String::from_utf8_lossy(&clean.stdout)
     );
 
-    // A key pasted into a cassette by hand is caught by name (never printed).
-    let leaked = dir.path().join("leaked.jsonl");
+    // A key pasted into a cassette by hand is caught by name (never printed). The copy sits beside
+    // the original, so the blobs it references are there to be scanned too.
+    let leaked = dir.path().join("sub/leaked.jsonl");
     let text = std::fs::read_to_string(&cassette)
         .unwrap()
         .replace("echo: hi", &format!("echo: {OPENAI_KEY}"));
@@ -486,4 +492,187 @@ fn mastra_recordings_import_into_replayable_cassettes() {
         String::from_utf8_lossy(&run.stdout).trim(),
         "imported answer"
     );
+}
+
+/// The per-run path prefix in a URL: `ct-` and 32 hex digits right after the address.
+fn path_prefix_of(url: &str) -> Option<&str> {
+    let path = url.strip_prefix("http://")?.split_once('/')?.1;
+    let token = path.split('/').next()?;
+    (token.len() == 35
+        && token.starts_with("ct-")
+        && token[3..].bytes().all(|b| b.is_ascii_hexdigit()))
+    .then_some(token)
+}
+
+#[test]
+fn with_auth_the_proxy_serves_under_a_path_prefix_that_env_and_stdout_carry() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = FakeApi::start(dir.path());
+
+    // The SDKs, given only the --env URLs, reach the upstream through the prefix, with the key added.
+    let cassette = dir.path().join("chat.jsonl");
+    let auth = [
+        "--auth",
+        "openai=env:OPENAI_API_KEY",
+        "--auth",
+        "anthropic=env:ANTHROPIC_API_KEY",
+    ];
+    let (status, recorded, stderr) =
+        run_client_with("record", &auth, &fake.url(), &cassette, "all");
+    assert_eq!(status, 0, "record run failed:\n{stderr}");
+    assert_eq!(recorded["chat"]["content"], "echo: hi");
+    let text = std::fs::read_to_string(&cassette).unwrap();
+    assert!(
+        !text.contains("ct-"),
+        "the path prefix reached the cassette"
+    );
+    assert!(!text.contains(OPENAI_KEY), "a key reached the cassette");
+
+    // What the command is given: every URL carries the same prefix.
+    let urls = dir.path().join("urls.txt");
+    let output = calltape()
+        .args(["http", "--mode", "live", "--upstream"])
+        .arg(format!("openai={}", fake.url()))
+        .args(["--auth", "openai=env:OPENAI_API_KEY"])
+        .args(["--env", "OPENAI_BASE_URL=openai/v1", "--", "sh", "-c"])
+        .arg(r#"printf '%s\n%s\n' "$OPENAI_BASE_URL" "$CALLTAPE_PROXY_URL" > "$0""#)
+        .arg(&urls)
+        .env("OPENAI_API_KEY", OPENAI_KEY)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let given = std::fs::read_to_string(&urls).unwrap();
+    let lines: Vec<&str> = given.lines().collect();
+    let token = path_prefix_of(lines[0]).unwrap_or_else(|| panic!("{given}"));
+    assert!(
+        lines[0].ends_with(&format!("/{token}/openai/v1")),
+        "{given}"
+    );
+    assert!(lines[1].ends_with(&format!("/{token}")), "{given}");
+    assert!(
+        !String::from_utf8_lossy(&output.stderr).contains(token),
+        "the prefix went to the logs"
+    );
+
+    // Standalone: the printed URLs carry it, and --path-token writes it to an owner-only file.
+    let token_file = dir.path().join("token");
+    let mut proxy = calltape()
+        .args(["http", "--mode", "live", "--upstream"])
+        .arg(format!("openai={}", fake.url()))
+        .args(["--auth", "openai=env:OPENAI_API_KEY", "--path-token"])
+        .arg(&token_file)
+        .env("OPENAI_API_KEY", OPENAI_KEY)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(proxy.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let base = line.split_whitespace().nth(1).unwrap().to_owned();
+    let token = path_prefix_of(&base)
+        .unwrap_or_else(|| panic!("{line}"))
+        .to_owned();
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(std::fs::read_to_string(&token_file).unwrap().trim(), token);
+    assert_eq!(
+        std::fs::metadata(&token_file).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    let addr = base
+        .trim_start_matches("http://")
+        .split('/')
+        .next()
+        .unwrap()
+        .to_owned();
+    let before = fake.connections();
+    let body = r#"{"model":"m","messages":[{"role":"user","content":"x"}]}"#;
+    let refused = http_post(&addr, "/openai/v1/chat/completions", body);
+    assert!(refused.starts_with("HTTP/1.1 404"), "{refused}");
+    assert!(refused.contains("path prefix"), "{refused}");
+    assert_eq!(
+        fake.connections(),
+        before,
+        "a request without the prefix went upstream"
+    );
+    let served = http_post(&addr, &format!("/{token}/openai/v1/chat/completions"), body);
+    assert!(served.starts_with("HTTP/1.1 200"), "{served}");
+    assert!(served.contains("auth was Bearer"), "{served}");
+    proxy.kill().unwrap();
+    proxy.wait().unwrap();
+}
+
+#[test]
+fn a_blob_holding_the_key_fails_the_run_closed_and_scan_reads_blobs() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = FakeApi::start(dir.path());
+    let cassette = dir.path().join("audio.jsonl");
+    // The command asks for one clean audio answer and one that carries its key; it succeeds.
+    let client = r#"
+import os, sys, urllib.request
+for path in ("speech", "echo"):
+    req = urllib.request.Request(os.environ["OPENAI_BASE_URL"] + "/audio/" + path, data=b"{}",
+        headers={"authorization": "Bearer " + os.environ["OPENAI_API_KEY"], "content-type": "application/json"})
+    assert urllib.request.urlopen(req).status == 200
+"#;
+    let output = calltape()
+        .args(["http", "--mode", "record", "--upstream"])
+        .arg(format!("openai={}", fake.url()))
+        .arg("--cassette")
+        .arg(&cassette)
+        .args(["--env", "OPENAI_BASE_URL=openai/v1", "--"])
+        .arg(python())
+        .args(["-c", client])
+        .env("OPENAI_API_KEY", OPENAI_KEY)
+        .env_remove("CALLTAPE_MODE")
+        .env_remove("CI")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    for needle in [
+        "1 refused",
+        cassette.to_str().unwrap(),
+        "POST openai /v1/audio/echo #0",
+        "the value of",
+    ] {
+        assert!(stderr.contains(needle), "{needle}:\n{stderr}");
+    }
+    assert!(!stderr.contains(OPENAI_KEY), "{stderr}");
+    let text = std::fs::read_to_string(&cassette).unwrap();
+    assert!(text.contains("/v1/audio/speech") && !text.contains("/v1/audio/echo"));
+    let blobs = dir.path().join("audio.jsonl.blobs");
+    let names: Vec<PathBuf> = std::fs::read_dir(&blobs)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(names.len(), 1, "{names:?}");
+
+    // A key planted in the stored blob by hand is found by scan, by name, never printed.
+    let mut data = std::fs::read(&names[0]).unwrap();
+    data.extend_from_slice(b"\x00");
+    data.extend_from_slice(OPENAI_KEY.as_bytes());
+    std::fs::write(&names[0], data).unwrap();
+    let scan = calltape()
+        .args(["http", "scan"])
+        .arg(&cassette)
+        .env("OPENAI_API_KEY", OPENAI_KEY)
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&scan.stdout);
+    assert_eq!(scan.status.code(), Some(1), "{report}");
+    assert!(
+        report.contains("blob ") && report.contains("OPENAI_API_KEY"),
+        "{report}"
+    );
+    assert!(!report.contains(OPENAI_KEY), "{report}");
 }

@@ -146,8 +146,11 @@ class Handler(BaseHTTPRequestHandler):
                     ("message_stop", {"type": "message_stop"}),
                 ]
             sse(self, ["event: %s\ndata: %s\n\n" % (e, json.dumps(d)) for e, d in events])
-        elif path == "/v1/audio/speech":
+        elif path in ("/v1/audio/speech", "/v1/audio/echo"):
             wav = b"RIFF\x24\x00\x00\x00WAVEfmt " + bytes(i % 251 for i in range(4000))
+            if path == "/v1/audio/echo":
+                # A debug upstream that puts the caller's key in a binary answer.
+                wav += b"\x00" + auth.encode() + b"\x00"
             self.send_response(200)
             self.send_header("content-type", "audio/wav")
             self.send_header("content-length", str(len(wav)))

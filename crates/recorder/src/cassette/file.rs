@@ -190,6 +190,9 @@ impl Cassette {
     pub fn save(&self, path: &Path, scrubber: &Scrubber) -> Result<SaveOutcome> {
         let lines = self.to_lines(path);
         check_lines(path, 1, &lines, scrubber)?;
+        for interaction in &self.interactions {
+            scrubber.check_blobs(path, interaction)?;
+        }
         let mut content = lines.join("\n");
         content.push('\n');
         let blobs = self.blobs();

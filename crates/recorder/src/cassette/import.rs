@@ -14,41 +14,23 @@ use super::normalize::Normalizer;
 use super::scrub::Scrubber;
 use crate::error::{Error, Result};
 
-/// Response headers a cassette never keeps by default: secrets, volatile values and transfer details
-/// (`prefix*` matches a prefix).
-pub const DROPPED_RESPONSE_HEADERS: &[&str] = &[
-    "set-cookie",
-    "date",
+/// Response headers a cassette keeps (`prefix*` matches a prefix): the content type, what tells a
+/// client to wait, and the providers' request ids. Every other header is dropped unless the recorder
+/// is told to keep it, and a kept value is still redacted.
+pub const KEPT_RESPONSE_HEADERS: &[&str] = &[
+    "content-type",
+    "retry-after",
+    "x-ratelimit-*",
+    "anthropic-ratelimit-*",
+    // OpenAI's and Anthropic's request ids.
     "x-request-id",
     "request-id",
-    "cf-*",
-    "x-ratelimit-*",
-    "ratelimit-*",
-    "anthropic-ratelimit-*",
-    "openai-organization",
-    "openai-project",
-    "openai-processing-ms",
-    "openai-version",
-    "anthropic-organization-id",
-    "x-envoy-upstream-service-time",
-    "alt-svc",
-    "server",
-    "via",
-    "strict-transport-security",
-    "x-cloud-trace-context",
-    "retry-after",
-    "x-should-retry",
-    "connection",
-    "keep-alive",
-    "transfer-encoding",
-    "content-length",
-    "content-encoding",
 ];
 
-/// Whether a response header is on [`DROPPED_RESPONSE_HEADERS`].
-pub fn is_dropped_response_header(name: &str) -> bool {
+/// Whether a response header is on [`KEPT_RESPONSE_HEADERS`].
+pub fn is_kept_response_header(name: &str) -> bool {
     let name = name.to_ascii_lowercase();
-    DROPPED_RESPONSE_HEADERS
+    KEPT_RESPONSE_HEADERS
         .iter()
         .any(|p| match p.strip_suffix('*') {
             Some(prefix) => name.starts_with(prefix),
@@ -159,7 +141,7 @@ pub fn import_mastra(
             .and_then(Value::as_object)
             .map(|m| {
                 m.iter()
-                    .filter(|(k, _)| !is_dropped_response_header(k) && !scrubber.is_secret_name(k))
+                    .filter(|(k, _)| is_kept_response_header(k) && !scrubber.is_secret_name(k))
                     .filter_map(|(k, v)| v.as_str().map(|v| (k.to_ascii_lowercase(), v.to_owned())))
                     .collect()
             })
@@ -285,7 +267,7 @@ mod tests {
                 {"hash": "h1", "request": {"url": "https://api.openai.com/v1/chat/completions", "method": "POST",
                     "body": {"model": "gpt-4o", "messages": [], "api_key": "leak"}, "timestamp": 1},
                  "response": {"status": 200, "statusText": "OK",
-                    "headers": {"content-type": "application/json", "set-cookie": "x", "x-request-id": "r"},
+                    "headers": {"content-type": "application/json", "set-cookie": "x", "x-request-id": "r", "x-session-hint": "h"},
                     "body": {"id": "c1"}, "isStreaming": false}},
                 {"hash": "h2", "request": {"url": "https://api.anthropic.com/v1/messages", "method": "POST", "body": {"stream": true}, "timestamp": 2},
                  "response": {"status": 200, "headers": {"content-type": "text/event-stream"},
@@ -311,7 +293,11 @@ mod tests {
         );
         assert_eq!(
             first.response.headers,
-            vec![("content-type".to_owned(), "application/json".to_owned())]
+            vec![
+                ("content-type".to_owned(), "application/json".to_owned()),
+                ("x-request-id".to_owned(), "r".to_owned())
+            ],
+            "only allow-listed headers are kept"
         );
         let Content::Stream(s) = &c.interactions[1].response.content else {
             panic!("not a stream")

@@ -71,6 +71,7 @@ impl Journal {
         let mut lines = one.to_lines(&self.cassette);
         lines.remove(0);
         check_lines(&self.path, self.lines + 1, &lines, scrubber)?;
+        scrubber.check_blobs(&self.cassette, interaction)?;
         write_blobs(&super::file::blobs_dir(&self.cassette), &one.blobs())?;
         let mut text = lines.join("\n");
         text.push('\n');

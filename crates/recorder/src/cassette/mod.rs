@@ -29,10 +29,11 @@ mod normalize;
 mod redaction;
 mod scan;
 mod scrub;
+mod url;
 
 pub use canonical::to_canonical_string;
 pub use file::{SaveOutcome, blobs_dir};
-pub use import::{DROPPED_RESPONSE_HEADERS, import_mastra, is_dropped_response_header};
+pub use import::{KEPT_RESPONSE_HEADERS, import_mastra, is_kept_response_header};
 pub use index::CassetteIndex;
 pub use journal::{Journal, journal_path};
 pub use model::{

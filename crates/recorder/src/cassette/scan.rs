@@ -1,4 +1,5 @@
-//! `scan`: the writer's final check, run over cassettes already on disk (for pre-commit hooks and CI).
+//! `scan`: the writer's final check, run over cassettes and their sidecar blobs already on disk (for
+//! pre-commit hooks and CI).
 
 use std::fmt;
 use std::fs;
@@ -6,6 +7,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
+use super::file::{is_blob_file_name, read_blob};
 use super::redaction::REDACTED;
 use super::scrub::Scrubber;
 use crate::error::{Error, Result};
@@ -28,10 +30,65 @@ impl fmt::Display for Finding {
 }
 
 /// Scans a cassette file line by line: the literal secrets `scrubber` knows, credential-named fields
-/// that hold a value, and text that the redaction rules would change.
+/// that hold a value, and text that the redaction rules would change. The sidecar blobs its lines
+/// reference are scanned too: one that is UTF-8 as text, any other for the literal secrets' bytes
+/// and the provider token formats.
 pub fn scan_file(path: &Path, scrubber: &Scrubber) -> Result<Vec<Finding>> {
     let text = fs::read_to_string(path).map_err(|e| Error::io(path, "cannot read", e))?;
-    Ok(scan_text(&text, scrubber))
+    let mut findings = scan_text(&text, scrubber);
+    for (idx, line) in text.lines().enumerate() {
+        let Some((folder, name)) = blob_reference(line) else {
+            continue;
+        };
+        let file = path
+            .parent()
+            .unwrap_or(Path::new(""))
+            .join(folder)
+            .join(&name);
+        let data = read_blob(&file)?;
+        if let Some((what, offset)) = scan_blob(&data, scrubber) {
+            findings.push(Finding {
+                line: idx + 1,
+                location: format!("blob {name} byte {offset}"),
+                what,
+            });
+        }
+    }
+    findings.sort_by_key(|f| f.line);
+    Ok(findings)
+}
+
+/// The sidecar folder and file name a line's body references (`<cassette>.blobs/<sha256>.<ext>`,
+/// relative to the cassette's folder), when it is a well-formed reference.
+fn blob_reference(line: &str) -> Option<(String, String)> {
+    if !line.contains("\"blob\"") {
+        return None;
+    }
+    let value: Value = serde_json::from_str(line).ok()?;
+    let reference = value.get("body")?.get("blob")?.as_str()?;
+    let (folder, name) = reference.split_once('/')?;
+    let folder_ok = folder.len() > ".blobs".len() && folder.ends_with(".blobs");
+    (folder_ok && is_blob_file_name(name)).then(|| (folder.to_owned(), name.to_owned()))
+}
+
+/// What a blob holds that should not be committed, and where.
+fn scan_blob(data: &[u8], scrubber: &Scrubber) -> Option<(String, usize)> {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return scrubber.check_bytes(data);
+    };
+    if let Some((name, at)) = scrubber.check_line(text) {
+        return Some((format!("the value of {name}"), at));
+    }
+    let redacted = scrubber.scrub_text(text);
+    if redacted != text {
+        let at = text
+            .bytes()
+            .zip(redacted.bytes())
+            .position(|(a, b)| a != b)
+            .unwrap_or(0);
+        return Some(("text that looks like a credential".to_owned(), at));
+    }
+    None
 }
 
 /// [`scan_file`] over text already in memory.
@@ -123,6 +180,69 @@ fn display_path(path: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cassette::{Blob, blobs_dir};
+
+    #[test]
+    fn blobs_are_scanned_as_text_or_as_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let cassette = dir.path().join("c.jsonl");
+        let s = Scrubber::builder()
+            .secret("MY_API_KEY", "literal-secret-1")
+            .build()
+            .unwrap();
+        let blobs = [
+            // (content type, bytes, what the scan says)
+            (
+                "audio/wav",
+                b"RIFF\x00\x01\x02 clean samples \xff".to_vec(),
+                None,
+            ),
+            (
+                "audio/wav",
+                b"RIFF\x00\x01ghp_0123456789abcdefghijklmnopqrstuvwxyz\xff".to_vec(),
+                Some("a provider token"),
+            ),
+            (
+                "application/octet-stream",
+                b"\x00\x01literal-secret-1\xfe".to_vec(),
+                Some("the value of MY_API_KEY"),
+            ),
+            (
+                "text/plain",
+                b"log: Authorization: Bearer abcdefghijklmnopqrstuvwxyz0123".to_vec(),
+                Some("text that looks like a credential"),
+            ),
+        ];
+        let mut text = String::from("{\"t\":\"meta\",\"v\":1}\n");
+        fs::create_dir(blobs_dir(&cassette)).unwrap();
+        for (ct, data, _) in &blobs {
+            let blob = Blob::new(*ct, data.clone());
+            let name = blob.file_name();
+            fs::write(blobs_dir(&cassette).join(&name), data).unwrap();
+            text.push_str(&format!(
+                "{{\"body\":{{\"blob\":\"c.jsonl.blobs/{name}\",\"size\":{},\"type\":\"{ct}\"}},\"t\":\"res\"}}\n",
+                data.len()
+            ));
+        }
+        fs::write(&cassette, &text).unwrap();
+        let found = scan_file(&cassette, &s).unwrap();
+        let expected: Vec<(usize, &str)> = blobs
+            .iter()
+            .enumerate()
+            .filter_map(|(i, (_, _, what))| what.map(|w| (i + 2, w)))
+            .collect();
+        let got: Vec<(usize, &str)> = found.iter().map(|f| (f.line, f.what.as_str())).collect();
+        assert_eq!(got, expected, "{found:?}");
+        assert!(
+            found.iter().all(|f| f.location.starts_with("blob ")),
+            "{found:?}"
+        );
+        assert!(
+            !found
+                .iter()
+                .any(|f| f.to_string().contains("literal-secret-1"))
+        );
+    }
 
     #[test]
     fn finds_literal_named_and_patterned_secrets() {

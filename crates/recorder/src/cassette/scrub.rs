@@ -1,12 +1,14 @@
 //! Redaction of everything that goes into a cassette, and the last check on each written line.
 
 use std::borrow::Cow;
+use std::path::Path;
 use std::sync::{Arc, RwLock};
 
 use serde_json::Value;
 
 use super::model::{Body, Content, Interaction, Request, Response, hex};
 use super::redaction::{REDACTED, Rules};
+use super::url::{UrlParts, percent_decode};
 use crate::error::{ErrorKind, Result};
 
 /// Shortest value treated as a literal secret; shorter ones would scrub ordinary words.
@@ -25,6 +27,9 @@ const MIN_SECRET_LEN: usize = 8;
 pub struct Scrubber {
     rules: Arc<Rules>,
     secrets: Arc<RwLock<Vec<Secret>>>,
+    /// Values a request held under a credential name (redacted there): checked for in blobs only,
+    /// so that learning them never changes how a later request is keyed.
+    redacted: Arc<RwLock<Vec<(String, String)>>>,
 }
 
 #[derive(Debug, Clone)]
@@ -84,6 +89,7 @@ impl ScrubberBuilder {
         let s = Scrubber {
             rules: Arc::new(rules),
             secrets: Arc::default(),
+            redacted: Arc::default(),
         };
         for (name, value) in self.secrets {
             s.add_secret(&name, &value);
@@ -123,6 +129,7 @@ impl Scrubber {
         Self {
             rules: Arc::default(),
             secrets: Arc::default(),
+            redacted: Arc::default(),
         }
     }
 
@@ -221,19 +228,138 @@ impl Scrubber {
         }
     }
 
-    /// Redacts a query parameter list in place: credential-named parameters lose their value.
+    /// Redacts a query parameter list in place: credential-named parameters lose their value, and
+    /// names and values are redacted as text. Each is checked as written and percent-decoded, so
+    /// `ke%79=` is the name `key`.
     pub fn scrub_query(&self, query: &mut [(String, String)]) {
         for (name, value) in query.iter_mut() {
-            if self.is_secret_name(name) {
-                *value = REDACTED.to_owned();
-            } else if let Cow::Owned(o) = self.scrub_text(value) {
-                *value = o;
-            }
+            self.scrub_pair(name, value);
         }
     }
 
-    /// Redacts a request in place (query, header values and body).
+    fn scrub_pair(&self, name: &mut String, value: &mut String) {
+        if self.is_secret_name(name) || self.is_secret_name(&percent_decode(name, true)) {
+            self.learn_redacted(name, value);
+            *value = REDACTED.to_owned();
+            return;
+        }
+        if let Some(n) = self.scrub_component(name, true) {
+            *name = n;
+        }
+        if let Some(v) = self.scrub_component(value, true) {
+            *value = v;
+        }
+    }
+
+    /// A query name or value, path segment or fragment with its secrets redacted, or `None` when it
+    /// holds none. A secret that only shows once decoded replaces the whole component.
+    fn scrub_component(&self, raw: &str, plus_is_space: bool) -> Option<String> {
+        if let Cow::Owned(o) = self.scrub_text(raw) {
+            return Some(o);
+        }
+        let decoded = percent_decode(raw, plus_is_space);
+        (matches!(decoded, Cow::Owned(_)) && self.scrub_text(&decoded) != decoded)
+            .then(|| REDACTED.to_owned())
+    }
+
+    /// A URL path with each segment redacted as a query value is, or `None` when it holds no secret.
+    pub fn scrub_path(&self, path: &str) -> Option<String> {
+        let mut changed = false;
+        let segments: Vec<Cow<'_, str>> = path
+            .split('/')
+            .map(|seg| match self.scrub_component(seg, false) {
+                Some(s) => {
+                    changed = true;
+                    Cow::Owned(s)
+                }
+                None => Cow::Borrowed(seg),
+            })
+            .collect();
+        changed.then(|| segments.join("/"))
+    }
+
+    /// A raw query string (`a=1&b=2`, or a fragment of that form) redacted pair by pair, in order.
+    fn scrub_query_text(&self, query: &str) -> String {
+        let pairs: Vec<String> = query
+            .split('&')
+            .map(|pair| {
+                let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+                let (mut name, mut value) = (name.to_owned(), value.to_owned());
+                self.scrub_pair(&mut name, &mut value);
+                if pair.contains('=') {
+                    format!("{name}={value}")
+                } else {
+                    name
+                }
+            })
+            .collect();
+        pairs.join("&")
+    }
+
+    /// A header value redacted as text and, when it is an absolute URL, as a URL: its path as a
+    /// request's path, its query and fragment as a request's query. `None` when it holds no secret.
+    fn scrub_header_value(&self, value: &str) -> Option<String> {
+        let text = self.scrub_text(value);
+        let Some(url) = UrlParts::parse(&text) else {
+            return match text {
+                Cow::Owned(o) => Some(o),
+                Cow::Borrowed(_) => None,
+            };
+        };
+        let mut out = url.origin.to_owned();
+        out.push_str(
+            &self
+                .scrub_path(url.path)
+                .unwrap_or_else(|| url.path.to_owned()),
+        );
+        if let Some(q) = url.query {
+            out.push('?');
+            out.push_str(&self.scrub_query_text(q));
+        }
+        if let Some(f) = url.fragment {
+            out.push('#');
+            out.push_str(&self.scrub_query_text(f));
+        }
+        (out != value).then_some(out)
+    }
+
+    /// Remembers a value redacted by name, for [`check_bytes`](Self::check_bytes).
+    fn learn_redacted(&self, name: &str, value: &str) {
+        let value = value.trim();
+        if value.len() < MIN_SECRET_LEN || value == REDACTED {
+            return;
+        }
+        let mut learned = self.redacted.write().unwrap_or_else(|e| e.into_inner());
+        if !learned.iter().any(|(_, v)| v == value) {
+            learned.push((name.to_owned(), value.to_owned()));
+        }
+    }
+
+    /// Remembers the strings a JSON value holds under credential names, before they are redacted.
+    fn learn_named_values(&self, value: &Value) {
+        match value {
+            Value::Array(items) => items.iter().for_each(|v| self.learn_named_values(v)),
+            Value::Object(map) => {
+                for (k, v) in map {
+                    match v {
+                        Value::String(s) if self.is_secret_name(k) => self.learn_redacted(k, s),
+                        _ => self.learn_named_values(v),
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Redacts a request in place (path, query, header values and body). Values it redacts by name
+    /// are remembered, so a blob that echoes one is refused by [`check_blobs`](Self::check_blobs).
     pub fn scrub_request(&self, request: &mut Request) {
+        if let Body::Json(v) = &request.body {
+            self.learn_named_values(v);
+        }
+        if let Some(p) = self.scrub_path(&request.path) {
+            request.path = p;
+        }
         self.scrub_query(&mut request.query);
         for value in request.headers.values_mut() {
             if let Cow::Owned(o) = self.scrub_text(value) {
@@ -243,13 +369,14 @@ impl Scrubber {
         self.scrub_body(&mut request.body);
     }
 
-    /// Redacts a response in place (header values, body, and every stream event).
+    /// Redacts a response in place (header values, URL-valued ones as URLs, body, and every stream
+    /// event).
     pub fn scrub_response(&self, response: &mut Response) {
         for (name, value) in response.headers.iter_mut() {
             if self.is_secret_name(name) {
                 *value = REDACTED.to_owned();
-            } else if let Cow::Owned(o) = self.scrub_text(value) {
-                *value = o;
+            } else if let Some(v) = self.scrub_header_value(value) {
+                *value = v;
             }
         }
         match &mut response.content {
@@ -288,6 +415,58 @@ impl Scrubber {
             }
         }
         None
+    }
+}
+
+impl Scrubber {
+    /// Where `data` (a blob's bytes) holds a literal secret this scrubber knows, a value a request
+    /// held under a credential name, or a provider token (calltape-redact's fixed-prefix formats):
+    /// what was found, never the value, and the byte offset; `None` when it is clean.
+    pub fn check_bytes(&self, data: &[u8]) -> Option<(String, usize)> {
+        let secrets = self.secrets.read().unwrap_or_else(|e| e.into_inner());
+        for s in secrets.iter() {
+            if let Some(at) = memchr::memmem::find(data, s.value.as_bytes()) {
+                return Some((format!("the value of {}", s.name), at));
+            }
+        }
+        drop(secrets);
+        let learned = self.redacted.read().unwrap_or_else(|e| e.into_inner());
+        for (name, value) in learned.iter() {
+            if let Some(at) = memchr::memmem::find(data, value.as_bytes()) {
+                return Some((format!("the value of {name}"), at));
+            }
+        }
+        drop(learned);
+        calltape_redact::find_token_in_bytes(data).map(|r| ("a provider token".to_owned(), r.start))
+    }
+
+    /// The final check on an interaction's sidecar blobs, before anything of it is written to
+    /// `cassette`: a blob holding a known secret or a provider token refuses the whole interaction.
+    pub fn check_blobs(&self, cassette: &Path, interaction: &Interaction) -> Result<()> {
+        let request = &interaction.request;
+        let response = match &interaction.response.content {
+            Content::Body(b) => Some(b),
+            Content::Stream(_) => None,
+        };
+        for (side, body) in [("request", Some(&request.body)), ("response", response)] {
+            let Some(Body::Binary(blob)) = body else {
+                continue;
+            };
+            if let Some((what, offset)) = self.check_bytes(&blob.data) {
+                return Err(ErrorKind::SecretInBlob {
+                    path: cassette.to_path_buf(),
+                    interaction: format!(
+                        "{} {} {} #{}",
+                        request.method, request.upstream, request.path, request.seq
+                    ),
+                    side,
+                    what,
+                    offset,
+                }
+                .into());
+            }
+        }
+        Ok(())
     }
 }
 
@@ -346,6 +525,121 @@ mod tests {
         s.scrub_query(&mut q);
         assert_eq!(q[0].1, "[REDACTED]");
         assert_eq!(q[1].1, "json");
+    }
+
+    #[test]
+    fn paths_query_names_and_url_headers_are_redacted_as_query_values_are() {
+        const GHP: &str = "ghp_0123456789abcdefghijklmnopqrstuvwxyz";
+        let s = Scrubber::new();
+        // (path, expected path)
+        let paths = [
+            (
+                format!("/v1/repos/{GHP}/x"),
+                "/v1/repos/[REDACTED]/x".to_owned(),
+            ),
+            (
+                format!("/v1/repos/{}/x", GHP.replace('_', "%5F")),
+                "/v1/repos/[REDACTED]/x".to_owned(),
+            ),
+            (
+                "/v1/chat/completions".to_owned(),
+                "/v1/chat/completions".to_owned(),
+            ),
+            ("/v1/a%20b/".to_owned(), "/v1/a%20b/".to_owned()),
+        ];
+        for (path, expected) in paths {
+            let mut r = Request {
+                method: "GET".into(),
+                upstream: "gh".into(),
+                path: path.clone(),
+                query: Vec::new(),
+                headers: Default::default(),
+                body: Body::Empty,
+                key: String::new(),
+                seq: 0,
+            };
+            s.scrub_request(&mut r);
+            assert_eq!(r.path, expected, "{path}");
+        }
+        // (name, value, expected value)
+        let ghp_encoded = GHP.replace('_', "%5F");
+        let query = [
+            ("ke%79", "abc", "[REDACTED]"),
+            ("api%5Fkey", "abc", "[REDACTED]"),
+            ("%61ccess_token", "abc", "[REDACTED]"),
+            ("access+token", "abc", "[REDACTED]"),
+            ("t", GHP, "[REDACTED]"),
+            ("t", ghp_encoded.as_str(), "[REDACTED]"),
+            ("alt", "json", "json"),
+            ("q", "a%20b", "a%20b"),
+        ];
+        for (name, value, expected) in query {
+            let mut q = vec![(name.to_owned(), value.to_owned())];
+            s.scrub_query(&mut q);
+            assert_eq!(q[0].1, expected, "{name}={value}");
+        }
+        // (header, value, expected value)
+        let headers = [
+            (
+                "location",
+                format!("https://files.example/d/{GHP}?X-Amz-%53ignature=abc123&x=1#k"),
+                "https://files.example/d/[REDACTED]?X-Amz-%53ignature=[REDACTED]&x=1#k".to_owned(),
+            ),
+            (
+                "content-location",
+                "https://u:hunter2hunter2@files.example/a?ok=1".to_owned(),
+                "https://[REDACTED]@files.example/a?ok=1".to_owned(),
+            ),
+            (
+                "content-type",
+                "application/json".to_owned(),
+                "application/json".to_owned(),
+            ),
+            (
+                "x-request-id",
+                format!("req {GHP}"),
+                "req [REDACTED]".to_owned(),
+            ),
+        ];
+        for (name, value, expected) in headers {
+            let mut r = Response {
+                status: 200,
+                headers: vec![(name.to_owned(), value.clone())],
+                content: Content::Body(Body::Empty),
+            };
+            s.scrub_response(&mut r);
+            assert_eq!(r.headers[0].1, expected, "{name}: {value}");
+        }
+    }
+
+    #[test]
+    fn blob_bytes_are_checked_for_known_secrets_and_provider_tokens() {
+        let s = Scrubber::builder()
+            .secret("OPENAI_API_KEY", "plainvalue-12345")
+            .build()
+            .unwrap();
+        // (bytes, what is found and where)
+        type Row = (&'static [u8], Option<(&'static str, usize)>);
+        let table: [Row; 4] = [
+            (
+                b"\x00\xffplainvalue-12345\x00",
+                Some(("the value of OPENAI_API_KEY", 2)),
+            ),
+            (
+                b"\x00ghp_0123456789abcdefghijklmnopqrstuvwxyz",
+                Some(("a provider token", 1)),
+            ),
+            (b"\x00\xff plainvalue-1234 \x00", None),
+            (b"", None),
+        ];
+        for (data, expected) in table {
+            let found = s.check_bytes(data);
+            assert_eq!(
+                found.as_ref().map(|(w, at)| (w.as_str(), *at)),
+                expected,
+                "{data:?}"
+            );
+        }
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! Turning HTTP messages into cassette records: header allow- and drop-lists, body classification,
-//! content decoding.
+//! content decoding (gzip, deflate, br, zstd).
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -224,6 +224,7 @@ pub(crate) enum Decoder {
     Gzip(Box<flate2::write::MultiGzDecoder<Vec<u8>>>),
     Deflate(Box<Deflate>),
     Brotli(Box<brotli_decompressor::DecompressorWriter<Vec<u8>>>),
+    Zstd(Box<zstd::stream::write::Decoder<'static, Vec<u8>>>),
 }
 
 impl Decoder {
@@ -240,6 +241,10 @@ impl Decoder {
                 Vec::new(),
                 4096,
             ))),
+            "zstd" => Self::Zstd(Box::new(
+                zstd::stream::write::Decoder::new(Vec::new())
+                    .map_err(|e| format!("cannot start a zstd decoder: {e}"))?,
+            )),
             other => return Err(format!("unsupported content-encoding {other:?}")),
         })
     }
@@ -259,6 +264,11 @@ impl Decoder {
                 d.flush()?;
                 Ok(std::mem::take(d.get_mut()))
             }
+            Self::Zstd(d) => {
+                d.write_all(chunk)?;
+                d.flush()?;
+                Ok(std::mem::take(d.get_mut()))
+            }
         }
     }
 
@@ -271,6 +281,8 @@ impl Decoder {
             Self::Brotli(d) => d.into_inner().map_err(|_| {
                 std::io::Error::new(std::io::ErrorKind::InvalidData, "brotli stream cut short")
             }),
+            // An error when the input does not end on a complete frame.
+            Self::Zstd(d) => d.finish(),
         }
     }
 }
@@ -370,7 +382,27 @@ mod tests {
         }
         out.extend(d.finish().unwrap());
         assert_eq!(out, b"hello, world");
-        assert!(Decoder::for_encoding(Some("zstd")).is_err());
+        assert!(Decoder::for_encoding(Some("compress")).is_err());
+    }
+
+    #[test]
+    fn zstd_is_decoded_incrementally() {
+        let text =
+            b"{\"object\":\"list\"} and more text to compress, compress, compress".repeat(50);
+        let encoded = zstd::encode_all(&text[..], 3).unwrap();
+        for size in [1, 7, 100_000] {
+            let mut d = Decoder::for_encoding(Some("zstd")).unwrap();
+            let mut out = Vec::new();
+            for chunk in encoded.chunks(size) {
+                out.extend(d.feed(chunk).unwrap());
+            }
+            out.extend(d.finish().unwrap());
+            assert_eq!(out, text, "chunks of {size}");
+        }
+        let mut d = Decoder::for_encoding(Some("zstd")).unwrap();
+        let cut = d.feed(&encoded[..encoded.len() / 2]).unwrap();
+        assert!(cut.len() < text.len());
+        assert!(d.finish().is_err(), "a frame cut short is an error");
     }
 
     #[test]

@@ -8,7 +8,17 @@
 //! A test may pick its own cassette with the `x-calltape-cassette: NAME` header or the path prefix
 //! `/_cassette/NAME/`, resolved under the [`cassette_dir`](ProxyBuilder::cassette_dir), so one proxy
 //! serves a parallel test run.
+//!
+//! The proxy listens on loopback only and refuses what a web page could send it: a request with an
+//! `Origin` header (403) unless that origin was [allowed](ProxyBuilder::allow_origin), and a `Host`
+//! that does not name the listener (421), as `serve` does
+//! (`calltape_stdio_bridge::guard::LoopbackGuard`). A proxy that adds a key itself
+//! ([`auth`](ProxyBuilder::auth)) also serves only under a random per-run path prefix
+//! (`/ct-<32 hex digits>/`), which its [`url`](ProxyHandle::url) and
+//! [`base_url`](ProxyHandle::base_url) include: a request without it gets 404 and never goes
+//! upstream. The prefix is never stored in a cassette.
 
+mod access;
 mod capture;
 mod miss;
 mod options;
@@ -28,6 +38,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use calltape_recorder::{Normalizer, Scrubber};
+use calltape_stdio_bridge::guard::LoopbackGuard;
 use http::{HeaderName, HeaderValue};
 use http_body_util::combinators::UnsyncBoxBody;
 use tokio::sync::{Notify, watch};
@@ -77,6 +88,9 @@ pub struct ProxyBuilder {
     keep_headers: Vec<String>,
     secrets_from_env: bool,
     rerecord_hint: Option<String>,
+    allowed_origins: Vec<String>,
+    path_token: Option<bool>,
+    path_token_file: Option<PathBuf>,
 }
 
 impl Default for ProxyBuilder {
@@ -101,6 +115,9 @@ impl Default for ProxyBuilder {
             keep_headers: Vec::new(),
             secrets_from_env: true,
             rerecord_hint: None,
+            allowed_origins: Vec::new(),
+            path_token: None,
+            path_token_file: None,
         }
     }
 }
@@ -203,13 +220,17 @@ impl ProxyBuilder {
         self
     }
 
-    /// Another response header to drop from recordings (`prefix*` allowed).
+    /// A response header to drop from recordings although it is on the default keep list
+    /// (`calltape_recorder::cassette::KEPT_RESPONSE_HEADERS`; `prefix*` allowed), such as
+    /// `x-request-id`, which differs on every call.
     pub fn drop_response_header(mut self, pattern: impl Into<String>) -> Self {
         self.drop_headers.push(pattern.into().to_ascii_lowercase());
         self
     }
 
-    /// A response header to keep even though it is on the default drop list.
+    /// Another response header to keep in recordings (`prefix*` allowed); every header that is not
+    /// on the default keep list or named here is dropped. Its value is still redacted, a URL as a
+    /// URL.
     pub fn keep_response_header(mut self, name: impl Into<String>) -> Self {
         self.keep_headers.push(name.into().to_ascii_lowercase());
         self
@@ -225,6 +246,29 @@ impl ProxyBuilder {
     /// The command shown in miss messages to re-record.
     pub fn rerecord_hint(mut self, hint: impl Into<String>) -> Self {
         self.rerecord_hint = Some(hint.into());
+        self
+    }
+
+    /// Serves requests that carry exactly this `Origin` (repeatable; for a browser app under test).
+    /// Any other request with an `Origin` header gets 403.
+    pub fn allow_origin(mut self, origin: impl Into<String>) -> Self {
+        self.allowed_origins.push(origin.into());
+        self
+    }
+
+    /// Whether to serve only under a random per-run path prefix (`/ct-<32 hex digits>/`). On by
+    /// default when an [`auth`](Self::auth) key or a [`path_token_file`](Self::path_token_file) is
+    /// configured, off otherwise.
+    pub fn path_token(mut self, yes: bool) -> Self {
+        self.path_token = Some(yes);
+        self
+    }
+
+    /// Writes the path prefix's token (`ct-<32 hex digits>`, no slashes, one line) to this file when
+    /// the proxy starts: an owner-only file, replaced atomically; a symbolic link at the path is an
+    /// error. Turns the path prefix on unless [`path_token(false)`](Self::path_token) says otherwise.
+    pub fn path_token_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.path_token_file = Some(path.into());
         self
     }
 
@@ -346,7 +390,7 @@ impl ProxyBuilder {
             addr: self.listen,
             source,
         })?;
-        let state = Arc::new(State {
+        let mut state = State {
             mode,
             upstreams,
             cassette: self.cassette,
@@ -370,7 +414,27 @@ impl ProxyBuilder {
                 "run the tests again with CALLTAPE_MODE=record (or --mode record) and the upstream reachable"
                     .to_owned()
             }),
-        });
+            guard: LoopbackGuard::default(),
+            path_token: None,
+        };
+        let wanted = !state.auth.is_empty() || self.path_token_file.is_some();
+        let path_token = if self.path_token.unwrap_or(wanted) {
+            let token = access::random_path_token()?;
+            if let Some(file) = &self.path_token_file {
+                calltape_jsonl_store::fs::write_atomic(file, format!("{token}\n"))
+                    .map_err(ErrorKind::Store)?;
+            }
+            Some(token)
+        } else {
+            None
+        };
+        let mut guard = LoopbackGuard::new(Some(addr.port()));
+        for origin in self.allowed_origins {
+            guard = guard.allow_origin(origin);
+        }
+        state.guard = guard;
+        state.path_token = path_token;
+        let state = Arc::new(state);
         let (stop_tx, stop_rx) = watch::channel(false);
         let task = tokio::spawn(server::serve(listener, Arc::clone(&state), stop_rx));
         tracing::debug!(%addr, %mode, "proxy listening");
@@ -411,6 +475,10 @@ pub(crate) struct State {
     pub(crate) keep_headers: Vec<String>,
     pub(crate) auth: HashMap<String, (HeaderName, HeaderValue)>,
     pub(crate) rerecord_hint: String,
+    /// Who may send requests: no foreign origin or host.
+    pub(crate) guard: LoopbackGuard,
+    /// `ct-<hex>`: the first path segment every request must start with, when the proxy holds a key.
+    pub(crate) path_token: Option<String>,
 }
 
 impl State {
@@ -474,26 +542,31 @@ pub struct Report {
     pub drift: Vec<String>,
     /// Cassettes that could not be written, upstream failures.
     pub errors: Vec<String>,
+    /// One line per interaction that was not stored because it still held a credential (in a line
+    /// or in a blob); the run failed closed.
+    pub refused: Vec<String>,
 }
 
 impl Report {
-    /// A few lines for stderr: counts, then every miss, fuzzy hit, drift and error.
+    /// A few lines for stderr: counts, then every miss, fuzzy hit, drift, error and refusal.
     pub fn summary(&self) -> String {
         let mut s = format!(
-            "calltape http: {} replayed, {} recorded, {} forwarded, {} missed, {} fuzzy, {} drift, {} errors",
+            "calltape http: {} replayed, {} recorded, {} forwarded, {} missed, {} fuzzy, {} drift, {} errors, {} refused",
             self.replayed,
             self.recorded,
             self.forwarded,
             self.misses.len(),
             self.fuzzy_hits.len(),
             self.drift.len(),
-            self.errors.len()
+            self.errors.len(),
+            self.refused.len()
         );
         for (label, items) in [
             ("miss", &self.misses),
             ("fuzzy", &self.fuzzy_hits),
             ("drift", &self.drift),
             ("error", &self.errors),
+            ("refused", &self.refused),
         ] {
             for item in items {
                 s.push_str(&format!("\n  {label}: {item}"));
@@ -528,14 +601,24 @@ impl ProxyHandle {
         self.addr
     }
 
-    /// `http://ADDR`, the proxy's root URL.
+    /// `http://ADDR`, the proxy's root URL, with its path prefix when it has one
+    /// (`http://ADDR/ct-<hex>`).
     pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        match &self.state.path_token {
+            Some(token) => format!("http://{}/{token}", self.addr),
+            None => format!("http://{}", self.addr),
+        }
     }
 
-    /// The base URL a client of upstream `name` should use: `http://ADDR/name`.
+    /// The base URL a client of upstream `name` should use: `http://ADDR/name`, or
+    /// `http://ADDR/ct-<hex>/name` when the proxy serves under a path prefix.
     pub fn base_url(&self, name: &str) -> String {
-        format!("http://{}/{}", self.addr, name)
+        format!("{}/{name}", self.url())
+    }
+
+    /// The token of the per-run path prefix (`ct-<32 hex digits>`), when the proxy serves under one.
+    pub fn path_token(&self) -> Option<&str> {
+        self.state.path_token.as_deref()
     }
 
     /// The mode in effect.

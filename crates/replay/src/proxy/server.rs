@@ -19,6 +19,7 @@ use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 use tokio::sync::{oneshot, watch};
 
+use super::access::{refuse, strip_path_token};
 use super::capture::{self, AUTH_HEADERS, Decoder, HOP_HEADERS, name_matches};
 use super::miss::{self, Provider, error_response};
 use super::options::{Exhaustion, Mode};
@@ -26,7 +27,7 @@ use super::stream::{Splitter, stream_format};
 use super::tape::{Lookup, Recording, Tape, diff_text};
 use super::{CASSETTE_HEADER, ProxyBody, State, UpstreamCfg};
 
-type HttpResponse = hyper::Response<ProxyBody>;
+pub(crate) type HttpResponse = hyper::Response<ProxyBody>;
 
 const MAX_REQUEST_BODY: usize = 64 * 1024 * 1024;
 
@@ -61,13 +62,16 @@ pub(crate) async fn serve(
     }
 }
 
-fn full(bytes: impl Into<Bytes>) -> ProxyBody {
+pub(crate) fn full(bytes: impl Into<Bytes>) -> ProxyBody {
     Full::new(bytes.into())
         .map_err(|never| match never {})
         .boxed_unsync()
 }
 
 async fn handle(state: Arc<State>, req: hyper::Request<Incoming>) -> HttpResponse {
+    if let Err(refusal) = state.guard.check(req.headers()) {
+        return refuse(refusal.status(), refusal.message());
+    }
     match route(&state, req).await {
         Ok(r) | Err(r) => r,
     }
@@ -123,7 +127,17 @@ async fn route(
     req: hyper::Request<Incoming>,
 ) -> Result<HttpResponse, HttpResponse> {
     let (parts, body) = req.into_parts();
-    let path = parts.uri.path().to_owned();
+    let path = match &state.path_token {
+        Some(token) => strip_path_token(parts.uri.path(), token).ok_or_else(|| {
+            refuse(
+                StatusCode::NOT_FOUND,
+                "this proxy adds an API key upstream, so it serves only under its per-run path \
+                 prefix; use the URL it printed or gave the command (CALLTAPE_PROXY_URL)",
+            )
+        })?,
+        None => parts.uri.path(),
+    }
+    .to_owned();
     let query = parts.uri.query().map(str::to_owned);
     let (prefix_cassette, upstream_name, rest) = split_path(&path);
     let (upstream_name, rest) = (upstream_name.to_owned(), rest.to_owned());
@@ -461,7 +475,7 @@ async fn run_exchange(
     }
     headers.insert(
         http::header::ACCEPT_ENCODING,
-        HeaderValue::from_static("gzip, deflate, br"),
+        HeaderValue::from_static("gzip, deflate, br, zstd"),
     );
     if let Some((name, value)) = state.auth.get(&forward.upstream_name) {
         headers.insert(name.clone(), value.clone());
@@ -641,10 +655,20 @@ async fn run_exchange(
             let interaction = Interaction { request, response };
             let saved = lock(&tape).record(interaction, state.mode, &state.scrubber);
             let mut report = state.report();
-            report.recorded += 1;
-            if let Err(e) = saved {
-                tracing::error!("{e}");
-                report.errors.push(e.to_string());
+            match saved {
+                Ok(()) => report.recorded += 1,
+                Err(e) => {
+                    tracing::error!("{e}");
+                    if matches!(
+                        e.kind(),
+                        calltape_recorder::ErrorKind::SecretInBlob { .. }
+                            | calltape_recorder::ErrorKind::SecretInLine { .. }
+                    ) {
+                        report.refused.push(e.to_string());
+                    } else {
+                        report.errors.push(e.to_string());
+                    }
+                }
             }
         }
         Sink::Verify(expected) => {
@@ -680,10 +704,11 @@ fn kept_headers(state: &State, headers: &HeaderMap) -> Vec<(String, String)> {
         if HOP_HEADERS.contains(&n) || state.scrubber.is_secret_name(n) {
             continue;
         }
-        let keep = state.keep_headers.iter().any(|k| k == n);
-        let dropped = calltape_recorder::cassette::is_dropped_response_header(n)
-            || state.drop_headers.iter().any(|p| name_matches(p, n));
-        if dropped && !keep {
+        // An allow-list: what is not kept by default or by name is dropped.
+        let keep = state.keep_headers.iter().any(|k| name_matches(k, n))
+            || (calltape_recorder::cassette::is_kept_response_header(n)
+                && !state.drop_headers.iter().any(|p| name_matches(p, n)));
+        if !keep {
             continue;
         }
         if let Ok(v) = value.to_str() {

@@ -289,6 +289,8 @@ impl Tape {
         mode: Mode,
         scrubber: &Scrubber,
     ) -> calltape_recorder::Result<()> {
+        // Refused before it is kept: a later save must not fail on it again.
+        scrubber.check_blobs(&self.path, &interaction)?;
         self.recorded.push(interaction);
         self.dirty = true;
         if mode != Mode::Record {

@@ -197,6 +197,14 @@ async fn answer(
             full(200, "application/json", body.to_string())
         }
         "/v1/counter" => full(200, "application/json", json!({"n": n}).to_string()),
+        "/v1/headers" => {
+            let mut r = full(200, "application/json", json!({"ok": true}).to_string());
+            let h = r.headers_mut();
+            for (k, v) in HEADERS_ANSWER {
+                h.insert(*k, v.parse().unwrap());
+            }
+            r
+        }
         "/v1/responses" => {
             let events = [
                 (
@@ -254,6 +262,25 @@ async fn answer(
             }
             streamed("text/event-stream; charset=utf-8", items, fast)
         }
+        "/v1/audio/echo" => {
+            // A binary answer that carries the caller's credential, as a debug echo would.
+            let mut wav = b"RIFF\x24\x00\x00\x00WAVEfmt \x00".to_vec();
+            wav.extend_from_slice(auth.as_bytes());
+            wav.extend((0..64u32).map(|i| (i % 7) as u8));
+            full(200, "audio/wav", wav)
+        }
+        "/v1/audio/echo-body" => {
+            // A binary answer that carries the request's body, credential fields and all.
+            let mut wav = b"RIFF\x24\x00\x00\x00WAVEfmt \x00".to_vec();
+            wav.extend_from_slice(&body);
+            full(200, "audio/wav", wav)
+        }
+        "/v1/audio/token" => {
+            // A binary answer holding a provider token the proxy never saw.
+            let mut wav = b"RIFF\x24\x00\x00\x00WAVEfmt \x00".to_vec();
+            wav.extend_from_slice(b"ghp_0123456789abcdefghijklmnopqrstuvwxyz\x00");
+            full(200, "application/octet-stream", wav)
+        }
         "/v1/audio/speech" => {
             let mut wav = b"RIFF\x24\x00\x00\x00WAVEfmt ".to_vec();
             wav.extend((0..2000u32).map(|i| (i % 251) as u8));
@@ -272,12 +299,13 @@ async fn answer(
                 .insert("content-encoding", "gzip".parse().unwrap());
             r
         }
-        "/v1/models/br" | "/v1/models/deflate" | "/v1/models/deflate-raw" => {
+        "/v1/models/br" | "/v1/models/deflate" | "/v1/models/deflate-raw" | "/v1/models/zstd" => {
             let encoding = path.rsplit('/').next().unwrap_or("");
             let plain = json!({"object": "list", "data": [{"id": format!("m-{encoding}"), "object": "model"}]})
                 .to_string();
             let (name, encoded) = match encoding {
                 "br" => ("br", brotli_stored(plain.as_bytes())),
+                "zstd" => ("zstd", zstd::encode_all(plain.as_bytes(), 3).unwrap()),
                 "deflate" => {
                     let mut z =
                         flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
@@ -338,6 +366,22 @@ async fn answer(
         ),
     }
 }
+
+/// The headers `/v1/headers` answers with, besides those every JSON answer has.
+pub(super) const HEADERS_ANSWER: &[(&str, &str)] = &[
+    ("request-id", "req_anthropic_1"),
+    ("anthropic-ratelimit-requests-remaining", "49"),
+    ("retry-after", "3"),
+    ("x-session-hint", "hint-4f2a9c1e7d"),
+    (
+        "location",
+        "https://files.example/out?sig=locsig-8e7f6a5b4c",
+    ),
+    (
+        "x-download",
+        "https://files.example/d/ghp_0123456789abcdefghijklmnopqrstuvwxyz?X-Amz-%53ignature=amzsig-1a2b3c&part=1",
+    ),
+];
 
 /// The event stream `/v1/stream/br` sends, brotli-encoded.
 pub(super) const BR_EVENTS: &str = "event: a\ndata: {\"n\":1}\n\ndata: two\n\ndata: [DONE]\n\n";

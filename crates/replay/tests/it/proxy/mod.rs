@@ -2,3 +2,5 @@
 
 mod fake;
 mod flows;
+mod guard;
+mod stored;

@@ -1,0 +1,228 @@
+//! Who may talk to a loopback HTTP listener: the check `serve`, the shared server and calltape's HTTP
+//! proxy run on every request before anything else.
+//!
+//! A web page the user visits can reach 127.0.0.1 two ways: a cross-origin request (a plain `POST`
+//! with `Content-Type: text/plain` needs no preflight), which always carries an `Origin` header, and
+//! DNS rebinding, where the page's own name resolves to 127.0.0.1 and its requests carry that name in
+//! `Host`. [`LoopbackGuard`] refuses both: any `Origin` that was not allowed by name gets 403, and a
+//! `Host` that is not `127.0.0.1`, `localhost` or `[::1]` (with the listener's port, when it has one)
+//! gets 421.
+//!
+//! # Example
+//!
+//! ```
+//! use calltape_stdio_bridge::guard::LoopbackGuard;
+//! use http::{HeaderMap, HeaderValue, StatusCode};
+//!
+//! let guard = LoopbackGuard::new(Some(8808)).allow_origin("http://localhost:3000");
+//! let mut headers = HeaderMap::new();
+//! headers.insert("host", HeaderValue::from_static("127.0.0.1:8808"));
+//! assert!(guard.check(&headers).is_ok());
+//!
+//! headers.insert("origin", HeaderValue::from_static("https://evil.example"));
+//! assert_eq!(guard.check(&headers).unwrap_err().status(), StatusCode::FORBIDDEN);
+//! ```
+
+use std::fmt;
+
+use http::{HeaderMap, StatusCode, header};
+
+/// The checks a loopback listener runs on each request's `Origin` and `Host` headers.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LoopbackGuard {
+    port: Option<u16>,
+    allowed_origins: Vec<String>,
+}
+
+/// Why a request was refused: the status to answer with and a short text that says why.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Refusal {
+    status: StatusCode,
+    message: &'static str,
+}
+
+impl Refusal {
+    /// 403 for a foreign origin, 421 for a foreign host.
+    pub fn status(&self) -> StatusCode {
+        self.status
+    }
+
+    /// A lowercase sentence for the response body.
+    pub fn message(&self) -> &'static str {
+        self.message
+    }
+}
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.status.as_u16(), self.message)
+    }
+}
+
+impl LoopbackGuard {
+    /// A guard for a listener on `port` (`None` for a Unix socket, where any port in `Host` is
+    /// accepted), allowing no origin.
+    pub fn new(port: Option<u16>) -> Self {
+        Self {
+            port,
+            allowed_origins: Vec::new(),
+        }
+    }
+
+    /// Lets requests from exactly this origin through (`http://localhost:3000`, say: a browser app
+    /// under test). Compared byte for byte with the `Origin` header.
+    pub fn allow_origin(mut self, origin: impl Into<String>) -> Self {
+        self.allowed_origins.push(origin.into());
+        self
+    }
+
+    /// The origins let through.
+    pub fn allowed_origins(&self) -> &[String] {
+        &self.allowed_origins
+    }
+
+    /// Checks a request's headers: `Ok` when it may be served.
+    pub fn check(&self, headers: &HeaderMap) -> Result<(), Refusal> {
+        let mut origins = headers.get_all(header::ORIGIN).iter().peekable();
+        // A browser always sends Origin on the requests that matter; only the ones allowed pass.
+        if origins.peek().is_some()
+            && !origins.all(|o| {
+                self.allowed_origins
+                    .iter()
+                    .any(|a| a.as_bytes() == o.as_bytes())
+            })
+        {
+            return Err(Refusal {
+                status: StatusCode::FORBIDDEN,
+                message: "requests with an Origin header are refused",
+            });
+        }
+        let mut hosts = headers.get_all(header::HOST).iter();
+        let host_ok = match (hosts.next(), hosts.next()) {
+            (Some(h), None) => h.to_str().is_ok_and(|h| host_is_loopback(h, self.port)),
+            _ => false,
+        };
+        if !host_ok {
+            return Err(Refusal {
+                status: StatusCode::MISDIRECTED_REQUEST,
+                message: "the Host header must name this loopback server",
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Whether `host` is a loopback name, with no port or with `port` (any port when `port` is `None`).
+pub fn host_is_loopback(host: &str, port: Option<u16>) -> bool {
+    let (name, host_port) = if let Some(rest) = host.strip_prefix('[') {
+        match rest.split_once(']') {
+            Some((inside, after)) => (format!("[{inside}]"), after.strip_prefix(':')),
+            None => return false,
+        }
+    } else {
+        match host.rsplit_once(':') {
+            Some((name, p)) => (name.to_owned(), Some(p)),
+            None => (host.to_owned(), None),
+        }
+    };
+    let name_ok = matches!(
+        name.to_ascii_lowercase().as_str(),
+        "127.0.0.1" | "localhost" | "[::1]"
+    );
+    let port_ok = match (host_port, port) {
+        (None, _) => true,
+        (Some(p), want) => match p.parse::<u16>() {
+            Ok(p) => want.is_none_or(|want| want == p),
+            Err(_) => false,
+        },
+    };
+    name_ok && port_ok
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http::HeaderValue;
+
+    #[test]
+    fn loopback_hosts() {
+        for host in [
+            "127.0.0.1",
+            "127.0.0.1:8080",
+            "localhost",
+            "LOCALHOST:8080",
+            "[::1]",
+            "[::1]:8080",
+        ] {
+            assert!(host_is_loopback(host, Some(8080)), "{host}");
+            assert!(host_is_loopback(host, None), "{host}");
+        }
+        for host in [
+            "127.0.0.1:8081",
+            "localhost.:8080",
+            "localhost.",
+            "evil.example",
+            "evil.example:8080",
+            "127.0.0.2",
+            "0.0.0.0:8080",
+            "[::2]:8080",
+            "localhost:",
+            "localhost:x",
+            "[::1",
+            "",
+            "127.0.0.1.nip.io",
+        ] {
+            assert!(!host_is_loopback(host, Some(8080)), "{host}");
+        }
+    }
+
+    #[test]
+    fn origins_and_hosts_table() {
+        let guard = LoopbackGuard::new(Some(8080)).allow_origin("http://localhost:3000");
+        // (origins, hosts, expected status; None = served)
+        let table: &[(&[&str], &[&str], Option<u16>)] = &[
+            (&[], &["127.0.0.1:8080"], None),
+            (&[], &["localhost"], None),
+            (&["http://localhost:3000"], &["127.0.0.1:8080"], None),
+            (&["https://evil.example"], &["127.0.0.1:8080"], Some(403)),
+            (&["http://localhost:3000/"], &["127.0.0.1:8080"], Some(403)),
+            (&["HTTP://LOCALHOST:3000"], &["127.0.0.1:8080"], Some(403)),
+            (&["null"], &["127.0.0.1:8080"], Some(403)),
+            (
+                &["http://localhost:3000", "https://evil.example"],
+                &["127.0.0.1:8080"],
+                Some(403),
+            ),
+            (&["https://evil.example"], &["evil.example:8080"], Some(403)),
+            (&[], &["evil.example:8080"], Some(421)),
+            (&[], &["127.0.0.1:8081"], Some(421)),
+            (&[], &[], Some(421)),
+            (&[], &["127.0.0.1:8080", "evil.example"], Some(421)),
+        ];
+        for (origins, hosts, expected) in table {
+            let mut headers = HeaderMap::new();
+            for o in *origins {
+                headers.append(header::ORIGIN, HeaderValue::from_str(o).unwrap());
+            }
+            for h in *hosts {
+                headers.append(header::HOST, HeaderValue::from_str(h).unwrap());
+            }
+            let got = guard.check(&headers).err().map(|r| r.status().as_u16());
+            assert_eq!(got, *expected, "{origins:?} {hosts:?}");
+        }
+        let mut headers = HeaderMap::new();
+        headers.insert(header::HOST, HeaderValue::from_static("localhost"));
+        headers.insert(
+            header::ORIGIN,
+            HeaderValue::from_static("http://localhost:3000"),
+        );
+        assert_eq!(
+            LoopbackGuard::new(None)
+                .check(&headers)
+                .unwrap_err()
+                .status(),
+            StatusCode::FORBIDDEN,
+            "no origin is allowed by default"
+        );
+    }
+}
