@@ -3,6 +3,7 @@
 mod api;
 mod checks;
 mod fuzz_replay;
+mod providers;
 mod table;
 mod value;
 mod writer;
