@@ -10,10 +10,13 @@
 //! Prose that merely names a prefix (`dapibus`, `MSG.`, `sk_live_ keys`) has no
 //! such body and stays.
 //!
-//! The text scan stops only at the first two bytes of a prefix: [`add_stops`]
-//! marks them in the scan's table at compile time, and [`INDEX`] maps each pair
-//! to the few rules that start with it, so a stop costs one look-up and a
-//! prefix comparison or two. A rule looks ahead at most its body's least
+//! The text scan stops at one pair of bytes of each prefix, its anchor: the
+//! pair least likely in prose and code (`_` and `-` before digits and capitals,
+//! and those before lowercase letters), chosen at compile time, so that `api_org_`
+//! stops the scan at `i_`, not at every `ap`. [`add_stops`] marks the anchors in
+//! the scan's table at compile time, and [`INDEX`] maps each anchor to the few
+//! rules that hold it, so a stop costs one look-up, a look back of a few bytes
+//! and a prefix comparison or two. A rule looks ahead at most its body's least
 //! length (or, with `needs`, its window) when it does not fire, and past the
 //! whole token when it does, so the scan stays linear.
 
@@ -150,7 +153,6 @@ pub(crate) const RULES: &[Rule] = &[
     rule("1password-service-account-token", "ops_eyJ", BASE64, 40),
     rule("adobe-client-secret", "p8e-", ALNUM, 32),
     rule("age-secret-key", "AGE-SECRET-KEY-1", UPPER_DIGIT, 40),
-    rule("airtable-personnal-access-token", "pat", ALNUM | DOT, 40).needs(b'.', 14, 14),
     rule("alibaba-access-key-id", "LTAI", ALNUM, 20),
     // OpenAI (`sk-proj-`, `sk-svcacct-`, `sk-admin-`, legacy `sk-`) and
     // Anthropic (`sk-ant-api03-`, `sk-ant-admin01-`).
@@ -396,13 +398,56 @@ const PARAMS: &[(&[u8], usize)] = &[(b"sig", 16)];
 /// The most rules that share the first two bytes of their prefix.
 const BUCKET: usize = 16;
 
-/// Rules by the first two bytes of their prefix.
+/// Rules by their anchor.
 pub(crate) struct Index {
     /// Per pair of bytes `(first << 8) | second`: 0, or 1 + the bucket of the
-    /// rules whose prefix starts with that pair.
+    /// rules whose anchor is that pair.
     pair: [u8; 65536],
     buckets: [[u8; BUCKET]; 255],
     lens: [u8; 255],
+    /// Per rule, where its anchor sits in its prefix.
+    anchor: [u8; RULES.len()],
+}
+
+/// How often a pair of bytes meets the scan in prose and code, roughly: the
+/// lower, the better an anchor.
+const fn commonness(a: u8, b: u8) -> u8 {
+    let (da, db) = (a.is_ascii_digit(), b.is_ascii_digit());
+    if a == b':' || a == b'=' {
+        // The scan's separators: never an anchor.
+        255
+    } else if matches!(a, b'_' | b'-' | b'~') || matches!(b, b'_' | b'-' | b'~') {
+        0
+    } else if da != db || (a.is_ascii_uppercase() && b.is_ascii_uppercase()) {
+        1
+    } else if matches!(a, b'.' | b'/')
+        || matches!(b, b'.' | b'/')
+        || a.is_ascii_uppercase()
+        || b.is_ascii_uppercase()
+    {
+        3
+    } else if da {
+        4
+    } else {
+        5
+    }
+}
+
+/// Where the anchor of `prefix` sits: the least common pair, the first of those.
+const fn anchor_of(prefix: &[u8]) -> usize {
+    let mut best = 0;
+    let mut k = 1;
+    while k + 1 < prefix.len() {
+        if commonness(prefix[k], prefix[k + 1]) < commonness(prefix[best], prefix[best + 1]) {
+            best = k;
+        }
+        k += 1;
+    }
+    assert!(
+        commonness(prefix[best], prefix[best + 1]) < 255,
+        "a prefix needs a pair that is not a separator"
+    );
+    best
 }
 
 static INDEX: Index = index();
@@ -421,6 +466,7 @@ const fn index() -> Index {
         pair: [0; 65536],
         buckets: [[0; BUCKET]; 255],
         lens: [0; 255],
+        anchor: [0; RULES.len()],
     };
     let mut buckets = 0;
     let mut r = 0;
@@ -428,8 +474,10 @@ const fn index() -> Index {
         let rule = &RULES[r];
         let p = rule.prefix.as_bytes();
         assert!(p.len() >= 2, "a prefix is two bytes or more");
-        let firsts = variants(p[0], rule.any_case);
-        let seconds = variants(p[1], rule.any_case);
+        let k = anchor_of(p);
+        ix.anchor[r] = k as u8;
+        let firsts = variants(p[k], rule.any_case);
+        let seconds = variants(p[k + 1], rule.any_case);
         let mut f = 0;
         while f < 2 {
             let mut s = 0;
@@ -458,19 +506,20 @@ const fn index() -> Index {
     ix
 }
 
-/// Marks in the text scan's table of pairs every pair that starts a prefix.
-pub(crate) const fn add_stops(stops: &mut [bool; 65536]) {
+/// Marks in the text scan's table of pairs every rule's anchor.
+pub(crate) const fn add_stops(stops: &mut [u8; 65536], flag: u8) {
     let mut r = 0;
     while r < RULES.len() {
         let rule = &RULES[r];
         let p = rule.prefix.as_bytes();
-        let firsts = variants(p[0], rule.any_case);
-        let seconds = variants(p[1], rule.any_case);
+        let k = anchor_of(p);
+        let firsts = variants(p[k], rule.any_case);
+        let seconds = variants(p[k + 1], rule.any_case);
         let mut f = 0;
         while f < 2 {
             let mut s = 0;
             while s < 2 {
-                stops[((firsts[f] as usize) << 8) | seconds[s] as usize] = true;
+                stops[((firsts[f] as usize) << 8) | seconds[s] as usize] |= flag;
                 s += 1;
             }
             f += 1;
@@ -479,10 +528,11 @@ pub(crate) const fn add_stops(stops: &mut [bool; 65536]) {
     }
 }
 
-/// The provider token that starts at `b[s]`, where a word starts: the span to
-/// redact (without the prefix for a rule that keeps it).
-pub(crate) fn token(b: &[u8], s: usize) -> Option<(usize, usize)> {
-    let (&first, &second) = (b.get(s)?, b.get(s + 1)?);
+/// The provider token whose anchor sits at `b[i]`, starting where a word
+/// starts, at or after `floor`: the span to redact (without the prefix for a
+/// rule that keeps it).
+pub(crate) fn token(b: &[u8], i: usize, floor: usize) -> Option<(usize, usize)> {
+    let (&first, &second) = (b.get(i)?, b.get(i + 1)?);
     let bucket = INDEX.pair[(usize::from(first) << 8) | usize::from(second)];
     if bucket == 0 {
         return None;
@@ -490,9 +540,13 @@ pub(crate) fn token(b: &[u8], s: usize) -> Option<(usize, usize)> {
     let bucket = usize::from(bucket - 1);
     let rules = &INDEX.buckets[bucket][..usize::from(INDEX.lens[bucket])];
     step!(rules.len());
-    rules
-        .iter()
-        .find_map(|&r| matches(&RULES[usize::from(r)], b, s))
+    rules.iter().find_map(|&r| {
+        let s = i.checked_sub(usize::from(INDEX.anchor[usize::from(r)]))?;
+        if s < floor || (s > 0 && is(b[s - 1], WORD)) {
+            return None;
+        }
+        matches(&RULES[usize::from(r)], b, s)
+    })
 }
 
 fn matches(rule: &Rule, b: &[u8], s: usize) -> Option<(usize, usize)> {
@@ -562,12 +616,13 @@ mod tests {
 
     #[test]
     fn every_rule_is_reachable_from_its_first_two_bytes() {
-        let mut stops = [false; 65536];
-        add_stops(&mut stops);
+        let mut stops = [0; 65536];
+        add_stops(&mut stops, 1);
         for (r, rule) in RULES.iter().enumerate() {
             let p = rule.prefix.as_bytes();
-            let key = (usize::from(p[0]) << 8) | usize::from(p[1]);
-            assert!(stops[key], "{}", rule.prefix);
+            let k = usize::from(INDEX.anchor[r]);
+            let key = (usize::from(p[k]) << 8) | usize::from(p[k + 1]);
+            assert!(stops[key] != 0, "{}", rule.prefix);
             let bucket = usize::from(INDEX.pair[key]);
             assert!(bucket > 0, "{}", rule.prefix);
             let rules = &INDEX.buckets[bucket - 1][..usize::from(INDEX.lens[bucket - 1])];
@@ -577,7 +632,17 @@ mod tests {
 
     #[test]
     fn a_rule_needs_its_body() {
-        let at = |text: &str| token(text.as_bytes(), 0);
+        // The anchor of the rule that fires, or of the first with that prefix.
+        let at = |text: &str| {
+            let k = RULES
+                .iter()
+                .zip(INDEX.anchor)
+                .filter(|(rule, _)| text.starts_with(rule.prefix))
+                .map(|(_, k)| usize::from(k))
+                .next()
+                .unwrap_or(0);
+            token(text.as_bytes(), k, 0)
+        };
         assert_eq!(at("dapibus lorem"), None);
         assert_eq!(
             at("dapi0123456789abcdef0123456789abcdef rest"),
@@ -587,7 +652,7 @@ mod tests {
         assert_eq!(at("r8_ is a prefix"), None);
         let hook = "hooks.slack.com/services/T0000000/B0000000/abcdefghijklmnop";
         assert_eq!(at(hook), Some((25, hook.len())));
-        assert_eq!(at("patterns.are.not.tokens.at.all.even.long.ones"), None);
+        assert_eq!(at("pat.terns.are.not.tokens.at.all.even.long.ones"), None);
     }
 
     #[test]

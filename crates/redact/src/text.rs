@@ -34,26 +34,34 @@ static CLASS: [u8; 256] = classes();
 const CACHED_TEXT: usize = 1024;
 
 /// One byte per pair of bytes `(byte, next)`: whether the text scan stops at
-/// `byte`, a separator or the first two letters of a word rule's prefix (the
-/// rule then checks that a word starts there). A byte each rather than a bit:
-/// the scan's inner loop is then one look-up, and the pairs that text meets
-/// (ASCII before ASCII) fill 16 KiB of it. The provider formats' pairs come
-/// from their table ([`provider::add_stops`]).
-static STOPS: [bool; 65536] = stops();
+/// `byte`, and why: [`STOP`] at a separator or the first two letters of a word
+/// rule's prefix (the rule then checks that a word starts there),
+/// [`PROVIDER_STOP`] at the anchor of a provider format (see
+/// [`provider::add_stops`]). A byte each rather than a bit: the scan's inner
+/// loop is then one look-up, and the pairs that text meets (ASCII before ASCII)
+/// fill 16 KiB of it.
+static STOPS: [u8; 65536] = stops();
 
-const fn stops() -> [bool; 65536] {
+/// A separator, or where a word rule other than a provider format may start.
+const STOP: u8 = 1;
+/// Where a provider format's anchor may sit.
+const PROVIDER_STOP: u8 = 2;
+
+const fn stops() -> [u8; 65536] {
     let class = classes();
-    let mut t = [false; 65536];
+    let mut t = [0; 65536];
     let mut c = 0;
     while c < 256 {
         let mut next = 0;
         while next < 256 {
-            t[(c << 8) | next] = class[c] & SEP != 0 || starts_word_rule(c as u8, next as u8);
+            if class[c] & SEP != 0 || starts_word_rule(c as u8, next as u8) {
+                t[(c << 8) | next] = STOP;
+            }
             next += 1;
         }
         c += 1;
     }
-    provider::add_stops(&mut t);
+    provider::add_stops(&mut t, PROVIDER_STOP);
     t
 }
 
@@ -67,8 +75,13 @@ const fn starts_word_rule(c: u8, next: u8) -> bool {
 }
 
 #[inline]
-fn stops_at(byte: u8, next: u8) -> bool {
+fn stop_kind(byte: u8, next: u8) -> u8 {
     STOPS[(usize::from(byte) << 8) | usize::from(next)]
+}
+
+#[inline]
+fn stops_at(byte: u8, next: u8) -> bool {
+    stop_kind(byte, next) != 0
 }
 
 const fn classes() -> [u8; 256] {
@@ -300,12 +313,15 @@ impl Inner {
             }
             let c = b[i];
             if c != b':' && c != b'=' {
-                // A word rule's prefix counts only where a word starts.
-                if i > 0 && has(b[i - 1], WORD) {
+                let word_start = i == 0 || !has(b[i - 1], WORD);
+                let provider = stop_kind(c, b[i + 1]) & PROVIDER_STOP != 0;
+                // Most stops are inside a word, where only a provider's anchor
+                // may count.
+                if !word_start && !provider {
                     i += 1;
                     continue;
                 }
-                match self.word_rule(b, i, out) {
+                match self.word_rule(b, i, word_start, provider, floor, out) {
                     Some(to) => {
                         i = to;
                         floor = to;
@@ -356,15 +372,25 @@ impl Inner {
         }
     }
 
-    /// Rules that fire at the start of a word, `b[s]`: JWTs, `Bearer`/`Basic`
-    /// credentials, then tokens known by their form (the provider table). A
-    /// cheap look at the first bytes comes before scanning the word.
-    fn word_rule(&self, b: &[u8], s: usize, out: &mut Vec<Span>) -> Option<usize> {
-        if word_candidate(&b[s..]) {
-            let e = run(b, s + 1, WORD);
-            let w = &b[s..e];
+    /// Rules that fire where the scan stopped at `b[i]`: JWTs and
+    /// `Bearer`/`Basic` credentials where a word starts there, then, at a
+    /// provider's anchor, tokens known by their form (the provider table, whose
+    /// rules look back to where their word starts, not before `floor`). A cheap
+    /// look at the first bytes comes before scanning the word.
+    fn word_rule(
+        &self,
+        b: &[u8],
+        i: usize,
+        word_start: bool,
+        provider: bool,
+        floor: usize,
+        out: &mut Vec<Span>,
+    ) -> Option<usize> {
+        if word_start && word_candidate(&b[i..]) {
+            let e = run(b, i + 1, WORD);
+            let w = &b[i..e];
             if w.starts_with(b"eyJ") {
-                if let Some(to) = jwt(b, s, e, out) {
+                if let Some(to) = jwt(b, i, e, out) {
                     return Some(to);
                 }
             } else if w.eq_ignore_ascii_case(b"bearer") {
@@ -373,7 +399,10 @@ impl Inner {
                 return scheme_token(b, e, true, out);
             }
         }
-        let (start, end) = provider::token(b, s)?;
+        if !provider {
+            return None;
+        }
+        let (start, end) = provider::token(b, i, floor)?;
         push_text(b, start, end, out);
         Some(end)
     }
@@ -595,14 +624,17 @@ mod tests {
             }
         }
         assert!(candidates >= prefixes.len(), "{candidates}");
+        // Each provider prefix stops the scan at one pair of its bytes, in
+        // every case where the rule ignores case.
         for rule in provider::RULES {
             let p = rule.prefix.as_bytes();
-            assert!(stops_at(p[0], p[1]), "{}", rule.prefix);
-            if rule.any_case {
-                let (lower, upper) = (p.to_ascii_lowercase(), p.to_ascii_uppercase());
-                assert!(stops_at(lower[0], upper[1]), "{}", rule.prefix);
-                assert!(stops_at(upper[0], lower[1]), "{}", rule.prefix);
-            }
+            let (lower, upper) = (p.to_ascii_lowercase(), p.to_ascii_uppercase());
+            let stops = (0..p.len() - 1).any(|k| {
+                stops_at(p[k], p[k + 1])
+                    && (!rule.any_case
+                        || (stops_at(lower[k], upper[k + 1]) && stops_at(upper[k], lower[k + 1])))
+            });
+            assert!(stops, "{}", rule.prefix);
         }
         assert!(!stops_at(b'e', b'q') && !stops_at(b'n', b'a') && !stops_at(b'q', b'z'));
     }

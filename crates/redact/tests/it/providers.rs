@@ -323,7 +323,6 @@ const GITLEAKS: &[(&str, &str)] = &[
     ("1password-service-account-token", "ops_eyJ{B250}"),
     ("adobe-client-secret", "p8e-{a32}"),
     ("age-secret-key", "AGE-SECRET-KEY-1{U58}"),
-    ("airtable-personnal-access-token", "pat{A14}.{h64}"),
     ("alibaba-access-key-id", "LTAI{A20}"),
     ("anthropic-admin-api-key", "sk-ant-admin01-{W93}AA"),
     ("anthropic-api-key", "sk-ant-api03-{W93}AA"),
@@ -490,6 +489,10 @@ const GITLEAKS: &[(&str, &str)] = &[
 /// another text rule (a JWT, a URL's password, a PEM block, a credential
 /// name) say which.
 const NOT_BARE: &[(&str, &str)] = &[
+    (
+        "airtable-personnal-access-token",
+        "`pat` starts too many words for the scan to stop at, and its `.` sits 17 bytes on",
+    ),
     (
         "azure-ad-client-secret",
         "no fixed prefix: the fixed `Q~` sits at the fifth byte",
@@ -840,5 +843,5 @@ fn the_gitleaks_lists_cover_every_rule_once() {
     assert!(both.is_empty(), "listed as caught and not caught: {both:?}");
     assert_eq!(bare.len() + not_bare.len(), GITLEAKS_RULES);
     // The count the crate README gives.
-    assert_eq!(bare.len(), 123);
+    assert_eq!(bare.len(), 122);
 }
