@@ -1,6 +1,10 @@
 //! Integration tests of calltape-redact.
 
 mod api;
+mod baseline;
+// The bench's inputs and `regex` baseline, which `baseline` checks.
+#[path = "../../benches/support/mod.rs"]
+mod bench_support;
 mod checks;
 mod fuzz_replay;
 mod providers;
