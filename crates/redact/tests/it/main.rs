@@ -5,7 +5,6 @@ mod baseline;
 // The bench's inputs and `regex` baseline, which `baseline` checks.
 #[path = "../../benches/support/mod.rs"]
 mod bench_support;
-mod checks;
 mod fuzz_replay;
 mod providers;
 mod table;
