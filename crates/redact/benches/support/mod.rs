@@ -198,6 +198,9 @@ pub(crate) const ADVERSARIAL: &[(&str, &str)] = &[
     ("url_a_colon", "://a:"),
     ("token_eq", "token="),
     ("base64", "QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo0NTY3ODkrLw"),
+    ("stripe_prefix", "sk_live_"),
+    ("sendgrid_prefix", "SG.a."),
+    ("slack_hook", "hooks.slack.com/services/"),
 ];
 
 /// The text rules written with `regex`, the way a careful user of that crate
