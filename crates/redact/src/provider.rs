@@ -362,12 +362,6 @@ pub(crate) const RULES: &[Rule] = &[
     rule("stripe-access-token", "rk_prod_", ALNUM, 10),
     rule("stripe-webhook-secret", "whsec_", BASE64, 24),
     rule("twilio-api-key", "SK", HEX, 32),
-    rule(
-        "twitter-bearer-token",
-        "AAAAAAAAAAAAAAAAAAAAAA",
-        ALNUM | PERCENT,
-        40,
-    ),
     rule("typeform-api-token", "tfp_", WORD | DOT | EQUALS, 40),
     rule("vault-batch-token", "hvb.", WORD, 40),
     rule("vault-service-token", "hvs.", WORD, 40),

@@ -274,6 +274,22 @@ const ROWS: &[(&str, &str, &str)] = &[
         "the x-amz-date header and ASIA region names",
         "the x-amz-date header and ASIA region names",
     ),
+    // ---- base64 data and code that start like a prefix ----
+    (
+        "text",
+        "data:image/png;base64,iVBORw0KGgo/AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA+/w==",
+        "data:image/png;base64,iVBORw0KGgo/AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA+/w==",
+    ),
+    (
+        "text",
+        "call test_parse_header_with_a_long_descriptive_name() and live_reload",
+        "call test_parse_header_with_a_long_descriptive_name() and live_reload",
+    ),
+    (
+        "text",
+        "see key-value stores, API-first design and SKU lists",
+        "see key-value stores, API-first design and SKU lists",
+    ),
     // ---- in JSON ----
     (
         "json",
@@ -465,7 +481,6 @@ const GITLEAKS: &[(&str, &str)] = &[
     ("stripe-access-token", "sk_live_{A24}"),
     ("stripe-access-token", "rk_test_{A24}"),
     ("twilio-api-key", "SK{h32}"),
-    ("twitter-bearer-token", "AAAAAAAAAAAAAAAAAAAAAA{A90}"),
     ("typeform-api-token", "tfp_{W59}"),
     ("vault-batch-token", "hvb.{W150}"),
     ("vault-service-token", "hvs.{W100}"),
@@ -492,6 +507,10 @@ const NOT_BARE: &[(&str, &str)] = &[
     (
         "airtable-personnal-access-token",
         "`pat` starts too many words for the scan to stop at, and its `.` sits 17 bytes on",
+    ),
+    (
+        "twitter-bearer-token",
+        "22 `A`s is also a run of zero bytes in base64 data (images, audio), which recordings carry",
     ),
     (
         "azure-ad-client-secret",
@@ -843,5 +862,5 @@ fn the_gitleaks_lists_cover_every_rule_once() {
     assert!(both.is_empty(), "listed as caught and not caught: {both:?}");
     assert_eq!(bare.len() + not_bare.len(), GITLEAKS_RULES);
     // The count the crate README gives.
-    assert_eq!(bare.len(), 122);
+    assert_eq!(bare.len(), 121);
 }
