@@ -155,9 +155,9 @@ pub fn same_shape(before: &Value, after: &Value) {
 }
 
 /// `RedactingWriter` fed `data` in chunks of random sizes writes what
-/// redacting each line on its own gives, whatever the boundaries: on a text of
-/// one line, what `redact_text` gives on the whole input. The first byte says
-/// how many of the next bytes are chunk sizes; the rest is the text.
+/// redacting each line on its own gives, whatever the boundaries: on a text
+/// with no line of JSON, what `redact_text` gives on the whole input. The first
+/// byte says how many of the next bytes are chunk sizes; the rest is the text.
 pub fn check_writer(data: &[u8]) {
     let Some((&count, rest)) = data.split_first() else {
         return;
@@ -184,8 +184,18 @@ pub fn check_writer(data: &[u8]) {
         expected.push_str(&redactor.redact_text(content));
         expected.push_str(end);
     }
-    if !text.contains('\n') {
-        assert_eq!(expected, redactor.redact_text(text), "one line of {text:?}");
+    // A line that is JSON is redacted as JSON, which the whole text is not,
+    // and the writer drops a `\r` before a line's end from what it scans.
+    let json_line = text.lines().any(|l| {
+        let l = l.trim_start();
+        l.starts_with('{') || l.starts_with('[')
+    });
+    if !json_line && !text.contains('\r') {
+        assert_eq!(
+            expected,
+            redactor.redact_text(text),
+            "the whole of {text:?}"
+        );
     }
 
     let mut writer = RedactingWriter::new(redactor, Vec::new()).with_line_limit(64 * 1024);
