@@ -11,9 +11,8 @@
 //! such body and stays.
 //!
 //! The text scan stops at one pair of bytes of each prefix, its anchor: the
-//! pair least likely in prose and code (`_` and `-` before digits and capitals,
-//! and those before lowercase letters), chosen at compile time, so that `api_org_`
-//! stops the scan at `i_`, not at every `ap`. [`add_stops`] marks the anchors in
+//! pair least likely in prose and code (see [`commonness`]), chosen at compile
+//! time, so that `api_org_` stops the scan at `i_`, not at every `ap`. [`add_stops`] marks the anchors in
 //! the scan's table at compile time, and [`INDEX`] maps each anchor to the few
 //! rules that hold it, so a stop costs one look-up, a look back of a few bytes
 //! and a prefix comparison or two. A rule looks ahead at most its body's least
@@ -404,16 +403,41 @@ pub(crate) struct Index {
 }
 
 /// How often a pair of bytes meets the scan in prose and code, roughly: the
-/// lower, the better an anchor.
+/// lower, the better an anchor. `_`, `-` or `~` next to a digit or a capital
+/// (`K_`, `3-`) and two capitals are rare, and so are a few pairs of small
+/// letters (see [`rare`]); `_` or `-` next to a small letter (snake_case,
+/// kebab-case, UUIDs)
+/// and a digit next to a letter (hex) are common; two small letters are the
+/// most common of all.
+const fn punct(c: u8) -> bool {
+    matches!(c, b'_' | b'-' | b'~')
+}
+
+const fn loud(c: u8) -> bool {
+    c.is_ascii_digit() || c.is_ascii_uppercase()
+}
+
+/// Pairs of small letters that English and code seldom hold: with `q`, `j`
+/// or `z`, and Slack's `xo`, Brevo's `xk`, Perplexity's `lx`.
+const fn rare(a: u8, b: u8) -> bool {
+    matches!(a, b'q' | b'j' | b'z')
+        || matches!(b, b'q' | b'j' | b'z')
+        || matches!((a, b), (b'x', b'o') | (b'x', b'k') | (b'l', b'x'))
+}
+
 const fn commonness(a: u8, b: u8) -> u8 {
     let (da, db) = (a.is_ascii_digit(), b.is_ascii_digit());
     if a == b':' || a == b'=' {
         // The scan's separators: never an anchor.
         255
-    } else if matches!(a, b'_' | b'-' | b'~') || matches!(b, b'_' | b'-' | b'~') {
+    } else if (punct(a) && loud(b)) || (loud(a) && punct(b)) {
         0
-    } else if da != db || (a.is_ascii_uppercase() && b.is_ascii_uppercase()) {
+    } else if (a.is_ascii_uppercase() && b.is_ascii_uppercase())
+        || (a.is_ascii_lowercase() && b.is_ascii_lowercase() && rare(a, b))
+    {
         1
+    } else if punct(a) || punct(b) || da != db {
+        2
     } else if matches!(a, b'.' | b'/')
         || matches!(b, b'.' | b'/')
         || a.is_ascii_uppercase()
