@@ -156,11 +156,11 @@ fn provider_families_take_linear_steps() {
     ratios.sort_by(|a, b| b.0.total_cmp(&a.0));
     let median = ratios[ratios.len() / 2].0;
     eprintln!(
-        "{} provider families; text ratio median {median:.2}; highest:",
+        "{} provider families; text ratio median {median:.3}; highest:",
         ratios.len()
     );
     for (t, j, unit) in ratios.iter().take(5) {
-        eprintln!("  {unit:?}: text {t:.2}, json {j:.2}");
+        eprintln!("  {unit:?}: text {t:.3}, json {j:.3}");
     }
 }
 
