@@ -103,16 +103,16 @@ mod writer;
 #[cfg(test)]
 mod linear;
 
+pub use error::{Error, ErrorKind, NameList};
+pub use names::{is_credential_name, is_session_id_name};
+pub use redactor::{Redactor, RedactorBuilder};
+pub use writer::RedactingWriter;
+
 /// Entry points for the fuzz targets and the tests that replay their inputs
 /// (feature `fuzzing`); not a stable API.
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
-
-pub use error::{Error, ErrorKind, NameList};
-pub use names::{is_credential_name, is_session_id_name};
-pub use redactor::{Redactor, RedactorBuilder};
-pub use writer::RedactingWriter;
 
 // The README's examples are compiled and run as doctests.
 #[cfg(doctest)]
