@@ -560,7 +560,8 @@ pub(crate) fn token(b: &[u8], i: usize, floor: usize) -> Option<(usize, usize)> 
     step!(rules.len());
     rules.iter().find_map(|&r| {
         let s = i.checked_sub(usize::from(INDEX.anchor[usize::from(r)]))?;
-        if s < floor || (s > 0 && is(b[s - 1], WORD)) {
+        // Right after a span, the placeholder's `]` comes before the word.
+        if s < floor || (s > floor && is(b[s - 1], WORD)) {
             return None;
         }
         matches(&RULES[usize::from(r)], b, s)
