@@ -2,5 +2,4 @@
 #![forbid(unsafe_code)]
 
 pub mod paired;
-pub mod redact;
 pub mod stdio_peer;

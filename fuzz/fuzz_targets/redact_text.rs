@@ -2,8 +2,4 @@
 //! through. The first byte picks the form of the planted secret.
 #![no_main]
 
-#[path = "../../crates/redact/tests/it/checks.rs"]
-#[allow(dead_code)] // each target uses one of the checks
-mod checks;
-
-libfuzzer_sys::fuzz_target!(|data: &[u8]| checks::check_text(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| calltape_redact::fuzzing::check_text(data));

@@ -18,8 +18,9 @@
 //! `user:password@` of URLs and connection strings, the value given to a
 //! credential name (`?access_token=…`, `TOKEN=…`, `"password": "…"`,
 //! `password: hunter2`, `-H "X-Api-Key: …"`), and tokens known by their form
-//! (`sk-…`, `ghp_…`, `github_pat_…`, `glpat-…`, `xoxb-…`, `AKIA…`, `AIza…`,
-//! `npm_…`, `hf_…`). A string that is itself JSON is redacted as JSON. Prose such
+//! (`sk-…`, `sk_live_…`, `ghp_…`, `github_pat_…`, `glpat-…`, `xoxb-…`, `AKIA…`,
+//! `AIza…`, `ya29.…`, `SG.…`, `npm_…`, `hf_…` and the other fixed-prefix formats
+//! of gitleaks' rules, webhook URLs' secret paths, Azure's `sig=`). A string that is itself JSON is redacted as JSON. Prose such
 //! as "a Bearer token goes in the header", e-mail addresses and URLs without a
 //! password are left as they are.
 //!
@@ -94,6 +95,7 @@ mod error;
 mod json;
 mod name_cache;
 mod names;
+mod provider;
 mod redactor;
 mod span;
 mod text;
@@ -107,6 +109,12 @@ pub use error::{Error, ErrorKind, NameList};
 pub use names::{is_credential_name, is_session_id_name};
 pub use redactor::{Redactor, RedactorBuilder};
 pub use writer::RedactingWriter;
+
+/// Entry points for the fuzz targets and the tests that replay their inputs
+/// (feature `fuzzing`); not a stable API.
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 
 // The README's examples are compiled and run as doctests.
 #[cfg(doctest)]

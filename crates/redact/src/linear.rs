@@ -3,6 +3,7 @@
 
 use serde_json::{Value, json};
 
+use crate::provider;
 use crate::redactor::drop_iteratively;
 use crate::{Redactor, steps_of};
 
@@ -60,6 +61,17 @@ const FAMILIES: &[&str] = &[
     "\\",
     "%",
     "\u{e9}",
+    "sig=",
+    "&sig=",
+    "sig=a%3D&",
+    "SG.",
+    "1//",
+    "ya29.a.",
+    "dapi0",
+    "sc_a.",
+    "sc_a.+",
+    "pat.",
+    "hooks.slack.com/services/",
 ];
 
 fn text_steps(redactor: &Redactor, unit: &str, n: usize) -> (u64, u64) {
@@ -105,6 +117,50 @@ fn pairs_of_families_take_linear_steps() {
             assert_linear(&format!("redact_text({unit:?} x n)"), t1, t4);
             assert_linear(&format!("redact_json_text({unit:?} x n)"), j1, j4);
         }
+    }
+}
+
+/// Units aimed at each provider format: its prefix alone, its prefix and a
+/// body one byte short of the least length, and the prefix after a byte of its
+/// body that is not a word byte (so that every copy starts a word).
+fn provider_units() -> Vec<String> {
+    let mut units = Vec::new();
+    for rule in provider::RULES {
+        let body = b"a0A-_./+=%@"
+            .iter()
+            .find(|&&c| provider::is(c, rule.body))
+            .map_or('a', |&c| char::from(c));
+        let short = body.to_string().repeat(rule.min.saturating_sub(1));
+        units.push(rule.prefix.to_owned());
+        units.push(format!("{}{short} ", rule.prefix));
+        units.push(format!("{}{short}", rule.prefix));
+        units.push(format!("{}.", rule.prefix));
+        units.push(format!("{}/", rule.prefix));
+        units.push(format!("{}+", rule.prefix));
+    }
+    units
+}
+
+#[test]
+fn provider_families_take_linear_steps() {
+    let redactor = Redactor::new();
+    let mut ratios = Vec::new();
+    for unit in provider_units() {
+        let (t1, j1) = text_steps(&redactor, &unit, N);
+        let (t4, j4) = text_steps(&redactor, &unit, 4 * N);
+        assert_linear(&format!("redact_text({unit:?} x n)"), t1, t4);
+        assert_linear(&format!("redact_json_text({unit:?} x n)"), j1, j4);
+        ratios.push((t4 as f64 / t1 as f64, j4 as f64 / j1 as f64, unit));
+    }
+    // Shown with `--nocapture`.
+    ratios.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let median = ratios[ratios.len() / 2].0;
+    eprintln!(
+        "{} provider families; text ratio median {median:.3}; highest:",
+        ratios.len()
+    );
+    for (t, j, unit) in ratios.iter().take(5) {
+        eprintln!("  {unit:?}: text {t:.3}, json {j:.3}");
     }
 }
 

@@ -6,6 +6,7 @@
 //! stays linear in the length of the text whatever the input.
 
 use crate::name_cache::NameCache;
+use crate::provider;
 use crate::redactor::Inner;
 use crate::span::Span;
 use crate::{REDACTED, step};
@@ -33,47 +34,54 @@ static CLASS: [u8; 256] = classes();
 const CACHED_TEXT: usize = 1024;
 
 /// One byte per pair of bytes `(byte, next)`: whether the text scan stops at
-/// `byte`, a separator or the first two letters of a word rule's prefix (the
-/// rule then checks that a word starts there). A byte each rather than a bit:
-/// the scan's inner loop is then one look-up, and the pairs that text meets
-/// (ASCII before ASCII) fill 16 KiB of it.
-static STOPS: [bool; 65536] = stops();
+/// `byte`, and why: [`STOP`] at a separator or the first two letters of a word
+/// rule's prefix (the rule then checks that a word starts there),
+/// [`PROVIDER_STOP`] at the anchor of a provider format (see
+/// [`provider::add_stops`]). A byte each rather than a bit: the scan's inner
+/// loop is then one look-up, and the pairs that text meets (ASCII before ASCII)
+/// fill 16 KiB of it.
+static STOPS: [u8; 65536] = stops();
 
-const fn stops() -> [bool; 65536] {
+/// A separator, or where a word rule other than a provider format may start.
+const STOP: u8 = 1;
+/// Where a provider format's anchor may sit.
+const PROVIDER_STOP: u8 = 2;
+
+const fn stops() -> [u8; 65536] {
     let class = classes();
-    let mut t = [false; 65536];
+    let mut t = [0; 65536];
     let mut c = 0;
     while c < 256 {
         let mut next = 0;
         while next < 256 {
-            t[(c << 8) | next] = class[c] & SEP != 0 || starts_word_rule(c as u8, next as u8);
+            if class[c] & SEP != 0 || starts_word_rule(c as u8, next as u8) {
+                t[(c << 8) | next] = STOP;
+            }
             next += 1;
         }
         c += 1;
     }
+    provider::add_stops(&mut t, PROVIDER_STOP);
     t
 }
 
-/// Whether the prefix of a word rule (see [`word_candidate`]) may start with
-/// the bytes `c`, `next`: `eyJ`, `Basic`/`Bearer` in any case, `sk-`, `gh`,
-/// `gl`, `github_pat_`, `xox`, `AKIA`, `ASIA`, `AIza`, `npm_`, `hf_`.
+/// Whether the prefix of a word rule other than a provider format may start
+/// with the bytes `c`, `next`: `eyJ`, `Basic`/`Bearer` in any case.
 const fn starts_word_rule(c: u8, next: u8) -> bool {
     matches!(
         (c, next),
-        (b'e', b'y')
-            | (b'B' | b'b', b'a' | b'A' | b'e' | b'E')
-            | (b's', b'k')
-            | (b'g', b'h' | b'l' | b'i')
-            | (b'x', b'o')
-            | (b'A', b'K' | b'S' | b'I')
-            | (b'n', b'p')
-            | (b'h', b'f')
+        (b'e', b'y') | (b'B' | b'b', b'a' | b'A' | b'e' | b'E')
     )
 }
 
 #[inline]
-fn stops_at(byte: u8, next: u8) -> bool {
+fn stop_kind(byte: u8, next: u8) -> u8 {
     STOPS[(usize::from(byte) << 8) | usize::from(next)]
+}
+
+#[inline]
+fn stops_at(byte: u8, next: u8) -> bool {
+    stop_kind(byte, next) != 0
 }
 
 const fn classes() -> [u8; 256] {
@@ -262,23 +270,13 @@ struct Memory {
     names: Option<Box<NameCache>>,
 }
 
-/// Whether `rest` starts like the word of a word rule.
+/// Whether `rest` starts like the word of a JWT or `Bearer`/`Basic` rule.
 fn word_candidate(rest: &[u8]) -> bool {
     step!(8);
     let starts_ci = |p: &[u8]| rest.len() >= p.len() && rest[..p.len()].eq_ignore_ascii_case(p);
     match rest.first() {
         Some(b'e') => rest.starts_with(b"eyJ"),
         Some(b'B' | b'b') => starts_ci(b"basic") || starts_ci(b"bearer"),
-        Some(b's') => rest.starts_with(b"sk-"),
-        Some(b'g') => {
-            rest.starts_with(b"gh") || rest.starts_with(b"gl") || rest.starts_with(b"github_pat_")
-        }
-        Some(b'x') => rest.starts_with(b"xox"),
-        Some(b'A') => {
-            rest.starts_with(b"AKIA") || rest.starts_with(b"ASIA") || rest.starts_with(b"AIza")
-        }
-        Some(b'n') => rest.starts_with(b"npm_"),
-        Some(b'h') => rest.starts_with(b"hf_"),
         _ => false,
     }
 }
@@ -315,12 +313,15 @@ impl Inner {
             }
             let c = b[i];
             if c != b':' && c != b'=' {
-                // A word rule's prefix counts only where a word starts.
-                if i > 0 && has(b[i - 1], WORD) {
+                let word_start = i == 0 || !has(b[i - 1], WORD);
+                let provider = stop_kind(c, b[i + 1]) & PROVIDER_STOP != 0;
+                // Most stops are inside a word, where only a provider's anchor
+                // may count.
+                if !word_start && !provider {
                     i += 1;
                     continue;
                 }
-                match self.word_rule(b, i, out) {
+                match self.word_rule(b, i, word_start, provider, floor, out) {
                     Some(to) => {
                         i = to;
                         floor = to;
@@ -352,7 +353,13 @@ impl Inner {
                 b'=' if b.get(i + 1) == Some(&b'>') => {
                     self.assignment(b, i, 2, floor, &mut memory, out)
                 }
-                b'=' => self.assignment(b, i, 1, floor, &mut memory, out),
+                b'=' => self
+                    .assignment(b, i, 1, floor, &mut memory, out)
+                    .or_else(|| {
+                        let (start, end) = provider::param_value(b, i, floor)?;
+                        push_text(b, start, end, out);
+                        Some(end)
+                    }),
                 _ => None,
             };
             match fired {
@@ -365,61 +372,39 @@ impl Inner {
         }
     }
 
-    /// Rules that fire at the start of a word, `b[s]`: tokens known by their
-    /// form, JWTs, `Bearer`/`Basic` credentials. A cheap look at the first
-    /// bytes comes before scanning the word.
-    fn word_rule(&self, b: &[u8], s: usize, out: &mut Vec<Span>) -> Option<usize> {
-        if !word_candidate(&b[s..]) {
+    /// Rules that fire where the scan stopped at `b[i]`: JWTs and
+    /// `Bearer`/`Basic` credentials where a word starts there, then, at a
+    /// provider's anchor, tokens known by their form (the provider table, whose
+    /// rules look back to where their word starts, not before `floor`). A cheap
+    /// look at the first bytes comes before scanning the word.
+    fn word_rule(
+        &self,
+        b: &[u8],
+        i: usize,
+        word_start: bool,
+        provider: bool,
+        floor: usize,
+        out: &mut Vec<Span>,
+    ) -> Option<usize> {
+        if word_start && word_candidate(&b[i..]) {
+            let e = run(b, i + 1, WORD);
+            let w = &b[i..e];
+            if w.starts_with(b"eyJ") {
+                if let Some(to) = jwt(b, i, e, out) {
+                    return Some(to);
+                }
+            } else if w.eq_ignore_ascii_case(b"bearer") {
+                return scheme_token(b, e, false, out);
+            } else if w.eq_ignore_ascii_case(b"basic") {
+                return scheme_token(b, e, true, out);
+            }
+        }
+        if !provider {
             return None;
         }
-        let e = run(b, s + 1, WORD);
-        let w = &b[s..e];
-        let len = w.len();
-        let body = |prefix: &[u8], min: usize| w.starts_with(prefix) && len >= prefix.len() + min;
-        let provider = match w[0] {
-            b'e' if w.starts_with(b"eyJ") => return jwt(b, s, e, out),
-            b'B' | b'b' => {
-                if w.eq_ignore_ascii_case(b"bearer") {
-                    return scheme_token(b, e, false, out);
-                }
-                if w.eq_ignore_ascii_case(b"basic") {
-                    return scheme_token(b, e, true, out);
-                }
-                false
-            }
-            b's' => body(b"sk-", 20),
-            b'g' => {
-                (len >= 4 + 20
-                    && w.starts_with(b"gh")
-                    && matches!(w[2], b'p' | b'o' | b's' | b'u' | b'r')
-                    && w[3] == b'_')
-                    || body(b"github_pat_", 20)
-                    || body(b"glpat-", 16)
-            }
-            b'x' => {
-                len >= 5 + 10
-                    && w.starts_with(b"xox")
-                    && matches!(w[3], b'a' | b'b' | b'p' | b'r' | b's')
-                    && w[4] == b'-'
-            }
-            b'A' => {
-                ((w.starts_with(b"AKIA") || w.starts_with(b"ASIA"))
-                    && len >= 20
-                    && w[4..20]
-                        .iter()
-                        .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit()))
-                    || body(b"AIza", 30)
-            }
-            b'n' => body(b"npm_", 30),
-            b'h' => body(b"hf_", 30),
-            _ => false,
-        };
-        if provider {
-            push_text(b, s, e, out);
-            Some(e)
-        } else {
-            None
-        }
+        let (start, end) = provider::token(b, i, floor)?;
+        push_text(b, start, end, out);
+        Some(end)
     }
 
     /// `name: value`, `name=value`, `"name": "value"` and the like, fired at the
@@ -621,24 +606,8 @@ mod tests {
     #[test]
     fn the_scan_stops_at_every_pair_that_starts_a_word_rule() {
         // Every prefix a word rule knows, in both cases where the rule ignores case.
-        let prefixes: [&[u8]; 17] = [
-            b"eyJ",
-            b"basic",
-            b"BASIC",
-            b"bearer",
-            b"BEARER",
-            b"sk-",
-            b"gh",
-            b"gl",
-            b"github_pat_",
-            b"xox",
-            b"AKIA",
-            b"ASIA",
-            b"AIza",
-            b"npm_",
-            b"hf_",
-            b"Basic",
-            b"Bearer",
+        let prefixes: [&[u8]; 7] = [
+            b"eyJ", b"basic", b"BASIC", b"bearer", b"BEARER", b"Basic", b"Bearer",
         ];
         let mut candidates = 0;
         for c in 0..=255u8 {
@@ -655,7 +624,19 @@ mod tests {
             }
         }
         assert!(candidates >= prefixes.len(), "{candidates}");
-        assert!(!stops_at(b'e', b'q') && !stops_at(b'n', b'a') && !stops_at(b'A', b'C'));
+        // Each provider prefix stops the scan at one pair of its bytes, in
+        // every case where the rule ignores case.
+        for rule in provider::RULES {
+            let p = rule.prefix.as_bytes();
+            let (lower, upper) = (p.to_ascii_lowercase(), p.to_ascii_uppercase());
+            let stops = (0..p.len() - 1).any(|k| {
+                stops_at(p[k], p[k + 1])
+                    && (!rule.any_case
+                        || (stops_at(lower[k], upper[k + 1]) && stops_at(upper[k], lower[k + 1])))
+            });
+            assert!(stops, "{}", rule.prefix);
+        }
+        assert!(!stops_at(b'e', b'q') && !stops_at(b'n', b'a') && !stops_at(b'q', b'z'));
     }
 
     #[test]

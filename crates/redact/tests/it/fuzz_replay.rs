@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use crate::checks::{check_json, check_text};
+use calltape_redact::fuzzing::{check_json, check_text, check_writer};
 
 fn replay(target: &str, check: fn(&[u8])) -> usize {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -31,4 +31,9 @@ fn redact_text_regressions_hold() {
 #[test]
 fn redact_json_regressions_hold() {
     assert!(replay("redact_json", check_json) > 0);
+}
+
+#[test]
+fn redact_writer_regressions_hold() {
+    assert!(replay("redact_writer", check_writer) > 0);
 }

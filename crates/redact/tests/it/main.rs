@@ -1,8 +1,12 @@
 //! Integration tests of calltape-redact.
 
 mod api;
-mod checks;
+mod baseline;
+// The bench's inputs and `regex` baseline, which `baseline` checks.
+#[path = "../../benches/support/mod.rs"]
+mod bench_support;
 mod fuzz_replay;
+mod providers;
 mod table;
 mod value;
 mod writer;

@@ -658,7 +658,7 @@ const ROWS: &[(&str, &str, &str)] = &[
     ),
 ];
 
-fn check(redactor: &Redactor, row: usize, mode: &str, input: &str, expected: &str) {
+pub(crate) fn check(redactor: &Redactor, row: usize, mode: &str, input: &str, expected: &str) {
     let ctx = format!("row {row}: {mode} {input:?}");
     match mode {
         "name" => {

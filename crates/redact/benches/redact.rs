@@ -1,14 +1,19 @@
-//! Redaction throughput: `calltape-redact` against a `regex` baseline of the
-//! same text rules, and `redact_value` against a plain serde_json round trip.
+//! Redaction throughput: `calltape-redact` against a one-pass `regex` baseline
+//! of the same text rules (`support/mod.rs`, which a test checks gives the same
+//! output on these inputs), and `redact_value` against a plain serde_json round
+//! trip.
 
 use std::hint::black_box;
 
-use calltape_benches::redact::{
+use calltape_redact::Redactor;
+use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
+
+mod support;
+
+use support::{
     ADVERSARIAL, RegexRedactor, adversarial, credential_dense, log_prose, recording_body,
     recording_jsonl,
 };
-use calltape_redact::Redactor;
-use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 
 const MB: usize = 1 << 20;
 
