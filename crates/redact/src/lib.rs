@@ -14,14 +14,18 @@
 //! deep is still found and the output stays valid JSON.
 //!
 //! **In text.** Any string value, and any text given to
-//! [`Redactor::redact_text`], loses `Bearer` and `Basic` credentials, JWTs, the
-//! `user:password@` of URLs and connection strings, the value given to a
-//! credential name (`?access_token=…`, `TOKEN=…`, `"password": "…"`,
-//! `password: hunter2`, `-H "X-Api-Key: …"`), and tokens known by their form
-//! (`sk-…`, `ghp_…`, `github_pat_…`, `glpat-…`, `xoxb-…`, `AKIA…`, `AIza…`,
-//! `npm_…`, `hf_…`). A string that is itself JSON is redacted as JSON. Prose such
-//! as "a Bearer token goes in the header", e-mail addresses and URLs without a
-//! password are left as they are.
+//! [`Redactor::redact_text`], loses `Bearer` and `Basic` credentials, whatever
+//! follows the scheme of an `Authorization` header, the value of every cookie,
+//! JWTs, private key blocks, the `user:password@` of URLs and connection
+//! strings, the value given to a credential name (`?access_token=…`, `TOKEN=…`,
+//! `"password": "…"`, `password: hunter2`, `API_KEY := …`, `-H "X-Api-Key: …"`,
+//! `--password hunter2`, `<apiToken>…</apiToken>`, `name="apiToken" value="…"`),
+//! and tokens known by their form (`sk-…`, `ghp_…`, `github_pat_…`, `glpat-…`,
+//! `xoxb-…`, `AKIA…`, `AIza…`, `npm_…`, `hf_…`), also when written with JSON
+//! escapes. A string that is itself JSON is redacted as JSON. Prose such as "a
+//! Bearer token goes in the header" or "The key: it is simple", code such as
+//! `let token = get_token();`, e-mail addresses and URLs without a password are
+//! left as they are.
 //!
 //! Redacting is idempotent: redacting redacted output changes nothing.
 //!
@@ -89,6 +93,8 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+mod assign;
+mod context;
 mod error;
 mod json;
 mod name_cache;
