@@ -99,6 +99,7 @@ mod error;
 mod json;
 mod name_cache;
 mod names;
+mod pairs;
 mod redactor;
 mod span;
 mod text;

@@ -99,6 +99,10 @@ const FAMILIES: &[&str] = &[
     "key: it ",
     "`",
     "token=`",
+    "{\"name\":\"token\",\"value\":",
+    "{\"value\":",
+    "[[\"token\",",
+    "[\"--password\",",
 ];
 
 fn text_steps(redactor: &Redactor, unit: &str, n: usize) -> (u64, u64) {
@@ -186,6 +190,38 @@ fn deep_json_text_takes_linear_steps() {
         )
     });
     assert_linear("JSON inside strings", s, l);
+}
+
+/// JSON whose values are named by siblings: `value` members nested `depth`
+/// deep, each named after its value ends, and lists of pairs and flags.
+fn nested_pairs(depth: usize) -> String {
+    let mut s = String::with_capacity(depth * 64);
+    for _ in 0..depth {
+        s.push_str("{\"value\":[[\"token\",\"a\"],[\"--password\",\"b\",");
+    }
+    s.push_str("\"Bearer abc123def\"");
+    for _ in 0..depth {
+        s.push_str("]],\"name\":\"api_key\"}");
+    }
+    s
+}
+
+#[test]
+fn values_named_by_siblings_take_linear_steps() {
+    let redactor = Redactor::new();
+    let small = nested_pairs(N / 10);
+    let large = nested_pairs(4 * N / 10);
+    let s = steps_of(|| assert!(!redactor.redact_json_text(&small).contains("abc123")));
+    let l = steps_of(|| assert!(!redactor.redact_json_text(&large).contains("abc123")));
+    assert_linear("nested name/value pairs", s, l);
+    let flat = |n: usize| "{\"name\":\"token\",\"value\":\"x\"},".repeat(n);
+    let s = steps_of(|| {
+        let _ = redactor.redact_json_text(&format!("[{}1]", flat(N / 10)));
+    });
+    let l = steps_of(|| {
+        let _ = redactor.redact_json_text(&format!("[{}1]", flat(4 * N / 10)));
+    });
+    assert_linear("lists of name/value pairs", s, l);
 }
 
 fn nested_value(depth: usize) -> Value {

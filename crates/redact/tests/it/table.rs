@@ -1090,6 +1090,102 @@ const ROWS: &[(&str, &str, &str)] = &[
         "log \\u0041BC caf\\u00e9 end",
         "log \\u0041BC caf\\u00e9 end",
     ),
+    // ---- name/value pairs in JSON ----
+    (
+        "json",
+        "{\"env\":[{\"name\":\"OPENAI_API_KEY\",\"value\":\"sk-abc\"},{\"name\":\"HOME\",\"value\":\"/root\"}]}",
+        "{\"env\":[{\"name\":\"OPENAI_API_KEY\",\"value\":\"[REDACTED]\"},{\"name\":\"HOME\",\"value\":\"/root\"}]}",
+    ),
+    (
+        "json",
+        "{\"headers\":[{\"value\":\"Digest a=1\",\"name\":\"Authorization\"},{\"name\":\"Accept\",\"value\":\"*/*\"}]}",
+        "{\"headers\":[{\"value\":\"[REDACTED]\",\"name\":\"Authorization\"},{\"name\":\"Accept\",\"value\":\"*/*\"}]}",
+    ),
+    (
+        "json",
+        "{\"key\": \"X-Api-Key\", \"value\": \"abc123\", \"type\": \"text\"}",
+        "{\"key\": \"[REDACTED]\", \"value\": \"[REDACTED]\", \"type\": \"text\"}",
+    ),
+    (
+        "json",
+        "{\"name\":\"token\",\"value\":{\"a\":[1,{\"b\":\"c\"}]},\"n\":1}",
+        "{\"name\":\"token\",\"value\":\"[REDACTED]\",\"n\":1}",
+    ),
+    (
+        "json",
+        "{\"value\":\"Bearer abc123def\",\"name\":\"Accept\"}",
+        "{\"value\":\"Bearer [REDACTED]\",\"name\":\"Accept\"}",
+    ),
+    (
+        "json",
+        "{\"name\":\"get_token\",\"arguments\":{\"scope\":\"read\"}}",
+        "{\"name\":\"get_token\",\"arguments\":{\"scope\":\"read\"}}",
+    ),
+    (
+        "json",
+        "{\"name\":\"password\",\"value\":\"a\",\"name\":\"user\"}",
+        "{\"name\":\"password\",\"value\":\"a\",\"name\":\"user\"}",
+    ),
+    (
+        "json",
+        "{\"n\\u0061me\":\"api_key\",\"value\":\"x\",\"inner\":{\"name\":\"a\",\"value\":\"b\"}}",
+        "{\"n\\u0061me\":\"api_key\",\"value\":\"[REDACTED]\",\"inner\":{\"name\":\"a\",\"value\":\"b\"}}",
+    ),
+    (
+        "json",
+        "{\"value\":{\"name\":\"secret\",\"value\":\"in\"},\"name\":\"cookie\"}",
+        "{\"value\":\"[REDACTED]\",\"name\":\"cookie\"}",
+    ),
+    (
+        "json",
+        "{\"value\":{\"name\":\"secret\",\"value\":\"in\"},\"name\":\"outer\"}",
+        "{\"value\":{\"name\":\"secret\",\"value\":\"[REDACTED]\"},\"name\":\"outer\"}",
+    ),
+    (
+        "json",
+        "{\"headers\":[[\"authorization\",\"Token abc\"],[\"accept\",\"*/*\"]]}",
+        "{\"headers\":[[\"authorization\",\"[REDACTED]\"],[\"accept\",\"*/*\"]]}",
+    ),
+    (
+        "json",
+        "[[\"X-Api-Key\", {\"v\": 1}], [\"token\", \"a\", \"b\"]]",
+        "[[\"X-Api-Key\", \"[REDACTED]\"], [\"token\", \"a\", \"b\"]]",
+    ),
+    (
+        "json",
+        "{\"required\":[\"apiKey\",\"query\"]}",
+        "{\"required\":[\"apiKey\",\"query\"]}",
+    ),
+    (
+        "json",
+        "{\"args\":[\"deploy\",\"--password\",\"hunter2\",\"--user\",\"bob\"]}",
+        "{\"args\":[\"deploy\",\"--password\",\"[REDACTED]\",\"--user\",\"bob\"]}",
+    ),
+    (
+        "json",
+        "[\"--api-key\", {\"a\": 1}, \"--token=abc\", \"--verbose\"]",
+        "[\"--api-key\", \"[REDACTED]\", \"--token=[REDACTED]\", \"--verbose\"]",
+    ),
+    (
+        "json",
+        "[\"--token\", \"--password\", \"x\", \"y\"]",
+        "[\"--token\", \"[REDACTED]\", \"[REDACTED]\", \"y\"]",
+    ),
+    (
+        "json",
+        "{\"text\":\"{\\\"name\\\":\\\"DB_PASSWORD\\\",\\\"value\\\":\\\"pw\\\"}\"}",
+        "{\"text\":\"{\\\"name\\\":\\\"DB_PASSWORD\\\",\\\"value\\\":\\\"[REDACTED]\\\"}\"}",
+    ),
+    (
+        "value",
+        "{\"env\":[{\"name\":\"GITHUB_TOKEN\",\"value\":\"x\"},{\"value\":[1],\"key\":\"secret\"}]}",
+        "{\"env\":[{\"name\":\"GITHUB_TOKEN\",\"value\":\"[REDACTED]\"},{\"value\":\"[REDACTED]\",\"key\":\"[REDACTED]\"}]}",
+    ),
+    (
+        "value",
+        "{\"h\":[[\"Cookie\",\"a=1\"]],\"argv\":[\"--password\",\"x\",\"--name\",\"y\"]}",
+        "{\"h\":[[\"Cookie\",\"[REDACTED]\"]],\"argv\":[\"--password\",\"[REDACTED]\",\"--name\",\"y\"]}",
+    ),
     // ---- values ----
     (
         "value",
