@@ -165,6 +165,49 @@ fn call_at(b: &[u8], v: usize) -> bool {
     b.get(e) == Some(&b'(')
 }
 
+/// A YAML block scalar (`key: |` or `key: >`, maybe with a chomping or
+/// indentation sign) whose indicator is at `v`, for a key at `key`: the
+/// content of the lines after it that are indented deeper than the key.
+fn yaml_block(b: &[u8], key: usize, v: usize) -> Option<(usize, usize)> {
+    if !matches!(b[v], b'|' | b'>') {
+        return None;
+    }
+    let mut e = v + 1;
+    while e < b.len() && (matches!(b[e], b'-' | b'+') || b[e].is_ascii_digit()) {
+        e += 1;
+    }
+    let mut eol = skip_blanks(b, e);
+    if b.get(eol) == Some(&b'\r') {
+        eol += 1;
+    }
+    if b.get(eol) != Some(&b'\n') {
+        return None;
+    }
+    let line_start = memchr::memrchr(b'\n', &b[..key]).map_or(0, |p| p + 1);
+    let column = key - line_start;
+    step!(column + 1);
+    let (mut start, mut end) = (None, 0);
+    let mut i = eol + 1;
+    while i < b.len() {
+        let indent = skip_blanks(b, i) - i;
+        let line_end = memchr::memchr(b'\n', &b[i..]).map_or(b.len(), |p| i + p);
+        step!(line_end - i + 1);
+        let mut content_end = line_end;
+        while content_end > i + indent && b[content_end - 1].is_ascii_whitespace() {
+            content_end -= 1;
+        }
+        if content_end > i + indent {
+            if indent <= column {
+                break;
+            }
+            start.get_or_insert(i + indent);
+            end = content_end;
+        }
+        i = line_end + 1;
+    }
+    start.map(|s| (s, end))
+}
+
 /// Where the value of a header that starts at `t` ends: at the end of its
 /// line, or at the quote that holds the whole header (`-H 'Cookie: …'`), and
 /// before the blanks and escaping backslashes in front of that end.
@@ -231,10 +274,10 @@ impl Inner {
         memory: &mut Memory,
         out: &mut Vec<Span>,
     ) -> Option<usize> {
-        // `?=`, `.=`, `::=`, `:::=`: the operator's first characters.
+        // `?=`, `??=`, `.=`, `+=`, `::=`, `:::=`: the operator's first characters.
         let mut at = sep;
         if b[sep] == b'=' || sep_len == 2 {
-            while at > floor && sep - at < 2 && matches!(b[at - 1], b':' | b'?' | b'.') {
+            while at > floor && sep - at < 2 && matches!(b[at - 1], b':' | b'?' | b'.' | b'+') {
                 at -= 1;
             }
         }
@@ -323,8 +366,14 @@ impl Inner {
                 return Some(end);
             }
         }
-        if b[sep] == b':' && sep_len == 1 && prose_after(b, v) {
-            return None;
+        if b[sep] == b':' && sep_len == 1 {
+            if prose_after(b, v) {
+                return None;
+            }
+            if let Some((start, end)) = yaml_block(b, name.start, v) {
+                push_text(b, start, end, out);
+                return Some(end);
+            }
         }
         let end = run_value(b, v);
         if end == v {
@@ -366,9 +415,12 @@ impl Inner {
         if ce == cs || ce - cs > ENCODED_NAME || !self.is_redacted_bytes(&b[cs..ce]) {
             return None;
         }
-        // Then `value`, maybe quoted, maybe after a comma and line breaks.
+        // Then `value`, maybe quoted, maybe after a comma, line breaks, or the
+        // end of one XML tag and the start of the next.
         let mut j = after;
-        while j < b.len() && (b[j].is_ascii_whitespace() || b[j] == b',') {
+        while j < b.len()
+            && (b[j].is_ascii_whitespace() || matches!(b[j], b',' | b'/' | b'>' | b'<'))
+        {
             j += 1;
         }
         step!(j - after + 1);

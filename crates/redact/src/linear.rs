@@ -103,6 +103,10 @@ const FAMILIES: &[&str] = &[
     "{\"value\":",
     "[[\"token\",",
     "[\"--password\",",
+    "token: |\n",
+    "token: |\n  a\n",
+    ": |\n ",
+    "name=token /><",
 ];
 
 fn text_steps(redactor: &Redactor, unit: &str, n: usize) -> (u64, u64) {

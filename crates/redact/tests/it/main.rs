@@ -2,6 +2,7 @@
 
 mod api;
 mod checks;
+mod forms;
 mod fuzz_replay;
 mod table;
 mod value;

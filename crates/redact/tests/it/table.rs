@@ -1090,6 +1090,30 @@ const ROWS: &[(&str, &str, &str)] = &[
         "log \\u0041BC caf\\u00e9 end",
         "log \\u0041BC caf\\u00e9 end",
     ),
+    // ---- YAML block scalars and more operators ----
+    (
+        "text",
+        "auth:\n  api_token: |\n    abc\n    def\n  user: bob\n",
+        "auth:\n  api_token: |\n    [REDACTED]\n  user: bob\n",
+    ),
+    (
+        "text",
+        "private_key: >-\n  MIIEv\n\n  abc\nnext: 1",
+        "private_key: >-\n  [REDACTED]\nnext: 1",
+    ),
+    ("text", "note: |\n  some text\n", "note: |\n  some text\n"),
+    ("text", "TOKEN += \"abc\"", "TOKEN += \"[REDACTED]\""),
+    (
+        "text",
+        "$apiToken ??= \"abc\"",
+        "$apiToken ??= \"[REDACTED]\"",
+    ),
+    ("text", "count += 1", "count += 1"),
+    (
+        "text",
+        "<entry>\n  <name=\"apiToken\" />\n  <value=\"abc\" />\n</entry>",
+        "<entry>\n  <name=\"apiToken\" />\n  <value=\"[REDACTED]\" />\n</entry>",
+    ),
     // ---- name/value pairs in JSON ----
     (
         "json",

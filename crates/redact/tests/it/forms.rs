@@ -1,0 +1,104 @@
+//! The forms a secret is written in, in configuration and code, after the
+//! sample forms of gitleaks' rule generator (including the ones it lists as
+//! not yet covered): each form, with each identifier, must lose its secret,
+//! and redacting its output again must change nothing.
+
+use calltape_redact::Redactor;
+
+/// `{i}` is an identifier, `{I}` the same in capitals, `{s}` the secret.
+const FORMS: &[&str] = &[
+    // INI
+    "{i}Token=\"{s}\"",
+    "{i}Token = \"{s}\"",
+    "{i}Token={s}",
+    "{i}Token = {s}",
+    // JSON
+    "{\n    \"{i}_token\": \"{s}\"\n}",
+    "\\{\n    \\\"{i}_token\\\": \\\"{s}\\\"\n\\}",
+    "{\n    \"name\": \"{i}_token\",\n    \"value\": \"{s}\"\n}",
+    "{\"config.ini\": \"{I}_TOKEN={s}\\nBACKUP_ENABLED=true\"}",
+    // XML
+    "<{i}Token>{s}</{i}Token>",
+    "<{i}Token>\n    {s}\n</{i}Token>",
+    "<entry name=\"{i}Token\" value=\"{s}\" />",
+    "<entry>\n  <name=\"{i}Token\" />\n  <value=\"{s}\" />\n</entry>",
+    // YAML
+    "{i}_token: {s}",
+    "{i}_token: '{s}'",
+    "{i}_token: \"{s}\"",
+    "{i}_token: |\n  {s}",
+    "{i}_token: >\n  {s}\n  {s}\nnext: 1",
+    // Programming languages
+    "string {i}Token = \"{s}\";",
+    "var {i}Token string = \"{s}\"",
+    "{i}Token := \"{s}\"",
+    "{i}Token := `{s}`",
+    "String {i}Token = \"{s}\";",
+    "config.put(\"sasl.jaas.config\", \"org.apache.kafka.common.security.plain.PlainLoginModule required username=\\\"JDOE35\\\" {i}Token=\\\"{s}\\\"\")",
+    "var {i}Token: string = \"{s}\"",
+    "var {i}Token = \"{s}\"",
+    "${i}Token .= \"{s}\"",
+    "${i}Token ??= \"{s}\"",
+    "{i}Token = '{s}'",
+    "{i}Token = \"{s}\"",
+    // Miscellaneous
+    "https://{i}:{s}@example.com/",
+    "https://example.com?{i}Token={s}&fooBar=baz",
+    "environmentVariables = {PATH=/usr/local/bin, ENV=/etc/bashrc, {I}_PASSWORD={s}, LC_CTYPE=en_CA.UTF-8},",
+    "System.setProperty(\"{I}_TOKEN\", \"{s}\")",
+    "  \"{i}Token\" => \"{s}\"",
+    // Makefile
+    "{i}_TOKEN = \"{s}\"",
+    "{i}_TOKEN := \"{s}\"",
+    "{i}_TOKEN ::= \"{s}\"",
+    "{i}_TOKEN :::= \"{s}\"",
+    "{i}_TOKEN ?= \"{s}\"",
+    "{i}_TOKEN += \"{s}\"",
+    // Command lines and headers
+    "tool --{i}-token {s} --verbose",
+    "tool --{i}-token=\"{s}\"",
+    "[\"tool\", \"--{i}-token\", \"{s}\"]",
+    "curl -H 'X-{i}-Token: {s}' https://example.com",
+    "export {I}_TOKEN={s}",
+    "{I}_TOKEN='{s}' ./run",
+];
+
+const IDENTIFIERS: &[&str] = &["api", "github", "client", "db", "x"];
+
+/// Secrets of several shapes: letters and digits, with symbols, with blanks
+/// (quoted forms only), long.
+const SECRETS: &[&str] = &[
+    "Q7fK2xV9mP4rT8wL3zN6",
+    "hunter2",
+    "p@ss/w0rd+=",
+    "aZ9-_.~aZ9-_.~aZ9-_.~aZ9-_.~aZ9-_.~",
+];
+
+#[test]
+fn every_form_loses_its_secret() {
+    let redactor = Redactor::new();
+    let mut checked = 0;
+    for form in FORMS {
+        for i in IDENTIFIERS {
+            for secret in SECRETS {
+                let text = form
+                    .replace("{i}", i)
+                    .replace("{I}", &i.to_ascii_uppercase())
+                    .replace("{s}", secret);
+                for (how, out) in [
+                    ("redact_text", redactor.redact_text(&text)),
+                    ("redact_json_text", redactor.redact_json_text(&text)),
+                ] {
+                    assert!(
+                        !out.contains(secret),
+                        "{how} kept the secret of {form:?}: {text:?} -> {out:?}"
+                    );
+                    let again = redactor.redact_text(&out);
+                    assert_eq!(again, out, "{how} of {text:?} is not idempotent");
+                    checked += 1;
+                }
+            }
+        }
+    }
+    assert_eq!(checked, FORMS.len() * IDENTIFIERS.len() * SECRETS.len() * 2);
+}
