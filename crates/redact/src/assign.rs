@@ -65,6 +65,7 @@ struct Name {
 
 /// Looks behind `at` (blanks first, then maybe a closing quote, maybe
 /// escaped) for a name made of name characters and `%XX` escapes.
+#[inline(always)]
 fn name_before(b: &[u8], at: usize, floor: usize) -> Name {
     let mut k = at;
     while k > floor && is_blank(b[k - 1]) {
@@ -244,6 +245,7 @@ fn header_end(b: &[u8], t: usize, holder: Option<(u8, bool)>) -> usize {
 impl Inner {
     /// Whether the name `b[name.start..name.end]` is redacted, decided once
     /// per text for a long text.
+    #[inline(always)]
     fn judge_name(&self, b: &[u8], name: &Name, memory: &mut Memory) -> bool {
         let (k, e) = (name.start, name.end);
         let decide = || {
@@ -265,6 +267,7 @@ impl Inner {
 
     /// `name: value`, `name=value`, `"name": "value"` and the like, fired at the
     /// separator `b[sep..sep + sep_len]`.
+    #[inline]
     pub(crate) fn assignment(
         &self,
         b: &[u8],

@@ -435,7 +435,6 @@ impl Inner {
                 suppress = Some((depth, i));
             }
             redact_next = false;
-            pairs.any_start();
             let judge_string = match std::mem::replace(&mut role, Role::None) {
                 Role::None => false,
                 r => {
@@ -477,7 +476,11 @@ impl Inner {
                         self.string_value(text, &s, embed, out);
                     }
                     if judge_string {
-                        pairs.judged(self.is_redacted_name(&string_text(text, &s)));
+                        let decide = || self.is_redacted_name(&string_text(text, &s));
+                        pairs.judged(match &mut names {
+                            Some(names) if !s.escaped => names.decide(b, s.start, s.end, decide),
+                            _ => decide(),
+                        });
                     } else if b.get(i + 1..i + 3) == Some(b"--")
                         && stack.last() == Some(b']')
                         && pairs::is_flag(self, &string_text(text, &s))

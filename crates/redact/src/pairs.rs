@@ -157,16 +157,12 @@ impl Pairs {
         (flagged, role)
     }
 
-    /// Any value starts: a flag only names the item right after it.
-    #[inline]
-    pub(crate) fn any_start(&mut self) {
-        self.flag = None;
-    }
-
     /// The container `depth` deep closes: fills the slots of its pair values
     /// when it named a credential.
     #[inline]
     pub(crate) fn close(&mut self, depth: usize, b: &[u8], out: &mut [Span]) {
+        // A flag names only the item right after it, in its own list.
+        self.flag = None;
         let Some(last) = self.open.last() else {
             return;
         };
