@@ -241,6 +241,16 @@ fn value_at(b: &[u8], v: usize, memory: &mut Memory, out: &mut Vec<Span>) -> Opt
 /// `-----BEGIN … PRIVATE KEY-----` up to its `-----END … -----` line: the
 /// whole block goes, and to the end of the text when it has no end line.
 pub(crate) fn private_key(b: &[u8], i: usize, out: &mut Vec<Span>) -> Option<usize> {
+    let body = private_key_label(b, i)?;
+    let end = end_marker(b, body).unwrap_or(b.len());
+    step!(end - body + 1);
+    push_text(b, i, end, out);
+    Some(end)
+}
+
+/// The label of a private key block that starts at `i` with `-----BEGIN `:
+/// where its body starts, after the `-----` that ends the label.
+fn private_key_label(b: &[u8], i: usize) -> Option<usize> {
     let label = i + "-----BEGIN ".len();
     let mut dash = label;
     while dash < b.len()
@@ -253,34 +263,40 @@ pub(crate) fn private_key(b: &[u8], i: usize, out: &mut Vec<Span>) -> Option<usi
     }
     step!(dash - label + 1);
     let name = &b[label..dash];
-    if !b[dash..].starts_with(b"-----")
-        || !(name.ends_with(b"PRIVATE KEY") || name.ends_with(b"PRIVATE KEY BLOCK"))
-    {
-        return None;
+    (b[dash..].starts_with(b"-----")
+        && (name.ends_with(b"PRIVATE KEY") || name.ends_with(b"PRIVATE KEY BLOCK")))
+    .then_some(dash + 5)
+}
+
+/// Where the first `-----END …-----` marker from `from` on ends.
+fn end_marker(b: &[u8], from: usize) -> Option<usize> {
+    let p = memchr::memmem::find(&b[from..], b"-----END")?;
+    let after = from + p + "-----END".len();
+    let mut e = after;
+    while e < b.len() && e - after < PEM_LABEL && b[e] != b'\n' && !b[e..].starts_with(b"-----") {
+        e += 1;
     }
-    let body = dash + 5;
-    let end = match memchr::memmem::find(&b[body..], b"-----END") {
-        Some(p) => {
-            let after = body + p + "-----END".len();
-            let mut e = after;
-            while e < b.len()
-                && e - after < PEM_LABEL
-                && b[e] != b'\n'
-                && !b[e..].starts_with(b"-----")
-            {
-                e += 1;
-            }
-            if b[e..].starts_with(b"-----") {
-                e + 5
-            } else {
-                after
-            }
-        }
-        None => b.len(),
+    step!(e - from + 1);
+    Some(if b[e..].starts_with(b"-----") {
+        e + 5
+    } else {
+        after
+    })
+}
+
+/// Whether `line` opens a private key block that it does not end: the lines
+/// after it belong to the key, up to its `END` marker.
+pub(crate) fn opens_key_block(line: &[u8]) -> bool {
+    let Some(begin) = memchr::memmem::rfind(line, b"-----BEGIN ") else {
+        return false;
     };
-    step!(end - body + 1);
-    push_text(b, i, end, out);
-    Some(end)
+    private_key_label(line, begin).is_some_and(|body| end_marker(line, body).is_none())
+}
+
+/// Where a line inside a private key block stops belonging to it: after its
+/// `END` marker, or `None` when the whole line is part of the key.
+pub(crate) fn key_block_end(line: &[u8]) -> Option<usize> {
+    end_marker(line, 0)
 }
 
 /// Notes a `mysql` or `mysqldump` command at `b[i]`: on the rest of its line,

@@ -3,6 +3,7 @@
 use std::io::{self, Write};
 
 use crate::Redactor;
+use crate::context::{key_block_end, opens_key_block};
 use crate::span;
 
 /// The default bound on a buffered line: a longer line is redacted in chunks.
@@ -45,6 +46,8 @@ pub struct RedactingWriter<W: Write> {
     context: String,
     /// The chunk before ended inside a secret: drop the rest of it.
     carry: bool,
+    /// A line before opened a private key block: drop lines up to its end.
+    in_key: bool,
 }
 
 impl<W: Write> std::fmt::Debug for RedactingWriter<W> {
@@ -67,6 +70,7 @@ impl<W: Write> RedactingWriter<W> {
             limit: DEFAULT_LINE_LIMIT,
             context: String::new(),
             carry: false,
+            in_key: false,
         }
     }
 
@@ -116,14 +120,34 @@ impl<W: Write> RedactingWriter<W> {
     }
 
     /// Writes out the buffered complete line (it ends with `\n`).
+    ///
+    /// A private key block spans lines: the line that opens it is redacted
+    /// from the block's start on, its line break included, and the lines
+    /// after it are dropped up to the block's `END` marker, so that the output
+    /// is what `redact_text` gives for the whole text.
     fn emit_line(&mut self) -> io::Result<()> {
         let mut end = self.buf.len() - 1;
         if end > 0 && self.buf[end - 1] == b'\r' {
             end -= 1;
         }
-        let result = self
-            .emit(end, true)
-            .and_then(|()| self.inner.write_all(&self.buf[end..]));
+        if self.in_key {
+            let Some(after) = key_block_end(&self.buf[..end]) else {
+                self.buf.clear();
+                return Ok(());
+            };
+            self.buf.drain(..after);
+            end -= after;
+            self.in_key = false;
+        }
+        let opens = opens_key_block(&self.buf[..end]);
+        let result = self.emit(end, true).and_then(|()| {
+            if opens {
+                Ok(())
+            } else {
+                self.inner.write_all(&self.buf[end..])
+            }
+        });
+        self.in_key = opens;
         self.buf.clear();
         result
     }
@@ -175,6 +199,17 @@ impl<W: Write> Write for RedactingWriter<W> {
     }
 
     fn flush(&mut self) -> io::Result<()> {
+        if self.in_key {
+            // A partial line inside a private key block: kept only after the
+            // block's end.
+            match key_block_end(&self.buf) {
+                Some(after) => {
+                    self.buf.drain(..after);
+                    self.in_key = false;
+                }
+                None => self.buf.clear(),
+            }
+        }
         if !self.buf.is_empty() {
             let all = self.buf.len();
             let result = self.emit(all, false);

@@ -163,3 +163,29 @@ fn tracing_output_never_carries_a_credential() {
         "{logged}"
     );
 }
+
+#[test]
+fn a_private_key_written_line_by_line_is_hidden_whole() {
+    let text = "loading key\n-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA3Tz2mr7SZiAMfQyu\r\nKEYBODYLINE2==\n-----END RSA PRIVATE KEY----- loaded\ndone\n";
+    let out = written(|w| {
+        for line in text.split_inclusive('\n') {
+            w.write_all(line.as_bytes()).expect("write");
+        }
+    });
+    assert!(
+        !out.contains("MIIE") && !out.contains("KEYBODY"),
+        "a line of the key leaked: {out:?}"
+    );
+    assert_eq!(out, Redactor::new().redact_text(text));
+    // A key block that never ends hides every later line, up to the flush.
+    let out = written(|w| {
+        w.write_all(b"-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBg\nabc\n")
+            .expect("write");
+    });
+    assert_eq!(out, "[REDACTED]");
+    let text =
+        "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIAbc\n-----END EC PRIVATE KEY----- password=x";
+    let out = written(|w| w.write_all(text.as_bytes()).expect("write"));
+    assert_eq!(out, Redactor::new().redact_text(text));
+    assert_eq!(out, "[REDACTED] password=[REDACTED]");
+}
