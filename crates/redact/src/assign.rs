@@ -324,6 +324,10 @@ impl Inner {
             return None;
         }
         if let Some((cs, ce, after)) = quoted_value(b, v, &mut memory.quotes) {
+            if b[cs..ce].starts_with(REDACTED.as_bytes()) {
+                // Redacted before: the scan went on right after the span then.
+                return Some(cs + REDACTED.len());
+            }
             if b[cs..].starts_with(b"-----BEGIN ")
                 && let Some(end) = private_key(b, cs, out)
             {
@@ -340,7 +344,11 @@ impl Inner {
         {
             return Some(end);
         }
-        if b[v] == b'{' || (b[v] == b'[' && !b[v..].starts_with(REDACTED.as_bytes())) {
+        if b[v..].starts_with(REDACTED.as_bytes()) {
+            // Redacted before: the scan went on right after the span then.
+            return Some(v + REDACTED.len());
+        }
+        if b[v] == b'{' || b[v] == b'[' {
             // A nested structure: its own names decide.
             return None;
         }
@@ -384,8 +392,13 @@ impl Inner {
         }
         if b[sep] == b':' && sep_len == 1 {
             // `val apiToken: String = "…"`: the `=` names the value.
+            let word = &b[v..end];
+            let word = word.strip_prefix(b"&").unwrap_or(word);
             let t = skip_blanks(b, end);
-            if b.get(t) == Some(&b'=') && b.get(t + 1) != Some(&b'=') {
+            if TYPES.iter().any(|w| word.eq_ignore_ascii_case(w))
+                && b.get(t) == Some(&b'=')
+                && b.get(t + 1) != Some(&b'=')
+            {
                 return None;
             }
         }
@@ -415,7 +428,11 @@ impl Inner {
                 (v, e, e)
             }
         };
-        if ce == cs || ce - cs > ENCODED_NAME || !self.is_redacted_bytes(&b[cs..ce]) {
+        if ce == cs
+            || ce - cs > ENCODED_NAME
+            || !b[cs..ce].iter().all(|&c| has(c, NAME))
+            || !self.is_redacted_bytes(&b[cs..ce])
+        {
             return None;
         }
         // Then `value`, maybe quoted, maybe after a comma, line breaks, or the
@@ -526,7 +543,9 @@ fn cookies(b: &[u8], v: usize, holder: Option<(u8, bool)>, out: &mut Vec<Span>) 
             let name = &b[name_start..i];
             let vs = i + 1;
             let mut ve = vs;
-            if b.get(vs) == Some(&b'"') {
+            if b[vs..end].starts_with(REDACTED.as_bytes()) {
+                ve = vs + REDACTED.len();
+            } else if b.get(vs) == Some(&b'"') {
                 ve = vs + 1;
                 while ve < end && b[ve] != b'"' {
                     ve += 1;

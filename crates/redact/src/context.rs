@@ -58,7 +58,7 @@ impl Inner {
         memory: &mut Memory,
         out: &mut Vec<Span>,
     ) -> Found {
-        let word_start = i == 0 || !has(b[i - 1], WORD);
+        let word_start = i == floor || !has(b[i - 1], WORD);
         let found = match (b[i], b.get(i + 1)) {
             (b'-', Some(b'-')) if word_start => {
                 if b[i..].starts_with(b"-----BEGIN ") {
@@ -67,7 +67,7 @@ impl Inner {
                     self.flag(b, i, memory, out)
                 }
             }
-            (b'-', Some(b'p')) if word_start && i < memory.mysql_end => {
+            (b'-', Some(b'p')) if word_start && on_mysql_line(b, i, memory, out) => {
                 mysql_password(b, i, memory, out)
             }
             (b'm', Some(b'y')) if word_start => {
@@ -302,7 +302,7 @@ pub(crate) fn key_block_end(line: &[u8]) -> Option<usize> {
 /// Notes a `mysql` or `mysqldump` command at `b[i]`: on the rest of its line,
 /// `-p…` is a password.
 fn mysql(b: &[u8], i: usize, memory: &mut Memory) {
-    if i < memory.mysql_end {
+    if i < memory.mysql.1 {
         return;
     }
     let rest = &b[i..];
@@ -316,8 +316,33 @@ fn mysql(b: &[u8], i: usize, memory: &mut Memory) {
     if b.get(i + len).is_some_and(|&c| has(c, WORD)) {
         return;
     }
-    memory.mysql_end = memchr::memchr(b'\n', rest).map_or(b.len(), |p| i + p);
-    step!(memory.mysql_end - i + 1);
+    let end = memchr::memchr(b'\n', rest).map_or(b.len(), |p| i + p);
+    step!(end - i + 1);
+    memory.mysql = (i, end);
+}
+
+/// Whether `b[i]` is on the line of the last `mysql` command. A line break
+/// that a span hides does not end the line: redacting again would not see
+/// it.
+fn on_mysql_line(b: &[u8], i: usize, memory: &mut Memory, out: &[Span]) -> bool {
+    if i <= memory.mysql.0 {
+        return false;
+    }
+    let spans = &out[memory.mark.min(out.len())..];
+    while i > memory.mysql.1 {
+        let line_end = memory.mysql.1;
+        let k = spans.partition_point(|s| s.start <= line_end);
+        step!(1);
+        match k.checked_sub(1).map(|k| &spans[k]) {
+            Some(span) if span.end > line_end => {
+                memory.mysql.1 =
+                    memchr::memchr(b'\n', &b[span.end..]).map_or(b.len(), |p| span.end + p);
+                step!(memory.mysql.1 - span.end + 1);
+            }
+            _ => return false,
+        }
+    }
+    true
 }
 
 /// `-phunter2` on the line of a `mysql` command.

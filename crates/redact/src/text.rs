@@ -269,9 +269,11 @@ pub(crate) struct Memory {
     pub(crate) quotes: QuoteMemo,
     /// Boxed: a short text, which has none, then costs no copy of it.
     pub(crate) names: Option<Box<NameCache>>,
-    /// The end of the line of the last `mysql` command seen: a `-p…` before
-    /// it is a password.
-    pub(crate) mysql_end: usize,
+    /// The last `mysql` command seen: where its word is and where its line
+    /// ends (`usize::MAX` before any). A `-p…` on that line is a password.
+    pub(crate) mysql: (usize, usize),
+    /// Where this scan's spans start in the span list.
+    pub(crate) mark: usize,
 }
 
 /// Whether `rest` starts like the word of a word rule.
@@ -305,7 +307,8 @@ impl Inner {
             // Only a long text repeats its names often enough to pay for a
             // cache; most texts are short strings of a JSON document.
             names: (n >= CACHED_TEXT).then(|| Box::new(NameCache::new())),
-            mysql_end: 0,
+            mysql: (usize::MAX, 0),
+            mark: out.len(),
         };
         // Look-behinds never reach before `floor`, the end of the last span.
         let mut floor = 0;
@@ -342,8 +345,9 @@ impl Inner {
                         context::Found::Nothing => {}
                     }
                 }
-                // A word rule's prefix counts only where a word starts.
-                if i > 0 && has(b[i - 1], WORD) {
+                // A word rule's prefix counts only where a word starts; right
+                // after a span, the placeholder's `]` comes before it.
+                if i > floor && has(b[i - 1], WORD) {
                     i += 1;
                     continue;
                 }
@@ -450,8 +454,13 @@ impl Inner {
     }
 }
 
-/// The end of an unquoted value starting at `i`.
+/// The end of an unquoted value starting at `i`. A value that starts with the
+/// placeholder ends after it: what follows was not part of the secret it
+/// replaced, so redacting again finds the same value (idempotence).
 pub(crate) fn run_value(b: &[u8], mut i: usize) -> usize {
+    if b[i..].starts_with(REDACTED.as_bytes()) {
+        return i + REDACTED.len();
+    }
     let start = i;
     while i < b.len() && !has(b[i], VALUE_END) {
         i += 1;

@@ -102,3 +102,90 @@ fn every_form_loses_its_secret() {
     }
     assert_eq!(checked, FORMS.len() * IDENTIFIERS.len() * SECRETS.len() * 2);
 }
+
+/// Pieces of the forms the rules key on, put together at random.
+const PIECES: &[&str] = &[
+    "Authorization: ",
+    "Proxy-Authorization: Digest ",
+    "Cookie: ",
+    "Set-Cookie: ",
+    "a=1",
+    "; ",
+    ", ",
+    "Path=/",
+    "-----BEGIN RSA PRIVATE KEY-----",
+    "-----END RSA PRIVATE KEY-----",
+    "--password ",
+    "--token=",
+    "mysql ",
+    "-pabc ",
+    "<apiToken>",
+    "</apiToken>",
+    "<entry name=\"token\" ",
+    "value=\"v\" ",
+    "name: ",
+    "value: ",
+    "setProperty(\"X_TOKEN\", ",
+    "\"",
+    "'",
+    "`",
+    "\\\"",
+    "\\u0073k-",
+    "abcdefghijklmnopqrstuvwx",
+    "https://u%3Ap@h/",
+    "access%5Ftoken=",
+    "token: |\n  ",
+    "key: ",
+    "password",
+    " ",
+    "\n",
+    ":",
+    "=",
+    ":=",
+    "?=",
+    "get_token()",
+    "it is ",
+    "{",
+    "}",
+    "[",
+    "]",
+    "Bearer ",
+    "x9",
+];
+
+#[test]
+fn random_mixes_of_the_forms_redact_idempotently() {
+    let redactor = Redactor::new();
+    let mut state: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut next = move || {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (state >> 33) as usize
+    };
+    let mut changed = 0;
+    for _ in 0..30_000 {
+        let len = 1 + next() % 14;
+        let text: String = (0..len).map(|_| PIECES[next() % PIECES.len()]).collect();
+        for json in [false, true] {
+            let redact = |s: &str| {
+                if json {
+                    redactor.redact_json_text(s).into_owned()
+                } else {
+                    redactor.redact_text(s).into_owned()
+                }
+            };
+            let once = redact(&text);
+            assert_eq!(
+                redact(&once),
+                once,
+                "not idempotent on {text:?} (json: {json})"
+            );
+            changed += usize::from(once != text);
+        }
+    }
+    assert!(
+        changed > 5_000,
+        "too few texts held anything to redact: {changed}"
+    );
+}
