@@ -481,7 +481,8 @@ impl Inner {
                             Some(names) if !s.escaped => names.decide(b, s.start, s.end, decide),
                             _ => decide(),
                         });
-                    } else if b.get(i + 1..i + 3) == Some(b"--")
+                    }
+                    if b.get(i + 1..i + 3) == Some(b"--")
                         && stack.last() == Some(b']')
                         && pairs::is_flag(self, &string_text(text, &s))
                     {

@@ -189,3 +189,70 @@ fn random_mixes_of_the_forms_redact_idempotently() {
         "too few texts held anything to redact: {changed}"
     );
 }
+
+/// A random JSON value built from the names and strings the pair rules key on.
+fn random_json(next: &mut impl FnMut() -> usize, depth: usize) -> serde_json::Value {
+    use serde_json::Value;
+    const KEYS: &[&str] = &[
+        "name",
+        "key",
+        "value",
+        "password",
+        "a",
+        "Authorization",
+        "args",
+    ];
+    const STRINGS: &[&str] = &[
+        "token",
+        "--password",
+        "--api-key",
+        "x",
+        "Bearer abc123def",
+        "Cookie",
+        "OPENAI_API_KEY",
+        "[REDACTED]",
+        "{\"name\":\"secret\",\"value\":\"v\"}",
+    ];
+    match next() % if depth == 0 { 2 } else { 5 } {
+        0 => Value::String(STRINGS[next() % STRINGS.len()].to_owned()),
+        1 => Value::from(next() % 10),
+        2 | 3 => Value::Array(
+            (0..next() % 4)
+                .map(|_| random_json(next, depth - 1))
+                .collect(),
+        ),
+        _ => Value::Object(
+            (0..next() % 4)
+                .map(|_| {
+                    (
+                        KEYS[next() % KEYS.len()].to_owned(),
+                        random_json(next, depth - 1),
+                    )
+                })
+                .collect(),
+        ),
+    }
+}
+
+#[test]
+fn random_json_with_pairs_redacts_alike_as_text_and_as_values() {
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = move || {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (state >> 33) as usize
+    };
+    let redactor = Redactor::new();
+    let mut hidden = 0;
+    for _ in 0..5_000 {
+        let value = random_json(&mut next, 4);
+        let text = value.to_string();
+        crate::checks::check_json(text.as_bytes());
+        hidden += usize::from(redactor.redact_json_text(&text) != text);
+    }
+    assert!(
+        hidden > 500,
+        "too few values held anything to redact: {hidden}"
+    );
+}
