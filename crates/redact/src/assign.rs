@@ -289,34 +289,22 @@ impl Inner {
             return None;
         }
         let word = &b[name.start..name.end];
-        if word.eq_ignore_ascii_case(b"key")
+        if word.len() == 3
+            && word.eq_ignore_ascii_case(b"key")
             && let Some(end) = self.named_pair(b, sep + sep_len, memory, out)
         {
             // `key="ApiKey" value="…"`: the key is a name, not a secret.
             return Some(end);
         }
         if !self.judge_name(b, &name, memory) {
-            if TYPES.iter().any(|t| word.eq_ignore_ascii_case(t)) && !name.quoted {
-                // `var apiToken string =`: the name is the word before the type.
-                let mut k = name.start;
-                while k > floor && matches!(b[k - 1], b'&' | b'*' | b'[' | b']') {
-                    k -= 1;
-                }
-                while k > floor && is_blank(b[k - 1]) {
-                    k -= 1;
-                }
-                if k > floor && b[k - 1] == b':' {
-                    k -= 1;
-                }
-                step!(name.start - k + 1);
-                name = name_before(b, k, floor);
-                if name.start == name.end || name.quoted || !self.judge_name(b, &name, memory) {
-                    return None;
-                }
-            } else if word.eq_ignore_ascii_case(b"name") || word.eq_ignore_ascii_case(b"key") {
-                return self.named_pair(b, sep + sep_len, memory, out);
-            } else {
+            // Most names are not credential names: a short one may still be a
+            // type word or the name of a pair.
+            if !(3..=6).contains(&word.len()) {
                 return None;
+            }
+            match self.not_a_credential_name(b, sep, sep_len, floor, &name, memory, out)? {
+                Ok(typed) => name = typed,
+                Err(end) => return Some(end),
             }
         }
         let v = skip_blanks(b, sep + sep_len);
@@ -404,6 +392,47 @@ impl Inner {
         }
         push_text(b, v, end, out);
         Some(end)
+    }
+
+    /// An assignment whose name is no credential name but a short word: a
+    /// type word (`var apiToken string =`: `Ok` with the name before it, when
+    /// that one is a credential name), or `name` or `key` of a pair (`Err`
+    /// with where the pair's value ends).
+    #[cold]
+    #[allow(clippy::too_many_arguments)]
+    fn not_a_credential_name(
+        &self,
+        b: &[u8],
+        sep: usize,
+        sep_len: usize,
+        floor: usize,
+        name: &Name,
+        memory: &mut Memory,
+        out: &mut Vec<Span>,
+    ) -> Option<Result<Name, usize>> {
+        let word = &b[name.start..name.end];
+        if TYPES.iter().any(|t| word.eq_ignore_ascii_case(t)) && !name.quoted {
+            let mut k = name.start;
+            while k > floor && matches!(b[k - 1], b'&' | b'*' | b'[' | b']') {
+                k -= 1;
+            }
+            while k > floor && is_blank(b[k - 1]) {
+                k -= 1;
+            }
+            if k > floor && b[k - 1] == b':' {
+                k -= 1;
+            }
+            step!(name.start - k + 1);
+            let typed = name_before(b, k, floor);
+            if typed.start == typed.end || typed.quoted || !self.judge_name(b, &typed, memory) {
+                return None;
+            }
+            return Some(Ok(typed));
+        }
+        if word.eq_ignore_ascii_case(b"name") || word.eq_ignore_ascii_case(b"key") {
+            return self.named_pair(b, sep + sep_len, memory, out).map(Err);
+        }
+        None
     }
 
     /// `name="apiToken" value="…"`, `key: X-Api-Key, value: …` and the same
