@@ -5,5 +5,6 @@ mod checks;
 mod forms;
 mod fuzz_replay;
 mod table;
+mod table_context;
 mod value;
 mod writer;
