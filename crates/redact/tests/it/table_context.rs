@@ -488,6 +488,43 @@ pub(crate) const ROWS: &[(&str, &str, &str)] = &[
         "<entry>\n  <name=\"apiToken\" />\n  <value=\"abc\" />\n</entry>",
         "<entry>\n  <name=\"apiToken\" />\n  <value=\"[REDACTED]\" />\n</entry>",
     ),
+    // ---- more keep rows, and each rule inside JSON strings ----
+    (
+        "text",
+        "no Authorization header was sent",
+        "no Authorization header was sent",
+    ),
+    ("text", "note=\"an open quote", "note=\"an open quote"),
+    (
+        "json",
+        "{\"log\":\"password=\\\"secret value\\nnext\"}",
+        "{\"log\":\"password=\\\"[REDACTED]\\nnext\"}",
+    ),
+    (
+        "json",
+        "{\"log\":\"key \\u0073k-proj-abcdefghijklmnopqrstuvwx end\"}",
+        "{\"log\":\"key [REDACTED] end\"}",
+    ),
+    (
+        "json",
+        "{\"xml\":\"<apiToken>abc</apiToken><user>bob</user>\"}",
+        "{\"xml\":\"<apiToken>[REDACTED]</apiToken><user>bob</user>\"}",
+    ),
+    (
+        "json",
+        "{\"makefile\":\"API_TOKEN ?= abc\\nCC ?= gcc\"}",
+        "{\"makefile\":\"API_TOKEN ?= [REDACTED]\\nCC ?= gcc\"}",
+    ),
+    (
+        "json",
+        "{\"cmd\":\"deploy --password hunter2 --user bob\"}",
+        "{\"cmd\":\"deploy --password [REDACTED] --user bob\"}",
+    ),
+    (
+        "json",
+        "{\"code\":\"let token = get_token();\",\"note\":\"The key: it is simple\"}",
+        "{\"code\":\"let token = get_token();\",\"note\":\"The key: it is simple\"}",
+    ),
     // ---- name/value pairs in JSON ----
     (
         "json",
