@@ -168,7 +168,8 @@ fn call_at(b: &[u8], v: usize) -> bool {
 
 /// A YAML block scalar (`key: |` or `key: >`, maybe with a chomping or
 /// indentation sign) whose indicator is at `v`, for a key at `key`: the
-/// content of the lines after it that are indented deeper than the key.
+/// content of the lines after it that are indented deeper than the key
+/// (nothing, at the end of the indicator's line, when there is none).
 fn yaml_block(b: &[u8], key: usize, v: usize) -> Option<(usize, usize)> {
     if !matches!(b[v], b'|' | b'>') {
         return None;
@@ -181,7 +182,7 @@ fn yaml_block(b: &[u8], key: usize, v: usize) -> Option<(usize, usize)> {
     if b.get(eol) == Some(&b'\r') {
         eol += 1;
     }
-    if b.get(eol) != Some(&b'\n') {
+    if eol < b.len() && b[eol] != b'\n' {
         return None;
     }
     let line_start = memchr::memrchr(b'\n', &b[..key]).map_or(0, |p| p + 1);
@@ -206,7 +207,7 @@ fn yaml_block(b: &[u8], key: usize, v: usize) -> Option<(usize, usize)> {
         }
         i = line_end + 1;
     }
-    start.map(|s| (s, end))
+    Some(start.map_or((eol, eol), |s| (s, end)))
 }
 
 /// Where the value of a header that starts at `t` ends: at the end of its
@@ -370,6 +371,7 @@ impl Inner {
                 return None;
             }
             if let Some((start, end)) = yaml_block(b, name.start, v) {
+                // The indicator alone (no lines follow yet) is no secret.
                 push_text(b, start, end, out);
                 return Some(end);
             }

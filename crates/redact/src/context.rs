@@ -104,7 +104,9 @@ impl Inner {
     }
 
     /// `<apiToken>…</apiToken>`, fired at the `>` of the opening tag: the
-    /// element's text, blanks and line breaks around it aside.
+    /// element's text up to the next tag, blanks and line breaks around it
+    /// aside; with no tag after it, the rest of its line, or the next line
+    /// when the tag ends its own.
     fn xml_element(&self, b: &[u8], i: usize, floor: usize, out: &mut Vec<Span>) -> Option<usize> {
         let mut k = i;
         while k > floor && has(b[k - 1], NAME) {
@@ -117,7 +119,18 @@ impl Inner {
         let s = i + 1;
         let end = match memchr::memchr(b'<', &b[s..]) {
             Some(p) => s + p,
-            None => memchr::memchr2(b'\n', b'\r', &b[s..]).map_or(b.len(), |p| s + p),
+            None => {
+                // No closing tag (yet): the rest of the line, or the next
+                // line when the tag ends its own.
+                let line_end =
+                    |from: usize| memchr::memchr(b'\n', &b[from..]).map_or(b.len(), |p| from + p);
+                let first = line_end(s);
+                if b[s..first].iter().all(u8::is_ascii_whitespace) && first < b.len() {
+                    line_end(first + 1)
+                } else {
+                    first
+                }
+            }
         };
         step!(end - s + 1);
         let (mut cs, mut ce) = (s, end);

@@ -476,6 +476,14 @@ pub(crate) const ROWS: &[(&str, &str, &str)] = &[
         "private_key: >-\n  [REDACTED]\nnext: 1",
     ),
     ("text", "note: |\n  some text\n", "note: |\n  some text\n"),
+    ("text", "api_token: |", "api_token: |"),
+    ("text", "api_token: >-\n", "api_token: >-\n"),
+    (
+        "text",
+        "<password>\n  hunter2\nmore",
+        "<password>\n  [REDACTED]\nmore",
+    ),
+    ("text", "<password>abc\nmore", "<password>[REDACTED]\nmore"),
     ("text", "TOKEN += \"abc\"", "TOKEN += \"[REDACTED]\""),
     (
         "text",
