@@ -34,8 +34,9 @@ static CLASS: [u8; 256] = classes();
 const CACHED_TEXT: usize = 1024;
 
 /// One byte per pair of bytes `(byte, next)`: whether the text scan stops at
-/// `byte`, a separator or the first two letters of a word rule's prefix (the
-/// rule then checks that a word starts there). A byte each rather than a bit:
+/// `byte`, a separator, the first two letters of a word rule's prefix (the
+/// rule then checks that a word starts there), or a pair a contextual rule
+/// fires at ([`context::stops_here`]). A byte each rather than a bit:
 /// the scan's inner loop is then one look-up, and the pairs that text meets
 /// (ASCII before ASCII) fill 16 KiB of it.
 static STOPS: [bool; 65536] = stops();
@@ -315,10 +316,11 @@ impl Inner {
         let mut i = 0;
         while i < n {
             // Most bytes cannot start a rule: skip them in a tight loop that
-            // stops only at a separator, or at the first two letters of a
-            // word rule's prefix. The pair of a byte and the next decides, in
-            // one look-up with nothing carried from one byte to the next, so
-            // common letters cost no mispredicted branch.
+            // stops only at a separator, at the first two letters of a word
+            // rule's prefix, or at a contextual rule's pair. The pair of a
+            // byte and the next decides, in one look-up with nothing carried
+            // from one byte to the next, so common letters cost no
+            // mispredicted branch.
             let from = i;
             while i + 1 < n && !stops_at(b[i], b[i + 1]) {
                 i += 1;
