@@ -8,6 +8,7 @@
 //! bytes around them stay exactly as they were.
 
 use crate::name_cache::NameCache;
+use crate::pairs::{self, Pairs, Role};
 use crate::redactor::Inner;
 use crate::span::{self, QUOTED_REDACTED, Span};
 use crate::step;
@@ -296,6 +297,16 @@ fn decode(raw: &[u8], map: Option<&mut Vec<usize>>) -> String {
     String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
+/// The content of the string `s` of `text`, decoded when it has escapes.
+fn string_text<'a>(text: &'a str, s: &Str) -> std::borrow::Cow<'a, str> {
+    let raw = &text[s.start..s.end];
+    if s.escaped {
+        std::borrow::Cow::Owned(decode(raw.as_bytes(), None))
+    } else {
+        std::borrow::Cow::Borrowed(raw)
+    }
+}
+
 /// Checks the literal `word` at `i`.
 fn literal(b: &[u8], i: usize, word: &[u8]) -> Option<usize> {
     step!(word.len());
@@ -388,11 +399,17 @@ impl Inner {
     /// variable: a value is read at the top of the loop, then the brackets it
     /// closes and the comma that follows it, then the key of the next member
     /// when the comma is in an object. Each place has one or two bytes it may
-    /// meet, so the scan takes no dispatch on its state between tokens.
+    /// meet, so the scan takes no dispatch on its state between tokens. That
+    /// is also why it is one long function: split, the places would become a
+    /// state passed between the pieces.
     fn scan_json(&self, text: &str, embed: u8, out: &mut Vec<Span>) -> bool {
         let b = text.as_bytes();
+        let mark = out.len();
         // Closing bracket of every open container.
         let mut stack = Closers::new();
+        // Values named by a sibling, and the role of the value read next.
+        let mut pairs = Pairs::default();
+        let mut role = Role::None;
         // While `Some((depth, start))`, the value that started at `start` at
         // `depth` is being replaced whole: nothing inside it is looked at.
         let mut suppress: Option<(usize, usize)> = None;
@@ -406,7 +423,11 @@ impl Inner {
         'value: loop {
             i = skip_ws(b, i);
             let Some(&c) = b.get(i) else {
-                return stack.is_empty() && saw_value;
+                let json = stack.is_empty() && saw_value;
+                if json {
+                    pairs.finish(mark, out);
+                }
+                return json;
             };
             step!(1);
             let depth = stack.len();
@@ -414,22 +435,33 @@ impl Inner {
                 suppress = Some((depth, i));
             }
             redact_next = false;
+            let judge_string = match std::mem::replace(&mut role, Role::None) {
+                Role::None => false,
+                r => {
+                    pairs.start(r, depth, i, out);
+                    r != Role::Value
+                }
+            };
             // Where the value that starts at `i` ends.
             let mut end = match c {
                 b'{' | b'[' => {
                     let close = if c == b'{' { b'}' } else { b']' };
+                    let in_list = stack.last() == Some(b']');
                     stack.push(close);
                     let at = skip_ws(b, i + 1);
                     if b.get(at) == Some(&close) {
                         stack.pop();
                         at + 1
                     } else if c == b'[' {
+                        if in_list && suppress.is_none() {
+                            role = Role::Head;
+                        }
                         i = at;
                         continue 'value;
                     } else {
                         match self.member_key(text, at, &mut names, suppress.is_none()) {
-                            Some((next, redact)) => {
-                                (i, redact_next) = (next, redact);
+                            Some((next, redact, r)) => {
+                                (i, redact_next, role) = (next, redact, r);
                                 continue 'value;
                             }
                             None => return false,
@@ -442,6 +474,19 @@ impl Inner {
                     };
                     if suppress.is_none() {
                         self.string_value(text, &s, embed, out);
+                    }
+                    if judge_string {
+                        let decide = || self.is_redacted_name(&string_text(text, &s));
+                        pairs.judged(match &mut names {
+                            Some(names) if !s.escaped => names.decide(b, s.start, s.end, decide),
+                            _ => decide(),
+                        });
+                    }
+                    if b.get(i + 1..i + 3) == Some(b"--")
+                        && stack.last() == Some(b']')
+                        && pairs::is_flag(self, &string_text(text, &s))
+                    {
+                        pairs.flag(depth);
                     }
                     s.end + 1
                 }
@@ -473,6 +518,7 @@ impl Inner {
                         out.push(Span::new(start, end, 1));
                     }
                 }
+                pairs.value_end(depth, end);
                 let Some(close) = stack.last() else {
                     saw_value = true;
                     i = end;
@@ -483,18 +529,20 @@ impl Inner {
                 match b.get(at) {
                     Some(b',') if close == b'}' => {
                         match self.member_key(text, at + 1, &mut names, suppress.is_none()) {
-                            Some((next, redact)) => {
-                                (i, redact_next) = (next, redact);
+                            Some((next, redact, r)) => {
+                                (i, redact_next, role) = (next, redact, r);
                                 continue 'value;
                             }
                             None => return false,
                         }
                     }
                     Some(b',') => {
+                        (redact_next, role) = pairs.list_comma(stack.len());
                         i = at + 1;
                         continue 'value;
                     }
                     Some(&c) if c == close => {
+                        pairs.close(stack.len(), b, out);
                         stack.pop();
                         end = at + 1;
                     }
@@ -505,8 +553,8 @@ impl Inner {
     }
 
     /// Reads the key of an object member and its colon, from `i` (blanks
-    /// first): where its value may start, and whether that value is redacted
-    /// (decided only when `judge`).
+    /// first): where its value may start, whether that value is redacted, and
+    /// its role for the pair rules (both decided only when `judge`).
     #[inline(always)]
     fn member_key(
         &self,
@@ -514,7 +562,7 @@ impl Inner {
         i: usize,
         names: &mut Option<NameCache>,
         judge: bool,
-    ) -> Option<(usize, bool)> {
+    ) -> Option<(usize, bool, Role)> {
         let b = text.as_bytes();
         let i = skip_ws(b, i);
         if b.get(i) != Some(&b'"') {
@@ -529,8 +577,13 @@ impl Inner {
             }
         }
         if !judge {
-            return Some((after + 1, false));
+            return Some((after + 1, false, Role::None));
         }
+        let role = if s.escaped {
+            pairs::member_role(decode(&b[s.start..s.end], None).as_bytes())
+        } else {
+            pairs::member_role(&b[s.start..s.end])
+        };
         let decide = || {
             if s.escaped {
                 self.is_redacted_name(&decode(&b[s.start..s.end], None))
@@ -545,7 +598,7 @@ impl Inner {
                 decide()
             }
         };
-        Some((after + 1, redact))
+        Some((after + 1, redact, role))
     }
 
     /// Pushes the spans found inside the string value `s` of `text`.

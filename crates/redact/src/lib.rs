@@ -14,15 +14,20 @@
 //! deep is still found and the output stays valid JSON.
 //!
 //! **In text.** Any string value, and any text given to
-//! [`Redactor::redact_text`], loses `Bearer` and `Basic` credentials, JWTs, the
-//! `user:password@` of URLs and connection strings, the value given to a
-//! credential name (`?access_token=…`, `TOKEN=…`, `"password": "…"`,
-//! `password: hunter2`, `-H "X-Api-Key: …"`), and tokens known by their form
-//! (`sk-…`, `sk_live_…`, `ghp_…`, `github_pat_…`, `glpat-…`, `xoxb-…`, `AKIA…`,
-//! `AIza…`, `ya29.…`, `SG.…`, `npm_…`, `hf_…` and the other fixed-prefix formats
-//! of gitleaks' rules, webhook URLs' secret paths, Azure's `sig=`). A string that is itself JSON is redacted as JSON. Prose such
-//! as "a Bearer token goes in the header", e-mail addresses and URLs without a
-//! password are left as they are.
+//! [`Redactor::redact_text`], loses `Bearer` and `Basic` credentials, whatever
+//! follows the scheme of an `Authorization` header, the value of every cookie,
+//! JWTs, private key blocks, the `user:password@` of URLs and connection
+//! strings, the value given to a credential name (`?access_token=…`, `TOKEN=…`,
+//! `"password": "…"`, `password: hunter2`, `API_KEY := …`, `-H "X-Api-Key: …"`,
+//! `--password hunter2`, `<apiToken>…</apiToken>`, `name="apiToken" value="…"`),
+//! and tokens known by their form (`sk-…`, `sk_live_…`, `ghp_…`, `github_pat_…`,
+//! `glpat-…`, `xoxb-…`, `AKIA…`, `AIza…`, `ya29.…`, `SG.…`, `npm_…`, `hf_…` and
+//! the other fixed-prefix formats of gitleaks' rules, webhook URLs' secret
+//! paths, Azure's `sig=`), also when written with JSON escapes. A string that
+//! is itself JSON is redacted as JSON. Prose such as "a Bearer token goes in
+//! the header" or "The key: it is simple", code such as
+//! `let token = get_token();`, e-mail addresses and URLs without a password are
+//! left as they are.
 //!
 //! Redacting is idempotent: redacting redacted output changes nothing.
 //!
@@ -90,11 +95,14 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+mod assign;
 mod bytes;
+mod context;
 mod error;
 mod json;
 mod name_cache;
 mod names;
+mod pairs;
 mod provider;
 mod redactor;
 mod span;

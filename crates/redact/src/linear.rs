@@ -72,6 +72,53 @@ const FAMILIES: &[&str] = &[
     "sc_a.+",
     "pat.",
     "hooks.slack.com/services/",
+    "-----BEGIN ",
+    "-----BEGIN RSA PRIVATE KEY-----",
+    "-----BEGIN PRIVATE KEY-----a\n-----END",
+    "-----",
+    "Cookie: a=",
+    "Cookie: a=1; ",
+    "Set-Cookie: a=\"",
+    "Authorization: Digest a=",
+    "Authorization: x ",
+    "\"Authorization: x \\\"",
+    "--password ",
+    "--password",
+    "--token a ",
+    "mysql -p",
+    "-pa ",
+    "<password>",
+    "<password>a",
+    "<a>",
+    ">",
+    "\\u0041",
+    "\\u0073k-",
+    "a\\u00",
+    "name=\"token\" ",
+    "key=token value=",
+    "name: token\n",
+    "(\"token\",",
+    "\",",
+    "token%5F",
+    "%5F=",
+    "://a%3Ab@",
+    "://abcdefghij0123456789",
+    "var token string = ",
+    "token: String ",
+    "?=",
+    ":::=",
+    "token = f(",
+    "key: it ",
+    "`",
+    "token=`",
+    "{\"name\":\"token\",\"value\":",
+    "{\"value\":",
+    "[[\"token\",",
+    "[\"--password\",",
+    "token: |\n",
+    "token: |\n  a\n",
+    ": |\n ",
+    "name=token /><",
 ];
 
 fn text_steps(redactor: &Redactor, unit: &str, n: usize) -> (u64, u64) {
@@ -203,6 +250,38 @@ fn deep_json_text_takes_linear_steps() {
         )
     });
     assert_linear("JSON inside strings", s, l);
+}
+
+/// JSON whose values are named by siblings: `value` members nested `depth`
+/// deep, each named after its value ends, and lists of pairs and flags.
+fn nested_pairs(depth: usize) -> String {
+    let mut s = String::with_capacity(depth * 64);
+    for _ in 0..depth {
+        s.push_str("{\"value\":[[\"token\",\"a\"],[\"--password\",\"b\",");
+    }
+    s.push_str("\"Bearer abc123def\"");
+    for _ in 0..depth {
+        s.push_str("]],\"name\":\"api_key\"}");
+    }
+    s
+}
+
+#[test]
+fn values_named_by_siblings_take_linear_steps() {
+    let redactor = Redactor::new();
+    let small = nested_pairs(N / 10);
+    let large = nested_pairs(4 * N / 10);
+    let s = steps_of(|| assert!(!redactor.redact_json_text(&small).contains("abc123")));
+    let l = steps_of(|| assert!(!redactor.redact_json_text(&large).contains("abc123")));
+    assert_linear("nested name/value pairs", s, l);
+    let flat = |n: usize| "{\"name\":\"token\",\"value\":\"x\"},".repeat(n);
+    let s = steps_of(|| {
+        let _ = redactor.redact_json_text(&format!("[{}1]", flat(N / 10)));
+    });
+    let l = steps_of(|| {
+        let _ = redactor.redact_json_text(&format!("[{}1]", flat(4 * N / 10)));
+    });
+    assert_linear("lists of name/value pairs", s, l);
 }
 
 fn nested_value(depth: usize) -> Value {

@@ -21,7 +21,69 @@ const WORDS: &[&[u8]] = &[
     b"cookie",
     b"jwt",
     b"passphrase",
+    b"pass",
+    b"pwd",
 ];
+
+/// Names that describe a credential without holding one, written without
+/// separators and lowercased: `tokenType`, `token_type` and `TOKEN-TYPE` are
+/// all `tokentype`. Their values still go through the text rules.
+const KEPT: &[&[u8]] = &[
+    b"tokentype",
+    b"authtype",
+    b"authmethod",
+    b"authurl",
+    b"authuri",
+    b"authorizationurl",
+    b"authorizationendpoint",
+    b"authendpoint",
+    b"tokenurl",
+    b"tokenuri",
+    b"tokenendpoint",
+    b"keyid",
+    b"kid",
+    b"privatekeyid",
+    b"keytype",
+    b"publickey",
+    b"primarykey",
+    b"foreignkey",
+    b"cachekey",
+    b"sortkey",
+    b"partitionkey",
+    b"idempotencykey",
+    b"pagetoken",
+    b"nextpagetoken",
+    b"prevpagetoken",
+    b"previouspagetoken",
+    b"maxtokens",
+    b"tokencount",
+    b"tokenlimit",
+    b"inputtokens",
+    b"outputtokens",
+    b"totaltokens",
+];
+
+/// The longest name in [`KEPT`].
+const KEPT_LEN: usize = 21;
+
+/// Whether a name is one of [`KEPT`], separators and case aside.
+fn is_kept(name: &[u8]) -> bool {
+    crate::step!(name.len());
+    let mut compact = [0u8; KEPT_LEN];
+    let mut n = 0;
+    for &c in name {
+        if c.is_ascii_alphanumeric() {
+            if n == KEPT_LEN {
+                return false;
+            }
+            compact[n] = c.to_ascii_lowercase();
+            n += 1;
+        } else if c >= 0x80 {
+            return false;
+        }
+    }
+    KEPT.contains(&&compact[..n])
+}
 
 /// Endings that make a word a credential word (`accesstoken`, `x-csrftoken`).
 const ENDINGS: &[&[u8]] = &[b"token", b"secret", b"password", b"passwd", b"apikey"];
@@ -100,16 +162,20 @@ fn for_each_word(segment: &[u8], mut f: impl FnMut(&[u8]) -> bool) -> bool {
 ///
 /// The name matches when, taken as written (lowercased) or split into words
 /// (camelCase including `ABCWord`, snake_case, kebab-case, dots), it holds one
-/// of the words auth, authorization, token, secret, password, passwd,
-/// credential, credentials, key, apikey, signature, cookie, jwt, passphrase, or
-/// a word ending in token, secret, password, passwd or apikey.
+/// of the words auth, authorization, token, secret, password, passwd, pass,
+/// pwd, credential, credentials, key, apikey, signature, cookie, jwt,
+/// passphrase, or a word ending in token, secret, password, passwd or apikey;
+/// and it is not one of the names that describe a credential without holding
+/// one (`tokenType`, `authMethod`, `tokenUrl`, `token_endpoint`, `keyId`,
+/// `publicKey`, `primaryKey`, `cacheKey`, `idempotencyKey`, `pageToken`,
+/// `nextPageToken`, …), whatever their separators and case.
 ///
 /// ```
 /// use calltape_redact::is_credential_name;
 /// for name in ["apiKey", "x-api-key", "accesstoken", "passWord", "X-AuthToken", "set-cookie"] {
 ///     assert!(is_credential_name(name), "{name}");
 /// }
-/// for name in ["maxTokens", "tokenizer", "author", "monkey", "keyboard"] {
+/// for name in ["maxTokens", "tokenizer", "author", "monkey", "keyboard", "token_type", "keyId"] {
 ///     assert!(!is_credential_name(name), "{name}");
 /// }
 /// ```
@@ -129,7 +195,7 @@ fn may_match(name: &[u8]) -> bool {
         b'a' => at(i, b"auth"),
         b't' => at(i, b"token"),
         b's' => at(i, b"secret") || at(i, b"signature") || at(i, b"session"),
-        b'p' => at(i, b"pass"),
+        b'p' => at(i, b"pass") || at(i, b"pwd"),
         b'c' => at(i, b"credential") || at(i, b"cookie"),
         b'k' => at(i, b"key"),
         b'j' => at(i, b"jwt"),
@@ -139,12 +205,12 @@ fn may_match(name: &[u8]) -> bool {
 
 /// Whether a name is a credential or session id name, on its bytes.
 pub(crate) fn is_default_redacted(name: &[u8]) -> bool {
-    may_match(name) && (credential_words(name) || session_id_words(name))
+    may_match(name) && !is_kept(name) && (credential_words(name) || session_id_words(name))
 }
 
 /// [`is_credential_name`] on the bytes of a name.
 fn is_credential_bytes(name: &[u8]) -> bool {
-    may_match(name) && credential_words(name)
+    may_match(name) && !is_kept(name) && credential_words(name)
 }
 
 fn credential_words(name: &[u8]) -> bool {
@@ -214,6 +280,14 @@ mod tests {
         assert_eq!(words("oauth2Token"), ["oauth", "2", "Token"]);
         assert_eq!(words("ABC"), ["ABC"]);
         assert_eq!(words("__"), Vec::<String>::new());
+    }
+
+    #[test]
+    fn kept_names_fit_the_compact_buffer() {
+        assert!(KEPT.iter().all(|k| k.len() <= KEPT_LEN));
+        assert!(KEPT.iter().any(|k| k.len() == KEPT_LEN));
+        assert!(is_kept(b"NEXT_PAGE_TOKEN") && is_kept(b"authorization-endpoint"));
+        assert!(!is_kept(b"page") && !is_kept(b"authorizationendpointx"));
     }
 
     #[test]

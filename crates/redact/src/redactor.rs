@@ -8,6 +8,7 @@ use serde_json::{Map, Value};
 
 use crate::error::{Error, ErrorKind, NameList};
 use crate::names::is_default_redacted;
+use crate::pairs;
 use crate::span::{self, Span};
 use crate::{REDACTED, step};
 
@@ -151,13 +152,27 @@ impl Redactor {
         while let Some((v, depth)) = stack.pop() {
             match v {
                 Value::Array(items) => {
+                    // The item after a credential flag is its value.
+                    let mut flagged = false;
                     for item in items {
-                        inner.visit(item, depth + 1, &mut spans, &mut stack);
+                        let flag = matches!(item, Value::String(s) if pairs::is_flag(inner, s));
+                        if flagged {
+                            replace(item);
+                        } else {
+                            if let Value::Array(pair) = item
+                                && pairs::is_credential_pair(inner, pair)
+                            {
+                                replace(&mut pair[1]);
+                            }
+                            inner.visit(item, depth + 1, &mut spans, &mut stack);
+                        }
+                        flagged = flag;
                     }
                 }
                 Value::Object(map) => {
+                    let named = pairs::names_credential(inner, map);
                     for (name, item) in map.iter_mut() {
-                        if inner.is_redacted_name(name) {
+                        if inner.is_redacted_name(name) || (named && name == "value") {
                             replace(item);
                         } else {
                             inner.visit(item, depth + 1, &mut spans, &mut stack);
@@ -187,10 +202,13 @@ impl Redactor {
                             Some(Value::String(span::apply(s, &spans).into_owned()))
                         }
                         Value::Array(items) => {
+                            let in_list = matches!(stack.last(), Some(Frame::Array { .. }));
                             stack.push(Frame::Array {
                                 items: items.iter(),
                                 out: Vec::with_capacity(items.len()),
                                 depth,
+                                flagged: false,
+                                pair: in_list && pairs::is_credential_pair(inner, items),
                             });
                             None
                         }
@@ -200,6 +218,7 @@ impl Redactor {
                                 out: Map::new(),
                                 name: None,
                                 depth,
+                                named: pairs::names_credential(inner, map),
                             });
                             None
                         }
@@ -218,9 +237,22 @@ impl Redactor {
                 return Value::Null;
             };
             match top {
-                Frame::Array { items, depth, .. } => {
+                Frame::Array {
+                    items,
+                    out,
+                    depth,
+                    flagged,
+                    pair,
+                } => {
                     if let Some(item) = items.next() {
-                        next = Some((item, *depth + 1));
+                        // A credential flag's value, or a credential pair's.
+                        let hide = *flagged || (*pair && out.len() == 1);
+                        *flagged = matches!(item, Value::String(s) if pairs::is_flag(inner, s));
+                        if hide {
+                            out.push(Value::String(REDACTED.to_owned()));
+                        } else {
+                            next = Some((item, *depth + 1));
+                        }
                         continue;
                     }
                 }
@@ -229,9 +261,10 @@ impl Redactor {
                     out,
                     name,
                     depth,
+                    named,
                 } => {
                     if let Some((k, item)) = items.next() {
-                        if inner.is_redacted_name(k) {
+                        if inner.is_redacted_name(k) || (*named && k == "value") {
                             out.insert(k.clone(), Value::String(REDACTED.to_owned()));
                         } else {
                             *name = Some(k.clone());
@@ -289,12 +322,18 @@ enum Frame<'a> {
         items: std::slice::Iter<'a, Value>,
         out: Vec<Value>,
         depth: usize,
+        /// The last item was a credential flag (`--password`).
+        flagged: bool,
+        /// The list is a `[name, value]` pair that names a credential.
+        pair: bool,
     },
     Object {
         items: serde_json::map::Iter<'a>,
         out: Map<String, Value>,
         name: Option<String>,
         depth: usize,
+        /// The object's `name` or `key` names a credential: its `value` goes.
+        named: bool,
     },
 }
 

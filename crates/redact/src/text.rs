@@ -5,6 +5,7 @@
 //! region that no other firing of the same rule covers again, so the whole pass
 //! stays linear in the length of the text whatever the input.
 
+use crate::context;
 use crate::name_cache::NameCache;
 use crate::provider;
 use crate::redactor::Inner;
@@ -12,16 +13,16 @@ use crate::span::Span;
 use crate::{REDACTED, step};
 
 /// `[A-Za-z0-9_-]`: the characters of a word, of base64url and of most tokens.
-const WORD: u8 = 1;
+pub(crate) const WORD: u8 = 1;
 /// `[A-Za-z0-9_.-]`: the characters of a field name in `name=value`.
-const NAME: u8 = 2;
+pub(crate) const NAME: u8 = 2;
 /// `[A-Za-z0-9+/]`: base64.
 const B64: u8 = 4;
 /// `[A-Za-z0-9._~+/-]`: RFC 6750 token characters (before the `=` padding).
 const T68: u8 = 8;
 /// Ends an unquoted value: whitespace and control characters, `& # , ; } )`
 /// and quotes.
-const VALUE_END: u8 = 16;
+pub(crate) const VALUE_END: u8 = 16;
 /// `:` and `=`, where an assignment rule may fire.
 const SEP: u8 = 64;
 /// Ends the authority of a URL (`[` too: a placeholder ends it, as the `/`
@@ -34,12 +35,12 @@ static CLASS: [u8; 256] = classes();
 const CACHED_TEXT: usize = 1024;
 
 /// One byte per pair of bytes `(byte, next)`: whether the text scan stops at
-/// `byte`, and why: [`STOP`] at a separator or the first two letters of a word
-/// rule's prefix (the rule then checks that a word starts there),
-/// [`PROVIDER_STOP`] at the anchor of a provider format (see
-/// [`provider::add_stops`]). A byte each rather than a bit: the scan's inner
-/// loop is then one look-up, and the pairs that text meets (ASCII before ASCII)
-/// fill 16 KiB of it.
+/// `byte`, and why: [`STOP`] at a separator, the first two letters of a word
+/// rule's prefix (the rule then checks that a word starts there) or a pair a
+/// contextual rule fires at ([`context::stops_here`]); [`PROVIDER_STOP`] at
+/// the anchor of a provider format (see [`provider::add_stops`]). A byte each
+/// rather than a bit: the scan's inner loop is then one look-up, and the pairs
+/// that text meets (ASCII before ASCII) fill 16 KiB of it.
 static STOPS: [u8; 65536] = stops();
 
 /// A separator, or where a word rule other than a provider format may start.
@@ -54,7 +55,10 @@ const fn stops() -> [u8; 65536] {
     while c < 256 {
         let mut next = 0;
         while next < 256 {
-            if class[c] & SEP != 0 || starts_word_rule(c as u8, next as u8) {
+            if class[c] & SEP != 0
+                || starts_word_rule(c as u8, next as u8)
+                || context::stops_here(c as u8, next as u8)
+            {
                 t[(c << 8) | next] = STOP;
             }
             next += 1;
@@ -131,13 +135,13 @@ const fn classes() -> [u8; 256] {
 }
 
 #[inline]
-fn has(c: u8, class: u8) -> bool {
+pub(crate) fn has(c: u8, class: u8) -> bool {
     CLASS[c as usize] & class != 0
 }
 
 /// The end of the run of `class` bytes that starts at `i`.
 #[inline]
-fn run(b: &[u8], mut i: usize, class: u8) -> usize {
+pub(crate) fn run(b: &[u8], mut i: usize, class: u8) -> usize {
     let start = i;
     while i < b.len() && has(b[i], class) {
         i += 1;
@@ -146,11 +150,11 @@ fn run(b: &[u8], mut i: usize, class: u8) -> usize {
     i
 }
 
-fn is_blank(c: u8) -> bool {
+pub(crate) fn is_blank(c: u8) -> bool {
     c == b' ' || c == b'\t'
 }
 
-fn skip_blanks(b: &[u8], mut i: usize) -> usize {
+pub(crate) fn skip_blanks(b: &[u8], mut i: usize) -> usize {
     let start = i;
     while i < b.len() && is_blank(b[i]) {
         i += 1;
@@ -203,29 +207,35 @@ fn decodes_to_user_password(token: &[u8]) -> bool {
 /// Remembers, per kind of quote search, a region already known to hold no
 /// closing quote, so that many unterminated values on one line cost one scan.
 #[derive(Default)]
-struct QuoteMemo {
-    /// `[double, single] x [plain, escaped]`: `(from, to)` where a search
-    /// starting in `from..=to` finds no closing quote before `to`.
-    open: [[Option<(usize, usize)>; 2]; 2],
+pub(crate) struct QuoteMemo {
+    /// `[double, single, backtick] x [plain, escaped]`: `(from, to)` where a
+    /// search starting in `from..=to` finds no closing quote before `to`.
+    open: [[Option<(usize, usize)>; 2]; 3],
 }
 
 /// Where a quoted value that starts at `open` (its first backslash or quote)
 /// ends: `(content_start, content_end, after_closing_quote)`, or `None` when
 /// `b[open..]` does not start with a quote. An unterminated quote gives its
 /// content up to the end of the line with `after_closing_quote == content_end`.
-fn quoted_value(b: &[u8], open: usize, memo: &mut QuoteMemo) -> Option<(usize, usize, usize)> {
+pub(crate) fn quoted_value(
+    b: &[u8],
+    open: usize,
+    memo: &mut QuoteMemo,
+) -> Option<(usize, usize, usize)> {
     let mut q = open;
     while q < b.len() && b[q] == b'\\' {
         q += 1;
     }
     step!(q - open + 1);
     let quote = *b.get(q)?;
-    if quote != b'"' && quote != b'\'' {
-        return None;
-    }
+    let which = match quote {
+        b'"' => 0,
+        b'\'' => 1,
+        b'`' => 2,
+        _ => return None,
+    };
     let escaped = q - open; // backslashes before the quote: the value sits in a JSON string
     let start = q + 1;
-    let which = usize::from(quote == b'\'');
     let mode = usize::from(escaped > 0);
     if let Some((from, to)) = memo.open[which][mode]
         && (from..=to).contains(&start)
@@ -264,10 +274,15 @@ fn quoted_value(b: &[u8], open: usize, memo: &mut QuoteMemo) -> Option<(usize, u
 }
 
 /// What one scan of a text remembers as it goes.
-struct Memory {
-    quotes: QuoteMemo,
+pub(crate) struct Memory {
+    pub(crate) quotes: QuoteMemo,
     /// Boxed: a short text, which has none, then costs no copy of it.
-    names: Option<Box<NameCache>>,
+    pub(crate) names: Option<Box<NameCache>>,
+    /// The last `mysql` command seen: where its word is and where its line
+    /// ends (`usize::MAX` before any). A `-p…` on that line is a password.
+    pub(crate) mysql: (usize, usize),
+    /// Where this scan's spans start in the span list.
+    pub(crate) mark: usize,
 }
 
 /// Whether `rest` starts like the word of a JWT or `Bearer`/`Basic` rule.
@@ -291,16 +306,19 @@ impl Inner {
             // Only a long text repeats its names often enough to pay for a
             // cache; most texts are short strings of a JSON document.
             names: (n >= CACHED_TEXT).then(|| Box::new(NameCache::new())),
+            mysql: (usize::MAX, 0),
+            mark: out.len(),
         };
         // Look-behinds never reach before `floor`, the end of the last span.
         let mut floor = 0;
         let mut i = 0;
         while i < n {
             // Most bytes cannot start a rule: skip them in a tight loop that
-            // stops only at a separator, or at the first two letters of a
-            // word rule's prefix. The pair of a byte and the next decides, in
-            // one look-up with nothing carried from one byte to the next, so
-            // common letters cost no mispredicted branch.
+            // stops only at a separator, at the first two letters of a word
+            // rule's prefix, or at a contextual rule's pair. The pair of a
+            // byte and the next decides, in one look-up with nothing carried
+            // from one byte to the next, so common letters cost no
+            // mispredicted branch.
             let from = i;
             while i + 1 < n && !stops_at(b[i], b[i + 1]) {
                 i += 1;
@@ -313,7 +331,23 @@ impl Inner {
             }
             let c = b[i];
             if c != b':' && c != b'=' {
-                let word_start = i == 0 || !has(b[i - 1], WORD);
+                if context::fires_at(c) {
+                    match self.context_rule(b, i, floor, &mut memory, out) {
+                        context::Found::Span(to) => {
+                            i = to.max(i + 1);
+                            floor = i;
+                            continue;
+                        }
+                        context::Found::Skip(to) => {
+                            i = to.max(i + 1);
+                            continue;
+                        }
+                        context::Found::Nothing => {}
+                    }
+                }
+                // A word starts here, or right after a span (the placeholder's
+                // `]` comes before it).
+                let word_start = i <= floor || !has(b[i - 1], WORD);
                 let provider = stop_kind(c, b[i + 1]) & PROVIDER_STOP != 0;
                 // Most stops are inside a word, where only a provider's anchor
                 // may count.
@@ -406,98 +440,15 @@ impl Inner {
         push_text(b, start, end, out);
         Some(end)
     }
-
-    /// `name: value`, `name=value`, `"name": "value"` and the like, fired at the
-    /// separator `b[sep..sep + sep_len]`.
-    fn assignment(
-        &self,
-        b: &[u8],
-        sep: usize,
-        sep_len: usize,
-        floor: usize,
-        memory: &mut Memory,
-        out: &mut Vec<Span>,
-    ) -> Option<usize> {
-        // Look behind for the name: blanks, a closing quote (maybe escaped),
-        // then name characters.
-        let mut k = sep;
-        let start = k;
-        while k > floor && is_blank(b[k - 1]) {
-            k -= 1;
-        }
-        if k > floor && (b[k - 1] == b'"' || b[k - 1] == b'\'') {
-            k -= 1;
-            while k > floor && b[k - 1] == b'\\' {
-                k -= 1;
-            }
-        }
-        let name_end = k;
-        while k > floor && has(b[k - 1], NAME) {
-            k -= 1;
-        }
-        step!(start - k + 1);
-        if k == name_end {
-            return None;
-        }
-        let redacted = match &mut memory.names {
-            Some(cache) => cache.decide(b, k, name_end, || self.is_redacted_bytes(&b[k..name_end])),
-            None => self.is_redacted_bytes(&b[k..name_end]),
-        };
-        if !redacted {
-            return None;
-        }
-        let v = skip_blanks(b, sep + sep_len);
-        if v >= b.len() {
-            return None;
-        }
-        if let Some((cs, ce, after)) = quoted_value(b, v, &mut memory.quotes) {
-            if after > ce {
-                // Closed quote: the whole content goes.
-                push_text(b, cs, ce, out);
-                return Some(after);
-            }
-            // Unterminated: the value runs to the end of the word.
-            let end = run_value(b, cs);
-            push_text(b, cs, end, out);
-            return Some(end);
-        }
-        if b[v] == b'{' || (b[v] == b'[' && !b[v..].starts_with(REDACTED.as_bytes())) {
-            // A nested structure: its own names decide.
-            return None;
-        }
-        // `Authorization: Bearer abc` keeps its scheme word.
-        let word_end = run(b, v, WORD);
-        let scheme = &b[v..word_end];
-        if SCHEMES.iter().any(|s| scheme.eq_ignore_ascii_case(s)) {
-            let t = skip_blanks(b, word_end);
-            if t > word_end && t < b.len() && !has(b[t], VALUE_END) {
-                let end = run_value(b, t);
-                push_text(b, t, end, out);
-                return Some(end);
-            }
-        }
-        let end = run_value(b, v);
-        if end == v {
-            return None;
-        }
-        push_text(b, v, end, out);
-        Some(end)
-    }
 }
 
-/// Authorization schemes kept in front of the credential they introduce.
-const SCHEMES: &[&[u8]] = &[
-    b"bearer",
-    b"basic",
-    b"token",
-    b"negotiate",
-    b"ntlm",
-    b"dpop",
-    b"apikey",
-];
-
-/// The end of an unquoted value starting at `i`.
-fn run_value(b: &[u8], mut i: usize) -> usize {
+/// The end of an unquoted value starting at `i`. A value that starts with the
+/// placeholder ends after it: what follows was not part of the secret it
+/// replaced, so redacting again finds the same value (idempotence).
+pub(crate) fn run_value(b: &[u8], mut i: usize) -> usize {
+    if b[i..].starts_with(REDACTED.as_bytes()) {
+        return i + REDACTED.len();
+    }
     let start = i;
     while i < b.len() && !has(b[i], VALUE_END) {
         i += 1;
@@ -514,7 +465,7 @@ fn run_value(b: &[u8], mut i: usize) -> usize {
 }
 
 /// Pushes `b[s..e]` as a text span unless it is empty or already the placeholder.
-fn push_text(b: &[u8], s: usize, e: usize, out: &mut Vec<Span>) {
+pub(crate) fn push_text(b: &[u8], s: usize, e: usize, out: &mut Vec<Span>) {
     if s < e && &b[s..e] != REDACTED.as_bytes() {
         out.push(Span::new(s, e, 0));
     }
@@ -592,11 +543,26 @@ fn url_userinfo(b: &[u8], a: usize, out: &mut Vec<Span>) -> Option<usize> {
     step!(i - a + 1);
     let at = at?;
     let userinfo = &b[a..at];
-    if !userinfo.contains(&b':') {
+    step!(userinfo.len());
+    let colon = userinfo.contains(&b':')
+        || userinfo
+            .windows(3)
+            .any(|w| w[0] == b'%' && w[1] == b'3' && (w[2] | 0x20) == b'a');
+    if !colon && !token_alone(userinfo) {
         return None;
     }
     push_text(b, a, at, out);
     Some(at)
+}
+
+/// Whether a URL's userinfo without a password is a token
+/// (`https://x7Gk2pQ9zL4mN8vR3tY6wE1@host/`), not a user name: 20 or more
+/// token characters, with letters and digits.
+fn token_alone(userinfo: &[u8]) -> bool {
+    userinfo.len() >= 20
+        && userinfo.iter().all(|&c| has(c, T68))
+        && userinfo.iter().any(u8::is_ascii_digit)
+        && userinfo.iter().any(u8::is_ascii_alphabetic)
 }
 
 #[cfg(test)]

@@ -3,6 +3,8 @@
 use std::io::{self, Write};
 
 use crate::Redactor;
+use crate::context::{key_block_end, opens_key_block};
+use crate::json::looks_like_json;
 use crate::span;
 
 /// The default bound on a buffered line: a longer line is redacted in chunks.
@@ -16,7 +18,9 @@ const CONTEXT: usize = 256;
 /// Wraps a log writer and redacts every line written through it.
 ///
 /// Complete lines are redacted and written at once; a line that is JSON is
-/// redacted as JSON. A partial line waits for its end, up to a bound (64 KiB by
+/// redacted as JSON, another line is scanned after the end of the line before
+/// it (a value may sit on the line after its name), and the lines of a
+/// private key block are dropped up to its end. A partial line waits for its end, up to a bound (64 KiB by
 /// default): a longer line is redacted in chunks, cut at whitespace where
 /// possible, each chunk scanned together with the end of the one before, and a
 /// secret that runs over a chunk's end is hidden to its end. `flush` (and drop)
@@ -45,6 +49,11 @@ pub struct RedactingWriter<W: Write> {
     context: String,
     /// The chunk before ended inside a secret: drop the rest of it.
     carry: bool,
+    /// A line before opened a private key block: drop lines up to its end.
+    in_key: bool,
+    /// The end of the line before (up to `CONTEXT` bytes), which the next
+    /// line is scanned with: a value may sit on the line after its name.
+    last_line: String,
 }
 
 impl<W: Write> std::fmt::Debug for RedactingWriter<W> {
@@ -67,6 +76,8 @@ impl<W: Write> RedactingWriter<W> {
             limit: DEFAULT_LINE_LIMIT,
             context: String::new(),
             carry: false,
+            in_key: false,
+            last_line: String::new(),
         }
     }
 
@@ -116,14 +127,47 @@ impl<W: Write> RedactingWriter<W> {
     }
 
     /// Writes out the buffered complete line (it ends with `\n`).
+    ///
+    /// A private key block spans lines: the line that opens it is redacted
+    /// from the block's start on, its line break included, and the lines
+    /// after it are dropped up to the block's `END` marker, so that the output
+    /// is what `redact_text` gives for the whole text.
     fn emit_line(&mut self) -> io::Result<()> {
         let mut end = self.buf.len() - 1;
         if end > 0 && self.buf[end - 1] == b'\r' {
             end -= 1;
         }
-        let result = self
-            .emit(end, true)
-            .and_then(|()| self.inner.write_all(&self.buf[end..]));
+        if self.in_key {
+            self.last_line.clear();
+            let Some(after) = key_block_end(&self.buf[..end]) else {
+                self.buf.clear();
+                return Ok(());
+            };
+            self.buf.drain(..after);
+            end -= after;
+            self.in_key = false;
+        }
+        let opens = opens_key_block(&self.buf[..end]);
+        let line = String::from_utf8_lossy(&self.buf[..end]).into_owned();
+        if !self.last_line.is_empty() && !looks_like_json(&line) {
+            // Scanned after the line before, as in the whole text; a JSON
+            // line is read on its own.
+            self.context = std::mem::take(&mut self.last_line);
+            self.context.push('\n');
+        }
+        let mut keep = line.len().saturating_sub(CONTEXT);
+        while !line.is_char_boundary(keep) {
+            keep += 1;
+        }
+        self.last_line = line[keep..].to_owned();
+        let result = self.emit(end, true).and_then(|()| {
+            if opens {
+                Ok(())
+            } else {
+                self.inner.write_all(&self.buf[end..])
+            }
+        });
+        self.in_key = opens;
         self.buf.clear();
         result
     }
@@ -175,6 +219,17 @@ impl<W: Write> Write for RedactingWriter<W> {
     }
 
     fn flush(&mut self) -> io::Result<()> {
+        if self.in_key {
+            // A partial line inside a private key block: kept only after the
+            // block's end.
+            match key_block_end(&self.buf) {
+                Some(after) => {
+                    self.buf.drain(..after);
+                    self.in_key = false;
+                }
+                None => self.buf.clear(),
+            }
+        }
         if !self.buf.is_empty() {
             let all = self.buf.len();
             let result = self.emit(all, false);

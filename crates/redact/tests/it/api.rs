@@ -51,19 +51,19 @@ fn nothing_found_borrows() {
 #[test]
 fn keep_names_override_every_rule() {
     let r = Redactor::builder()
-        .keep_names(["pageToken", "X-REQUEST-KEY"])
+        .keep_names(["uploadToken", "X-REQUEST-KEY"])
         .build()
         .expect("valid");
-    assert!(!r.is_redacted_name("pageToken"));
-    assert!(!r.is_redacted_name("pagetoken"));
+    assert!(!r.is_redacted_name("uploadToken"));
+    assert!(!r.is_redacted_name("uploadtoken"));
     assert!(!r.is_redacted_name("x-request-key"));
-    assert!(r.is_redacted_name("nextPageToken"));
+    assert!(r.is_redacted_name("nextUploadToken"));
     assert_eq!(
-        r.redact_text("pageToken=abc token=def"),
-        "pageToken=abc token=[REDACTED]"
+        r.redact_text("uploadToken=abc token=def"),
+        "uploadToken=abc token=[REDACTED]"
     );
-    let v = r.redacted_value(&json!({"pageToken": "abc", "accessToken": "def"}));
-    assert_eq!(v, json!({"pageToken": "abc", "accessToken": REDACTED}));
+    let v = r.redacted_value(&json!({"uploadToken": "abc", "accessToken": "def"}));
+    assert_eq!(v, json!({"uploadToken": "abc", "accessToken": REDACTED}));
 }
 
 #[test]

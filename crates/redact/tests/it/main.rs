@@ -5,8 +5,10 @@ mod baseline;
 // The bench's inputs and `regex` baseline, which `baseline` checks.
 #[path = "../../benches/support/mod.rs"]
 mod bench_support;
+mod forms;
 mod fuzz_replay;
 mod providers;
 mod table;
+mod table_context;
 mod value;
 mod writer;

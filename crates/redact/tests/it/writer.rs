@@ -163,3 +163,51 @@ fn tracing_output_never_carries_a_credential() {
         "{logged}"
     );
 }
+
+#[test]
+fn a_private_key_written_line_by_line_is_hidden_whole() {
+    let text = "loading key\n-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA3Tz2mr7SZiAMfQyu\r\nKEYBODYLINE2==\n-----END RSA PRIVATE KEY----- loaded\ndone\n";
+    let out = written(|w| {
+        for line in text.split_inclusive('\n') {
+            w.write_all(line.as_bytes()).expect("write");
+        }
+    });
+    assert!(
+        !out.contains("MIIE") && !out.contains("KEYBODY"),
+        "a line of the key leaked: {out:?}"
+    );
+    assert_eq!(out, Redactor::new().redact_text(text));
+    // A key block that never ends hides every later line, up to the flush.
+    let out = written(|w| {
+        w.write_all(b"-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBg\nabc\n")
+            .expect("write");
+    });
+    assert_eq!(out, "[REDACTED]");
+    let text =
+        "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIAbc\n-----END EC PRIVATE KEY----- password=x";
+    let out = written(|w| w.write_all(text.as_bytes()).expect("write"));
+    assert_eq!(out, Redactor::new().redact_text(text));
+    assert_eq!(out, "[REDACTED] password=[REDACTED]");
+}
+
+#[test]
+fn a_value_on_the_line_after_its_name_is_hidden() {
+    // Each line is scanned with the end of the line before it, so the
+    // multi-line forms read as they do in the whole text.
+    let text = "<password>\n   hunter2\n</password>\nauth:\n  api_token: |\n    s3cr3t\n  user: bob\nenv:\n  - name: DB_PASSWORD\n    value: pw123\n";
+    let out = written(|w| {
+        for line in text.split_inclusive('\n') {
+            w.write_all(line.as_bytes()).expect("write");
+        }
+    });
+    for secret in ["hunter2", "s3cr3t", "pw123"] {
+        assert!(!out.contains(secret), "{secret} leaked: {out:?}");
+    }
+    assert_eq!(out, Redactor::new().redact_text(text));
+    // A JSON line is still read on its own, as JSON.
+    let out = written(|w| {
+        w.write_all(b"name: token\n{\"password\": {\"a\": 1}}\n")
+            .expect("write")
+    });
+    assert_eq!(out, "name: token\n{\"password\": \"[REDACTED]\"}\n");
+}

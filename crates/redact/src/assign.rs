@@ -1,0 +1,617 @@
+//! The value given to a credential name: `name: value`, `name=value`,
+//! `"name": "value"`, `NAME := value`, `var name string = "value"`, and the
+//! headers whose values have a shape of their own (`Authorization`, `Cookie`).
+//!
+//! Fired at a separator (`:`, `=`, `:=`, `=>`); the name is found by looking
+//! behind, never further back than the end of the last span, and the value by
+//! looking ahead over bytes that no later firing looks at again.
+
+use crate::context::private_key;
+use crate::redactor::Inner;
+use crate::span::Span;
+use crate::text::{
+    Memory, NAME, VALUE_END, WORD, has, is_blank, push_text, quoted_value, run, run_value,
+    skip_blanks,
+};
+use crate::{REDACTED, step};
+
+/// Authorization schemes kept in front of the credential they introduce,
+/// under a name that is not an `Authorization` header.
+const SCHEMES: &[&[u8]] = &[
+    b"bearer",
+    b"basic",
+    b"token",
+    b"negotiate",
+    b"ntlm",
+    b"dpop",
+    b"apikey",
+];
+
+/// Type words between a name and its `=` (`var apiToken string = "…"`,
+/// `val apiToken: String = "…"`, `let api_key: &str = "…"`).
+const TYPES: &[&[u8]] = &[b"string", b"str", b"bytes", b"byte"];
+
+/// Cookie attributes: the pairs of a `Set-Cookie` value that are not cookies.
+const COOKIE_ATTRIBUTES: &[&[u8]] = &[
+    b"path",
+    b"domain",
+    b"expires",
+    b"max-age",
+    b"samesite",
+    b"secure",
+    b"httponly",
+    b"partitioned",
+    b"priority",
+    b"version",
+    b"comment",
+];
+
+/// The longest percent-encoded name that is decoded before it is judged.
+const ENCODED_NAME: usize = 128;
+
+fn ends_with_ci(word: &[u8], end: &[u8]) -> bool {
+    word.len() >= end.len() && word[word.len() - end.len()..].eq_ignore_ascii_case(end)
+}
+
+/// A name found behind a separator: `b[start..end]`, whether it was quoted,
+/// and the quote right before it when it was not (the header or argument it
+/// opens ends at the same quote).
+struct Name {
+    start: usize,
+    end: usize,
+    quoted: bool,
+    encoded: bool,
+}
+
+/// Looks behind `at` (blanks first, then maybe a closing quote, maybe
+/// escaped) for a name made of name characters and `%XX` escapes.
+#[inline(always)]
+fn name_before(b: &[u8], at: usize, floor: usize) -> Name {
+    let mut k = at;
+    while k > floor && is_blank(b[k - 1]) {
+        k -= 1;
+    }
+    let mut quoted = false;
+    if k > floor && matches!(b[k - 1], b'"' | b'\'' | b'`') {
+        quoted = true;
+        k -= 1;
+        while k > floor && b[k - 1] == b'\\' {
+            k -= 1;
+        }
+    }
+    let end = k;
+    let mut encoded = false;
+    loop {
+        while k > floor && has(b[k - 1], NAME) {
+            k -= 1;
+        }
+        // `access%5Ftoken`: the escape's hex digits are name characters.
+        if k > floor
+            && b[k - 1] == b'%'
+            && k + 2 <= end
+            && b[k].is_ascii_hexdigit()
+            && b[k + 1].is_ascii_hexdigit()
+        {
+            encoded = true;
+            k -= 1;
+            continue;
+        }
+        break;
+    }
+    step!(at - k + 1);
+    Name {
+        start: k,
+        end,
+        quoted,
+        encoded,
+    }
+}
+
+/// `name` with its `%XX` escapes decoded, when it fits in `buf`.
+fn percent_decoded<'a>(name: &[u8], buf: &'a mut [u8; ENCODED_NAME]) -> Option<&'a [u8]> {
+    if name.len() > ENCODED_NAME {
+        return None;
+    }
+    let hex = |c: u8| char::from(c).to_digit(16).map(|d| d as u8);
+    let (mut i, mut n) = (0, 0);
+    while i < name.len() {
+        let c = name[i];
+        buf[n] = match (
+            c,
+            name.get(i + 1).copied().and_then(hex),
+            name.get(i + 2).copied().and_then(hex),
+        ) {
+            (b'%', Some(hi), Some(lo)) => {
+                i += 2;
+                hi * 16 + lo
+            }
+            _ => c,
+        };
+        i += 1;
+        n += 1;
+    }
+    step!(name.len());
+    Some(&buf[..n])
+}
+
+/// The longest word that [`prose_after`] takes for a word of prose.
+const PROSE_WORD: usize = 14;
+
+/// Whether an unquoted value that starts at `v` after a `:` opens a phrase of
+/// prose rather than holding a value: a word as prose writes it (lowercase
+/// letters, maybe after one capital, at most [`PROSE_WORD`] of them), followed
+/// on the same line by another word ("The key: it is simple", "auth: moved to
+/// settings"). A run of letters in mixed case or longer than a word
+/// (`X-Api-Key: VsqkqvSbiNPHBhJE …`) is a value.
+fn prose_after(b: &[u8], v: usize) -> bool {
+    let mut e = v;
+    while e < b.len() && b[e].is_ascii_alphabetic() {
+        e += 1;
+    }
+    step!(e - v + 1);
+    if e == v || e >= b.len() || !is_blank(b[e]) {
+        return false;
+    }
+    let word = &b[v..e];
+    if word.len() > PROSE_WORD || word[1..].iter().any(u8::is_ascii_uppercase) {
+        return false;
+    }
+    let t = skip_blanks(b, e);
+    t < b.len() && b[t].is_ascii_alphabetic()
+}
+
+/// Whether the unquoted value at `v` is a call expression (`get_token()`,
+/// `os.getenv("TOKEN")`, `Secret::new(…)`): code that computes the secret,
+/// not the secret.
+fn call_at(b: &[u8], v: usize) -> bool {
+    if !(b[v].is_ascii_alphabetic() || b[v] == b'_') {
+        return false;
+    }
+    let mut e = v;
+    while e < b.len() && (has(b[e], NAME) || b[e] == b':') {
+        e += 1;
+    }
+    step!(e - v + 1);
+    b.get(e) == Some(&b'(')
+}
+
+/// A YAML block scalar (`key: |` or `key: >`, maybe with a chomping or
+/// indentation sign) whose indicator is at `v`, for a key at `key`: the
+/// content of the lines after it that are indented deeper than the key
+/// (nothing, at the end of the indicator's line, when there is none).
+fn yaml_block(b: &[u8], key: usize, v: usize) -> Option<(usize, usize)> {
+    if !matches!(b[v], b'|' | b'>') {
+        return None;
+    }
+    let mut e = v + 1;
+    while e < b.len() && (matches!(b[e], b'-' | b'+') || b[e].is_ascii_digit()) {
+        e += 1;
+    }
+    let mut eol = skip_blanks(b, e);
+    if b.get(eol) == Some(&b'\r') {
+        eol += 1;
+    }
+    if eol < b.len() && b[eol] != b'\n' {
+        return None;
+    }
+    let line_start = memchr::memrchr(b'\n', &b[..key]).map_or(0, |p| p + 1);
+    let column = key - line_start;
+    step!(column + 1);
+    let (mut start, mut end) = (None, 0);
+    let mut i = eol + 1;
+    while i < b.len() {
+        let indent = skip_blanks(b, i) - i;
+        let line_end = memchr::memchr(b'\n', &b[i..]).map_or(b.len(), |p| i + p);
+        step!(line_end - i + 1);
+        let mut content_end = line_end;
+        while content_end > i + indent && b[content_end - 1].is_ascii_whitespace() {
+            content_end -= 1;
+        }
+        if content_end > i + indent {
+            if indent <= column {
+                break;
+            }
+            start.get_or_insert(i + indent);
+            end = content_end;
+        }
+        i = line_end + 1;
+    }
+    Some(start.map_or((eol, eol), |s| (s, end)))
+}
+
+/// Where the value of a header that starts at `t` ends: at the end of its
+/// line, or at the quote that holds the whole header (`-H 'Cookie: …'`), and
+/// before the blanks and escaping backslashes in front of that end.
+fn header_end(b: &[u8], t: usize, holder: Option<(u8, bool)>) -> usize {
+    let mut i = t;
+    while i < b.len() {
+        let c = b[i];
+        if c == b'\n' || c == b'\r' {
+            break;
+        }
+        if let Some((quote, escaped)) = holder
+            && c == quote
+        {
+            // An escaped holder ends at its escaped quote; a plain one ends at
+            // a quote that no backslash escapes.
+            if escaped || i == t || b[i - 1] != b'\\' {
+                break;
+            }
+        }
+        i += 1;
+    }
+    step!(i - t + 1);
+    if holder.is_some_and(|(_, escaped)| escaped) {
+        while i > t && b[i - 1] == b'\\' {
+            i -= 1;
+        }
+    }
+    while i > t && is_blank(b[i - 1]) {
+        i -= 1;
+    }
+    i
+}
+
+impl Inner {
+    /// Whether the name `b[name.start..name.end]` is redacted, decided once
+    /// per text for a long text.
+    #[inline(always)]
+    fn judge_name(&self, b: &[u8], name: &Name, memory: &mut Memory) -> bool {
+        let (k, e) = (name.start, name.end);
+        let decide = || {
+            let mut buf = [0; ENCODED_NAME];
+            match name
+                .encoded
+                .then(|| percent_decoded(&b[k..e], &mut buf))
+                .flatten()
+            {
+                Some(decoded) => self.is_redacted_bytes(decoded),
+                None => self.is_redacted_bytes(&b[k..e]),
+            }
+        };
+        match &mut memory.names {
+            Some(cache) => cache.decide(b, k, e, decide),
+            None => decide(),
+        }
+    }
+
+    /// `name: value`, `name=value`, `"name": "value"` and the like, fired at the
+    /// separator `b[sep..sep + sep_len]`.
+    #[inline]
+    pub(crate) fn assignment(
+        &self,
+        b: &[u8],
+        sep: usize,
+        sep_len: usize,
+        floor: usize,
+        memory: &mut Memory,
+        out: &mut Vec<Span>,
+    ) -> Option<usize> {
+        // `?=`, `??=`, `.=`, `+=`, `::=`, `:::=`: the operator's first characters.
+        let mut at = sep;
+        if b[sep] == b'=' || sep_len == 2 {
+            while at > floor && sep - at < 2 && matches!(b[at - 1], b':' | b'?' | b'.' | b'+') {
+                at -= 1;
+            }
+        }
+        let mut name = name_before(b, at, floor);
+        if name.start == name.end {
+            return None;
+        }
+        let word = &b[name.start..name.end];
+        if word.len() == 3
+            && word.eq_ignore_ascii_case(b"key")
+            && let Some(end) = self.named_pair(b, sep + sep_len, memory, out)
+        {
+            // `key="ApiKey" value="…"`: the key is a name, not a secret.
+            return Some(end);
+        }
+        if !self.judge_name(b, &name, memory) {
+            // Most names are not credential names: a short one may still be a
+            // type word or the name of a pair.
+            if !(3..=6).contains(&word.len()) {
+                return None;
+            }
+            match self.not_a_credential_name(b, sep, sep_len, floor, &name, memory, out)? {
+                Ok(typed) => name = typed,
+                Err(end) => return Some(end),
+            }
+        }
+        let v = skip_blanks(b, sep + sep_len);
+        if v >= b.len() {
+            return None;
+        }
+        if let Some((cs, ce, after)) = quoted_value(b, v, &mut memory.quotes) {
+            if b[cs..ce].starts_with(REDACTED.as_bytes()) {
+                // Redacted before: the scan went on right after the span then.
+                return Some(cs + REDACTED.len());
+            }
+            if b[cs..].starts_with(b"-----BEGIN ")
+                && let Some(end) = private_key(b, cs, out)
+            {
+                // A key block whose lines the text breaks with `\n` or with
+                // line breaks: the whole block goes.
+                return Some(end);
+            }
+            // An unterminated quote runs to the end of the line.
+            push_text(b, cs, ce, out);
+            return Some(after.max(ce));
+        }
+        if b[v..].starts_with(b"-----BEGIN ")
+            && let Some(end) = private_key(b, v, out)
+        {
+            return Some(end);
+        }
+        if b[v..].starts_with(REDACTED.as_bytes()) {
+            // Redacted before: the scan went on right after the span then.
+            return Some(v + REDACTED.len());
+        }
+        if b[v] == b'{' || b[v] == b'[' {
+            // A nested structure: its own names decide.
+            return None;
+        }
+        if call_at(b, v) {
+            return None;
+        }
+        let header = &b[name.start..name.end];
+        let holder = (!name.quoted && name.start > 0)
+            .then(|| b[name.start - 1])
+            .filter(|q| matches!(q, b'"' | b'\''))
+            .map(|q| (q, name.start > 1 && b[name.start - 2] == b'\\'));
+        if ends_with_ci(header, b"authorization") {
+            return authorization(b, v, holder, out);
+        }
+        if ends_with_ci(header, b"cookie") {
+            return Some(cookies(b, v, holder, out));
+        }
+        // `token: Bearer abc` keeps its scheme word.
+        let word_end = run(b, v, WORD);
+        let scheme = &b[v..word_end];
+        if SCHEMES.iter().any(|s| scheme.eq_ignore_ascii_case(s)) {
+            let t = skip_blanks(b, word_end);
+            if t > word_end && t < b.len() && !has(b[t], VALUE_END) {
+                let end = run_value(b, t);
+                push_text(b, t, end, out);
+                return Some(end);
+            }
+        }
+        if b[sep] == b':' && sep_len == 1 {
+            if prose_after(b, v) {
+                return None;
+            }
+            if let Some((start, end)) = yaml_block(b, name.start, v) {
+                // The indicator alone (no lines follow yet) is no secret.
+                push_text(b, start, end, out);
+                return Some(end);
+            }
+        }
+        let end = run_value(b, v);
+        if end == v {
+            return None;
+        }
+        if b[sep] == b':' && sep_len == 1 {
+            // `val apiToken: String = "…"`: the `=` names the value.
+            let word = &b[v..end];
+            let word = word.strip_prefix(b"&").unwrap_or(word);
+            let t = skip_blanks(b, end);
+            if TYPES.iter().any(|w| word.eq_ignore_ascii_case(w))
+                && b.get(t) == Some(&b'=')
+                && b.get(t + 1) != Some(&b'=')
+            {
+                return None;
+            }
+        }
+        push_text(b, v, end, out);
+        Some(end)
+    }
+
+    /// An assignment whose name is no credential name but a short word: a
+    /// type word (`var apiToken string =`: `Ok` with the name before it, when
+    /// that one is a credential name), or `name` or `key` of a pair (`Err`
+    /// with where the pair's value ends).
+    #[cold]
+    #[allow(clippy::too_many_arguments)]
+    fn not_a_credential_name(
+        &self,
+        b: &[u8],
+        sep: usize,
+        sep_len: usize,
+        floor: usize,
+        name: &Name,
+        memory: &mut Memory,
+        out: &mut Vec<Span>,
+    ) -> Option<Result<Name, usize>> {
+        let word = &b[name.start..name.end];
+        if TYPES.iter().any(|t| word.eq_ignore_ascii_case(t)) && !name.quoted {
+            let mut k = name.start;
+            while k > floor && matches!(b[k - 1], b'&' | b'*' | b'[' | b']') {
+                k -= 1;
+            }
+            while k > floor && is_blank(b[k - 1]) {
+                k -= 1;
+            }
+            if k > floor && b[k - 1] == b':' {
+                k -= 1;
+            }
+            step!(name.start - k + 1);
+            let typed = name_before(b, k, floor);
+            if typed.start == typed.end || typed.quoted || !self.judge_name(b, &typed, memory) {
+                return None;
+            }
+            return Some(Ok(typed));
+        }
+        if word.eq_ignore_ascii_case(b"name") || word.eq_ignore_ascii_case(b"key") {
+            return self.named_pair(b, sep + sep_len, memory, out).map(Err);
+        }
+        None
+    }
+
+    /// `name="apiToken" value="…"`, `key: X-Api-Key, value: …` and the same
+    /// in JSON-like or XML text: the value of a pair whose name is a
+    /// credential name. `v` is where the name's own value may start.
+    fn named_pair(
+        &self,
+        b: &[u8],
+        v: usize,
+        memory: &mut Memory,
+        out: &mut Vec<Span>,
+    ) -> Option<usize> {
+        let v = skip_blanks(b, v);
+        if v >= b.len() {
+            return None;
+        }
+        let (cs, ce, after) = match quoted_value(b, v, &mut memory.quotes) {
+            Some((cs, ce, after)) if after > ce => (cs, ce, after),
+            Some(_) => return None,
+            None => {
+                let e = run_value(b, v);
+                (v, e, e)
+            }
+        };
+        if ce == cs
+            || ce - cs > ENCODED_NAME
+            || !b[cs..ce].iter().all(|&c| has(c, NAME))
+            || !self.is_redacted_bytes(&b[cs..ce])
+        {
+            return None;
+        }
+        // Then `value`, maybe quoted, maybe after a comma, line breaks, or the
+        // end of one XML tag and the start of the next.
+        let mut j = after;
+        while j < b.len()
+            && (b[j].is_ascii_whitespace() || matches!(b[j], b',' | b'/' | b'>' | b'<'))
+        {
+            j += 1;
+        }
+        step!(j - after + 1);
+        let mut q = j;
+        while q < b.len() && b[q] == b'\\' {
+            q += 1;
+        }
+        let quote = b.get(q).copied().filter(|c| matches!(c, b'"' | b'\''));
+        if quote.is_some() {
+            q += 1;
+        } else {
+            q = j;
+        }
+        if b.len() < q + 5 || !b[q..q + 5].eq_ignore_ascii_case(b"value") {
+            return None;
+        }
+        let mut r = q + 5;
+        if quote.is_some() {
+            while r < b.len() && b[r] == b'\\' {
+                r += 1;
+            }
+            if b.get(r).copied() != quote {
+                return None;
+            }
+            r += 1;
+        } else if b.get(r).is_some_and(|&c| has(c, NAME)) {
+            return None;
+        }
+        let r = skip_blanks(b, r);
+        if !matches!(b.get(r), Some(b':' | b'=')) {
+            return None;
+        }
+        let w = skip_blanks(b, r + 1);
+        if w >= b.len() {
+            return None;
+        }
+        if let Some((cs, ce, after)) = quoted_value(b, w, &mut memory.quotes) {
+            push_text(b, cs, ce, out);
+            return Some(after.max(ce));
+        }
+        let end = run_value(b, w);
+        if end == w {
+            return None;
+        }
+        push_text(b, w, end, out);
+        Some(end)
+    }
+}
+
+/// The value of an `Authorization` header that starts at `v`: the scheme
+/// word stays, everything after it up to the end of the header goes (for
+/// `Bearer` and `Basic`, whose credential is one token, up to the next
+/// blank); a value of one word goes whole.
+fn authorization(
+    b: &[u8],
+    v: usize,
+    holder: Option<(u8, bool)>,
+    out: &mut Vec<Span>,
+) -> Option<usize> {
+    let word_end = run(b, v, WORD);
+    let t = skip_blanks(b, word_end);
+    if word_end > v && t > word_end && t < b.len() && !matches!(b[t], b'\n' | b'\r') {
+        let mut end = header_end(b, t, holder);
+        let scheme = &b[v..word_end];
+        if scheme.eq_ignore_ascii_case(b"bearer") || scheme.eq_ignore_ascii_case(b"basic") {
+            // One token, as these schemes define it: a log line may go on after it.
+            let mut e = t;
+            while e < end && !b[e].is_ascii_whitespace() {
+                e += 1;
+            }
+            step!(e - t + 1);
+            end = e;
+        }
+        if end > t {
+            push_text(b, t, end, out);
+            return Some(end);
+        }
+    }
+    let end = run_value(b, v);
+    if end == v {
+        return None;
+    }
+    push_text(b, v, end, out);
+    Some(end)
+}
+
+/// The values of every cookie in a `Cookie` or `Set-Cookie` header that
+/// starts at `v`; names and attributes stay. Returns where the scan goes on.
+fn cookies(b: &[u8], v: usize, holder: Option<(u8, bool)>, out: &mut Vec<Span>) -> usize {
+    let end = header_end(b, v, holder);
+    let mut i = v;
+    while i < end {
+        i = skip_blanks(b, i);
+        let name_start = i;
+        while i < end && !matches!(b[i], b'=' | b';' | b',') && !is_blank(b[i]) {
+            i += 1;
+        }
+        step!(i - name_start + 1);
+        if i < end && b[i] == b'=' && i > name_start {
+            let name = &b[name_start..i];
+            let vs = i + 1;
+            let mut ve = vs;
+            if b[vs..end].starts_with(REDACTED.as_bytes()) {
+                ve = vs + REDACTED.len();
+            } else if b.get(vs) == Some(&b'"') {
+                ve = vs + 1;
+                while ve < end && b[ve] != b'"' {
+                    ve += 1;
+                }
+                ve = (ve + 1).min(end);
+            } else {
+                while ve < end && !matches!(b[ve], b';' | b',') && !is_blank(b[ve]) {
+                    ve += 1;
+                }
+            }
+            step!(ve - vs + 1);
+            if !COOKIE_ATTRIBUTES
+                .iter()
+                .any(|a| name.eq_ignore_ascii_case(a))
+            {
+                push_text(b, vs, ve, out);
+            }
+            i = ve;
+        }
+        // On to the next pair.
+        let from = i;
+        while i < end && !matches!(b[i], b';' | b',') {
+            i += 1;
+        }
+        step!(i - from + 1);
+        i += 1;
+    }
+    end
+}
