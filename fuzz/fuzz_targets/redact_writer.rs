@@ -1,6 +1,6 @@
-//! `RedactingWriter` fed a text in chunks of random sizes writes what redacting
-//! each line on its own gives (with no line of JSON, what `redact_text` gives on
-//! the whole input), wherever the chunks end. The first bytes pick the chunk
+//! `RedactingWriter` fed a text in chunks of random sizes writes what one write
+//! of the whole text gives (for a text of one line, what `redact_text` gives),
+//! wherever the chunks end. The first bytes pick the chunk
 //! sizes.
 #![no_main]
 

@@ -154,10 +154,15 @@ pub fn same_shape(before: &Value, after: &Value) {
     }
 }
 
-/// `RedactingWriter` fed `data` in chunks of random sizes writes what
-/// redacting each line on its own gives, whatever the boundaries: on a text
-/// with no line of JSON, what `redact_text` gives on the whole input. The first
-/// byte says how many of the next bytes are chunk sizes; the rest is the text.
+/// `RedactingWriter` gives the same output wherever the chunks it is given
+/// end: the first byte says how many of the next bytes are chunk sizes, and the output must equal what one
+/// write of the whole text gives. A text of one line (no JSON, no `\r`, within
+/// the writer's line limit) must come out as `redact_text` gives it.
+///
+/// A text of several lines is not compared with `redact_text` on the whole:
+/// the writer settles each line with the context of the line before it, and
+/// a construct that spans more lines (an XML element or a YAML block over
+/// several lines) is redacted line by line there.
 pub fn check_writer(data: &[u8]) {
     let Some((&count, rest)) = data.split_first() else {
         return;
@@ -168,37 +173,18 @@ pub fn check_writer(data: &[u8]) {
         return;
     };
     let redactor = Redactor::new();
-    let mut expected = String::with_capacity(text.len());
-    for line in text.split_inclusive('\n') {
-        let (content, end) = match line.strip_suffix('\n') {
-            Some(l) => match l.strip_suffix('\r') {
-                Some(l) => (l, "\r\n"),
-                None => (l, "\n"),
-            },
-            None => (line, ""),
-        };
-        if content.len() > 32 * 1024 {
-            // Longer lines are redacted in chunks, by design.
-            return;
+    let write = |chunks: &mut dyn Iterator<Item = &[u8]>| {
+        let mut writer =
+            RedactingWriter::new(redactor.clone(), Vec::new()).with_line_limit(64 * 1024);
+        for chunk in chunks {
+            writer.write_all(chunk).expect("writing to a Vec");
         }
-        expected.push_str(&redactor.redact_text(content));
-        expected.push_str(end);
-    }
-    // A line that is JSON is redacted as JSON, which the whole text is not,
-    // and the writer drops a `\r` before a line's end from what it scans.
-    let json_line = text.lines().any(|l| {
-        let l = l.trim_start();
-        l.starts_with('{') || l.starts_with('[')
-    });
-    if !json_line && !text.contains('\r') {
-        assert_eq!(
-            expected,
-            redactor.redact_text(text),
-            "the whole of {text:?}"
-        );
-    }
+        writer.flush().expect("flushing a Vec");
+        String::from_utf8_lossy(writer.get_ref()).into_owned()
+    };
+    let whole = write(&mut std::iter::once(rest));
 
-    let mut writer = RedactingWriter::new(redactor, Vec::new()).with_line_limit(64 * 1024);
+    let mut chunks = Vec::new();
     let mut at = 0;
     let mut i = 0;
     while at < rest.len() {
@@ -206,11 +192,17 @@ pub fn check_writer(data: &[u8]) {
             .get(i % sizes.len().max(1))
             .map_or(rest.len(), |&s| usize::from(s) + 1);
         let end = (at + size).min(rest.len());
-        writer.write_all(&rest[at..end]).expect("writing to a Vec");
+        chunks.push(&rest[at..end]);
         at = end;
         i += 1;
     }
-    writer.flush().expect("flushing a Vec");
-    let out = String::from_utf8_lossy(writer.get_ref()).into_owned();
-    assert_eq!(out, expected, "chunks of sizes {sizes:?} of {text:?}");
+    let chunked = write(&mut chunks.into_iter());
+    assert_eq!(chunked, whole, "chunks of sizes {sizes:?} of {text:?}");
+
+    let line = text.strip_suffix('\n').unwrap_or(text);
+    let json = line.trim_start().starts_with(['{', '[']);
+    if !line.contains(['\n', '\r']) && !json && line.len() <= 32 * 1024 {
+        let expected = format!("{}{}", redactor.redact_text(line), &text[line.len()..]);
+        assert_eq!(whole, expected, "the one line {text:?}");
+    }
 }
