@@ -16,6 +16,7 @@ mod replay;
 mod serve;
 mod shared;
 mod show;
+mod units;
 
 use std::process::ExitCode;
 

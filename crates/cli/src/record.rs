@@ -6,7 +6,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use calltape_recorder::record::{DEFAULT_METHODS, Recorder, RecorderOptions, SessionRecorder};
-use calltape_stdio_bridge::{Direction, TapEvent, parse_size};
+use calltape_stdio_bridge::{Direction, TapEvent};
 use clap::Args;
 
 pub(crate) const EXAMPLES: &str = "\
@@ -41,9 +41,7 @@ pub(crate) struct RecordOptions {
 }
 
 fn size(input: &str) -> Result<u64, String> {
-    parse_size(input)
-        .map(|n| n as u64)
-        .map_err(|e| e.to_string())
+    crate::units::size(input).map(|n| n as u64)
 }
 
 impl RecordOptions {

@@ -4,13 +4,13 @@ use std::{ffi::OsString, io::Write, net::SocketAddr, path::PathBuf, time::Durati
 
 use calltape_recorder::record::{Recorder, RecorderOptions};
 use calltape_stdio_bridge::{
-    ChildUpstream, Direction, Error, Stderr, TapEvent, parse_duration,
+    ChildUpstream, Direction, Error, Stderr, TapEvent,
     serve::{Serve, StopReason},
     shared::{SERVE_KEY_ENV, Secret, Transport, serve_shared},
 };
 use clap::Args;
 
-use crate::exit;
+use crate::{exit, units::duration};
 
 pub(crate) const EXAMPLES: &str = "\
 Examples:
@@ -65,10 +65,6 @@ pub(crate) struct ServeArgs {
     /// The server to run, with its arguments (no shell).
     #[arg(last = true, required = true, value_name = "CMD")]
     command: Vec<OsString>,
-}
-
-fn duration(input: &str) -> Result<Duration, String> {
-    parse_duration(input).map_err(|e| e.to_string())
 }
 
 pub(crate) fn transport(input: &str) -> Result<Transport, String> {

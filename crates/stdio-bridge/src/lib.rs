@@ -100,7 +100,7 @@
 
 mod bridge;
 mod error;
-pub mod frame;
+mod frame;
 #[cfg(feature = "serve")]
 pub mod serve;
 mod session;
@@ -108,8 +108,7 @@ mod session;
 pub mod shared;
 pub mod stdio;
 mod tap;
-mod units;
-pub mod upstream;
+mod upstream;
 #[cfg(feature = "watch")]
 mod watch;
 
@@ -123,7 +122,6 @@ pub use error::{
 };
 pub use frame::{DEFAULT_MAX_FRAME, FrameReader, FrameWriter, Incoming, InvalidLine};
 pub use tap::{Direction, TAP_QUEUE_BYTES, Tap, TapEvent};
-pub use units::{parse_duration, parse_size};
 pub use upstream::{
     BoxFuture, ChildUpstream, Frame, Link, SharedWriter, Stderr, Upstream, UpstreamEvent,
 };
