@@ -186,8 +186,7 @@ pub(crate) fn run(args: ServeArgs) -> u8 {
         })
     };
     if let Some((recorder, path)) = recorder {
-        // The session observers run on threads of their own: give them a moment to see the last frames.
-        std::thread::sleep(Duration::from_millis(200));
+        // The server has returned: every session's observer has seen its last frame.
         let report = runtime.block_on(recorder.close());
         if report.is_complete() {
             tracing::info!("{}: {report}", path.display());

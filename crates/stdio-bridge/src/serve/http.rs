@@ -33,7 +33,7 @@ use crate::{
     shared::{
         Endpoint, IDENTITY_PATH, MCP_PATH, Nonce, ServerKeys, check_socket_len, token_matches,
     },
-    tap::TapSender,
+    tap::{TapSender, TapThread},
 };
 
 /// The MCP protocol versions this server accepts in `MCP-Protocol-Version`.
@@ -213,6 +213,7 @@ impl Serve {
             json_response: self.json_response,
             tap: self.tap,
             sessions: Mutex::new(HashMap::new()),
+            tap_threads: Mutex::new(Vec::new()),
             open: AtomicUsize::new(0),
             last_activity: Mutex::new(Instant::now()),
             activity: Notify::new(),
@@ -342,6 +343,11 @@ impl Server {
             let _ = std::fs::remove_file(path);
         }
         inner.mux.shutdown().await;
+        // Every frame of every session reaches its tap before this returns.
+        let tap_threads = std::mem::take(&mut *lock(&inner.tap_threads));
+        for thread in tap_threads {
+            thread.flush().await;
+        }
         Ok(reason)
     }
 }
@@ -381,6 +387,8 @@ struct Inner {
     json_response: bool,
     tap: Option<TapFactory>,
     sessions: Mutex<HashMap<String, Arc<SessionEntry>>>,
+    /// The taps' threads still running, waited for when the server stops.
+    tap_threads: Mutex<Vec<TapThread>>,
     /// Connections open across all sessions (GET streams and POSTs waiting for answers).
     open: AtomicUsize,
     last_activity: Mutex<Instant>,
@@ -652,7 +660,12 @@ impl Inner {
             self.tap
                 .as_ref()
                 .and_then(|factory| match TapSender::start(factory(), TAP_CAPACITY) {
-                    Ok(tap) => Some(tap),
+                    Ok((tap, thread)) => {
+                        let mut threads = lock(&self.tap_threads);
+                        threads.retain(|t| !t.is_finished());
+                        threads.push(thread);
+                        Some(tap)
+                    }
                     Err(e) => {
                         tracing::warn!("cannot start the session's observer: {e}");
                         None
