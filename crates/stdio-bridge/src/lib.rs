@@ -20,7 +20,8 @@
 //!   for each list the server said can change. An HTTP session the server forgot is re-initialized the
 //!   same way and the request retried once.
 //! - **Observing** ([`Tap`]): every frame in both directions, with a timestamp, on a thread of its own;
-//!   a slow tap loses frames (counted in [`Summary::tap_dropped`]), never slows the session.
+//!   a slow tap loses frames (counted in [`Summary::tap_dropped`]), never slows the session, and
+//!   [`Bridge::run`] returns once the tap has seen the last frame.
 //! - **Hot reload** ([`Watcher`], [`RestartHandle`]): restart the upstream when files change.
 //!
 //! # Features
