@@ -214,6 +214,7 @@ impl TapSender {
 impl TapThread {
     /// Waits until the tap has seen every frame queued so far (or cannot see them: it panicked).
     /// The senders may live on.
+    #[cfg(any(test, feature = "serve"))]
     pub(crate) async fn flush(&self) {
         loop {
             // Made before the check, so that a wake-up between the check and the wait is not lost.
@@ -244,6 +245,7 @@ impl TapThread {
     }
 
     /// Whether the thread has ended.
+    #[cfg(feature = "serve")]
     pub(crate) fn is_finished(&self) -> bool {
         self.handle.is_finished()
     }
