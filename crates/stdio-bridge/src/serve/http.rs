@@ -291,7 +291,8 @@ impl Server {
     }
 
     /// Serves until `shutdown` completes or, with an idle exit set, no session is left for that long.
-    /// Then stops the upstream gracefully and removes its own socket.
+    /// Then stops the upstream gracefully and removes its own socket, and returns once every session's
+    /// tap ([`Serve::tap_sessions`]) has seen the frames queued for it.
     pub async fn run_until(
         self,
         shutdown: impl Future<Output = ()> + Send,
