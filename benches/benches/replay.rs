@@ -184,17 +184,11 @@ fn bridge(observer: Observer) {
             ))
             .expect("recorder");
         let session = recorder.session();
-        // Disconnected once the tap thread has shown the recorder its last frame, as `calltape record`
-        // waits before closing the recorder.
-        let (gone_tx, gone) = std::sync::mpsc::channel::<()>();
-        builder = builder.tap(move |event: TapEvent| {
-            let _gone = &gone_tx;
-            match event.direction {
-                Direction::FromClient => session.client_frame(&event.frame, event.at),
-                _ => session.server_frame(&event.frame, event.at),
-            }
+        builder = builder.tap(move |event: TapEvent| match event.direction {
+            Direction::FromClient => session.client_frame(&event.frame, event.at),
+            _ => session.server_frame(&event.frame, event.at),
         });
-        Some((recorder, gone))
+        Some(recorder)
     } else {
         None
     };
@@ -202,8 +196,8 @@ fn bridge(observer: Observer) {
     let summary = runtime
         .block_on(async { bridge.run(stdio::stdin(), stdio::stdout()).await })
         .expect("bridge run");
-    if let Some((recorder, gone)) = recorder {
-        let _ = gone.recv_timeout(Duration::from_secs(5));
+    // The bridge has returned: the tap has shown the recorder its last frame.
+    if let Some(recorder) = recorder {
         let report = runtime.block_on(recorder.close());
         eprintln!(
             "replay bench, recording bridge: {report}; frames the tap dropped: {}",

@@ -4,11 +4,14 @@ use std::{ffi::OsString, path::PathBuf, sync::Arc, time::Duration};
 
 use calltape_stdio_bridge::{
     Bridge, ChildUpstream, DEFAULT_HTTP_PATH, ExtraHeaders, HttpUpstream, UnixUpstream, Upstream,
-    Watcher, parse_duration, parse_size, stdio,
+    Watcher, stdio,
 };
 use clap::{ArgGroup, Args};
 
-use crate::exit;
+use crate::{
+    exit,
+    units::{duration, size},
+};
 
 pub(crate) const EXAMPLES: &str = "\
 Examples:
@@ -102,14 +105,6 @@ pub(crate) struct BridgeArgs {
     /// The server to run, with its arguments (no shell).
     #[arg(last = true, value_name = "CMD")]
     command: Vec<OsString>,
-}
-
-fn duration(input: &str) -> Result<Duration, String> {
-    parse_duration(input).map_err(|e| e.to_string())
-}
-
-fn size(input: &str) -> Result<usize, String> {
-    parse_size(input).map_err(|e| e.to_string())
 }
 
 fn upstream(args: &BridgeArgs) -> Result<Arc<dyn Upstream>, String> {

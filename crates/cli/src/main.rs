@@ -16,6 +16,7 @@ mod replay;
 mod serve;
 mod shared;
 mod show;
+mod units;
 
 use std::process::ExitCode;
 
@@ -26,12 +27,10 @@ pub(crate) mod exit {
     /// Success.
     pub(crate) const OK: u8 = 0;
     /// A comparison found differences.
-    #[allow(dead_code)]
     pub(crate) const DIFFERENCES: u8 = 1;
     /// Bad usage or unreadable / invalid input.
     pub(crate) const USAGE: u8 = 2;
     /// The upstream server could not be started or stopped answering.
-    #[allow(dead_code)]
     pub(crate) const UPSTREAM: u8 = 3;
 }
 

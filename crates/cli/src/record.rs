@@ -2,11 +2,9 @@
 //! feeds a [`Recorder`] that writes one redacted line per answered call.
 
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
-use std::time::Duration;
 
 use calltape_recorder::record::{DEFAULT_METHODS, Recorder, RecorderOptions, SessionRecorder};
-use calltape_stdio_bridge::{Direction, TapEvent, parse_size};
+use calltape_stdio_bridge::{Direction, TapEvent};
 use clap::Args;
 
 pub(crate) const EXAMPLES: &str = "\
@@ -41,9 +39,7 @@ pub(crate) struct RecordOptions {
 }
 
 fn size(input: &str) -> Result<u64, String> {
-    parse_size(input)
-        .map(|n| n as u64)
-        .map_err(|e| e.to_string())
+    crate::units::size(input).map(|n| n as u64)
 }
 
 impl RecordOptions {
@@ -82,18 +78,16 @@ pub(crate) fn run(args: RecordArgs) -> u8 {
 }
 
 /// A recording in progress: hand [`tap`](ActiveRecording::start)'s tap to the bridge, then call
-/// [`finish`](ActiveRecording::finish) once the bridge has returned (or was stopped by a signal).
+/// [`finish`](ActiveRecording::finish) once the bridge has returned (or was stopped by a signal): by
+/// then the tap has seen every frame.
 pub(crate) struct ActiveRecording {
     recorder: Recorder,
-    tap_gone: mpsc::Receiver<()>,
     path: PathBuf,
 }
 
-/// The bridge's observer hook, feeding one session's recorder. Tells `finish` when the bridge's tap
-/// thread has dropped it, that is once every frame it was given has been seen.
+/// The bridge's observer hook, feeding one session's recorder.
 pub(crate) struct RecordingTap {
     session: SessionRecorder,
-    _gone: mpsc::Sender<()>,
 }
 
 impl calltape_stdio_bridge::Tap for RecordingTap {
@@ -116,30 +110,22 @@ impl ActiveRecording {
         let recorder = Recorder::open(path, options.recorder_options())
             .await
             .map_err(|e| e.to_string())?;
-        let (gone_tx, gone_rx) = mpsc::channel();
         let tap = RecordingTap {
             session: recorder.session(),
-            _gone: gone_tx,
         };
         tracing::debug!(path = %path.display(), session = tap.session.id(), "recording");
         Ok((
             Self {
                 recorder,
-                tap_gone: gone_rx,
                 path: path.to_owned(),
             },
             tap,
         ))
     }
 
-    /// Waits (at most half a second) for the tap to see the last frames, writes everything to disk and
-    /// prints one summary line on stderr. Returns whether every call reached the file.
+    /// Writes everything to disk and prints one summary line on stderr. Returns whether every call
+    /// reached the file.
     pub(crate) async fn finish(self) -> bool {
-        let tap_gone = self.tap_gone;
-        let _ = tokio::task::spawn_blocking(move || {
-            let _ = tap_gone.recv_timeout(Duration::from_millis(500));
-        })
-        .await;
         let report = self.recorder.close().await;
         if report.is_complete() {
             tracing::info!("{}: {report}", self.path.display());

@@ -11,11 +11,10 @@ use calltape_redact::Redactor;
 use calltape_replay::mcp::{Comparer, Format, ReplayOptions, replay, update_recording};
 use calltape_stdio_bridge::{
     ChildUpstream, DEFAULT_HTTP_PATH, ExtraHeaders, HttpUpstream, Stderr, UnixUpstream, Upstream,
-    parse_duration,
 };
 use clap::{ArgGroup, Args};
 
-use crate::exit;
+use crate::{exit, units::duration};
 
 pub(crate) const EXAMPLES: &str = "\
 Examples:
@@ -103,10 +102,6 @@ pub(crate) struct ReplayArgs {
     /// The server to run for each session, with its arguments (no shell).
     #[arg(last = true, value_name = "CMD")]
     command: Vec<OsString>,
-}
-
-fn duration(input: &str) -> Result<Duration, String> {
-    parse_duration(input).map_err(|e| e.to_string())
 }
 
 fn upstream(args: &ReplayArgs) -> Result<Arc<dyn Upstream>, String> {

@@ -4,13 +4,13 @@ use std::{ffi::OsString, io::Write, net::SocketAddr, path::PathBuf, time::Durati
 
 use calltape_recorder::record::{Recorder, RecorderOptions};
 use calltape_stdio_bridge::{
-    ChildUpstream, Direction, Error, Stderr, TapEvent, parse_duration,
+    ChildUpstream, Direction, Error, Stderr, TapEvent,
     serve::{Serve, StopReason},
     shared::{SERVE_KEY_ENV, Secret, Transport, serve_shared},
 };
 use clap::Args;
 
-use crate::exit;
+use crate::{exit, units::duration};
 
 pub(crate) const EXAMPLES: &str = "\
 Examples:
@@ -79,10 +79,6 @@ pub(crate) struct ServeArgs {
     /// The server to run, with its arguments (no shell).
     #[arg(last = true, required = true, value_name = "CMD")]
     command: Vec<OsString>,
-}
-
-fn duration(input: &str) -> Result<Duration, String> {
-    parse_duration(input).map_err(|e| e.to_string())
 }
 
 pub(crate) fn transport(input: &str) -> Result<Transport, String> {
@@ -213,8 +209,7 @@ pub(crate) fn run(args: ServeArgs) -> u8 {
         })
     };
     if let Some((recorder, path)) = recorder {
-        // The session observers run on threads of their own: give them a moment to see the last frames.
-        std::thread::sleep(Duration::from_millis(200));
+        // The server has returned: every session's observer has seen its last frame.
         let report = runtime.block_on(recorder.close());
         if report.is_complete() {
             tracing::info!("{}: {report}", path.display());

@@ -3,14 +3,14 @@
 use std::{ffi::OsString, time::Duration};
 
 use calltape_stdio_bridge::{
-    Bridge, FrameReader, FrameWriter, Incoming, parse_duration,
+    Bridge, FrameReader, FrameWriter, Incoming,
     shared::{Launcher, SharedKey, SharedPaths, SharedUpstream, Transport, unavailable_answer},
     stdio,
 };
 use clap::Args;
 use serde_json::Value;
 
-use crate::{exit, serve::transport};
+use crate::{exit, serve::transport, units::duration};
 
 pub(crate) const EXAMPLES: &str = "\
 Examples:
@@ -61,10 +61,6 @@ pub(crate) struct SharedArgs {
     /// The server to run when none is running, with its arguments (no shell).
     #[arg(last = true, required = true, value_name = "CMD")]
     command: Vec<OsString>,
-}
-
-fn duration(input: &str) -> Result<Duration, String> {
-    parse_duration(input).map_err(|e| e.to_string())
 }
 
 fn launcher(args: &SharedArgs) -> Result<Launcher, String> {

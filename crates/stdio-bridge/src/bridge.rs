@@ -118,7 +118,8 @@ impl Bridge {
     }
 
     /// Runs the session until `stdin` ends: answers still in flight are awaited for up to 1 s, then the
-    /// upstream is stopped. Returns within about 2 s of the end of `stdin`.
+    /// upstream is stopped. Returns within about 2 s of the end of `stdin`, plus the time a tap takes to
+    /// see the frames still queued for it: it has seen the last one, and been dropped, when this returns.
     ///
     /// Only JSON-RPC is written to `stdout`; logs go through `tracing`.
     pub async fn run<R, W>(self, stdin: R, stdout: W) -> Result<Summary, Error>
@@ -140,16 +141,17 @@ impl Bridge {
         });
         // Only the handles given out keep the restart channel open.
         drop(restart_tx);
-        let tap = match tap {
-            Some((tap, capacity)) => Some(
-                TapSender::start(
+        let (tap, tap_thread) = match tap {
+            Some((tap, capacity)) => {
+                let (sender, thread) = TapSender::start(
                     tap.into_inner()
                         .unwrap_or_else(std::sync::PoisonError::into_inner),
                     capacity,
                 )
-                .map_err(|e| Error::io("cannot start the tap thread", e))?,
-            ),
-            None => None,
+                .map_err(|e| Error::io("cannot start the tap thread", e))?;
+                (Some(sender), Some(thread))
+            }
+            None => (None, None),
         };
         let counts = session::run(
             upstream,
@@ -161,10 +163,16 @@ impl Bridge {
             tap.clone(),
         )
         .await;
+        let tap_dropped = tap.map_or(0, |t| t.dropped());
+        // The session's senders are gone with it, and this one was dropped just above: the thread
+        // shows the tap the rest of the queue and ends.
+        if let Some(thread) = tap_thread {
+            thread.join().await;
+        }
         Ok(Summary {
             connects: counts.connects,
             reinitializations: counts.reinitializations,
-            tap_dropped: tap.map_or(0, |t| t.dropped()),
+            tap_dropped,
         })
     }
 }

@@ -73,12 +73,6 @@ pub enum ErrorKind {
         /// Why.
         reason: String,
     },
-    /// A duration was not written like `30s`, `500ms` or `2m`.
-    #[error("invalid duration `{input}`: write a number and a unit, like 500ms, 30s, 2m or 1h")]
-    InvalidDuration {
-        /// What was given.
-        input: String,
-    },
     /// A setting was invalid.
     #[error("{0}")]
     Config(String),

@@ -20,8 +20,20 @@
 //!   for each list the server said can change. An HTTP session the server forgot is re-initialized the
 //!   same way and the request retried once.
 //! - **Observing** ([`Tap`]): every frame in both directions, with a timestamp, on a thread of its own;
-//!   a slow tap loses frames (counted in [`Summary::tap_dropped`]), never slows the session.
+//!   a slow tap loses frames (counted in [`Summary::tap_dropped`]), never slows the session, and
+//!   [`Bridge::run`] returns once the tap has seen the last frame.
 //! - **Hot reload** ([`Watcher`], [`RestartHandle`]): restart the upstream when files change.
+//!
+//! # Features
+//!
+//! None is on by default: a child-process bridge needs only tokio, serde and rustix. Turn on what the tool
+//! uses (`calltape` turns on all three):
+//!
+//! | feature | brings | built on |
+//! |---|---|---|
+//! | `http` | [`HttpUpstream`], [`UnixUpstream`], [`tls_client_config`] | reqwest, rustls, the hyper client |
+//! | `serve` | the [`serve`] and [`shared`] modules | the hyper server, HKDF and HMAC-SHA-256 |
+//! | `watch` | [`Watcher`] | notify |
 //!
 //! The bridge parses only what routing needs (`id`, `method`, and the capabilities in the answer to
 //! `initialize`); it never records and depends on no other calltape crate.
@@ -49,10 +61,15 @@
 //! configuration restarts the server whenever `src` changes, and the editor's session carries on.
 //!
 //! ```no_run
+//! # #[cfg(not(feature = "watch"))]
+//! # fn main() {}
+//! # #[cfg(feature = "watch")]
 //! use std::time::Duration;
 //!
+//! # #[cfg(feature = "watch")]
 //! use calltape_stdio_bridge::{Bridge, ChildUpstream, Watcher};
 //!
+//! # #[cfg(feature = "watch")]
 //! #[tokio::main(flavor = "current_thread")]
 //! async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //!     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -72,20 +89,32 @@
 //!     Ok(())
 //! }
 //! ```
+#![cfg_attr(
+    not(feature = "http"),
+    doc = "[`HttpUpstream`]: #features\n[`UnixUpstream`]: #features\n[`tls_client_config`]: #features"
+)]
+#![cfg_attr(
+    not(feature = "serve"),
+    doc = "[`serve`]: #features\n[`shared`]: #features\n[`shared::unavailable_answer`]: #features"
+)]
+#![cfg_attr(not(feature = "watch"), doc = "[`Watcher`]: #features")]
 #![deny(unsafe_code)]
 #![deny(missing_docs)]
 
 mod bridge;
 mod error;
-pub mod frame;
+mod frame;
+#[cfg(any(feature = "http", feature = "serve"))]
 pub mod guard;
+#[cfg(feature = "serve")]
 pub mod serve;
 mod session;
+#[cfg(feature = "serve")]
 pub mod shared;
 pub mod stdio;
 mod tap;
-mod units;
-pub mod upstream;
+mod upstream;
+#[cfg(feature = "watch")]
 mod watch;
 
 pub use bridge::{
@@ -98,13 +127,14 @@ pub use error::{
 };
 pub use frame::{DEFAULT_MAX_FRAME, FrameReader, FrameWriter, Incoming, InvalidLine};
 pub use tap::{Direction, TAP_QUEUE_BYTES, Tap, TapEvent};
-pub use units::{parse_duration, parse_size};
 pub use upstream::{
     BoxFuture, ChildUpstream, Frame, Link, SharedWriter, Stderr, Upstream, UpstreamEvent,
 };
+#[cfg(feature = "http")]
 pub use upstream::{
     DEFAULT_HTTP_PATH, ExtraHeaders, HttpUpstream, UnixUpstream, tls_client_config,
 };
+#[cfg(feature = "watch")]
 pub use watch::{DEFAULT_DEBOUNCE, Watcher};
 
 #[cfg(doctest)]

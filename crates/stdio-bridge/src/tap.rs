@@ -4,14 +4,17 @@
 //! frames and in bytes ([`TAP_QUEUE_BYTES`]) and goes on; the tap's thread takes the whole queue at
 //! once and shows it the frames in order. When the queue is full the frame is not queued and the
 //! drop is counted ([`Summary::tap_dropped`](crate::Summary::tap_dropped)): a slow or failing tap
-//! never slows the session.
+//! never slows the session. Its end is waited for instead: [`Bridge::run`](crate::Bridge::run)
+//! returns once the tap has seen the last frame and its thread has ended.
 
 use std::{
     sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError},
+    thread::JoinHandle,
     time::{Duration, SystemTime},
 };
 
 use bytes::Bytes;
+use tokio::sync::Notify;
 
 use crate::upstream::Frame;
 
@@ -74,6 +77,8 @@ struct Shared {
     queue: Mutex<Queue>,
     /// Wakes the tap's thread when it waits for frames.
     ready: Condvar,
+    /// Wakes [`TapThread`]'s waiters when every frame queued has been seen, or the thread ended.
+    seen: Notify,
     capacity: usize,
     max_bytes: usize,
 }
@@ -92,6 +97,27 @@ struct Queue {
     closed: bool,
     /// The tap panicked: nothing more is queued.
     failed: bool,
+    /// The tap's thread has ended: the tap has seen its last frame and is dropped.
+    ended: bool,
+    /// Somebody waits for the tap to catch up: the thread says when it has.
+    flushing: bool,
+}
+
+/// The tap's thread, to wait for: the session's frames are all seen once it says so.
+#[derive(Debug)]
+pub(crate) struct TapThread {
+    shared: Arc<Shared>,
+    handle: JoinHandle<()>,
+}
+
+/// Marks the thread's end however it ends, even by a panic outside the tap.
+struct Ended(Arc<Shared>);
+
+impl Drop for Ended {
+    fn drop(&mut self) {
+        lock(&self.0.queue).ended = true;
+        self.0.seen.notify_waiters();
+    }
 }
 
 #[derive(Debug)]
@@ -122,7 +148,7 @@ impl TapSender {
     /// batches instead of being woken: a session then never pays for waking the thread once per
     /// frame. After `TAP_NAPS` empty naps in a row it waits to be woken, so an idle session costs
     /// nothing.
-    pub(crate) fn start(tap: Box<dyn Tap>, capacity: usize) -> std::io::Result<Self> {
+    pub(crate) fn start(tap: Box<dyn Tap>, capacity: usize) -> std::io::Result<(Self, TapThread)> {
         Self::start_with_bytes(tap, capacity, TAP_QUEUE_BYTES)
     }
 
@@ -131,21 +157,30 @@ impl TapSender {
         tap: Box<dyn Tap>,
         capacity: usize,
         max_bytes: usize,
-    ) -> std::io::Result<Self> {
+    ) -> std::io::Result<(Self, TapThread)> {
         let shared = Arc::new(Shared {
             queue: Mutex::new(Queue::default()),
             ready: Condvar::new(),
+            seen: Notify::new(),
             capacity: capacity.max(1),
             max_bytes,
         });
         let observer = shared.clone();
-        std::thread::Builder::new()
+        let handle = std::thread::Builder::new()
             .name("calltape-tap".to_owned())
-            .spawn(move || observe(&observer, tap))?;
-        Ok(Self {
+            .spawn(move || {
+                let ended = Ended(observer);
+                observe(&ended.0, tap);
+            })?;
+        let thread = TapThread {
+            shared: shared.clone(),
+            handle,
+        };
+        let sender = Self {
             _open: Arc::new(Open(shared.clone())),
             shared,
-        })
+        };
+        Ok((sender, thread))
     }
 
     /// Queues a copy of `frame`, or counts it as dropped when the queue is full.
@@ -174,10 +209,45 @@ impl TapSender {
     pub(crate) fn dropped(&self) -> u64 {
         lock(&self.shared.queue).dropped
     }
+}
 
-    #[cfg(test)]
-    fn held(&self) -> usize {
-        lock(&self.shared.queue).held
+impl TapThread {
+    /// Waits until the tap has seen every frame queued so far (or cannot see them: it panicked).
+    /// The senders may live on.
+    #[cfg(any(test, feature = "serve"))]
+    pub(crate) async fn flush(&self) {
+        loop {
+            // Made before the check, so that a wake-up between the check and the wait is not lost.
+            let seen = self.shared.seen.notified();
+            {
+                let mut queue = lock(&self.shared.queue);
+                if queue.held == 0 || queue.failed || queue.ended {
+                    return;
+                }
+                queue.flushing = true;
+            }
+            seen.await;
+        }
+    }
+
+    /// Waits until the thread has ended: every sender is gone and the tap has seen the rest of the
+    /// queue and been dropped.
+    pub(crate) async fn join(self) {
+        loop {
+            let seen = self.shared.seen.notified();
+            if lock(&self.shared.queue).ended {
+                break;
+            }
+            seen.await;
+        }
+        // Ended: only the thread's last steps are left.
+        let _ = self.handle.join();
+    }
+
+    /// Whether the thread has ended.
+    #[cfg(feature = "serve")]
+    pub(crate) fn is_finished(&self) -> bool {
+        self.handle.is_finished()
     }
 }
 
@@ -199,6 +269,9 @@ fn observe(shared: &Shared, mut tap: Box<dyn Tap>) {
         }
         let mut queue = lock(&shared.queue);
         queue.held -= std::mem::take(&mut observed);
+        if queue.held == 0 && std::mem::take(&mut queue.flushing) {
+            shared.seen.notify_waiters();
+        }
         if queue.frames.is_empty() {
             if queue.closed {
                 return;
@@ -272,7 +345,7 @@ mod tests {
         let tap = move |event: TapEvent| {
             let _ = seen_tx.send((event.direction, event.frame.to_vec()));
         };
-        let sender = TapSender::start(Box::new(tap), 100_000).unwrap();
+        let (sender, _thread) = TapSender::start(Box::new(tap), 100_000).unwrap();
         let other = sender.clone();
         let frame =
             |i: usize| Frame::from(format!("{{\"id\":{i},\"pad\":\"{}\"}}", "p".repeat(i % 7)));
@@ -316,7 +389,7 @@ mod tests {
             }
             n += 1;
         };
-        let sender = TapSender::start(Box::new(tap), 100_000).unwrap();
+        let (sender, _thread) = TapSender::start(Box::new(tap), 100_000).unwrap();
         let frame = |i: usize| Frame::from(format!("{{\"id\":{i},\"pad\":\"{}\"}}", i % 97));
         for i in 0..20_000 {
             if i % 50 == 0 {
@@ -339,7 +412,7 @@ mod tests {
             assert!(event.frame.len() < 10, "a frame the tap cannot take");
             let _ = seen_tx.send(event.frame.len());
         };
-        let sender = TapSender::start(Box::new(tap), 1000).unwrap();
+        let (sender, _thread) = TapSender::start(Box::new(tap), 1000).unwrap();
         sender.send(Direction::FromClient, &Frame::from_static(b"{}"));
         assert_eq!(seen.recv_timeout(Duration::from_secs(10)).unwrap(), 2);
         sender.send(
@@ -365,7 +438,7 @@ mod tests {
             let _ = wait.recv();
             let _ = seen_tx.send(event.frame.len());
         };
-        let sender = TapSender::start_with_bytes(Box::new(tap), 1000, 10_000).unwrap();
+        let (sender, thread) = TapSender::start_with_bytes(Box::new(tap), 1000, 10_000).unwrap();
         let frame = Frame::from(vec![b'x'; 1000]);
         for _ in 0..100 {
             sender.send(Direction::FromClient, &frame);
@@ -381,10 +454,15 @@ mod tests {
             assert_eq!(len, 1000);
         }
         // Once observed, the frames no longer count: the queue takes more.
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        while sender.held() > 0 && std::time::Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(1));
-        }
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            tokio::time::timeout(Duration::from_secs(10), thread.flush())
+                .await
+                .expect("the tap caught up within 10 s");
+        });
         sender.send(Direction::ToClient, &frame);
         release.send(()).unwrap();
         assert_eq!(seen.recv_timeout(Duration::from_secs(10)).unwrap(), 1000);

@@ -12,7 +12,6 @@ pub(crate) fn calltape() -> Command {
 
 /// The folder `.ci/install-peers` installed the real MCP peers into. Fails the test when it is missing:
 /// a missing peer is a setup error, never a reason to skip.
-#[allow(dead_code)]
 pub(crate) fn peers() -> PathBuf {
     let dir = std::env::var_os("CALLTAPE_PEERS").map(PathBuf::from).unwrap_or_else(|| {
         panic!("CALLTAPE_PEERS is not set: run `eval \"$(.ci/install-peers --env)\"` first (.ci/run does)")

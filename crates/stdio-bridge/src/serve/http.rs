@@ -39,7 +39,7 @@ use crate::{
         Endpoint, IDENTITY_PATH, MCP_PATH, Nonce, RETIRE_PATH, ServerKeys, check_socket_len,
         token_matches,
     },
-    tap::TapSender,
+    tap::{TapSender, TapThread},
 };
 
 /// The MCP protocol versions this server accepts in `MCP-Protocol-Version`.
@@ -275,6 +275,7 @@ impl Serve {
             max_sessions: self.max_sessions.max(1),
             on_retire: Mutex::new(self.on_retire),
             retired: AtomicBool::new(false),
+            tap_threads: Mutex::new(Vec::new()),
             open: AtomicUsize::new(0),
             last_activity: Mutex::new(Instant::now()),
             activity: Notify::new(),
@@ -356,7 +357,8 @@ impl Server {
     }
 
     /// Serves until `shutdown` completes or, with an idle exit set, no session is left for that long.
-    /// Then stops the upstream gracefully and removes its own socket.
+    /// Then stops the upstream gracefully and removes its own socket, and returns once every session's
+    /// tap ([`Serve::tap_sessions`]) has seen the frames queued for it.
     pub async fn run_until(
         self,
         shutdown: impl Future<Output = ()> + Send,
@@ -411,6 +413,11 @@ impl Server {
             let _ = std::fs::remove_file(path);
         }
         inner.mux.shutdown().await;
+        // Every frame of every session reaches its tap before this returns.
+        let tap_threads = std::mem::take(&mut *lock(&inner.tap_threads));
+        for thread in tap_threads {
+            thread.flush().await;
+        }
         Ok(reason)
     }
 }
@@ -485,6 +492,8 @@ struct Inner {
     on_retire: Mutex<Option<OnRetire>>,
     /// Replaced by a server for another command: no new session.
     retired: AtomicBool,
+    /// The taps' threads still running, waited for when the server stops.
+    tap_threads: Mutex<Vec<TapThread>>,
     /// Connections open across all sessions (GET streams and POSTs waiting for answers).
     open: AtomicUsize,
     last_activity: Mutex<Instant>,
@@ -758,7 +767,12 @@ impl Inner {
             self.tap
                 .as_ref()
                 .and_then(|factory| match TapSender::start(factory(), TAP_CAPACITY) {
-                    Ok(tap) => Some(tap),
+                    Ok((tap, thread)) => {
+                        let mut threads = lock(&self.tap_threads);
+                        threads.retain(|t| !t.is_finished());
+                        threads.push(thread);
+                        Some(tap)
+                    }
                     Err(e) => {
                         tracing::warn!("cannot start the session's observer: {e}");
                         None

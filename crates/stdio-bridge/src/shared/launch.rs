@@ -104,7 +104,7 @@ impl std::fmt::Debug for Attached {
 }
 
 /// Reads the record and challenges the endpoint it names; `Ok(None)` when nothing proves itself.
-pub async fn probe(paths: &SharedPaths) -> Result<Option<Attached>, Error> {
+pub(crate) async fn probe(paths: &SharedPaths) -> Result<Option<Attached>, Error> {
     let Some(record) = Record::read(&paths.record())? else {
         return Ok(None);
     };

@@ -5,7 +5,7 @@ use std::{
     fs::{File, OpenOptions},
     io,
     os::{fd::AsFd, unix::fs::OpenOptionsExt},
-    path::{Path, PathBuf},
+    path::Path,
     time::Duration,
 };
 
@@ -20,10 +20,9 @@ use crate::Error;
 /// that instant holds a copy of the descriptor until it execs, and closing this copy alone would leave
 /// the lock held by that one for a while.
 #[derive(Debug)]
-pub struct FileLock {
+pub(crate) struct FileLock {
     /// `None` only once [`FileLock::into_file`] handed the open file over.
     file: Option<File>,
-    path: PathBuf,
 }
 
 fn open_lock_file(path: &Path) -> Result<File, Error> {
@@ -45,13 +44,10 @@ fn open_lock_file(path: &Path) -> Result<File, Error> {
 
 impl FileLock {
     /// Takes the lock at `path` (creating the file 0600) if nobody holds it; `Ok(None)` if somebody does.
-    pub fn try_acquire(path: &Path) -> Result<Option<Self>, Error> {
+    pub(crate) fn try_acquire(path: &Path) -> Result<Option<Self>, Error> {
         let file = open_lock_file(path)?;
         match flock(file.as_fd(), FlockOperation::NonBlockingLockExclusive) {
-            Ok(()) => Ok(Some(Self {
-                file: Some(file),
-                path: path.to_owned(),
-            })),
+            Ok(()) => Ok(Some(Self { file: Some(file) })),
             Err(rustix::io::Errno::WOULDBLOCK) => Ok(None),
             Err(e) => Err(Error::io(
                 format!("cannot lock {}", path.display()),
@@ -61,7 +57,10 @@ impl FileLock {
     }
 
     /// Waits up to `timeout` for the lock at `path`.
-    pub async fn acquire_within(path: &Path, timeout: Duration) -> Result<Option<Self>, Error> {
+    pub(crate) async fn acquire_within(
+        path: &Path,
+        timeout: Duration,
+    ) -> Result<Option<Self>, Error> {
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
             if let Some(lock) = Self::try_acquire(path)? {
@@ -75,7 +74,7 @@ impl FileLock {
     }
 
     /// Whether somebody holds the lock at `path` right now.
-    pub fn is_held(path: &Path) -> Result<bool, Error> {
+    pub(crate) fn is_held(path: &Path) -> Result<bool, Error> {
         Ok(Self::try_acquire(path)?.is_none())
     }
 
@@ -85,7 +84,7 @@ impl FileLock {
     /// `None` when standard input is not that lock file, or another open file holds its lock. On
     /// success the lock moves to a close-on-exec descriptor and standard input becomes `/dev/null`, so
     /// no program this process starts (which would inherit standard input) can keep the lock after it.
-    pub fn take_over_stdin(path: &Path) -> Result<Option<Self>, Error> {
+    pub(crate) fn take_over_stdin(path: &Path) -> Result<Option<Self>, Error> {
         let stdin = io::stdin();
         let fd = stdin.as_fd();
         let (Ok(ours), Ok(theirs)) = (rustix::fs::fstat(fd), rustix::fs::stat(path)) else {
@@ -111,18 +110,12 @@ impl FileLock {
         rustix::stdio::dup2_stdin(&null).map_err(|e| moving(e.into()))?;
         Ok(Some(Self {
             file: Some(File::from(held)),
-            path: path.to_owned(),
         }))
-    }
-
-    /// The locked file's path.
-    pub fn path(&self) -> &Path {
-        &self.path
     }
 
     /// The open file that holds the lock, without unlocking it. A child process that inherits it (as
     /// its stdin, say) shares the lock: it stays held while either process keeps the file open.
-    pub fn into_file(mut self) -> File {
+    pub(crate) fn into_file(mut self) -> File {
         self.file
             .take()
             .expect("the file is there until handed over")

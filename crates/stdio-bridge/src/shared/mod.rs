@@ -8,7 +8,7 @@
 //! - [`Record`]: `server.json`, written by a server once it listens (0600, renamed into place).
 //! - [`Secret`], [`Nonce`], [`ServerKeys`]: the identity proof a server gives before a session sends it the
 //!   bearer token.
-//! - [`FileLock`]: the OS file locks that make one server per key without leases.
+//! - OS file locks (`flock`) make one server per key without leases.
 //! - [`attach_or_start`]: finds the key's server or starts exactly one ([`Launcher`]).
 //! - [`serve_shared`]: the server's side: lock, listen, write the record, serve, clean up.
 //! - [`SharedUpstream`]: the key's server as an [`Upstream`](crate::Upstream) for a
@@ -46,16 +46,11 @@ mod session;
 
 pub use identity::{IDENTITY_PATH, Nonce, Secret, ServerKeys};
 pub use key::{MAX_KEY_LEN, SharedKey};
-pub use launch::{
-    Attached, DEFAULT_START_TIMEOUT, Launcher, SERVE_KEY_ENV, attach_or_start, probe,
-};
-pub use lock::FileLock;
-pub use paths::{
-    MAX_SOCKET_PATH, SharedPaths, check_folder, check_private_file, check_socket_len, default_home,
-};
+pub use launch::{Attached, DEFAULT_START_TIMEOUT, Launcher, SERVE_KEY_ENV, attach_or_start};
+pub use paths::{MAX_SOCKET_PATH, SharedPaths};
 pub use record::{Endpoint, MCP_PATH, Record, Transport};
 pub use server::serve_shared;
 pub use session::{SharedUpstream, unavailable_answer};
 
 pub(crate) use identity::{RETIRE_PATH, token_matches};
-pub(crate) use paths::make_private;
+pub(crate) use paths::{check_socket_len, make_private};

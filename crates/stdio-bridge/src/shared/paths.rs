@@ -121,7 +121,7 @@ impl SharedPaths {
 }
 
 /// The home for shared servers named by the environment, if any.
-pub fn default_home() -> Option<PathBuf> {
+pub(crate) fn default_home() -> Option<PathBuf> {
     let var = |name: &str| {
         std::env::var_os(name)
             .filter(|v| !v.is_empty())
@@ -133,7 +133,7 @@ pub fn default_home() -> Option<PathBuf> {
 }
 
 /// Refuses a socket path longer than [`MAX_SOCKET_PATH`].
-pub fn check_socket_len(path: &Path) -> Result<(), Error> {
+pub(crate) fn check_socket_len(path: &Path) -> Result<(), Error> {
     let len = path.as_os_str().len();
     if len > MAX_SOCKET_PATH {
         return Err(ErrorKind::SocketPathTooLong {
@@ -162,7 +162,7 @@ fn unsafe_path(path: &Path, reason: String, hint: &'static str) -> Error {
 
 /// Checks that `dir` is a real folder of this user that nobody else can write to, and that no folder
 /// above it lets the group or others replace it (a sticky folder is fine: only its owners rename in it).
-pub fn check_folder(dir: &Path) -> Result<(), Error> {
+pub(crate) fn check_folder(dir: &Path) -> Result<(), Error> {
     let me = my_uid();
     let meta = fs::symlink_metadata(dir)
         .map_err(|e| Error::io(format!("cannot inspect {}", dir.display()), e))?;
@@ -218,7 +218,7 @@ pub fn check_folder(dir: &Path) -> Result<(), Error> {
 
 /// Checks a file the server wrote (record or socket): not a link, this user's, nothing for the group or
 /// others. `Ok(false)` when it does not exist.
-pub fn check_private_file(path: &Path, want_socket: bool) -> Result<bool, Error> {
+pub(crate) fn check_private_file(path: &Path, want_socket: bool) -> Result<bool, Error> {
     let meta = match fs::symlink_metadata(path) {
         Ok(meta) => meta,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),

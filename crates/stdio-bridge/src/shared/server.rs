@@ -21,8 +21,8 @@ use crate::{
 /// period set on `serve` passes with no session.
 ///
 /// It holds the key's server lock for its whole life (taken over from its standard input when the
-/// session that started it passed it there, which then becomes `/dev/null`, see
-/// [`FileLock::take_over_stdin`]; else taken here; refused when another server holds it),
+/// session that started it passed it there, which then becomes `/dev/null`; else taken here; refused
+/// when another server holds it),
 /// generates a fresh secret, listens (an owner-only socket in the key's folder, or a free port of
 /// 127.0.0.1), and only then writes the record. On the way out it removes the record, if the record
 /// still names this process, and the socket.

@@ -9,12 +9,17 @@ use std::{future::Future, pin::Pin};
 use tokio::sync::mpsc;
 
 pub(crate) mod child;
+#[cfg(feature = "http")]
 pub(crate) mod http;
+#[cfg(feature = "http")]
 pub(crate) mod sse;
+#[cfg(feature = "http")]
 pub(crate) mod unix;
 
 pub use child::{ChildUpstream, SharedWriter, Stderr};
+#[cfg(feature = "http")]
 pub use http::{ExtraHeaders, HttpUpstream, tls_client_config};
+#[cfg(feature = "http")]
 pub use unix::{DEFAULT_HTTP_PATH, UnixUpstream};
 
 /// One JSON-RPC message (an object or a batch array) as raw JSON bytes, without the newline.

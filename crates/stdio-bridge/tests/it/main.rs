@@ -2,10 +2,15 @@
 
 mod child;
 mod fake;
+#[cfg(feature = "http")]
 mod http;
+#[cfg(feature = "serve")]
 mod serve;
+#[cfg(feature = "serve")]
 mod serve_limits;
 mod session;
+#[cfg(feature = "serve")]
 mod shared;
+#[cfg(feature = "serve")]
 mod shared_bound;
 mod support;

@@ -5,7 +5,7 @@ use std::{net::SocketAddr, path::PathBuf, time::Duration};
 
 use bytes::Bytes;
 use calltape_stdio_bridge::{
-    ChildUpstream, ErrorKind, Stderr, UPSTREAM_EXITED,
+    ChildUpstream, Direction, ErrorKind, Stderr, TapEvent, UPSTREAM_EXITED,
     serve::{Serve, StopReason},
     shared::{Endpoint, IDENTITY_PATH, Nonce, Secret},
 };
@@ -341,6 +341,38 @@ pub(crate) fn child() -> ChildUpstream {
 pub(crate) const ACCEPT_BOTH: (&str, &str) = ("accept", "application/json, text/event-stream");
 pub(crate) const JSON: (&str, &str) = ("content-type", "application/json");
 const PING: &[u8] = br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
+
+#[tokio::test]
+async fn a_stopped_server_has_shown_a_slow_tap_every_frame() {
+    let seen: std::sync::Arc<std::sync::Mutex<Vec<(Direction, Value)>>> = Default::default();
+    let sink = std::sync::Arc::clone(&seen);
+    let serve = Serve::new(child()).tap_sessions(move || {
+        let sink = std::sync::Arc::clone(&sink);
+        Box::new(move |event: TapEvent| {
+            std::thread::sleep(Duration::from_millis(30));
+            let message = serde_json::from_slice(&event.frame).expect("json");
+            sink.lock().expect("lock").push((event.direction, message));
+        })
+    });
+    let running = start(serve).await;
+    let mut s = Session::new(running.target.clone(), None);
+    s.initialize().await;
+    for id in 1..=5 {
+        let text = s
+            .call_text(json!(id), "echo", json!({"text": "tapped"}))
+            .await;
+        assert_eq!(text, "tapped");
+    }
+    assert_eq!(running.stop().await, StopReason::Shutdown);
+    let answered: Vec<Value> = seen
+        .lock()
+        .expect("lock")
+        .iter()
+        .filter(|(direction, m)| *direction == Direction::ToClient && m.get("result").is_some())
+        .map(|(_, m)| m["id"].clone())
+        .collect();
+    assert_eq!(answered, [0, 1, 2, 3, 4, 5]);
+}
 
 #[tokio::test]
 async fn refuses_non_loopback_listen_addresses() {

@@ -329,15 +329,7 @@ async fn the_tap_sees_both_directions_in_order() {
     client.recv().await;
     let (summary, _) = client.finish().await;
     assert_eq!(summary.tap_dropped, 0);
-    // The tap thread may still be handing over the last frames.
-    let mut events = Vec::new();
-    for _ in 0..100 {
-        events = seen.lock().expect("lock").clone();
-        if events.len() >= 6 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let events = seen.lock().expect("lock").clone();
     let summary: Vec<(Direction, String)> = events
         .iter()
         .map(|e| {
@@ -365,6 +357,37 @@ async fn the_tap_sees_both_directions_in_order() {
         ]
     );
     assert!(events.windows(2).all(|w| w[0].at <= w[1].at));
+}
+
+#[tokio::test]
+async fn run_returns_after_a_slow_tap_has_seen_every_frame() {
+    let seen: Arc<Mutex<Vec<TapEvent>>> = Arc::default();
+    let sink = Arc::clone(&seen);
+    let bridge = Bridge::builder()
+        .upstream(echo())
+        .tap(move |event: TapEvent| {
+            std::thread::sleep(Duration::from_millis(30));
+            sink.lock().expect("lock").push(event);
+        })
+        .build()
+        .expect("bridge");
+    let mut client = Client::start(bridge);
+    client.initialize().await;
+    for id in 1..=5 {
+        client
+            .call(id, "echo", json!({ "text": id.to_string() }))
+            .await;
+    }
+    let (summary, _) = client.finish().await;
+    assert_eq!(summary.tap_dropped, 0);
+    // initialize, its answer, notifications/initialized, then five calls and their answers.
+    let events = seen.lock().expect("lock").clone();
+    assert_eq!(events.len(), 13, "the tap had seen {} frames", events.len());
+    let last: Value = serde_json::from_slice(&events[12].frame).expect("json");
+    assert_eq!(
+        (events[12].direction, &last["id"]),
+        (Direction::ToClient, &json!(5))
+    );
 }
 
 #[tokio::test]

@@ -1,25 +1,12 @@
-//! Durations written like `500ms`, `30s`, `2m` or `1h`, and sizes like `16MiB`.
+//! Durations written like `500ms`, `30s`, `2m` or `1h`, and sizes like `16MiB`: the value parsers of
+//! the flags that take them.
 
 use std::time::Duration;
 
-use crate::{Error, ErrorKind};
-
 /// Parses a duration written as a number and a unit: `ms`, `s`, `m` or `h` (`1.5s` works too).
-///
-/// ```
-/// use std::time::Duration;
-/// use calltape_stdio_bridge::parse_duration;
-///
-/// assert_eq!(parse_duration("500ms")?, Duration::from_millis(500));
-/// assert_eq!(parse_duration("2m")?, Duration::from_secs(120));
-/// assert!(parse_duration("30").is_err());
-/// # Ok::<(), calltape_stdio_bridge::Error>(())
-/// ```
-pub fn parse_duration(input: &str) -> Result<Duration, Error> {
+pub(crate) fn duration(input: &str) -> Result<Duration, String> {
     let invalid = || {
-        Error::from(ErrorKind::InvalidDuration {
-            input: input.to_owned(),
-        })
+        format!("invalid duration `{input}`: write a number and a unit, like 500ms, 30s, 2m or 1h")
     };
     let text = input.trim();
     let split = text
@@ -42,19 +29,11 @@ pub fn parse_duration(input: &str) -> Result<Duration, Error> {
 
 /// Parses a size in bytes: a plain number, or one with a unit `k`/`KiB`, `M`/`MiB` or `G`/`GiB`
 /// (powers of 1024; `KB`, `MB` and `GB` are read the same way).
-///
-/// ```
-/// use calltape_stdio_bridge::parse_size;
-///
-/// assert_eq!(parse_size("1000")?, 1000);
-/// assert_eq!(parse_size("16MiB")?, 16 * 1024 * 1024);
-/// # Ok::<(), calltape_stdio_bridge::Error>(())
-/// ```
-pub fn parse_size(input: &str) -> Result<usize, Error> {
+pub(crate) fn size(input: &str) -> Result<usize, String> {
     let invalid = || {
-        Error::config(format!(
+        format!(
             "invalid size `{input}`: write a number of bytes, optionally with a unit like 64KiB or 16MiB"
-        ))
+        )
     };
     let text = input.trim();
     let split = text
@@ -87,15 +66,14 @@ mod tests {
             (" 0s ", Duration::ZERO),
         ];
         for (input, want) in good {
-            assert_eq!(parse_duration(input).unwrap(), *want, "{input}");
+            assert_eq!(duration(input).unwrap(), *want, "{input}");
         }
         for bad in ["", "30", "s", "1x", "-1s", ".5s", "1..2s", "5 parsecs"] {
-            let err = parse_duration(bad).unwrap_err();
+            let err = duration(bad).unwrap_err();
             assert!(
-                matches!(err.kind(), ErrorKind::InvalidDuration { .. }),
+                err.starts_with(&format!("invalid duration `{bad}`")),
                 "{bad}"
             );
-            assert!(err.to_string().starts_with("invalid duration"), "{bad}");
         }
     }
 
@@ -109,7 +87,7 @@ mod tests {
             ("1 GB", 1 << 30),
         ];
         for (input, want) in good {
-            assert_eq!(parse_size(input).unwrap(), *want, "{input}");
+            assert_eq!(size(input).unwrap(), *want, "{input}");
         }
         for bad in [
             "",
@@ -119,8 +97,8 @@ mod tests {
             "12 parsecs",
             "99999999999999999999G",
         ] {
-            let err = parse_size(bad).unwrap_err();
-            assert!(err.to_string().starts_with("invalid size"), "{bad}");
+            let err = size(bad).unwrap_err();
+            assert!(err.starts_with(&format!("invalid size `{bad}`")), "{bad}");
         }
     }
 }
