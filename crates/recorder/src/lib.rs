@@ -51,6 +51,7 @@
 #![deny(missing_docs)]
 
 pub mod cassette;
+mod echo;
 mod error;
 pub mod record;
 

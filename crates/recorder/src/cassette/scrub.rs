@@ -9,6 +9,7 @@ use serde_json::Value;
 use super::model::{Body, Content, Interaction, Request, Response, hex};
 use super::redaction::{REDACTED, Rules};
 use super::url::{UrlParts, percent_decode};
+use crate::echo::EchoedSecrets;
 use crate::error::{ErrorKind, Result};
 
 /// Shortest value treated as a literal secret; shorter ones would scrub ordinary words.
@@ -29,7 +30,7 @@ pub struct Scrubber {
     secrets: Arc<RwLock<Vec<Secret>>>,
     /// Values a request held under a credential name (redacted there): checked for in blobs only,
     /// so that learning them never changes how a later request is keyed.
-    redacted: Arc<RwLock<Vec<(String, String)>>>,
+    redacted: Arc<RwLock<EchoedSecrets>>,
 }
 
 #[derive(Debug, Clone)]
@@ -325,30 +326,14 @@ impl Scrubber {
 
     /// Remembers a value redacted by name, for [`check_bytes`](Self::check_bytes).
     fn learn_redacted(&self, name: &str, value: &str) {
-        let value = value.trim();
-        if value.len() < MIN_SECRET_LEN || value == REDACTED {
-            return;
-        }
         let mut learned = self.redacted.write().unwrap_or_else(|e| e.into_inner());
-        if !learned.iter().any(|(_, v)| v == value) {
-            learned.push((name.to_owned(), value.to_owned()));
-        }
+        learned.learn(name, value);
     }
 
     /// Remembers the strings a JSON value holds under credential names, before they are redacted.
     fn learn_named_values(&self, value: &Value) {
-        match value {
-            Value::Array(items) => items.iter().for_each(|v| self.learn_named_values(v)),
-            Value::Object(map) => {
-                for (k, v) in map {
-                    match v {
-                        Value::String(s) if self.is_secret_name(k) => self.learn_redacted(k, s),
-                        _ => self.learn_named_values(v),
-                    }
-                }
-            }
-            _ => {}
-        }
+        let mut learned = self.redacted.write().unwrap_or_else(|e| e.into_inner());
+        learned.learn_named(value, &|name| self.is_secret_name(name));
     }
 
     /// Redacts a request in place (path, query, header values and body). Values it redacts by name
@@ -431,10 +416,8 @@ impl Scrubber {
         }
         drop(secrets);
         let learned = self.redacted.read().unwrap_or_else(|e| e.into_inner());
-        for (name, value) in learned.iter() {
-            if let Some(at) = memchr::memmem::find(data, value.as_bytes()) {
-                return Some((format!("the value of {name}"), at));
-            }
+        if let Some((name, at)) = learned.find_in_bytes(data) {
+            return Some((format!("the value of {name}"), at));
         }
         drop(learned);
         calltape_redact::find_token_in_bytes(data).map(|r| ("a provider token".to_owned(), r.start))
