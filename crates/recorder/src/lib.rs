@@ -53,6 +53,7 @@
 pub mod cassette;
 mod echo;
 mod error;
+pub mod glob;
 pub mod record;
 
 pub use cassette::{
