@@ -54,6 +54,7 @@ pub mod cassette;
 mod echo;
 mod error;
 pub mod glob;
+pub mod inspect;
 pub mod record;
 
 pub use cassette::{
