@@ -2,8 +2,8 @@
 //!
 //! A server may echo a credential it was sent (`"you said sk-…"`), in a place whose name says
 //! nothing. Both halves of the crate remember such values from the request and act on them in the
-//! answer: the MCP recorder hides them in the recorded answer, the cassette scrubber refuses a sidecar
-//! blob that holds one. This is the one list both use.
+//! answer: the MCP recorder hides them in the recorded answer, the cassette scrubber in the recorded
+//! response, and it refuses a sidecar blob that holds one. This is the one list both use.
 
 use serde_json::Value;
 

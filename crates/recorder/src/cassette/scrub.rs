@@ -28,8 +28,9 @@ const MIN_SECRET_LEN: usize = 8;
 pub struct Scrubber {
     rules: Arc<Rules>,
     secrets: Arc<RwLock<Vec<Secret>>>,
-    /// Values a request held under a credential name (redacted there): checked for in blobs only,
-    /// so that learning them never changes how a later request is keyed.
+    /// Values a request held under a credential name (redacted there): hidden in responses and
+    /// checked for in blobs, never in requests, so that learning them never changes how a later
+    /// request is keyed.
     redacted: Arc<RwLock<EchoedSecrets>>,
 }
 
@@ -337,7 +338,8 @@ impl Scrubber {
     }
 
     /// Redacts a request in place (path, query, header values and body). Values it redacts by name
-    /// are remembered, so a blob that echoes one is refused by [`check_blobs`](Self::check_blobs).
+    /// are remembered, so a response that echoes one has it hidden and a blob that echoes one is
+    /// refused by [`check_blobs`](Self::check_blobs).
     pub fn scrub_request(&self, request: &mut Request) {
         if let Body::Json(v) = &request.body {
             self.learn_named_values(v);
@@ -355,8 +357,35 @@ impl Scrubber {
     }
 
     /// Redacts a response in place (header values, URL-valued ones as URLs, body, and every stream
-    /// event).
+    /// event), hiding wherever they appear the values requests held under credential names.
     pub fn scrub_response(&self, response: &mut Response) {
+        self.scrub_response_by_rules(response);
+        let learned = self.redacted.read().unwrap_or_else(|e| e.into_inner());
+        if learned.is_empty() {
+            return;
+        }
+        for (_, value) in response.headers.iter_mut() {
+            learned.hide_in(value);
+        }
+        match &mut response.content {
+            Content::Body(Body::Json(v)) => learned.hide_in_value(v),
+            Content::Body(Body::Text(t)) => learned.hide_in(t),
+            Content::Body(Body::Empty | Body::Binary(_)) => {}
+            Content::Stream(s) => {
+                for ev in &mut s.events {
+                    for field in [&mut ev.data, &mut ev.raw, &mut ev.event, &mut ev.id]
+                        .into_iter()
+                        .flatten()
+                    {
+                        learned.hide_in(field);
+                    }
+                }
+            }
+        }
+    }
+
+    /// [`scrub_response`](Self::scrub_response) by the redaction rules and literal secrets only.
+    fn scrub_response_by_rules(&self, response: &mut Response) {
         for (name, value) in response.headers.iter_mut() {
             if self.is_secret_name(name) {
                 *value = REDACTED.to_owned();
@@ -622,6 +651,47 @@ mod tests {
                 expected,
                 "{data:?}"
             );
+        }
+    }
+
+    #[test]
+    fn an_answer_that_echoes_a_value_the_request_held_under_a_credential_name_is_scrubbed() {
+        use super::super::model::{Stream, StreamEnd, StreamEvent, StreamFormat};
+        let s = Scrubber::new();
+        let mut request = Request {
+            method: "POST".into(),
+            upstream: "openai".into(),
+            path: "/v1/chat".into(),
+            query: vec![],
+            headers: Default::default(),
+            body: Body::Json(json!({"messages": [{"password": "hunter2-x"}]})),
+            key: String::new(),
+            seq: 0,
+        };
+        s.scrub_request(&mut request);
+        let body = Content::Body(Body::Json(json!({"echo": ["you sent hunter2-x"]})));
+        let event = StreamEvent {
+            delay_ms: 0,
+            event: None,
+            id: None,
+            data: Some("{\"text\":\"hunter2-x\"}".into()),
+            raw: None,
+        };
+        let stream = Content::Stream(Stream {
+            format: StreamFormat::Sse,
+            events: vec![event],
+            end: StreamEnd::Clean,
+        });
+        for content in [body, stream] {
+            let mut response = Response {
+                status: 200,
+                headers: vec![("x-echo".into(), "hunter2-x".into())],
+                content,
+            };
+            s.scrub_response(&mut response);
+            let text = format!("{response:?}");
+            assert!(!text.contains("hunter2-x"), "{text}");
+            assert!(text.contains(REDACTED), "{text}");
         }
     }
 
