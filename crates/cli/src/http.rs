@@ -224,7 +224,7 @@ struct ServeArgs {
     #[arg(long = "allow-origin", value_name = "ORIGIN")]
     allow_origins: Vec<String>,
 
-    /// Write the per-run path prefix's token (ct-<hex>) to this owner-only file; the proxy then
+    /// Write the per-run path prefix's token (`ct-<hex>`) to this owner-only file; the proxy then
     /// serves under the prefix even without --auth.
     #[arg(long = "path-token", value_name = "FILE")]
     path_token: Option<PathBuf>,
