@@ -1,13 +1,13 @@
 //! `calltape http`: the record/replay proxy for LLM APIs, and its cassette management commands.
 
-use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use calltape_recorder::cassette::{blobs_dir, import_mastra, scan_file};
-use calltape_recorder::{Body, Cassette, Content, Normalizer, Scrubber, StreamEnd};
+use calltape_recorder::inspect::{FileKind, sniff};
+use calltape_recorder::{Cassette, Normalizer, Scrubber};
 use calltape_replay::{Exhaustion, Mode, Proxy, RecordTiming, ReplayTiming};
 use clap::{Args, Subcommand, ValueEnum};
 
@@ -71,7 +71,7 @@ enum HttpAction {
         /// The folder to search, recursively.
         dir: Option<PathBuf>,
     },
-    /// Summarise a cassette: interactions, models, sizes.
+    /// Summarise and validate a cassette: interactions, models, sizes (the same as `calltape show`).
     Show {
         /// The cassette file.
         cassette: PathBuf,
@@ -224,7 +224,7 @@ struct ServeArgs {
     #[arg(long = "allow-origin", value_name = "ORIGIN")]
     allow_origins: Vec<String>,
 
-    /// Write the per-run path prefix's token (ct-<hex>) to this owner-only file; the proxy then
+    /// Write the per-run path prefix's token (`ct-<hex>`) to this owner-only file; the proxy then
     /// serves under the prefix even without --auth.
     #[arg(long = "path-token", value_name = "FILE")]
     path_token: Option<PathBuf>,
@@ -245,7 +245,7 @@ fn parse_exhaustion(s: &str) -> Result<Exhaustion, String> {
 pub(crate) fn run(args: HttpArgs) -> u8 {
     match args.action {
         Some(HttpAction::Ls { dir }) => ls(dir.as_deref().unwrap_or(Path::new("."))),
-        Some(HttpAction::Show { cassette }) => show(&cassette),
+        Some(HttpAction::Show { cassette }) => crate::show::show(&cassette),
         Some(HttpAction::Rm { cassette }) => rm(&cassette),
         Some(HttpAction::Scan { paths }) => scan(&paths),
         Some(HttpAction::Import {
@@ -541,18 +541,9 @@ fn find_cassettes(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
+/// Whether the file's first line is a cassette's meta line.
 fn is_cassette(path: &Path) -> bool {
-    use std::io::BufRead;
-    let Ok(f) = std::fs::File::open(path) else {
-        return false;
-    };
-    let mut first = String::new();
-    if std::io::BufReader::new(f).read_line(&mut first).is_err() {
-        return false;
-    }
-    serde_json::from_str::<serde_json::Value>(&first).is_ok_and(|v| {
-        v.get("t").and_then(|t| t.as_str()) == Some("meta") && v.get("normalizer").is_some()
-    })
+    matches!(sniff(path), Ok(FileKind::Cassette))
 }
 
 fn ls(dir: &Path) -> u8 {
@@ -583,83 +574,6 @@ fn human_size(n: u64) -> String {
     } else {
         format!("{:.1} MiB", n as f64 / (1024.0 * 1024.0))
     }
-}
-
-fn body_size(b: &Body) -> usize {
-    match b {
-        Body::Empty => 0,
-        Body::Json(v) => v.to_string().len(),
-        Body::Text(t) => t.len(),
-        Body::Binary(b) => b.data.len(),
-    }
-}
-
-fn show(path: &Path) -> u8 {
-    let c = match Cassette::load(path) {
-        Ok(c) => c,
-        Err(e) => {
-            tracing::error!("{e}");
-            return exit::USAGE;
-        }
-    };
-    let mut models: BTreeMap<String, usize> = BTreeMap::new();
-    println!("{}", path.display());
-    println!(
-        "  format v1, normaliser {}, redaction {}, {} interactions",
-        c.meta.normalizer,
-        c.meta.redaction,
-        c.interactions.len()
-    );
-    for i in &c.interactions {
-        let r = &i.request;
-        let model = match &r.body {
-            Body::Json(v) => v.get("model").and_then(|m| m.as_str()).map(str::to_owned),
-            _ => None,
-        };
-        if let Some(m) = &model {
-            *models.entry(m.clone()).or_default() += 1;
-        }
-        let answer = match &i.response.content {
-            Content::Body(b) => format!(
-                "{} bytes{}",
-                body_size(b),
-                if matches!(b, Body::Binary(_)) {
-                    " (blob)"
-                } else {
-                    ""
-                }
-            ),
-            Content::Stream(s) => {
-                let bytes: usize = s.events.iter().map(|e| e.to_bytes(s.format).len()).sum();
-                let end = match s.end {
-                    StreamEnd::Clean => "clean".to_owned(),
-                    StreamEnd::Truncated => "truncated".to_owned(),
-                    StreamEnd::Reset { after_bytes } => format!("reset after {after_bytes} bytes"),
-                };
-                format!(
-                    "{} stream, {} events, {bytes} bytes, ended {end}",
-                    s.format.as_str(),
-                    s.events.len()
-                )
-            }
-        };
-        println!(
-            "  {} #{} {} {} {}{} -> {} {}",
-            r.key,
-            r.seq,
-            r.method,
-            r.upstream,
-            r.path,
-            model.map(|m| format!(" [{m}]")).unwrap_or_default(),
-            i.response.status,
-            answer
-        );
-    }
-    if !models.is_empty() {
-        let list: Vec<String> = models.iter().map(|(m, n)| format!("{m} ×{n}")).collect();
-        println!("  models: {}", list.join(", "));
-    }
-    exit::OK
 }
 
 fn rm(path: &Path) -> u8 {

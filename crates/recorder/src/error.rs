@@ -102,13 +102,16 @@ pub enum ErrorKind {
         /// The reference as written.
         reference: String,
     },
-    /// A dot-path glob given to the normaliser is malformed.
-    #[error("invalid body glob {glob:?}: {reason}")]
+    /// A dot-path glob is malformed.
+    #[error(
+        "invalid glob {glob:?}: {reason}; write a dot path where * is part of one key and ** any \
+         number of keys, such as messages.**.ts"
+    )]
     Glob {
         /// The glob as given.
         glob: String,
         /// What is wrong with it.
-        reason: &'static str,
+        reason: String,
     },
     /// The redaction configuration was refused.
     #[error("invalid redaction configuration: {0}")]

@@ -51,7 +51,10 @@
 #![deny(missing_docs)]
 
 pub mod cassette;
+mod echo;
 mod error;
+pub mod glob;
+pub mod inspect;
 pub mod record;
 
 pub use cassette::{

@@ -367,6 +367,10 @@ fn management_commands_list_show_scan_and_remove() {
     assert!(show.contains("sse stream, 7 events"), "{show}");
     assert!(show.contains("(blob)"), "{show}");
     assert!(show.contains("models: claude-test-model ×2"), "{show}");
+    // `calltape show` tells a cassette from a recording and prints the same summary.
+    let plain = calltape().arg("show").arg(&cassette).output().unwrap();
+    assert_eq!(plain.status.code(), Some(0));
+    assert_eq!(String::from_utf8(plain.stdout).unwrap(), show);
 
     let clean = calltape()
         .args(["http", "scan"])

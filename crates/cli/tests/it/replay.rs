@@ -336,6 +336,34 @@ errors: 1 of 4 calls
     assert_eq!(stdout(&out), want);
 }
 
+#[test]
+fn show_names_why_a_file_is_neither_a_recording_nor_a_cassette() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        ("", "it is empty"),
+        ("not json\n", "its first line is not JSON"),
+        ("{\"v\":1,\"at\":\"2026", "its first line is cut short"),
+        (
+            "{\"hello\":1}\n",
+            "its first line is a JSON object, but neither a call record",
+        ),
+    ];
+    for (text, reason) in cases {
+        let file = dir.path().join("other.jsonl");
+        std::fs::write(&file, text).unwrap();
+        for args in [&["show"][..], &["http", "show"][..]] {
+            let out = calltape().args(args).arg(&file).output().unwrap();
+            assert_eq!(out.status.code(), Some(2), "{args:?} {text:?}");
+            let want = format!(
+                "calltape: {} is neither an MCP call recording nor an HTTP cassette: {reason}",
+                file.display()
+            );
+            assert!(stderr(&out).contains(&want), "{args:?}: {}", stderr(&out));
+            assert_eq!(stdout(&out), "");
+        }
+    }
+}
+
 /// A stdio server that logs every message it receives to the file named by its argument and answers
 /// every request with one text.
 const LOGGING_SERVER: &str = r#"

@@ -9,6 +9,7 @@ use serde_json::Value;
 use super::model::{Body, Content, Interaction, Request, Response, hex};
 use super::redaction::{REDACTED, Rules};
 use super::url::{UrlParts, percent_decode};
+use crate::echo::EchoedSecrets;
 use crate::error::{ErrorKind, Result};
 
 /// Shortest value treated as a literal secret; shorter ones would scrub ordinary words.
@@ -27,9 +28,10 @@ const MIN_SECRET_LEN: usize = 8;
 pub struct Scrubber {
     rules: Arc<Rules>,
     secrets: Arc<RwLock<Vec<Secret>>>,
-    /// Values a request held under a credential name (redacted there): checked for in blobs only,
-    /// so that learning them never changes how a later request is keyed.
-    redacted: Arc<RwLock<Vec<(String, String)>>>,
+    /// Values a request held under a credential name (redacted there): hidden in responses and
+    /// checked for in blobs, never in requests, so that learning them never changes how a later
+    /// request is keyed.
+    redacted: Arc<RwLock<EchoedSecrets>>,
 }
 
 #[derive(Debug, Clone)]
@@ -325,34 +327,19 @@ impl Scrubber {
 
     /// Remembers a value redacted by name, for [`check_bytes`](Self::check_bytes).
     fn learn_redacted(&self, name: &str, value: &str) {
-        let value = value.trim();
-        if value.len() < MIN_SECRET_LEN || value == REDACTED {
-            return;
-        }
         let mut learned = self.redacted.write().unwrap_or_else(|e| e.into_inner());
-        if !learned.iter().any(|(_, v)| v == value) {
-            learned.push((name.to_owned(), value.to_owned()));
-        }
+        learned.learn(name, value);
     }
 
     /// Remembers the strings a JSON value holds under credential names, before they are redacted.
     fn learn_named_values(&self, value: &Value) {
-        match value {
-            Value::Array(items) => items.iter().for_each(|v| self.learn_named_values(v)),
-            Value::Object(map) => {
-                for (k, v) in map {
-                    match v {
-                        Value::String(s) if self.is_secret_name(k) => self.learn_redacted(k, s),
-                        _ => self.learn_named_values(v),
-                    }
-                }
-            }
-            _ => {}
-        }
+        let mut learned = self.redacted.write().unwrap_or_else(|e| e.into_inner());
+        learned.learn_named(value, &|name| self.is_secret_name(name));
     }
 
     /// Redacts a request in place (path, query, header values and body). Values it redacts by name
-    /// are remembered, so a blob that echoes one is refused by [`check_blobs`](Self::check_blobs).
+    /// are remembered, so a response that echoes one has it hidden and a blob that echoes one is
+    /// refused by [`check_blobs`](Self::check_blobs).
     pub fn scrub_request(&self, request: &mut Request) {
         if let Body::Json(v) = &request.body {
             self.learn_named_values(v);
@@ -370,8 +357,35 @@ impl Scrubber {
     }
 
     /// Redacts a response in place (header values, URL-valued ones as URLs, body, and every stream
-    /// event).
+    /// event), hiding wherever they appear the values requests held under credential names.
     pub fn scrub_response(&self, response: &mut Response) {
+        self.scrub_response_by_rules(response);
+        let learned = self.redacted.read().unwrap_or_else(|e| e.into_inner());
+        if learned.is_empty() {
+            return;
+        }
+        for (_, value) in response.headers.iter_mut() {
+            learned.hide_in(value);
+        }
+        match &mut response.content {
+            Content::Body(Body::Json(v)) => learned.hide_in_value(v),
+            Content::Body(Body::Text(t)) => learned.hide_in(t),
+            Content::Body(Body::Empty | Body::Binary(_)) => {}
+            Content::Stream(s) => {
+                for ev in &mut s.events {
+                    for field in [&mut ev.data, &mut ev.raw, &mut ev.event, &mut ev.id]
+                        .into_iter()
+                        .flatten()
+                    {
+                        learned.hide_in(field);
+                    }
+                }
+            }
+        }
+    }
+
+    /// [`scrub_response`](Self::scrub_response) by the redaction rules and literal secrets only.
+    fn scrub_response_by_rules(&self, response: &mut Response) {
         for (name, value) in response.headers.iter_mut() {
             if self.is_secret_name(name) {
                 *value = REDACTED.to_owned();
@@ -431,10 +445,8 @@ impl Scrubber {
         }
         drop(secrets);
         let learned = self.redacted.read().unwrap_or_else(|e| e.into_inner());
-        for (name, value) in learned.iter() {
-            if let Some(at) = memchr::memmem::find(data, value.as_bytes()) {
-                return Some((format!("the value of {name}"), at));
-            }
+        if let Some((name, at)) = learned.find_in_bytes(data) {
+            return Some((format!("the value of {name}"), at));
         }
         drop(learned);
         calltape_redact::find_token_in_bytes(data).map(|r| ("a provider token".to_owned(), r.start))
@@ -639,6 +651,47 @@ mod tests {
                 expected,
                 "{data:?}"
             );
+        }
+    }
+
+    #[test]
+    fn an_answer_that_echoes_a_value_the_request_held_under_a_credential_name_is_scrubbed() {
+        use super::super::model::{Stream, StreamEnd, StreamEvent, StreamFormat};
+        let s = Scrubber::new();
+        let mut request = Request {
+            method: "POST".into(),
+            upstream: "openai".into(),
+            path: "/v1/chat".into(),
+            query: vec![],
+            headers: Default::default(),
+            body: Body::Json(json!({"messages": [{"password": "hunter2-x"}]})),
+            key: String::new(),
+            seq: 0,
+        };
+        s.scrub_request(&mut request);
+        let body = Content::Body(Body::Json(json!({"echo": ["you sent hunter2-x"]})));
+        let event = StreamEvent {
+            delay_ms: 0,
+            event: None,
+            id: None,
+            data: Some("{\"text\":\"hunter2-x\"}".into()),
+            raw: None,
+        };
+        let stream = Content::Stream(Stream {
+            format: StreamFormat::Sse,
+            events: vec![event],
+            end: StreamEnd::Clean,
+        });
+        for content in [body, stream] {
+            let mut response = Response {
+                status: 200,
+                headers: vec![("x-echo".into(), "hunter2-x".into())],
+                content,
+            };
+            s.scrub_response(&mut response);
+            let text = format!("{response:?}");
+            assert!(!text.contains("hunter2-x"), "{text}");
+            assert!(text.contains(REDACTED), "{text}");
         }
     }
 

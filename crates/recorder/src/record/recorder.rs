@@ -14,6 +14,7 @@ use calltape_redact::Redactor;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
+use crate::echo::EchoedSecrets;
 use crate::error::{Error, ErrorKind};
 use crate::record::format::{CallError, CallRecord, Outcome, RecordLine};
 use crate::record::raw::{self, IdKey, IdMap, Json};
@@ -257,7 +258,7 @@ struct Pending {
     input: Option<Box<str>>,
     /// Values the input held under credential names: hidden in the answer too, should the server
     /// echo one back.
-    secrets: Vec<String>,
+    secrets: EchoedSecrets,
     client: Option<Arc<RawValue>>,
     protocol_version: Option<Arc<str>>,
 }
@@ -326,7 +327,7 @@ impl SessionRecorder {
         };
         let name = name.and_then(raw::string).unwrap_or_default();
         let name = redact_name(&inner.redactor, &method, &name);
-        let mut secrets = Vec::new();
+        let mut secrets = EchoedSecrets::default();
         let input = match input {
             None => None,
             Some(arguments) => {
@@ -400,7 +401,7 @@ impl SessionRecorder {
         let (client, protocol_version) = meta_info(meta);
         let (name, mut input) = name_and_input(method, params);
         let name = redact_name(&inner.redactor, method, &name);
-        let mut secrets = Vec::new();
+        let mut secrets = EchoedSecrets::default();
         if let Some(input) = &mut input {
             collect_secrets(&inner.redactor, input, &mut secrets);
             inner.redactor.redact_value(input);
@@ -461,7 +462,7 @@ impl SessionRecorder {
 
     /// The ending a `result` stands for: redacted as text unless it may be a tool error or may echo
     /// a secret of the input, which the `Value` reading deals with.
-    fn answer_ending<'a>(&self, result: Json<'a>, secrets: &[String]) -> Option<Ending<'a>> {
+    fn answer_ending<'a>(&self, result: Json<'a>, secrets: &EchoedSecrets) -> Option<Ending<'a>> {
         let redactor = &self.recorder.inner.redactor;
         if secrets.is_empty() && !raw::may_be_tool_error(result.text) {
             let redacted = redactor.redact_json_text(result.text);
@@ -668,54 +669,18 @@ impl Drop for SessionRecorder {
     }
 }
 
-/// The shortest credential value that is also hidden wherever it reappears: shorter ones would hide
-/// ordinary words.
-const MIN_ECHOED_SECRET: usize = 6;
-
 /// Gathers the string values `input` holds under names the redactor hides.
-fn collect_secrets(redactor: &Redactor, value: &Value, out: &mut Vec<String>) {
-    match value {
-        Value::Object(map) => {
-            for (name, item) in map {
-                match item {
-                    Value::String(s)
-                        if redactor.is_redacted_name(name)
-                            && s.len() >= MIN_ECHOED_SECRET
-                            && s != calltape_redact::REDACTED =>
-                    {
-                        out.push(s.clone());
-                    }
-                    other => collect_secrets(redactor, other, out),
-                }
-            }
-        }
-        Value::Array(items) => items.iter().for_each(|v| collect_secrets(redactor, v, out)),
-        _ => {}
-    }
+fn collect_secrets(redactor: &Redactor, value: &Value, out: &mut EchoedSecrets) {
+    out.learn_named(value, &|name| redactor.is_redacted_name(name));
 }
 
-/// Replaces every occurrence of each of `secrets` in the outcome's texts with `[REDACTED]`.
-fn hide_values(outcome: &mut Outcome, secrets: &[String]) {
-    fn hide_in(text: &mut String, secrets: &[String]) {
-        for secret in secrets {
-            if text.contains(secret.as_str()) {
-                *text = text.replace(secret.as_str(), calltape_redact::REDACTED);
-            }
-        }
-    }
-    fn walk(value: &mut Value, secrets: &[String]) {
-        match value {
-            Value::String(s) => hide_in(s, secrets),
-            Value::Array(items) => items.iter_mut().for_each(|v| walk(v, secrets)),
-            Value::Object(map) => map.values_mut().for_each(|v| walk(v, secrets)),
-            _ => {}
-        }
-    }
+/// Hides each of `secrets` wherever the outcome's texts hold it.
+fn hide_values(outcome: &mut Outcome, secrets: &EchoedSecrets) {
     match outcome {
-        Outcome::Answer(answer) => walk(answer, secrets),
+        Outcome::Answer(answer) => secrets.hide_in_value(answer),
         Outcome::Error(error) => {
             if let Some(message) = &mut error.message {
-                hide_in(message, secrets);
+                secrets.hide_in(message);
             }
         }
     }

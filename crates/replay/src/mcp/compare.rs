@@ -3,9 +3,9 @@
 
 use std::fmt::{self, Write as _};
 
+use calltape_recorder::glob::{DotGlobs, Segment as Seg};
 use calltape_recorder::record::{CallError, Outcome};
 use calltape_redact::REDACTED;
-use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use serde_json::Value;
 
 use crate::error::{Error, ErrorKind};
@@ -80,44 +80,8 @@ impl Comparison {
 /// Compares recorded outcomes with replayed ones; build it once, use it for every call.
 #[derive(Debug, Clone, Default)]
 pub struct Comparer {
-    ignore: Option<Ignore>,
+    ignore: Option<DotGlobs>,
     shape: bool,
-}
-
-/// The `--ignore` globs, compiled once, and what lets most paths skip them.
-#[derive(Debug, Clone)]
-struct Ignore {
-    set: GlobSet,
-    /// The last segment of every glob, when each glob's last segment is a plain name: a path can only
-    /// match when its own last segment is one of these. `None` when some glob ends in a pattern.
-    tails: Option<Vec<String>>,
-}
-
-impl Ignore {
-    fn new(set: GlobSet, globs: &[String]) -> Self {
-        let tails = globs
-            .iter()
-            .map(|glob| {
-                let tail = glob.rsplit('.').next().unwrap_or(glob);
-                let plain =
-                    !tail.is_empty() && !tail.contains(['*', '?', '[', ']', '{', '}', '\\']);
-                plain.then(|| tail.to_owned())
-            })
-            .collect();
-        Self { set, tails }
-    }
-
-    /// Whether a path whose last segment is `last` may match; `false` settles it without globset.
-    fn may_match(&self, last: Option<&Seg<'_>>) -> bool {
-        let Some(tails) = &self.tails else {
-            return true;
-        };
-        match last {
-            Some(Seg::Key(k)) => tails.iter().any(|t| t == k),
-            Some(Seg::Index(n)) => tails.iter().any(|t| t.parse() == Ok(*n)),
-            None => false,
-        }
-    }
 }
 
 /// Builds a [`Comparer`].
@@ -129,8 +93,8 @@ pub struct ComparerBuilder {
 
 impl ComparerBuilder {
     /// Skips the paths matching `globs`: dot paths where `*` is one key or index and `**` any number of
-    /// them, zero included (`**.quotedAt`, `content.*.text`, `error.message`). Each argument may hold
-    /// several globs separated by commas.
+    /// them, zero included (`**.quotedAt`, `content.*.text`, `error.message`), by the rules of
+    /// [`calltape_recorder::glob`]. Each argument may hold several globs separated by commas.
     pub fn ignore<I, S>(mut self, globs: I) -> Self
     where
         I: IntoIterator<Item = S>,
@@ -159,44 +123,23 @@ impl ComparerBuilder {
         let ignore = if self.globs.is_empty() {
             None
         } else {
-            let mut set = GlobSetBuilder::new();
-            for glob in &self.globs {
-                let compiled = GlobBuilder::new(&glob_to_slashes(glob))
-                    .literal_separator(true)
-                    .backslash_escape(true)
-                    .build()
-                    .map_err(|e| {
-                        Error::from(ErrorKind::IgnoreGlob {
-                            glob: glob.clone(),
-                            reason: e.kind().to_string(),
-                        })
-                    })?;
-                set.add(compiled);
-            }
-            let set = set.build().map_err(|e| {
-                Error::from(ErrorKind::IgnoreGlob {
+            let globs = DotGlobs::new(&self.globs).map_err(|e| match e.kind() {
+                calltape_recorder::ErrorKind::Glob { glob, reason } => ErrorKind::IgnoreGlob {
+                    glob: glob.clone(),
+                    reason: reason.clone(),
+                },
+                _ => ErrorKind::IgnoreGlob {
                     glob: self.globs.join(","),
                     reason: e.to_string(),
-                })
+                },
             })?;
-            Some(Ignore::new(set, &self.globs))
+            Some(globs)
         };
         Ok(Comparer {
             ignore,
             shape: self.shape,
         })
     }
-}
-
-/// `**.quotedAt` → `**/quotedAt`: globset separates on `/`, our paths on `.`.
-fn glob_to_slashes(glob: &str) -> String {
-    glob.replace('/', "\u{2215}").replace('.', "/")
-}
-
-#[derive(Debug, Clone, Copy)]
-enum Seg<'a> {
-    Key(&'a str),
-    Index(usize),
 }
 
 struct Walk<'c, 'v> {
@@ -281,26 +224,9 @@ impl Comparer {
 
     /// Whether `path` matches an `--ignore` glob; `scratch` holds the path as globset reads it.
     fn ignored(&self, path: &[Seg<'_>], scratch: &mut String) -> bool {
-        let Some(ignore) = &self.ignore else {
-            return false;
-        };
-        if !ignore.may_match(path.last()) {
-            return false;
-        }
-        scratch.clear();
-        for (i, seg) in path.iter().enumerate() {
-            if i > 0 {
-                scratch.push('/');
-            }
-            match seg {
-                Seg::Key(k) if k.contains('/') => scratch.push_str(&k.replace('/', "\u{2215}")),
-                Seg::Key(k) => scratch.push_str(k),
-                Seg::Index(n) => {
-                    let _ = write!(scratch, "{n}");
-                }
-            }
-        }
-        ignore.set.is_match(scratch.as_str())
+        self.ignore
+            .as_ref()
+            .is_some_and(|ignore| ignore.is_match_with(path, scratch))
     }
 }
 

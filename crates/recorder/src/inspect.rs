@@ -1,0 +1,374 @@
+//! Telling the crate's two file formats apart, and summarising a file of either.
+//!
+//! [`sniff`] reads the first line of a file and says whether it is an MCP call recording, an HTTP
+//! cassette, or neither (and why); [`recording_summary`] and [`cassette_summary`] are the texts
+//! `calltape show` prints for each.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::io::{BufRead as _, BufReader, Read as _};
+use std::path::Path;
+
+use serde_json::{Map, Value};
+
+use crate::cassette::{Body, Cassette, Content, FORMAT_VERSION, StreamEnd};
+use crate::error::{Error, Result};
+use crate::record::{Outcome, Recording};
+
+/// The most bytes of a first line [`sniff`] reads: a call record holds a whole answer, so its line
+/// may be long, but a line longer than this is no file calltape wrote.
+const MAX_FIRST_LINE: u64 = 64 << 20;
+
+/// What a file holds, judged by its first line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FileKind {
+    /// An MCP call recording: its first line is a call record (`v`, `at`, `method`, …).
+    Recording,
+    /// An HTTP cassette: its first line is a cassette's `meta` line.
+    Cassette,
+    /// Neither of calltape's formats.
+    Neither {
+        /// Why not, as a clause that follows the file's name ("it is empty").
+        reason: String,
+    },
+}
+
+/// Reads the first line of the file at `path` and says which of calltape's formats it is.
+///
+/// Fails only when the file cannot be read; a file of any other content is [`FileKind::Neither`],
+/// with the reason. The rest of the file is not checked: reading it as a [`Recording`] or a
+/// [`Cassette`] does that.
+pub fn sniff(path: impl AsRef<Path>) -> Result<FileKind> {
+    let path = path.as_ref();
+    let file = std::fs::File::open(path).map_err(|e| Error::io(path, "cannot read", e))?;
+    let mut first = Vec::new();
+    BufReader::new(file)
+        .take(MAX_FIRST_LINE)
+        .read_until(b'\n', &mut first)
+        .map_err(|e| Error::io(path, "cannot read", e))?;
+    if first.len() as u64 == MAX_FIRST_LINE && !first.ends_with(b"\n") {
+        return Ok(FileKind::Neither {
+            reason: "its first line is longer than 64 MiB".to_owned(),
+        });
+    }
+    Ok(sniff_line(&first))
+}
+
+/// [`sniff`] of a first line as read, its newline included when it has one.
+fn sniff_line(first: &[u8]) -> FileKind {
+    let neither = |reason: &str| FileKind::Neither {
+        reason: reason.to_owned(),
+    };
+    if first.is_empty() {
+        return neither("it is empty");
+    }
+    let ended = first.ends_with(b"\n");
+    let Ok(text) = std::str::from_utf8(first) else {
+        return neither("its first line is not UTF-8 text");
+    };
+    if text.trim().is_empty() {
+        return neither("its first line is blank");
+    }
+    let line = match serde_json::from_str::<Map<String, Value>>(text) {
+        Ok(line) => line,
+        Err(e) if e.is_eof() && !ended => {
+            return neither("its first line is cut short (incomplete JSON without a newline)");
+        }
+        Err(e) if e.is_data() => return neither("its first line is JSON but not an object"),
+        Err(_) => return neither("its first line is not JSON"),
+    };
+    let text_field = |name: &str| line.get(name).and_then(Value::as_str);
+    match text_field("t") {
+        Some("meta") if line.contains_key("normalizer") => FileKind::Cassette,
+        Some("meta") => neither("its first line is a meta line without a normalizer fingerprint"),
+        Some(_) => neither(
+            "its first line is a cassette line, but not the meta line a cassette starts with",
+        ),
+        None if line.contains_key("v")
+            && text_field("at").is_some()
+            && text_field("method").is_some() =>
+        {
+            FileKind::Recording
+        }
+        None => neither(
+            "its first line is a JSON object, but neither a call record (with `v`, `at` and \
+             `method`) nor a cassette's meta line",
+        ),
+    }
+}
+
+#[derive(Default)]
+struct Tally {
+    calls: usize,
+    errors: BTreeMap<String, usize>,
+    total_ms: f64,
+}
+
+/// The summary of a call recording: its calls per method and name (with their errors and average
+/// duration), its sessions with their clients and servers, and its time span.
+pub fn recording_summary(recording: &Recording) -> String {
+    let mut out = String::new();
+    let calls = &recording.calls;
+    let sessions = recording.sessions();
+    let _ = writeln!(
+        out,
+        "{}: {} call{} in {} session{}",
+        recording.path.display(),
+        calls.len(),
+        plural(calls.len()),
+        sessions.len(),
+        plural(sessions.len())
+    );
+    if calls.is_empty() {
+        return out;
+    }
+    let first = calls
+        .iter()
+        .map(|c| c.record.at.as_str())
+        .min()
+        .unwrap_or("");
+    let last = calls
+        .iter()
+        .map(|c| c.record.at.as_str())
+        .max()
+        .unwrap_or("");
+    let _ = writeln!(out, "time span: {first} … {last}");
+
+    let mut per_call: BTreeMap<(&str, &str), Tally> = BTreeMap::new();
+    let mut errors = 0usize;
+    for call in calls {
+        let r = &call.record;
+        let tally = per_call.entry((&r.method, &r.name)).or_default();
+        tally.calls += 1;
+        tally.total_ms += r.duration_ms;
+        if let Outcome::Error(e) = &r.outcome {
+            errors += 1;
+            *tally.errors.entry(e.code.to_string()).or_default() += 1;
+        }
+    }
+    let _ = writeln!(out, "\ncalls:");
+    let width = per_call
+        .keys()
+        .map(|(m, n)| m.len() + n.len() + 1)
+        .max()
+        .unwrap_or(0);
+    for ((method, name), tally) in &per_call {
+        let label = format!("{method} {name}");
+        let _ = write!(
+            out,
+            "  {label:<width$}  {:>4} call{}  avg {:.1} ms",
+            tally.calls,
+            plural(tally.calls),
+            tally.total_ms / tally.calls as f64
+        );
+        if !tally.errors.is_empty() {
+            let list: Vec<String> = tally
+                .errors
+                .iter()
+                .map(|(code, n)| format!("{code} ×{n}"))
+                .collect();
+            let _ = write!(out, "  errors: {}", list.join(", "));
+        }
+        out.push('\n');
+    }
+
+    let _ = writeln!(out, "\nsessions:");
+    for (session, indexes) in &sessions {
+        let record = &calls[indexes[0]].record;
+        let client = record
+            .client
+            .as_ref()
+            .map(|c| {
+                let field = |k: &str| c.get(k).and_then(|v| v.as_str()).unwrap_or("?").to_owned();
+                format!("{} {}", field("name"), field("version"))
+            })
+            .unwrap_or_else(|| "unknown client".to_owned());
+        let mut line = format!(
+            "  {session}  {client}  {} call{}",
+            indexes.len(),
+            plural(indexes.len())
+        );
+        if let Some(version) = &record.protocol_version {
+            let _ = write!(line, "  protocol {version}");
+        }
+        if let Some(server) = &record.server {
+            let name = server.get("name").and_then(|v| v.as_str()).unwrap_or("?");
+            let version = server
+                .get("version")
+                .and_then(|v| v.as_str())
+                .unwrap_or("?");
+            let _ = write!(line, "  server {name} {version}");
+        }
+        let _ = writeln!(out, "{line}");
+    }
+    let _ = writeln!(
+        out,
+        "\nerrors: {errors} of {} call{}",
+        calls.len(),
+        plural(calls.len())
+    );
+    out
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+/// The summary of an HTTP cassette read from `path`: its fingerprints, then one line per interaction
+/// (key, method, upstream, path, model, status and what answered), then the models asked.
+pub fn cassette_summary(path: &Path, cassette: &Cassette) -> String {
+    let mut out = String::new();
+    let mut models: BTreeMap<&str, usize> = BTreeMap::new();
+    let _ = writeln!(out, "{}", path.display());
+    let _ = writeln!(
+        out,
+        "  format v{FORMAT_VERSION}, normaliser {}, redaction {}, {} interactions",
+        cassette.meta.normalizer,
+        cassette.meta.redaction,
+        cassette.interactions.len()
+    );
+    for i in &cassette.interactions {
+        let r = &i.request;
+        let model = match &r.body {
+            Body::Json(v) => v.get("model").and_then(Value::as_str),
+            _ => None,
+        };
+        if let Some(m) = model {
+            *models.entry(m).or_default() += 1;
+        }
+        let _ = writeln!(
+            out,
+            "  {} #{} {} {} {}{} -> {} {}",
+            r.key,
+            r.seq,
+            r.method,
+            r.upstream,
+            r.path,
+            model.map(|m| format!(" [{m}]")).unwrap_or_default(),
+            i.response.status,
+            answer(&i.response.content)
+        );
+    }
+    if !models.is_empty() {
+        let list: Vec<String> = models.iter().map(|(m, n)| format!("{m} ×{n}")).collect();
+        let _ = writeln!(out, "  models: {}", list.join(", "));
+    }
+    out
+}
+
+/// What answered an interaction: a body's size, or a stream's format, events, size and ending.
+fn answer(content: &Content) -> String {
+    match content {
+        Content::Body(b) => format!(
+            "{} bytes{}",
+            body_size(b),
+            if matches!(b, Body::Binary(_)) {
+                " (blob)"
+            } else {
+                ""
+            }
+        ),
+        Content::Stream(s) => {
+            let bytes: usize = s.events.iter().map(|e| e.to_bytes(s.format).len()).sum();
+            let end = match s.end {
+                StreamEnd::Clean => "clean".to_owned(),
+                StreamEnd::Truncated => "truncated".to_owned(),
+                StreamEnd::Reset { after_bytes } => format!("reset after {after_bytes} bytes"),
+            };
+            format!(
+                "{} stream, {} events, {bytes} bytes, ended {end}",
+                s.format.as_str(),
+                s.events.len()
+            )
+        }
+    }
+}
+
+fn body_size(b: &Body) -> usize {
+    match b {
+        Body::Empty => 0,
+        Body::Json(v) => v.to_string().len(),
+        Body::Text(t) => t.len(),
+        Body::Binary(b) => b.data.len(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RECORD: &str = r#"{"v":1,"at":"2026-11-29T20:46:45.123Z","session":"3f9a1c2e","method":"tools/call","name":"quote","input":{},"answer":{"content":[]},"durationMs":12.4}"#;
+    const META: &str = r#"{"normalizer":"ab12","redaction":"cd34","t":"meta","v":1}"#;
+
+    #[test]
+    fn sniff_tells_the_formats_apart_by_the_first_line() {
+        // (file content, what sniff says: "recording", "cassette" or the start of the reason)
+        let long_record = format!("{RECORD}\n{}", "x".repeat(10_000));
+        let two_records = format!("{RECORD}\n{RECORD}\n");
+        let cut_tail = format!("{RECORD}\n{{oops");
+        let cassette = format!("{META}\n{{\"t\":\"req\"}}\n");
+        let table: &[(&[u8], &str)] = &[
+            (b"", "it is empty"),
+            (b"\n{}", "its first line is blank"),
+            (b"   \n", "its first line is blank"),
+            (b"\xff\xfe garbage\n", "its first line is not UTF-8"),
+            (b"garbage\n", "its first line is not JSON"),
+            (b"PK\x03\x04 a zip", "its first line is not JSON"),
+            (b"[1,2,3]\n", "its first line is JSON but not an object"),
+            (br#""text""#, "its first line is JSON but not an object"),
+            (
+                br#"{"v":1,"at":"2026-11-29T20:46"#,
+                "its first line is cut short",
+            ),
+            (br#"{"t":"meta","normal"#, "its first line is cut short"),
+            (b"{\"v\":1,\"at\":\"2026\n", "its first line is not JSON"),
+            (
+                br#"{"hello":"world"}"#,
+                "its first line is a JSON object, but neither",
+            ),
+            (
+                br#"{"v":1,"at":"2026-11-29T20:46:45.123Z"}"#,
+                "its first line is a JSON object",
+            ),
+            (
+                br#"{"t":"meta","v":1}"#,
+                "its first line is a meta line without",
+            ),
+            (
+                br#"{"t":"req","v":1}"#,
+                "its first line is a cassette line, but not",
+            ),
+            (RECORD.as_bytes(), "recording"),
+            (long_record.as_bytes(), "recording"),
+            (two_records.as_bytes(), "recording"),
+            (cut_tail.as_bytes(), "recording"),
+            (META.as_bytes(), "cassette"),
+            (cassette.as_bytes(), "cassette"),
+        ];
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("file.jsonl");
+        for (content, want) in table {
+            std::fs::write(&path, content).unwrap();
+            let got = match sniff(&path).unwrap() {
+                FileKind::Recording => "recording".to_owned(),
+                FileKind::Cassette => "cassette".to_owned(),
+                FileKind::Neither { reason } => reason,
+            };
+            assert!(
+                got.starts_with(want),
+                "{:?}: {got:?}, want {want:?}",
+                String::from_utf8_lossy(content)
+            );
+        }
+    }
+
+    #[test]
+    fn sniff_of_a_missing_file_is_an_error_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("missing.jsonl");
+        let error = sniff(&path).unwrap_err();
+        assert!(error.is_not_found(), "{error}");
+        assert!(error.to_string().contains("missing.jsonl"), "{error}");
+    }
+}
