@@ -252,9 +252,8 @@ impl Serve {
     pub async fn listen_unix(self, path: &Path) -> Result<Server, Error> {
         check_socket_len(path)?;
         remove_stale_socket(path).await?;
-        let listener = UnixListener::bind(path)
+        let listener = bind_private(path)
             .map_err(|e| Error::io(format!("cannot listen on {}", path.display()), e))?;
-        crate::shared::make_private(path)?;
         let endpoint = Endpoint::Unix(path.to_owned());
         let mut server = self.server(Listener::Unix(listener), endpoint, None);
         server.socket = Some(path.to_owned());
@@ -1190,6 +1189,18 @@ impl Body for SseBody {
     fn size_hint(&self) -> SizeHint {
         SizeHint::default()
     }
+}
+
+/// Binds a Unix socket at `path` that is owner-only (0600) from its first instant: the process's umask
+/// is narrowed for the bind. A socket's mode could otherwise be set only through its path, which a link
+/// planted between the bind and the change could redirect; the umask is process-wide, but while it is
+/// narrowed any file another thread creates only comes out stricter.
+fn bind_private(path: &Path) -> std::io::Result<UnixListener> {
+    use rustix::fs::Mode;
+    let old = rustix::process::umask(Mode::from_raw_mode(0o177));
+    let bound = UnixListener::bind(path);
+    rustix::process::umask(old);
+    bound
 }
 
 #[cfg(test)]

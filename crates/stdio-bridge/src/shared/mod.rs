@@ -53,4 +53,4 @@ pub use server::serve_shared;
 pub use session::{SharedUpstream, unavailable_answer};
 
 pub(crate) use identity::{RETIRE_PATH, token_matches};
-pub(crate) use paths::{check_socket_len, make_private};
+pub(crate) use paths::check_socket_len;

@@ -6,7 +6,7 @@
 
 use std::{
     fs,
-    os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt},
+    os::unix::fs::{DirBuilderExt, MetadataExt},
     path::{Path, PathBuf},
 };
 
@@ -264,21 +264,10 @@ pub(crate) fn check_private_file(path: &Path, want_socket: bool) -> Result<bool,
     Ok(true)
 }
 
-/// Sets the socket a listener of this process just bound to owner-only read and write.
-///
-/// A socket's mode can only be set through its path, not through calltape-jsonl-store's descriptor
-/// rules, so this is the one mode change outside it. A shared server's socket lies in the key's
-/// folder, which [`check_folder`] proved is this user's and writable by nobody else, so nobody can put
-/// a link in its place between the bind and this call; for `serve --socket PATH` the folder is the
-/// caller's choice.
-pub(crate) fn make_private(path: &Path) -> Result<(), Error> {
-    fs::set_permissions(path, fs::Permissions::from_mode(0o600))
-        .map_err(|e| Error::io(format!("cannot set the mode of {}", path.display()), e))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
 
     fn key(k: &str) -> SharedKey {
         SharedKey::new(k).unwrap()
