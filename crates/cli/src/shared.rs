@@ -3,12 +3,11 @@
 use std::{ffi::OsString, time::Duration};
 
 use calltape_stdio_bridge::{
-    Bridge, FrameReader, FrameWriter, Incoming,
-    shared::{Launcher, SharedKey, SharedPaths, SharedUpstream, Transport, unavailable_answer},
+    Bridge,
+    shared::{Launcher, SharedKey, SharedPaths, SharedUpstream, Transport, answer_held_requests},
     stdio,
 };
 use clap::Args;
-use serde_json::Value;
 
 use crate::{exit, serve::transport, units::duration};
 
@@ -131,7 +130,10 @@ pub(crate) fn run(args: SharedArgs) -> u8 {
             }
             Err(e) => {
                 tracing::error!("cannot attach to the shared server: {e}");
-                answer_held_requests(&e.to_string()).await;
+                // Until stdin ends or stays quiet for 2 s.
+                let reason = e.to_string();
+                let quiet = Duration::from_secs(2);
+                answer_held_requests(stdio::stdin(), stdio::stdout(), &reason, quiet).await;
                 return exit::UPSTREAM;
             }
         }
@@ -152,37 +154,4 @@ pub(crate) fn run(args: SharedArgs) -> u8 {
     });
     runtime.shutdown_timeout(Duration::from_millis(100));
     code
-}
-
-/// Answers every request the client sent (until stdin ends or stays quiet for 2 s) with an error that
-/// carries its own id and the reason.
-async fn answer_held_requests(reason: &str) {
-    let mut reader = FrameReader::new(stdio::stdin());
-    let mut writer = FrameWriter::new(stdio::stdout());
-    loop {
-        let next = match tokio::time::timeout(Duration::from_secs(2), reader.next()).await {
-            Ok(Ok(Some(next))) => next,
-            _ => break,
-        };
-        let Incoming::Frame(frame) = next else {
-            continue;
-        };
-        let Ok(message) = serde_json::from_slice::<Value>(&frame) else {
-            continue;
-        };
-        let requests: Vec<&Value> = match &message {
-            Value::Array(items) => items.iter().collect(),
-            one => vec![one],
-        };
-        for request in requests {
-            let id = request.get("id").filter(|id| !id.is_null());
-            if let (Some(id), Some(_)) = (id, request.get("method")) {
-                let answer = unavailable_answer(id, reason);
-                let bytes = serde_json::to_vec(&answer).expect("JSON values serialize");
-                if writer.write(&bytes).await.is_err() || writer.flush().await.is_err() {
-                    return;
-                }
-            }
-        }
-    }
 }

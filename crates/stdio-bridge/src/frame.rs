@@ -8,11 +8,13 @@
 use std::io;
 
 use bytes::Bytes;
-use serde::Deserialize;
-use serde_json::value::RawValue;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
 
-use crate::{INVALID_REQUEST, PARSE_ERROR, upstream::Frame};
+use crate::{
+    INVALID_REQUEST, PARSE_ERROR,
+    jsonrpc::{Peek, error_frame, peek},
+    upstream::Frame,
+};
 
 /// What an [`InvalidLine::InvalidRequest`] answer says.
 pub(crate) const INVALID_REQUEST_MESSAGE: &str = "invalid request: a batch must hold at least one message and only objects, and an id must be a string, a number or null";
@@ -239,120 +241,11 @@ impl<W: AsyncWrite + Unpin> FrameWriter<W> {
     }
 }
 
-/// What routing needs from one JSON-RPC message.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct Info {
-    /// The id as raw JSON text (`1`, `"a"`), when present and not null.
-    pub(crate) id: Option<Box<str>>,
-    /// The method, for requests and notifications.
-    pub(crate) method: Option<Box<str>>,
-    /// Not an object, or its `id` is an object, an array or a boolean: never forwarded.
-    pub(crate) malformed: bool,
-}
-
-impl Info {
-    /// A request: a method and an id.
-    pub(crate) fn is_request(&self) -> bool {
-        self.method.is_some() && self.id.is_some()
-    }
-
-    /// A response: an id and no method.
-    pub(crate) fn is_response(&self) -> bool {
-        self.method.is_none() && self.id.is_some()
-    }
-}
-
 /// A message and what routing needs from it.
 #[derive(Debug, Clone)]
 pub(crate) struct Message {
     pub(crate) frame: Frame,
     pub(crate) peek: Peek,
-}
-
-/// A single message or a batch.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Peek {
-    One(Info),
-    Batch(Vec<Info>),
-}
-
-impl Peek {
-    /// Whether it is not a request to forward: an empty batch, or a message that is malformed.
-    pub(crate) fn is_invalid_request(&self) -> bool {
-        match self {
-            Self::One(info) => info.malformed,
-            Self::Batch(infos) => infos.is_empty() || infos.iter().any(|i| i.malformed),
-        }
-    }
-
-    /// Every message in it.
-    pub(crate) fn infos(&self) -> &[Info] {
-        match self {
-            Self::One(info) => std::slice::from_ref(info),
-            Self::Batch(infos) => infos,
-        }
-    }
-}
-
-#[derive(Deserialize)]
-struct RawFields<'a> {
-    #[serde(borrow, default)]
-    id: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    method: Option<&'a RawValue>,
-}
-
-fn info_of(fields: RawFields<'_>) -> Info {
-    let raw_id = fields.id.map(RawValue::get).filter(|id| *id != "null");
-    // Only a string or a number identifies a request.
-    let malformed = raw_id
-        .is_some_and(|id| !id.starts_with(|c: char| c == '"' || c == '-' || c.is_ascii_digit()));
-    let id = raw_id.filter(|_| !malformed).map(Box::from);
-    let method = fields
-        .method
-        .and_then(|m| serde_json::from_str::<String>(m.get()).ok())
-        .map(String::into_boxed_str);
-    Info {
-        id,
-        method,
-        malformed,
-    }
-}
-
-/// Reads what routing needs from a frame, checking that it is a JSON object or array.
-pub(crate) fn peek(frame: &[u8]) -> Result<Peek, InvalidLine> {
-    let first = frame.iter().find(|b| !b.is_ascii_whitespace());
-    match first {
-        Some(b'{') => serde_json::from_slice::<RawFields<'_>>(frame)
-            .map(|fields| Peek::One(info_of(fields)))
-            .map_err(|_| InvalidLine::ParseError),
-        Some(b'[') => {
-            let items: Vec<&RawValue> =
-                serde_json::from_slice(frame).map_err(|_| InvalidLine::ParseError)?;
-            Ok(Peek::Batch(
-                items
-                    .into_iter()
-                    .map(|item| {
-                        let malformed = Info {
-                            malformed: true,
-                            ..Info::default()
-                        };
-                        if item.get().starts_with('{') {
-                            serde_json::from_str::<RawFields<'_>>(item.get())
-                                .map(info_of)
-                                .unwrap_or(malformed)
-                        } else {
-                            malformed
-                        }
-                    })
-                    .collect(),
-            ))
-        }
-        _ => match serde_json::from_slice::<serde::de::IgnoredAny>(frame) {
-            Ok(_) => Err(InvalidLine::NotObject),
-            Err(_) => Err(InvalidLine::ParseError),
-        },
-    }
 }
 
 /// `None` for a blank line, else the message or why it is not one.
@@ -361,22 +254,6 @@ fn classify(line: Bytes) -> Option<Result<Message, InvalidLine>> {
         return None;
     }
     Some(peek(&line).map(|peek| Message { frame: line, peek }))
-}
-
-/// A JSON-RPC error answer. `id` is raw JSON text; `None` writes `null`.
-pub(crate) fn error_frame(
-    id: Option<&str>,
-    code: i64,
-    message: &str,
-    data: serde_json::Value,
-) -> Frame {
-    let error = serde_json::json!({ "code": code, "message": message, "data": data });
-    let text = format!(
-        r#"{{"jsonrpc":"2.0","id":{},"error":{}}}"#,
-        id.unwrap_or("null"),
-        error
-    );
-    Bytes::from(text)
 }
 
 #[cfg(test)]
@@ -476,41 +353,6 @@ mod tests {
                 Incoming::Invalid(InvalidLine::TooLarge)
             ]
         );
-    }
-
-    #[test]
-    fn peek_reads_ids_and_methods() {
-        let cases: &[(&str, Option<&str>, Option<&str>)] = &[
-            (
-                r#"{"jsonrpc":"2.0","id":7,"method":"tools/list"}"#,
-                Some("7"),
-                Some("tools/list"),
-            ),
-            (r#"{"id":"a\"b","result":{}}"#, Some(r#""a\"b""#), None),
-            (
-                r#"{"method":"notifications/initialized"}"#,
-                None,
-                Some("notifications/initialized"),
-            ),
-            (r#"{"id":null,"error":{}}"#, None, None),
-            (r#"{"id":1,"method":5}"#, Some("1"), None),
-        ];
-        for (input, id, method) in cases {
-            let Peek::One(info) = peek(input.as_bytes()).unwrap() else {
-                panic!("{input} is not one message");
-            };
-            assert_eq!(info.id.as_deref(), *id, "{input}");
-            assert_eq!(info.method.as_deref(), *method, "{input}");
-        }
-        let Peek::Batch(infos) = peek(br#"[{"id":1,"method":"a"},3,{"method":"b"}]"#).unwrap()
-        else {
-            panic!("not a batch");
-        };
-        assert_eq!(infos.len(), 3);
-        assert!(infos[0].is_request());
-        assert!(infos[1].malformed);
-        assert!(!infos[0].malformed && !infos[2].malformed);
-        assert_eq!(infos[2].method.as_deref(), Some("b"));
     }
 
     #[test]

@@ -106,6 +106,7 @@ mod error;
 mod frame;
 #[cfg(any(feature = "http", feature = "serve"))]
 pub mod guard;
+mod jsonrpc;
 #[cfg(feature = "serve")]
 pub mod serve;
 mod session;

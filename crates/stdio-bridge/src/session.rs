@@ -19,13 +19,11 @@ use tokio::{
 use crate::{
     BUFFER_FULL, Error, RESTART_DEADLINE, UPSTREAM_EXITED, UPSTREAM_PROTOCOL_ERROR,
     UPSTREAM_UNREACHABLE,
-    frame::{FrameReader, FrameWriter, Info, InvalidLine, Message, Peek, error_frame, peek},
+    frame::{FrameReader, FrameWriter, InvalidLine, Message},
+    jsonrpc::{self, CONNECTION_LOST, EXITED_IN_FLIGHT, Info, NOT_MCP, Peek, error_frame, peek},
     tap::{Direction, TapSender},
     upstream::{BoxFuture, Frame, Link, Upstream, UpstreamEvent},
 };
-
-/// The capabilities whose `listChanged` makes the bridge announce a change after a restart.
-const LISTS: [&str; 3] = ["tools", "resources", "prompts"];
 
 /// Limits and timings of a session.
 #[derive(Debug, Clone)]
@@ -411,7 +409,7 @@ impl Core {
                             list_changed: Vec::new(),
                         });
                     }
-                    Some("notifications/initialized") => {
+                    Some(jsonrpc::INITIALIZED) => {
                         if let Some(handshake) = &mut self.handshake {
                             handshake.initialized = true;
                         }
@@ -494,10 +492,7 @@ impl Core {
         reason: &str,
         upstream: Option<Value>,
     ) {
-        let mut data = serde_json::json!({ "reason": reason });
-        if let Some(upstream) = upstream {
-            data["upstream"] = upstream;
-        }
+        let data = jsonrpc::data(reason, upstream);
         let ids: Vec<Box<str>> = held.requests().map(Box::from).collect();
         for info in held.infos.iter().filter(|i| !i.is_request()) {
             if let Some(method) = &info.method {
@@ -620,7 +615,7 @@ impl Core {
         };
         self.counts.reinitializations += 1;
         let id: Box<str> = format!("\"calltape-reinit-{}\"", self.counts.reinitializations).into();
-        let frame = with_id(&handshake.initialize, &id);
+        let frame = jsonrpc::with_id(&handshake.initialize, &id);
         self.drop_control();
         self.push_front(vec![Held::control(frame)]);
         tracing::debug!("re-initializing {}", self.describe);
@@ -650,14 +645,11 @@ impl Core {
         };
         let lists = handshake.list_changed.clone();
         if handshake.initialized {
-            let initialized =
-                Frame::from_static(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+            let initialized = jsonrpc::notification(jsonrpc::INITIALIZED);
             self.push_front(vec![Held::control(initialized)]);
         }
-        for list in lists {
-            let note =
-                format!(r#"{{"jsonrpc":"2.0","method":"notifications/{list}/list_changed"}}"#);
-            self.send_to_client(Frame::from(note)).await;
+        for method in lists {
+            self.send_to_client(jsonrpc::notification(method)).await;
         }
         tracing::info!("{} is ready again", self.describe);
     }
@@ -729,11 +721,7 @@ impl Core {
         }
         handshake.answered = true;
         handshake.id = None;
-        let capabilities = &value["result"]["capabilities"];
-        handshake.list_changed = LISTS
-            .into_iter()
-            .filter(|list| capabilities[*list]["listChanged"] == Value::Bool(true))
-            .collect();
+        handshake.list_changed = jsonrpc::list_changed(&value["result"]["capabilities"]);
     }
 
     /// The link ended: in-flight requests get errors, unsent ones wait for the next link.
@@ -757,10 +745,8 @@ impl Core {
         self.server_requests.clear();
         let mut in_flight: Vec<(Box<str>, bool)> = self.in_flight.drain().collect();
         in_flight.sort();
-        let data = serde_json::json!({
-            "reason": code_reason,
-            "upstream": { "message": format!("{} {reason}", self.describe) },
-        });
+        let upstream = serde_json::json!({ "message": format!("{} {reason}", self.describe) });
+        let data = jsonrpc::data(code_reason, Some(upstream));
         for (id, initialize) in in_flight {
             let first_handshake = initialize
                 && self
@@ -774,13 +760,8 @@ impl Core {
                 self.push_front(vec![Held::new(frame, infos)]);
                 continue;
             }
-            self.error_to(
-                &id,
-                UPSTREAM_EXITED,
-                "the upstream exited while this request was in flight",
-                data.clone(),
-            )
-            .await;
+            self.error_to(&id, UPSTREAM_EXITED, EXITED_IN_FLIGHT, data.clone())
+                .await;
         }
     }
 
@@ -829,7 +810,7 @@ impl Core {
         if notification
             && infos
                 .iter()
-                .any(|i| i.method.as_deref() == Some("notifications/initialized"))
+                .any(|i| i.method.as_deref() == Some(jsonrpc::INITIALIZED))
         {
             // The re-initialization sends it again.
             if !matches!(self.phase, Phase::Reinit { .. }) {
@@ -888,7 +869,7 @@ impl Core {
             self.reject(
                 held,
                 UPSTREAM_EXITED,
-                "the connection to the upstream dropped after this request was sent; its outcome is unknown",
+                CONNECTION_LOST,
                 "connection_lost",
                 Some(upstream),
             )
@@ -930,7 +911,7 @@ impl Core {
         self.reject(
             Held::new(frame, infos),
             UPSTREAM_PROTOCOL_ERROR,
-            "the upstream answered with something that is not MCP",
+            NOT_MCP,
             "upstream_protocol_error",
             Some(upstream),
         )
@@ -939,7 +920,7 @@ impl Core {
 
     /// The client is gone: answer what is left, stop the upstream within the exit budget.
     async fn finish(&mut self) {
-        let data = serde_json::json!({ "reason": "session_ended" });
+        let data = jsonrpc::data("session_ended", None);
         let held: Vec<Held> = std::iter::from_fn(|| self.pop_front()).collect();
         let why = match &self.last_connect_error {
             Some(error) if self.link.is_none() => error.clone(),
@@ -983,19 +964,5 @@ impl Core {
                 );
             }
         }
-    }
-}
-
-/// The frame with its `id` replaced by `id` (raw JSON).
-fn with_id(frame: &Frame, id: &str) -> Frame {
-    match serde_json::from_slice::<serde_json::Map<String, Value>>(frame) {
-        Ok(mut object) => {
-            object.insert(
-                "id".to_owned(),
-                serde_json::from_str(id).unwrap_or(Value::Null),
-            );
-            Frame::from(serde_json::to_vec(&object).unwrap_or_default())
-        }
-        Err(_) => frame.clone(),
     }
 }

@@ -30,6 +30,10 @@ use tokio::sync::{mpsc, oneshot};
 use super::stream::{Events, Outbox as StreamOutbox};
 use crate::{
     UPSTREAM_EXITED, UPSTREAM_PROTOCOL_ERROR, UPSTREAM_UNREACHABLE, Upstream, UpstreamEvent,
+    jsonrpc::{
+        self, CONNECTION_LOST, EXITED_IN_FLIGHT, INITIALIZED, NOT_MCP, data, error, id_of,
+        method_of, to_frame,
+    },
     upstream::Link,
 };
 
@@ -180,18 +184,6 @@ struct LinkState {
     replay_id: Option<u64>,
 }
 
-fn error_frame(id: Value, code: i64, message: &str, reason: &str) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message, "data": {"reason": reason}}})
-}
-
-fn method_of(message: &Value) -> Option<&str> {
-    message.get("method").and_then(Value::as_str)
-}
-
-fn id_of(message: &Value) -> Option<&Value> {
-    message.get("id").filter(|id| !id.is_null())
-}
-
 /// Where the upstream sends a message, per its kind.
 fn id_key(id: &Value) -> String {
     id.to_string()
@@ -321,16 +313,16 @@ impl State {
         let id = self.next_id;
         self.next_id += 1;
         self.internal.insert(id);
-        let frame = json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": params});
+        let frame = jsonrpc::initialize(&json!(id), params);
         if let Some(link) = &mut self.link {
             link.ready = false;
             link.replay_id = Some(id);
-            let _ = link.outgoing.send(to_bytes(&frame));
+            let _ = link.outgoing.send(to_frame(&frame));
         }
     }
 
     fn handshake_replayed(&mut self) {
-        let mut frames = vec![json!({"jsonrpc": "2.0", "method": "notifications/initialized"})];
+        let mut frames = vec![json!({"jsonrpc": "2.0", "method": INITIALIZED})];
         if let Some(level) = self.log_level.clone() {
             let id = self.internal_id();
             frames.push(json!({"jsonrpc": "2.0", "id": id, "method": "logging/setLevel", "params": {"level": level}}));
@@ -344,12 +336,12 @@ impl State {
             link.ready = true;
             link.replay_id = None;
             for frame in &frames {
-                let _ = link.outgoing.send(to_bytes(frame));
+                let _ = link.outgoing.send(to_frame(frame));
             }
         }
         // The server may have changed while it was down: tell every session to list again.
         for method in self.list_changed_methods() {
-            self.broadcast(&json!({"jsonrpc": "2.0", "method": method}));
+            self.broadcast(jsonrpc::notification(method));
         }
         self.flush_held();
     }
@@ -358,16 +350,7 @@ impl State {
         let Init::Done { result, .. } = &self.init else {
             return Vec::new();
         };
-        let caps = &result["capabilities"];
-        [
-            ("tools", "notifications/tools/list_changed"),
-            ("resources", "notifications/resources/list_changed"),
-            ("prompts", "notifications/prompts/list_changed"),
-        ]
-        .into_iter()
-        .filter(|(cap, _)| caps[*cap]["listChanged"] == Value::Bool(true))
-        .map(|(_, method)| method)
-        .collect()
+        jsonrpc::list_changed(&result["capabilities"])
     }
 
     fn internal_id(&mut self) -> u64 {
@@ -387,7 +370,7 @@ impl State {
     fn send_upstream(&mut self, frame: Value) {
         match &self.link {
             Some(link) if link.ready => {
-                if link.outgoing.send(to_bytes(&frame)).is_err() {
+                if link.outgoing.send(to_frame(&frame)).is_err() {
                     self.held.push(frame);
                 }
             }
@@ -430,17 +413,19 @@ impl State {
             .into_iter()
             .filter_map(|id| self.routes.remove(&id))
             .collect();
+        let upstream = json!({"message": format!("{} {reason}", self.upstream.describe())});
+        let data = data("upstream_exited", Some(upstream));
         for route in routes {
-            let frame = error_frame(
-                route.client_id.clone(),
+            let frame = error(
+                &route.client_id,
                 UPSTREAM_EXITED,
-                "upstream exited",
-                "upstream_exited",
+                EXITED_IN_FLIGHT,
+                data.clone(),
             );
             self.answer(&route, frame);
         }
         for (session, id, answers) in waiting {
-            let frame = error_frame(id, UPSTREAM_EXITED, "upstream exited", "upstream_exited");
+            let frame = error(&id, UPSTREAM_EXITED, EXITED_IN_FLIGHT, data.clone());
             self.deliver_answer(session, answers.as_ref(), frame);
         }
         let routes = &self.routes;
@@ -464,9 +449,13 @@ impl State {
                 if let Some(t) = route.token {
                     self.tokens.remove(&t);
                 }
-                let frame = json!({"jsonrpc": "2.0", "id": route.client_id, "error": {
-                    "code": UPSTREAM_UNREACHABLE, "message": "upstream unreachable",
-                    "data": {"reason": "upstream_unreachable", "upstream": {"message": reason}}}});
+                let data = data("upstream_unreachable", Some(json!({"message": reason})));
+                let frame = error(
+                    &route.client_id,
+                    UPSTREAM_UNREACHABLE,
+                    "upstream unreachable",
+                    data,
+                );
                 if route.initialize.is_some() {
                     let waiting = match std::mem::replace(&mut self.init, Init::None) {
                         Init::Pending { waiting } => waiting,
@@ -498,13 +487,8 @@ impl State {
             .and_then(Value::as_u64)
             .and_then(|id| self.routes.remove(&id))
         {
-            let _ = reason;
-            let frame = error_frame(
-                route.client_id.clone(),
-                UPSTREAM_EXITED,
-                "connection lost",
-                "connection_lost",
-            );
+            let data = data("connection_lost", Some(json!({"message": reason})));
+            let frame = error(&route.client_id, UPSTREAM_EXITED, CONNECTION_LOST, data);
             self.answer(&route, frame);
         }
     }
@@ -517,9 +501,9 @@ impl State {
             .and_then(Value::as_u64)
             .and_then(|id| self.routes.remove(&id))
         {
-            let frame = json!({"jsonrpc": "2.0", "id": route.client_id, "error": {
-                "code": UPSTREAM_PROTOCOL_ERROR, "message": "upstream protocol error",
-                "data": {"reason": "upstream_protocol_error", "upstream": {"status": status, "message": message}}}});
+            let upstream = json!({"status": status, "message": message});
+            let data = data("upstream_protocol_error", Some(upstream));
+            let frame = error(&route.client_id, UPSTREAM_PROTOCOL_ERROR, NOT_MCP, data);
             self.answer(&route, frame);
         }
     }
@@ -618,7 +602,7 @@ impl State {
             (Some(method), Some(client_id)) => {
                 self.request(session, method, client_id, message, answers, related)
             }
-            (Some("notifications/initialized"), None) => {
+            (Some(INITIALIZED), None) => {
                 if !self.initialized_sent && matches!(self.init, Init::Done { .. }) {
                     self.initialized_sent = true;
                     self.send_upstream(message);
@@ -812,7 +796,7 @@ impl State {
                     self.deliver(session, message.clone());
                 }
             }
-            (Some(_), None) => self.broadcast(&message),
+            (Some(_), None) => self.broadcast(to_frame(&message)),
             (None, None) => {}
         }
     }
@@ -887,22 +871,14 @@ impl State {
 
     fn deliver(&mut self, session: SessionNo, frame: Value) {
         if let Some(s) = self.sessions.get_mut(&session) {
-            s.events.deliver(session, to_bytes(&frame));
+            s.events.deliver(session, to_frame(&frame));
         }
     }
 
     /// Sends `frame` to every session; they share one copy of it.
-    fn broadcast(&mut self, frame: &Value) {
-        let bytes = to_bytes(frame);
+    fn broadcast(&mut self, bytes: Bytes) {
         for (no, session) in &mut self.sessions {
             session.events.deliver(*no, bytes.clone());
         }
     }
-}
-
-fn to_bytes(value: &Value) -> Bytes {
-    // A `Value` always serializes (its keys are strings, its numbers finite).
-    serde_json::to_vec(value)
-        .map(Bytes::from)
-        .unwrap_or_default()
 }

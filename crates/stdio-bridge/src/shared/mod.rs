@@ -50,7 +50,7 @@ pub use launch::{Attached, DEFAULT_START_TIMEOUT, Launcher, SERVE_KEY_ENV, attac
 pub use paths::{MAX_SOCKET_PATH, SharedPaths};
 pub use record::{Endpoint, MCP_PATH, Record, Transport};
 pub use server::serve_shared;
-pub use session::{SharedUpstream, unavailable_answer};
+pub use session::{SharedUpstream, answer_held_requests, unavailable_answer};
 
 pub(crate) use identity::{RETIRE_PATH, token_matches};
 pub(crate) use paths::check_socket_len;

@@ -36,7 +36,11 @@ use super::{
     paths::SharedPaths,
     record::Transport,
 };
-use crate::{BoxFuture, Error, Frame, Link, UPSTREAM_UNREACHABLE, Upstream, UpstreamEvent};
+use crate::{
+    BoxFuture, Error, Frame, FrameReader, FrameWriter, Link, UPSTREAM_UNREACHABLE, Upstream,
+    UpstreamEvent,
+    jsonrpc::{self, Peek, peek, request_ids},
+};
 
 /// How long a connection to the socket is kept for another request.
 const POOL_IDLE: Duration = Duration::from_secs(5);
@@ -63,10 +67,40 @@ const MAX_RETRY_AFTER: Duration = Duration::from_secs(30);
 /// assert_eq!(answer["error"]["data"]["reason"], "shared_server_unavailable");
 /// ```
 pub fn unavailable_answer(id: &Value, reason: &str) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "error": {
-        "code": UPSTREAM_UNREACHABLE,
-        "message": "the shared server is unavailable",
-        "data": {"reason": "shared_server_unavailable", "upstream": {"message": reason}}}})
+    let data = jsonrpc::data(
+        "shared_server_unavailable",
+        Some(json!({"message": reason})),
+    );
+    jsonrpc::error(
+        id,
+        UPSTREAM_UNREACHABLE,
+        "the shared server is unavailable",
+        data,
+    )
+}
+
+/// Answers every request read from `input` with [`unavailable_answer`] on `output` (a batch with a
+/// batch), until `input` ends or stays quiet for `quiet`; notifications and lines that are not
+/// messages get nothing. For a session that could not attach and exits: its client hears why at
+/// once instead of waiting for answers that never come.
+pub async fn answer_held_requests<R, W>(input: R, output: W, reason: &str, quiet: Duration)
+where
+    R: tokio::io::AsyncRead + Unpin,
+    W: tokio::io::AsyncWrite + Unpin,
+{
+    let mut reader = FrameReader::new(input);
+    let mut writer = FrameWriter::new(output);
+    while let Ok(Ok(Some(next))) = tokio::time::timeout(quiet, reader.next()).await {
+        let crate::Incoming::Frame(frame) = next else {
+            continue;
+        };
+        let Some(answers) = unavailable_answers(&frame, reason) else {
+            continue;
+        };
+        if writer.write(&answers).await.is_err() || writer.flush().await.is_err() {
+            return;
+        }
+    }
 }
 
 /// The key's shared server, reached as an upstream: started when none proves itself.
@@ -175,22 +209,17 @@ impl Upstream for SharedUpstream {
 
 /// The answers of the requests in `frame` (one message or a batch) while no server can be attached.
 fn unavailable_answers(frame: &[u8], reason: &str) -> Option<Frame> {
-    let answer = |message: &Value| {
-        message.get("method")?;
-        let id = message.get("id").filter(|id| !id.is_null())?;
-        Some(unavailable_answer(id, reason))
+    let message = serde_json::from_slice::<Value>(frame).ok()?;
+    let mut answers: Vec<Value> = request_ids(&message)
+        .into_iter()
+        .map(|id| unavailable_answer(id, reason))
+        .collect();
+    let answers = match message {
+        Value::Array(_) if !answers.is_empty() => Value::Array(answers),
+        Value::Object(_) if answers.len() == 1 => answers.remove(0),
+        _ => return None,
     };
-    let answers = match serde_json::from_slice::<Value>(frame).ok()? {
-        Value::Array(items) => {
-            let answers: Vec<Value> = items.iter().filter_map(answer).collect();
-            if answers.is_empty() {
-                return None;
-            }
-            Value::Array(answers)
-        }
-        one => answer(&one)?,
-    };
-    serde_json::to_vec(&answers).ok().map(Frame::from)
+    Some(jsonrpc::to_frame(&answers))
 }
 
 /// A link for a session that could not attach: it answers every request at once with `reason`, and
@@ -381,28 +410,13 @@ fn start_link(attached: Attached) -> Link {
     }
 }
 
-fn routing(frame: &[u8]) -> (Option<String>, bool) {
-    match serde_json::from_slice::<Value>(frame) {
-        Ok(Value::Object(map)) => {
-            let method = map.get("method").and_then(Value::as_str).map(str::to_owned);
-            let request = method.is_some() && map.get("id").is_some_and(|id| !id.is_null());
-            (method, request)
-        }
-        Ok(Value::Array(items)) => {
-            let request = items
-                .iter()
-                .any(|m| m.get("method").is_some() && m.get("id").is_some_and(|id| !id.is_null()));
-            (None, request)
-        }
-        _ => (None, false),
-    }
-}
-
 async fn send_loop(ctx: Arc<Ctx>, mut outgoing: mpsc::Receiver<Frame>) {
     let mut stream: Option<JoinHandle<()>> = None;
     while let Some(frame) = outgoing.recv().await {
-        let (method, _) = routing(&frame);
-        let initialize = method.as_deref() == Some("initialize");
+        let initialize = matches!(
+            peek(&frame),
+            Ok(Peek::One(info)) if info.method.as_deref() == Some("initialize")
+        );
         if initialize {
             // A new handshake: a new session on the server.
             *lock(&ctx.session) = None;
@@ -650,12 +664,79 @@ mod tests {
     use super::*;
 
     #[test]
-    fn routing_of_frames() {
-        assert_eq!(
-            routing(br#"{"jsonrpc":"2.0","id":1,"method":"initialize"}"#),
-            (Some("initialize".into()), true)
+    fn only_requests_are_answered_a_batch_with_a_batch() {
+        // (frame, the ids answered; `None` for no answer, `Some(vec)` inside a batch answer)
+        let cases: &[(&str, Option<Value>)] = &[
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"initialize"}"#,
+                Some(json!(1)),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":"a","method":"tools/call"}"#,
+                Some(json!("a")),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+                None,
+            ),
+            (r#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#, None),
+            (r#"{"jsonrpc":"2.0","id":2,"result":{}}"#, None),
+            (
+                r#"[{"id":1,"method":"ping"},{"method":"n"},{"id":"b","method":"x"}]"#,
+                Some(json!([1, "b"])),
+            ),
+            (r#"[{"method":"n"}]"#, None),
+            ("[]", None),
+            ("not json", None),
+        ];
+        for (frame, ids) in cases {
+            let answers = unavailable_answers(frame.as_bytes(), "it exited");
+            let answers: Option<Value> = answers.map(|a| serde_json::from_slice(&a).unwrap());
+            let got = answers.as_ref().map(|a| match a {
+                Value::Array(items) => {
+                    Value::Array(items.iter().map(|i| i["id"].clone()).collect())
+                }
+                one => one["id"].clone(),
+            });
+            assert_eq!(&got, ids, "{frame}");
+            let first = answers
+                .as_ref()
+                .map(|a| if a.is_array() { &a[0] } else { a });
+            if let Some(answer) = first {
+                assert_eq!(answer["error"]["code"], UPSTREAM_UNREACHABLE, "{frame}");
+                assert_eq!(
+                    answer["error"]["data"]["reason"],
+                    "shared_server_unavailable"
+                );
+                assert_eq!(answer["error"]["data"]["upstream"]["message"], "it exited");
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn held_requests_are_answered_until_the_input_ends() {
+        let input = concat!(
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize"}"#,
+            "\nnot json\n",
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            "\n",
+            r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
+            "\n",
         );
-        assert!(!routing(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).1);
-        assert!(routing(br#"[{"id":1,"method":"ping"}]"#).1);
+        let mut output = Vec::new();
+        let quiet = Duration::from_secs(60);
+        answer_held_requests(input.as_bytes(), &mut output, "gone", quiet).await;
+        let answers: Vec<Value> = output
+            .split(|b| *b == b'\n')
+            .filter(|line| !line.is_empty())
+            .map(|line| serde_json::from_slice(line).unwrap())
+            .collect();
+        let ids: Vec<&Value> = answers.iter().map(|a| &a["id"]).collect();
+        assert_eq!(ids, [&json!(1), &json!(2)]);
+        assert!(
+            answers
+                .iter()
+                .all(|a| a == &unavailable_answer(&a["id"], "gone"))
+        );
     }
 }
