@@ -35,6 +35,7 @@ use super::{
 use crate::{
     Direction, Error, ErrorKind, Tap, Upstream,
     guard::LoopbackGuard,
+    jsonrpc::{self, id_of, method_of, request_ids, to_frame},
     shared::{
         Endpoint, IDENTITY_PATH, MCP_PATH, Nonce, RETIRE_PATH, ServerKeys, check_socket_len,
         token_matches,
@@ -562,6 +563,11 @@ fn rpc_error(status: StatusCode, code: i64, message: &str) -> Response<ResBody> 
     )
 }
 
+/// A refusal with `-32600` and `id: null`, for a POST that is not a request to take.
+fn invalid_request(message: &str) -> Box<Response<ResBody>> {
+    Box::new(rpc_error(StatusCode::BAD_REQUEST, -32600, message))
+}
+
 fn accepts(headers: &HeaderMap, wanted: &str) -> bool {
     let (kind, _) = wanted.split_once('/').unwrap_or((wanted, ""));
     headers
@@ -799,153 +805,31 @@ impl Inner {
 
     async fn post(self: &Arc<Self>, req: Request<Incoming>) -> Response<ResBody> {
         let headers = req.headers().clone();
-        if !(accepts(&headers, "application/json") && accepts(&headers, "text/event-stream")) {
-            return plain(
-                StatusCode::NOT_ACCEPTABLE,
-                "Accept must include application/json and text/event-stream",
-            );
+        if let Some(refused) = refuse_post_headers(&headers) {
+            return refused;
         }
-        let json_type = header_str(&headers, "content-type").is_some_and(|t| {
-            t.split(';')
-                .next()
-                .unwrap_or("")
-                .trim()
-                .eq_ignore_ascii_case("application/json")
-        });
-        if !json_type {
-            return plain(
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                "Content-Type must be application/json",
-            );
-        }
-        let body = match Limited::new(req.into_body(), MAX_BODY).collect().await {
-            Ok(body) => body.to_bytes(),
-            Err(_) => {
-                return plain(
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    "the body is over 16 MiB or was cut short",
-                );
-            }
+        let messages = match read_messages(req).await {
+            Ok(messages) => messages,
+            Err(refused) => return *refused,
         };
-        let messages = match serde_json::from_slice::<Value>(&body) {
-            Ok(Value::Array(items)) if !items.is_empty() && items.iter().all(Value::is_object) => {
-                items
-            }
-            Ok(value @ Value::Object(_)) => vec![value],
-            Ok(_) => {
-                return rpc_error(
-                    StatusCode::BAD_REQUEST,
-                    -32600,
-                    "a message must be a JSON object or a batch of them",
-                );
-            }
-            Err(_) => {
-                return rpc_error(
-                    StatusCode::BAD_REQUEST,
-                    -32700,
-                    "parse error: the body is not JSON",
-                );
-            }
+        let PostSession {
+            session,
+            minted,
+            ephemeral,
+        } = match self.post_session(&headers, &messages).await {
+            Ok(found) => found,
+            Err(refused) => return *refused,
         };
-        if !messages.iter().all(has_valid_id) {
-            return rpc_error(
-                StatusCode::BAD_REQUEST,
-                -32600,
-                "invalid request: an id must be a string, a number or null",
-            );
-        }
-        let is_initialize = messages
-            .iter()
-            .any(|m| m.get("method").and_then(Value::as_str) == Some("initialize"));
-        let mut session = match self.session_of(&headers) {
-            Ok(session) => session,
-            Err(UnknownSession) => return UnknownSession.response(),
-        };
-        let mut minted = None;
-        let mut ephemeral = false;
-        if is_initialize {
-            if messages.len() != 1 {
-                return rpc_error(
-                    StatusCode::BAD_REQUEST,
-                    -32600,
-                    "initialize must be sent alone",
-                );
-            }
-            if session.is_some() {
-                return rpc_error(
-                    StatusCode::BAD_REQUEST,
-                    -32600,
-                    "initialize must not carry an Mcp-Session-Id",
-                );
-            }
-            let (id, entry) = match self.new_session().await {
-                Ok(session) => session,
-                Err(NoSession::Stopping) => {
-                    return plain(StatusCode::SERVICE_UNAVAILABLE, "the server is stopping");
-                }
-                Err(NoSession::Replaced) => {
-                    return plain(
-                        StatusCode::SERVICE_UNAVAILABLE,
-                        "this shared server was replaced by one for another command; attach again",
-                    );
-                }
-                Err(NoSession::Full) => {
-                    tracing::warn!(
-                        "refused a new session: {} are open, the most this server holds",
-                        self.max_sessions
-                    );
-                    let id = messages[0].get("id").cloned().unwrap_or(Value::Null);
-                    return json_response(
-                        StatusCode::SERVICE_UNAVAILABLE,
-                        &json!({"jsonrpc": "2.0", "id": id, "error": {
-                            "code": crate::TOO_MANY_SESSIONS,
-                            "message": format!(
-                                "the server holds {} sessions, the most it may; end a session (DELETE) or wait for one to expire, then initialize again",
-                                self.max_sessions
-                            ),
-                            "data": {"reason": "too_many_sessions"}}}),
-                    );
-                }
-            };
-            minted = Some(id);
-            session = Some(entry);
-        } else if session.is_none() {
-            let stateless =
-                header_str(&headers, VERSION_HEADER).is_some_and(|v| v >= STATELESS_VERSION);
-            if !stateless {
-                return rpc_error(
-                    StatusCode::BAD_REQUEST,
-                    -32600,
-                    "Mcp-Session-Id is required; initialize first",
-                );
-            }
-            // A stateless request: a session of its own for this one exchange, ids remapped as usual.
-            let Some(no) = self.mux.open().await else {
-                return plain(StatusCode::SERVICE_UNAVAILABLE, "the server is stopping");
-            };
-            ephemeral = true;
-            session = Some(Arc::new(SessionEntry {
-                no,
-                open: AtomicUsize::new(0),
-                last_seen: Mutex::new(Instant::now()),
-                tap: None,
-            }));
-        }
-        let session = session.expect("set above");
         if let Some(tap) = &session.tap {
             for m in &messages {
                 tap.send(Direction::FromClient, &to_frame(m));
             }
         }
-        let mut expected = HashSet::new();
-        for m in &messages {
-            if m.get("method").is_some()
-                && let Some(id) = m.get("id").filter(|id| !id.is_null())
-            {
-                expected.insert(id.to_string());
-            }
-        }
-        let batch = messages.len() > 1;
+        let expected: HashSet<String> = messages
+            .iter()
+            .flat_map(request_ids)
+            .map(Value::to_string)
+            .collect();
         if expected.is_empty() {
             for message in messages {
                 self.mux.send(Command::Message {
@@ -964,11 +848,123 @@ impl Inner {
             *res.status_mut() = StatusCode::ACCEPTED;
             return res;
         }
+        let exchange = Exchange {
+            session,
+            messages,
+            expected,
+            ephemeral,
+        };
+        let Some(mut res) = self.exchange(exchange).await else {
+            return plain(StatusCode::SERVICE_UNAVAILABLE, "the server is stopping");
+        };
+        if let Some(id) = minted
+            && let Ok(value) = HeaderValue::from_str(&id)
+        {
+            res.headers_mut().insert(SESSION_HEADER, value);
+        }
+        res
+    }
+
+    /// The session a POST goes to: a new one for `initialize`, the one its header names, or one for
+    /// this exchange alone (a stateless request).
+    async fn post_session(
+        &self,
+        headers: &HeaderMap,
+        messages: &[Value],
+    ) -> Result<PostSession, Box<Response<ResBody>>> {
+        let is_initialize = messages.iter().any(|m| method_of(m) == Some("initialize"));
+        let session = self
+            .session_of(headers)
+            .map_err(|UnknownSession| Box::new(UnknownSession.response()))?;
+        if is_initialize {
+            if messages.len() != 1 {
+                let message = "initialize must be sent alone";
+                return Err(invalid_request(message));
+            }
+            if session.is_some() {
+                let message = "initialize must not carry an Mcp-Session-Id";
+                return Err(invalid_request(message));
+            }
+            let (id, entry) = self
+                .new_session()
+                .await
+                .map_err(|e| Box::new(self.no_session(e, &messages[0])))?;
+            return Ok(PostSession {
+                session: entry,
+                minted: Some(id),
+                ephemeral: false,
+            });
+        }
+        if let Some(session) = session {
+            return Ok(PostSession {
+                session,
+                minted: None,
+                ephemeral: false,
+            });
+        }
+        let stateless = header_str(headers, VERSION_HEADER).is_some_and(|v| v >= STATELESS_VERSION);
+        if !stateless {
+            let message = "Mcp-Session-Id is required; initialize first";
+            return Err(invalid_request(message));
+        }
+        // A stateless request: a session of its own for this one exchange, ids remapped as usual.
+        let Some(no) = self.mux.open().await else {
+            return Err(Box::new(plain(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the server is stopping",
+            )));
+        };
+        Ok(PostSession {
+            session: Arc::new(SessionEntry {
+                no,
+                open: AtomicUsize::new(0),
+                last_seen: Mutex::new(Instant::now()),
+                tap: None,
+            }),
+            minted: None,
+            ephemeral: true,
+        })
+    }
+
+    /// The answer to an `initialize` that got no session.
+    fn no_session(&self, why: NoSession, initialize: &Value) -> Response<ResBody> {
+        match why {
+            NoSession::Stopping => plain(StatusCode::SERVICE_UNAVAILABLE, "the server is stopping"),
+            NoSession::Replaced => plain(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "this shared server was replaced by one for another command; attach again",
+            ),
+            NoSession::Full => {
+                tracing::warn!(
+                    "refused a new session: {} are open, the most this server holds",
+                    self.max_sessions
+                );
+                let id = initialize.get("id").cloned().unwrap_or(Value::Null);
+                let message = format!(
+                    "the server holds {} sessions, the most it may; end a session (DELETE) or wait for one to expire, then initialize again",
+                    self.max_sessions
+                );
+                let data = jsonrpc::data("too_many_sessions", None);
+                let answer = jsonrpc::error(&id, crate::TOO_MANY_SESSIONS, &message, data);
+                json_response(StatusCode::SERVICE_UNAVAILABLE, &answer)
+            }
+        }
+    }
+
+    /// Sends a POST's messages and answers with its requests' answers: one JSON body, or an SSE
+    /// stream that ends after them. `None` when the server stopped before any answer came.
+    async fn exchange(self: &Arc<Self>, exchange: Exchange) -> Option<Response<ResBody>> {
+        let Exchange {
+            session,
+            messages,
+            mut expected,
+            ephemeral,
+        } = exchange;
+        let batch = messages.len() > 1;
         let (tx, mut rx) = mpsc::unbounded_channel();
         let related = !self.json_response;
         for message in messages {
-            let is_request = message.get("method").is_some()
-                && message.get("id").is_some_and(|id| !id.is_null());
+            let is_request = !request_ids(&message).is_empty();
             self.mux.send(Command::Message {
                 session: session.no,
                 message,
@@ -979,35 +975,7 @@ impl Inner {
         drop(tx);
         let guard = StreamGuard::new(self, (!ephemeral).then(|| Arc::clone(&session)));
         let close_after = ephemeral.then(|| (self.mux.clone(), session.no));
-        let mut res = if self.json_response {
-            let mut answers = Vec::new();
-            while !expected.is_empty() {
-                let Some(message) = rx.recv().await else {
-                    break;
-                };
-                if let Some(key) = answer_key(&message)
-                    && expected.remove(&key)
-                {
-                    if let Some(tap) = &session.tap {
-                        tap.send(Direction::ToClient, &to_frame(&message));
-                    }
-                    answers.push(message);
-                }
-            }
-            drop(guard);
-            if let Some((mux, no)) = close_after {
-                mux.send(Command::Close { session: no });
-            }
-            if answers.is_empty() {
-                return plain(StatusCode::SERVICE_UNAVAILABLE, "the server is stopping");
-            }
-            let value = if batch {
-                Value::Array(answers)
-            } else {
-                answers.remove(0)
-            };
-            json_response(StatusCode::OK, &value)
-        } else {
+        if !self.json_response {
             let body = SseBody {
                 rx,
                 expected: Some(expected),
@@ -1023,14 +991,35 @@ impl Inner {
             );
             res.headers_mut()
                 .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-            res
-        };
-        if let Some(id) = minted
-            && let Ok(value) = HeaderValue::from_str(&id)
-        {
-            res.headers_mut().insert(SESSION_HEADER, value);
+            return Some(res);
         }
-        res
+        let mut answers = Vec::new();
+        while !expected.is_empty() {
+            let Some(message) = rx.recv().await else {
+                break;
+            };
+            if let Some(key) = answer_key(&message)
+                && expected.remove(&key)
+            {
+                if let Some(tap) = &session.tap {
+                    tap.send(Direction::ToClient, &to_frame(&message));
+                }
+                answers.push(message);
+            }
+        }
+        drop(guard);
+        if let Some((mux, no)) = close_after {
+            mux.send(Command::Close { session: no });
+        }
+        if answers.is_empty() {
+            return None;
+        }
+        let value = if batch {
+            Value::Array(answers)
+        } else {
+            answers.remove(0)
+        };
+        Some(json_response(StatusCode::OK, &value))
     }
 
     fn get(self: &Arc<Self>, req: &Request<Incoming>, conn: &Arc<Conn>) -> Response<ResBody> {
@@ -1103,11 +1092,78 @@ impl UnknownSession {
     }
 }
 
-fn to_frame(message: &Value) -> Bytes {
-    // A `Value` always serializes (its keys are strings, its numbers finite).
-    serde_json::to_vec(message)
-        .map(Bytes::from)
-        .unwrap_or_default()
+/// Where a POST goes, and whether its session is for this exchange alone.
+struct PostSession {
+    session: Arc<SessionEntry>,
+    /// The id of a session this POST (an `initialize`) opened, for the answer's header.
+    minted: Option<String>,
+    ephemeral: bool,
+}
+
+/// A POST that holds requests, on its way to the multiplexer.
+struct Exchange {
+    session: Arc<SessionEntry>,
+    messages: Vec<Value>,
+    /// The ids of its requests, as JSON text.
+    expected: HashSet<String>,
+    ephemeral: bool,
+}
+
+/// Why a POST's headers are refused (`Accept`, `Content-Type`), if they are.
+fn refuse_post_headers(headers: &HeaderMap) -> Option<Response<ResBody>> {
+    if !(accepts(headers, "application/json") && accepts(headers, "text/event-stream")) {
+        return Some(plain(
+            StatusCode::NOT_ACCEPTABLE,
+            "Accept must include application/json and text/event-stream",
+        ));
+    }
+    let json_type = header_str(headers, "content-type").is_some_and(|t| {
+        t.split(';')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .eq_ignore_ascii_case("application/json")
+    });
+    (!json_type).then(|| {
+        plain(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "Content-Type must be application/json",
+        )
+    })
+}
+
+/// A POST's body as messages: one object or a batch of them, each with a valid id if any.
+async fn read_messages(req: Request<Incoming>) -> Result<Vec<Value>, Box<Response<ResBody>>> {
+    let body = match Limited::new(req.into_body(), MAX_BODY).collect().await {
+        Ok(body) => body.to_bytes(),
+        Err(_) => {
+            return Err(Box::new(plain(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "the body is over 16 MiB or was cut short",
+            )));
+        }
+    };
+    let messages = match serde_json::from_slice::<Value>(&body) {
+        Ok(Value::Array(items)) if !items.is_empty() && items.iter().all(Value::is_object) => items,
+        Ok(value @ Value::Object(_)) => vec![value],
+        Ok(_) => {
+            let message = "a message must be a JSON object or a batch of them";
+            return Err(invalid_request(message));
+        }
+        Err(_) => {
+            let message = "parse error: the body is not JSON";
+            return Err(Box::new(rpc_error(
+                StatusCode::BAD_REQUEST,
+                -32700,
+                message,
+            )));
+        }
+    };
+    if !messages.iter().all(has_valid_id) {
+        let message = "invalid request: an id must be a string, a number or null";
+        return Err(invalid_request(message));
+    }
+    Ok(messages)
 }
 
 /// Whether a message's `id`, if any, is one JSON-RPC allows: a string, a number or null.
@@ -1123,10 +1179,7 @@ fn answer_key(message: &Value) -> Option<String> {
     if message.get("method").is_some() {
         return None;
     }
-    message
-        .get("id")
-        .filter(|id| !id.is_null())
-        .map(Value::to_string)
+    id_of(message).map(Value::to_string)
 }
 
 /// An SSE body fed by the multiplexer. For a POST it ends after the answers to its requests.
