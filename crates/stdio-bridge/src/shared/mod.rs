@@ -13,6 +13,8 @@
 //! - [`serve_shared`]: the server's side: lock, listen, write the record, serve, clean up.
 //! - [`SharedUpstream`]: the key's server as an [`Upstream`](crate::Upstream) for a
 //!   [`Bridge`](crate::Bridge), which is what `calltape shared` runs.
+//! - [`answer_held_requests`]: when no server can be attached, each request the client sent gets
+//!   [`unavailable_answer`] with its own id before the session exits.
 //!
 //! # Example
 //!
