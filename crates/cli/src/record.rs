@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use calltape_recorder::record::{DEFAULT_METHODS, Recorder, RecorderOptions, SessionRecorder};
+use calltape_recorder::mcp::{DEFAULT_METHODS, Recorder, RecorderOptions, SessionRecorder};
 use calltape_stdio_bridge::{Direction, TapEvent};
 use clap::Args;
 

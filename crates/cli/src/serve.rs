@@ -2,7 +2,7 @@
 
 use std::{ffi::OsString, io::Write, net::SocketAddr, path::PathBuf, time::Duration};
 
-use calltape_recorder::record::{Recorder, RecorderOptions};
+use calltape_recorder::mcp::{Recorder, RecorderOptions};
 use calltape_stdio_bridge::{
     ChildUpstream, Direction, Error, Stderr, TapEvent,
     serve::{Serve, StopReason},

@@ -120,12 +120,13 @@ pub enum ErrorKind {
     #[error(transparent)]
     Store(calltape_jsonl_store::Error),
     /// A call recording holds lines that are not valid call records.
-    #[error("{}", crate::record::describe_problems(path, problems, *total))]
+    #[cfg(feature = "mcp")]
+    #[error("{}", crate::mcp::describe_problems(path, problems, *total))]
     InvalidRecording {
         /// The recording.
         path: PathBuf,
-        /// The first bad lines (at most [`MAX_PROBLEMS`](crate::record::MAX_PROBLEMS)), each with why.
-        problems: Vec<crate::record::LineProblem>,
+        /// The first bad lines (at most [`MAX_PROBLEMS`](crate::mcp::MAX_PROBLEMS)), each with why.
+        problems: Vec<crate::mcp::LineProblem>,
         /// How many lines are bad in all.
         total: usize,
     },
@@ -151,6 +152,7 @@ impl Error {
         .into()
     }
 
+    #[cfg(feature = "http")]
     pub(crate) fn parse(path: &Path, line: usize, message: impl Into<String>) -> Self {
         ErrorKind::Parse {
             path: path.to_path_buf(),

@@ -4,7 +4,7 @@
 use std::fmt::{self, Write as _};
 
 use calltape_recorder::glob::{DotGlobs, Segment as Seg};
-use calltape_recorder::record::{CallError, Outcome};
+use calltape_recorder::mcp::{CallError, Outcome};
 use calltape_redact::REDACTED;
 use serde_json::Value;
 
@@ -401,7 +401,7 @@ pub(crate) fn matches_pattern(pattern: &str, text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use calltape_recorder::record::ErrorCode;
+    use calltape_recorder::mcp::ErrorCode;
     use serde_json::json;
 
     fn answer(v: Value) -> Outcome {

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use bytes::Bytes;
-use calltape_recorder::{Body, Content, Interaction, Request, Response};
+use calltape_recorder::http::{Body, Content, Interaction, Request, Response};
 use futures::channel::mpsc;
 use http::{HeaderMap, HeaderValue, StatusCode};
 use http_body_util::{BodyExt, Full, StreamBody};
@@ -627,7 +627,7 @@ async fn run_exchange(
                 return;
             }
             let body = if undecodable {
-                Body::Binary(calltape_recorder::Blob::new(
+                Body::Binary(calltape_recorder::http::Blob::new(
                     content_type
                         .clone()
                         .unwrap_or_else(|| "application/octet-stream".into()),
@@ -706,7 +706,7 @@ fn kept_headers(state: &State, headers: &HeaderMap) -> Vec<(String, String)> {
         }
         // An allow-list: what is not kept by default or by name is dropped.
         let keep = state.keep_headers.iter().any(|k| name_matches(k, n))
-            || (calltape_recorder::cassette::is_kept_response_header(n)
+            || (calltape_recorder::http::is_kept_response_header(n)
                 && !state.drop_headers.iter().any(|p| name_matches(p, n)));
         if !keep {
             continue;

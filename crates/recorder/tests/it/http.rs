@@ -3,10 +3,10 @@
 use std::collections::BTreeMap;
 use std::fs;
 
-use calltape_recorder::{
-    Blob, Body, Cassette, Content, ErrorKind, Interaction, Meta, Normalizer, Request, Response,
-    SaveOutcome, Scrubber, Stream, StreamEnd, StreamEvent, StreamFormat, cassette::blobs_dir,
-    cassette::scan_file,
+use calltape_recorder::ErrorKind;
+use calltape_recorder::http::{
+    Blob, Body, Cassette, Content, Interaction, Meta, Normalizer, Request, Response, SaveOutcome,
+    Scrubber, Stream, StreamEnd, StreamEvent, StreamFormat, blobs_dir, scan_file,
 };
 use serde_json::json;
 

@@ -3,9 +3,7 @@
 use std::os::unix::fs::PermissionsExt;
 use std::time::{Duration, SystemTime};
 
-use calltape_recorder::record::{
-    CallError, ErrorCode, Outcome, Recorder, RecorderOptions, Recording,
-};
+use calltape_recorder::mcp::{CallError, ErrorCode, Outcome, Recorder, RecorderOptions, Recording};
 use serde_json::{Value, json};
 
 const JWT: &str = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.c2lnbmF0dXJlLXNpZ25hdHVyZQ";
@@ -277,6 +275,6 @@ async fn calls_after_close_are_counted_not_written_and_bad_frames_are_ignored() 
 fn recorder_types_are_send_and_sync() {
     fn assert_traits<T: Send + Sync>() {}
     assert_traits::<Recorder>();
-    assert_traits::<calltape_recorder::record::SessionRecorder>();
+    assert_traits::<calltape_recorder::mcp::SessionRecorder>();
     assert_traits::<Recording>();
 }

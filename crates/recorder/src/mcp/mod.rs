@@ -18,7 +18,7 @@
 //! # Example
 //!
 //! ```
-//! use calltape_recorder::record::{Outcome, Recorder, RecorderOptions, Recording};
+//! use calltape_recorder::mcp::{Outcome, Recorder, RecorderOptions, Recording};
 //! use serde_json::json;
 //!
 //! # #[tokio::main(flavor = "current_thread")]
