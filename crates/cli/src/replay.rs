@@ -154,7 +154,7 @@ pub(crate) fn run(args: ReplayArgs) -> u8 {
     {
         Ok(comparer) => comparer,
         Err(e) => {
-            eprintln!("calltape: {e}");
+            eprintln!("calltape: --ignore: {e}");
             return exit::USAGE;
         }
     };

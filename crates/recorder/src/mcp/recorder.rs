@@ -92,7 +92,7 @@ impl RecorderOptions {
             .redact_names(self.redact_names.iter().map(String::as_str))
             .keep_names(self.keep_names.iter().map(String::as_str))
             .build()
-            .map_err(|e| ErrorKind::Redaction(e.to_string()).into())
+            .map_err(|e| ErrorKind::Redaction(e).into())
     }
 }
 

@@ -273,3 +273,17 @@ fn bad_lines_are_named_with_file_line_and_field() {
         );
     }
 }
+
+#[test]
+fn a_refused_redaction_configuration_keeps_its_source_and_names_no_flag() {
+    use std::error::Error as _;
+    let error = Scrubber::builder()
+        .redact_names(["authorization".to_owned()])
+        .keep_names(["authorization".to_owned()])
+        .build()
+        .unwrap_err();
+    assert!(matches!(error.kind(), ErrorKind::Redaction(_)), "{error}");
+    let source = error.source().expect("the redactor's error is the source");
+    assert!(source.to_string().contains("authorization"), "{source}");
+    assert!(!error.to_string().contains("--"), "{error}");
+}

@@ -393,10 +393,10 @@ impl ProxyBuilder {
                     .no_proxy()
                     .tls_backend_preconfigured(
                         calltape_stdio_bridge::tls_client_config()
-                            .map_err(|e| ErrorKind::Client(e.to_string()))?,
+                            .map_err(|e| ErrorKind::Client(Box::new(e)))?,
                     )
                     .build()
-                    .map_err(|e| ErrorKind::Client(e.to_string()))?,
+                    .map_err(|e| ErrorKind::Client(Box::new(e)))?,
             )
         } else {
             None
@@ -432,7 +432,7 @@ impl ProxyBuilder {
             keep_headers: self.keep_headers,
             auth,
             rerecord_hint: self.rerecord_hint.unwrap_or_else(|| {
-                "run the tests again with CALLTAPE_MODE=record (or --mode record) and the upstream reachable"
+                "run the tests again with CALLTAPE_MODE=record and the upstream reachable"
                     .to_owned()
             }),
             guard: LoopbackGuard::default(),
@@ -689,7 +689,7 @@ impl ProxyHandle {
         let state = Arc::clone(&self.state);
         tokio::task::spawn_blocking(move || state.save_all())
             .await
-            .map_err(|e| ErrorKind::Config(format!("saving cassettes panicked: {e}")))?;
+            .map_err(ErrorKind::SavePanicked)?;
         self.finished = true;
         Ok(self.state.report().clone())
     }

@@ -99,7 +99,7 @@ fn cassette_path(state: &State, chosen: Option<&str>) -> Result<PathBuf, String>
     };
     let Some(dir) = &state.cassette_dir else {
         return Err(format!(
-            "cassette {name:?} was requested, but the proxy has no cassette folder (--cassette-dir)"
+            "cassette {name:?} was requested, but the proxy has no cassette folder; give it one"
         ));
     };
     let ok = !name.is_empty()
@@ -357,7 +357,7 @@ fn try_fuzzy(
     );
     if state.mode == Mode::Replay && !state.allow_fuzzy {
         let short = format!(
-            "calltape: fuzzy match refused in replay mode (pass --allow-fuzzy to accept it): {line}"
+            "calltape: fuzzy match refused in replay mode (allow fuzzy matches in replay to accept it): {line}"
         );
         tracing::error!("{short}\n{}", miss::indent(&diff, "    "));
         state.report().misses.push(short.clone());
