@@ -13,11 +13,11 @@ use std::path::Path;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use calltape_recorder::{
+use calltape_recorder::http::{
     Body, Cassette, Content, Interaction, Meta, Normalizer, Request, Response, Scrubber, Stream,
     StreamEnd, StreamEvent, StreamFormat,
 };
-use calltape_replay::{Mode, Proxy, ProxyHandle};
+use calltape_replay::http::{Mode, Proxy, ProxyHandle};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Frame;
@@ -168,7 +168,7 @@ async fn replay_proxy(cassette: &Path) -> ProxyHandle {
         .upstream("openai", "http://127.0.0.1:9")
         .cassette(cassette)
         .mode(Mode::Replay)
-        .exhaustion(calltape_replay::Exhaustion::Cycle)
+        .exhaustion(calltape_replay::http::Exhaustion::Cycle)
         .secrets_from_env(false)
         .start()
         .await

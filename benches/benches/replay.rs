@@ -28,9 +28,7 @@ use std::time::Duration;
 
 use calltape_benches::paired::{paired_rounds, selected, timed};
 use calltape_benches::stdio_peer::{Peer, ROLE, echo_server};
-use calltape_recorder::record::{
-    CallError, ErrorCode, Outcome, Recorder, RecorderOptions, Recording,
-};
+use calltape_recorder::mcp::{CallError, ErrorCode, Outcome, Recorder, RecorderOptions, Recording};
 use calltape_redact::Redactor;
 use calltape_replay::mcp::{Comparer, Format, ReplayOptions, compare_outcomes};
 use calltape_stdio_bridge::{Bridge, ChildUpstream, Direction, TapEvent, stdio};

@@ -14,7 +14,7 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use calltape_recorder::record::Recording;
+use calltape_recorder::mcp::Recording;
 use calltape_replay::mcp::{Comparer, ReplayOptions, Replayed, Status, replay};
 use calltape_stdio_bridge::{ChildUpstream, Stderr, Upstream};
 use clap::Args;

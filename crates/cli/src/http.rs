@@ -5,10 +5,10 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use calltape_recorder::cassette::{blobs_dir, import_mastra, scan_file};
+use calltape_recorder::http::{Cassette, Normalizer, Scrubber};
+use calltape_recorder::http::{blobs_dir, import_mastra, scan_file};
 use calltape_recorder::inspect::{FileKind, sniff};
-use calltape_recorder::{Cassette, Normalizer, Scrubber};
-use calltape_replay::{Exhaustion, Mode, Proxy, RecordTiming, ReplayTiming};
+use calltape_replay::http::{Exhaustion, Mode, Proxy, RecordTiming, ReplayTiming};
 use clap::{Args, Subcommand, ValueEnum};
 
 use crate::exit;

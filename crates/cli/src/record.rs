@@ -3,8 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use calltape_recorder::record::{DEFAULT_METHODS, Recorder, RecorderOptions, SessionRecorder};
-use calltape_stdio_bridge::{Direction, TapEvent};
+use calltape_recorder::mcp::{DEFAULT_METHODS, Recorder, RecorderOptions, SessionRecorder};
 use clap::Args;
 
 pub(crate) const EXAMPLES: &str = "\
@@ -85,35 +84,18 @@ pub(crate) struct ActiveRecording {
     path: PathBuf,
 }
 
-/// The bridge's observer hook, feeding one session's recorder.
-pub(crate) struct RecordingTap {
-    session: SessionRecorder,
-}
-
-impl calltape_stdio_bridge::Tap for RecordingTap {
-    fn observe(&mut self, event: TapEvent) {
-        match event.direction {
-            Direction::FromClient => self.session.client_frame(&event.frame, event.at),
-            Direction::ToClient => self.session.server_frame(&event.frame, event.at),
-            _ => {}
-        }
-    }
-}
-
 impl ActiveRecording {
     /// Opens `path` and returns the recording with the tap for the bridge. Must run inside the Tokio
     /// runtime that will run the bridge.
     pub(crate) async fn start(
         path: &Path,
         options: &RecordOptions,
-    ) -> Result<(Self, RecordingTap), String> {
+    ) -> Result<(Self, SessionRecorder), String> {
         let recorder = Recorder::open(path, options.recorder_options())
             .await
             .map_err(|e| e.to_string())?;
-        let tap = RecordingTap {
-            session: recorder.session(),
-        };
-        tracing::debug!(path = %path.display(), session = tap.session.id(), "recording");
+        let tap = recorder.session();
+        tracing::debug!(path = %path.display(), session = tap.id(), "recording");
         Ok((
             Self {
                 recorder,

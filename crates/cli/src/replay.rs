@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use calltape_recorder::record::Recording;
+use calltape_recorder::mcp::Recording;
 use calltape_redact::Redactor;
 use calltape_replay::mcp::{Comparer, Format, ReplayOptions, replay, update_recording};
 use calltape_stdio_bridge::{
@@ -154,7 +154,7 @@ pub(crate) fn run(args: ReplayArgs) -> u8 {
     {
         Ok(comparer) => comparer,
         Err(e) => {
-            eprintln!("calltape: {e}");
+            eprintln!("calltape: --ignore: {e}");
             return exit::USAGE;
         }
     };

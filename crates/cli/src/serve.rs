@@ -2,9 +2,9 @@
 
 use std::{ffi::OsString, io::Write, net::SocketAddr, path::PathBuf, time::Duration};
 
-use calltape_recorder::record::{Recorder, RecorderOptions};
+use calltape_recorder::mcp::{Recorder, RecorderOptions};
 use calltape_stdio_bridge::{
-    ChildUpstream, Direction, Error, Stderr, TapEvent,
+    ChildUpstream, Error, Stderr,
     serve::{Serve, StopReason},
     shared::{SERVE_KEY_ENV, Secret, Transport, serve_shared},
 };
@@ -136,14 +136,7 @@ pub(crate) fn run(args: ServeArgs) -> u8 {
         Some(path) => match runtime.block_on(Recorder::open(path, RecorderOptions::default())) {
             Ok(recorder) => {
                 let for_sessions = recorder.clone();
-                serve = serve.tap_sessions(move || {
-                    let session = for_sessions.session();
-                    Box::new(move |event: TapEvent| match event.direction {
-                        Direction::FromClient => session.client_frame(&event.frame, event.at),
-                        Direction::ToClient => session.server_frame(&event.frame, event.at),
-                        _ => {}
-                    })
-                });
+                serve = serve.tap_sessions(move || Box::new(for_sessions.session()));
                 Some((recorder, path.clone()))
             }
             Err(e) => {

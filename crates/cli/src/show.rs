@@ -2,9 +2,9 @@
 
 use std::path::{Path, PathBuf};
 
-use calltape_recorder::Cassette;
+use calltape_recorder::http::Cassette;
 use calltape_recorder::inspect::{FileKind, cassette_summary, recording_summary, sniff};
-use calltape_recorder::record::Recording;
+use calltape_recorder::mcp::Recording;
 use clap::Args;
 
 use crate::exit;

@@ -3,7 +3,7 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-/// An error from reading, writing or checking a cassette.
+/// An error from reading, writing or checking a call recording or a cassette.
 ///
 /// Its [`kind`](Error::kind) says what went wrong; the message names the file (and for a reader the line)
 /// and what to do about it.
@@ -72,8 +72,8 @@ pub enum ErrorKind {
     /// A serialized line still holds the value of a known credential, so nothing was written.
     #[error(
         "{}:{line}: the {record} record still contains the value of {secret} at byte {column}; \
-         nothing was written. Redact that field (for example with --ignore-body or a redaction name) \
-         and record again",
+         nothing was written. Redact that field (add its name to the redaction names) and record \
+         again",
         path.display()
     )]
     SecretInLine {
@@ -113,19 +113,20 @@ pub enum ErrorKind {
         /// What is wrong with it.
         reason: String,
     },
-    /// The redaction configuration was refused.
+    /// The redaction configuration (names to redact or keep) was refused.
     #[error("invalid redaction configuration: {0}")]
-    Redaction(String),
+    Redaction(#[source] calltape_redact::Error),
     /// A cassette file could not be replaced.
     #[error(transparent)]
     Store(calltape_jsonl_store::Error),
     /// A call recording holds lines that are not valid call records.
-    #[error("{}", crate::record::describe_problems(path, problems, *total))]
+    #[cfg(feature = "mcp")]
+    #[error("{}", crate::mcp::describe_problems(path, problems, *total))]
     InvalidRecording {
         /// The recording.
         path: PathBuf,
-        /// The first bad lines (at most [`MAX_PROBLEMS`](crate::record::MAX_PROBLEMS)), each with why.
-        problems: Vec<crate::record::LineProblem>,
+        /// The first bad lines (at most [`MAX_PROBLEMS`](crate::mcp::MAX_PROBLEMS)), each with why.
+        problems: Vec<crate::mcp::LineProblem>,
         /// How many lines are bad in all.
         total: usize,
     },
@@ -151,6 +152,7 @@ impl Error {
         .into()
     }
 
+    #[cfg(feature = "http")]
     pub(crate) fn parse(path: &Path, line: usize, message: impl Into<String>) -> Self {
         ErrorKind::Parse {
             path: path.to_path_buf(),

@@ -1,19 +1,23 @@
 //! Telling the crate's two file formats apart, and summarising a file of either.
 //!
 //! [`sniff`] reads the first line of a file and says whether it is an MCP call recording, an HTTP
-//! cassette, or neither (and why); [`recording_summary`] and [`cassette_summary`] are the texts
-//! `calltape show` prints for each.
+//! cassette, or neither (and why), and needs no feature; `recording_summary` (feature `mcp`) and
+//! `cassette_summary` (feature `http`) are the texts `calltape show` prints for each.
 
+#[cfg(any(feature = "mcp", feature = "http"))]
 use std::collections::BTreeMap;
+#[cfg(any(feature = "mcp", feature = "http"))]
 use std::fmt::Write as _;
 use std::io::{BufRead as _, BufReader, Read as _};
 use std::path::Path;
 
 use serde_json::{Map, Value};
 
-use crate::cassette::{Body, Cassette, Content, FORMAT_VERSION, StreamEnd};
 use crate::error::{Error, Result};
-use crate::record::{Outcome, Recording};
+#[cfg(feature = "http")]
+use crate::http::{Body, Cassette, Content, FORMAT_VERSION, StreamEnd};
+#[cfg(feature = "mcp")]
+use crate::mcp::{Outcome, Recording};
 
 /// The most bytes of a first line [`sniff`] reads: a call record holds a whole answer, so its line
 /// may be long, but a line longer than this is no file calltape wrote.
@@ -37,8 +41,8 @@ pub enum FileKind {
 /// Reads the first line of the file at `path` and says which of calltape's formats it is.
 ///
 /// Fails only when the file cannot be read; a file of any other content is [`FileKind::Neither`],
-/// with the reason. The rest of the file is not checked: reading it as a [`Recording`] or a
-/// [`Cassette`] does that.
+/// with the reason. The rest of the file is not checked: reading it as a call recording or a
+/// cassette does that.
 pub fn sniff(path: impl AsRef<Path>) -> Result<FileKind> {
     let path = path.as_ref();
     let file = std::fs::File::open(path).map_err(|e| Error::io(path, "cannot read", e))?;
@@ -98,6 +102,7 @@ fn sniff_line(first: &[u8]) -> FileKind {
     }
 }
 
+#[cfg(feature = "mcp")]
 #[derive(Default)]
 struct Tally {
     calls: usize,
@@ -107,6 +112,7 @@ struct Tally {
 
 /// The summary of a call recording: its calls per method and name (with their errors and average
 /// duration), its sessions with their clients and servers, and its time span.
+#[cfg(feature = "mcp")]
 pub fn recording_summary(recording: &Recording) -> String {
     let mut out = String::new();
     let calls = &recording.calls;
@@ -211,12 +217,14 @@ pub fn recording_summary(recording: &Recording) -> String {
     out
 }
 
+#[cfg(feature = "mcp")]
 fn plural(n: usize) -> &'static str {
     if n == 1 { "" } else { "s" }
 }
 
 /// The summary of an HTTP cassette read from `path`: its fingerprints, then one line per interaction
 /// (key, method, upstream, path, model, status and what answered), then the models asked.
+#[cfg(feature = "http")]
 pub fn cassette_summary(path: &Path, cassette: &Cassette) -> String {
     let mut out = String::new();
     let mut models: BTreeMap<&str, usize> = BTreeMap::new();
@@ -258,6 +266,7 @@ pub fn cassette_summary(path: &Path, cassette: &Cassette) -> String {
 }
 
 /// What answered an interaction: a body's size, or a stream's format, events, size and ending.
+#[cfg(feature = "http")]
 fn answer(content: &Content) -> String {
     match content {
         Content::Body(b) => format!(
@@ -285,6 +294,7 @@ fn answer(content: &Content) -> String {
     }
 }
 
+#[cfg(feature = "http")]
 fn body_size(b: &Body) -> usize {
     match b {
         Body::Empty => 0,

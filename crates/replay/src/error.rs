@@ -4,7 +4,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-/// An error from configuring, starting or stopping the proxy.
+/// An error from replaying a call recording, or from configuring, starting or stopping the proxy.
 #[derive(Debug, thiserror::Error)]
 #[error(transparent)]
 pub struct Error {
@@ -45,7 +45,14 @@ pub enum ErrorKind {
     Cassette(#[from] calltape_recorder::Error),
     /// The HTTP client for upstream requests could not be built.
     #[error("cannot build the upstream HTTP client: {0}")]
-    Client(String),
+    Client(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// The operating system gave no random bytes for the proxy's path prefix.
+    #[cfg(feature = "http")]
+    #[error("cannot draw a random path prefix from the operating system: {0}")]
+    Random(#[source] getrandom::Error),
+    /// Saving the cassettes at shutdown panicked.
+    #[error("saving cassettes panicked: {0}")]
+    SavePanicked(#[source] tokio::task::JoinError),
     /// A file could not be read or written.
     #[error("{}: {source}", path.display())]
     Io {
@@ -55,17 +62,9 @@ pub enum ErrorKind {
         #[source]
         source: io::Error,
     },
-    /// An `--ignore` glob of an MCP replay is malformed.
-    #[error(
-        "invalid --ignore glob {glob:?}: {reason}; write dot paths where * is one key and ** any number, \
-         such as **.quotedAt"
-    )]
-    IgnoreGlob {
-        /// The glob as given.
-        glob: String,
-        /// What is wrong with it.
-        reason: String,
-    },
+    /// A glob of answer paths to ignore in an MCP replay is malformed.
+    #[error("cannot ignore answer paths: {0}")]
+    IgnoreGlob(#[source] calltape_recorder::Error),
     /// A recording could not be rewritten.
     #[error(transparent)]
     Store(calltape_jsonl_store::Error),

@@ -289,7 +289,7 @@ fn usage_errors_exit_2() {
     let out = replay(&file, &["--ignore", "a.[b"], "1");
     assert_eq!(out.status.code(), Some(2));
     assert!(
-        stderr(&out).contains("invalid --ignore glob \"a.[b\""),
+        stderr(&out).contains("--ignore: cannot ignore answer paths: invalid glob \"a.[b\""),
         "{}",
         stderr(&out)
     );

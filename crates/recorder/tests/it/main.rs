@@ -1,5 +1,8 @@
-//! Integration tests of calltape-recorder.
+//! Integration tests of calltape-recorder, one module per protocol (each built with its feature).
 
-mod cassette;
+#[cfg(feature = "http")]
+mod http;
+#[cfg(feature = "mcp")]
+mod mcp;
+#[cfg(feature = "http")]
 mod private_files;
-mod record;

@@ -6,10 +6,10 @@ use std::fs;
 use std::os::unix::fs::{MetadataExt, PermissionsExt, symlink};
 use std::path::Path;
 
-use calltape_recorder::cassette::{CassetteIndex, Journal, blobs_dir, journal_path};
-use calltape_recorder::{
+use calltape_recorder::http::{
     Blob, Body, Cassette, Content, Interaction, Meta, Request, Response, Scrubber,
 };
+use calltape_recorder::http::{CassetteIndex, Journal, blobs_dir, journal_path};
 
 fn binary(data: &[u8]) -> Interaction {
     Interaction {

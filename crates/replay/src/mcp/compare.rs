@@ -4,7 +4,7 @@
 use std::fmt::{self, Write as _};
 
 use calltape_recorder::glob::{DotGlobs, Segment as Seg};
-use calltape_recorder::record::{CallError, Outcome};
+use calltape_recorder::mcp::{CallError, Outcome};
 use calltape_redact::REDACTED;
 use serde_json::Value;
 
@@ -123,16 +123,7 @@ impl ComparerBuilder {
         let ignore = if self.globs.is_empty() {
             None
         } else {
-            let globs = DotGlobs::new(&self.globs).map_err(|e| match e.kind() {
-                calltape_recorder::ErrorKind::Glob { glob, reason } => ErrorKind::IgnoreGlob {
-                    glob: glob.clone(),
-                    reason: reason.clone(),
-                },
-                _ => ErrorKind::IgnoreGlob {
-                    glob: self.globs.join(","),
-                    reason: e.to_string(),
-                },
-            })?;
+            let globs = DotGlobs::new(&self.globs).map_err(ErrorKind::IgnoreGlob)?;
             Some(globs)
         };
         Ok(Comparer {
@@ -401,7 +392,7 @@ pub(crate) fn matches_pattern(pattern: &str, text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use calltape_recorder::record::ErrorCode;
+    use calltape_recorder::mcp::ErrorCode;
     use serde_json::json;
 
     fn answer(v: Value) -> Outcome {
@@ -662,12 +653,16 @@ mod tests {
     }
 
     #[test]
-    fn a_bad_glob_is_refused_with_its_text() {
+    fn a_bad_glob_is_refused_with_its_text_and_its_source() {
+        use std::error::Error as _;
         let error = Comparer::builder().ignore(["a.[b"]).build().unwrap_err();
         assert_eq!(
             error.to_string(),
-            "invalid --ignore glob \"a.[b\": unclosed character class; missing ']'; write dot paths \
-             where * is one key and ** any number, such as **.quotedAt"
+            "cannot ignore answer paths: invalid glob \"a.[b\": unclosed character class; missing \
+             ']'; write a dot path where * is part of one key and ** any number of keys, such as \
+             messages.**.ts"
         );
+        let source = error.source().expect("the recorder's error is the source");
+        assert!(source.to_string().starts_with("invalid glob"), "{source}");
     }
 }

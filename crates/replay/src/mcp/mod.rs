@@ -8,7 +8,7 @@
 //! # Example
 //!
 //! ```
-//! use calltape_recorder::record::Outcome;
+//! use calltape_recorder::mcp::Outcome;
 //! use calltape_replay::mcp::{Comparer, Status};
 //! use serde_json::json;
 //!

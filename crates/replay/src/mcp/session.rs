@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
-use calltape_recorder::record::{
+use calltape_recorder::mcp::{
     CallRecord, Outcome, RecordedCall, Recording, redact_outcome, request_params,
 };
 use calltape_redact::Redactor;

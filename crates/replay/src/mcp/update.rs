@@ -1,6 +1,6 @@
 //! `--update`: rewrite a recording with the replayed answers, atomically, keeping the calls' order.
 
-use calltape_recorder::record::{Outcome, Recording};
+use calltape_recorder::mcp::{Outcome, Recording};
 
 use crate::error::{Error, ErrorKind};
 

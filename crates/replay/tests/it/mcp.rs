@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
-use calltape_recorder::record::{Outcome, Recording};
+use calltape_recorder::mcp::{Outcome, Recording};
 use calltape_replay::ErrorKind;
 use calltape_replay::mcp::{Comparer, ReplayOptions, Status, replay, update_recording};
 use calltape_stdio_bridge::{BoxFuture, Link, Upstream, UpstreamEvent};

@@ -1,7 +1,7 @@
 //! What a recorded cassette keeps: allow-listed response headers, redacted paths and query names, and
 //! no sidecar blob that holds a credential.
 
-use calltape_replay::{Mode, Proxy};
+use calltape_replay::http::{Mode, Proxy};
 use serde_json::json;
 
 use super::fake::FakeUpstream;

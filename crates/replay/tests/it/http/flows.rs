@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use calltape_replay::{Exhaustion, Mode, Proxy, ProxyHandle, RecordTiming, ReplayTiming};
+use calltape_replay::http::{Exhaustion, Mode, Proxy, ProxyHandle, RecordTiming, ReplayTiming};
 use serde_json::{Value, json};
 
 use super::fake::FakeUpstream;
@@ -557,8 +557,8 @@ async fn record_mode_journals_each_interaction_and_replaces_the_cassette_at_the_
     )
     .await;
     // Mid-run: each finished interaction is on disk in the journal; the cassette is still the old one.
-    let journal = calltape_recorder::cassette::journal_path(&cassette);
-    let so_far = calltape_recorder::cassette::Journal::read(&cassette).unwrap();
+    let journal = calltape_recorder::http::journal_path(&cassette);
+    let so_far = calltape_recorder::http::Journal::read(&cassette).unwrap();
     assert_eq!(so_far.interactions.len(), 2);
     assert!(read(&journal).contains("new one"));
     assert!(!read(&journal).contains(KEY), "the journal is redacted too");

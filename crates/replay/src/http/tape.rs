@@ -7,10 +7,10 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use calltape_recorder::cassette::{CassetteIndex, Journal};
-use calltape_recorder::{
+use calltape_recorder::http::{
     Body, Cassette, Interaction, Meta, Normalizer, Request, SaveOutcome, Scrubber,
 };
+use calltape_recorder::http::{CassetteIndex, Journal};
 use serde_json::Value;
 
 use super::options::{Exhaustion, Mode};

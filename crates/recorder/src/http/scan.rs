@@ -180,7 +180,7 @@ fn display_path(path: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cassette::{Blob, blobs_dir};
+    use crate::http::{Blob, blobs_dir};
 
     #[test]
     fn blobs_are_scanned_as_text_or_as_bytes() {

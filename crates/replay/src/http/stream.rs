@@ -3,7 +3,7 @@
 use std::time::Instant;
 
 use bytes::Bytes;
-use calltape_recorder::{Stream, StreamEnd, StreamEvent, StreamFormat, cassette::bucket_delay};
+use calltape_recorder::http::{Stream, StreamEnd, StreamEvent, StreamFormat, bucket_delay};
 
 use super::options::RecordTiming;
 

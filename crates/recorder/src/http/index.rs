@@ -530,8 +530,8 @@ impl<'de> Deserialize<'de> for Headers {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cassette::{Body, Content, Request, Response, Scrubber, StreamEvent, StreamFormat};
-    use crate::cassette::{Stream, StreamEnd};
+    use crate::http::{Body, Content, Request, Response, Scrubber, StreamEvent, StreamFormat};
+    use crate::http::{Stream, StreamEnd};
     use serde_json::json;
     use std::collections::BTreeMap;
 

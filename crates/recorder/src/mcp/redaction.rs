@@ -5,7 +5,7 @@ use std::borrow::Cow;
 
 use calltape_redact::Redactor;
 
-use crate::record::format::Outcome;
+use crate::mcp::format::Outcome;
 
 /// Redacts an outcome in place: an answer by field name and in every text (texts that hold JSON are
 /// redacted as JSON), an error's message as text.

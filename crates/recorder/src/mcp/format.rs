@@ -382,7 +382,7 @@ fn json_string(out: &mut Vec<u8>, s: &str) {
     let plain = words.all(|word| {
         let mut w = [0; 8];
         w.copy_from_slice(word);
-        crate::record::raw::string_stops(u64::from_le_bytes(w)) == 0
+        crate::mcp::raw::string_stops(u64::from_le_bytes(w)) == 0
     }) && words
         .remainder()
         .iter()

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 
-use calltape_recorder::{Blob, Body, Request};
+use calltape_recorder::http::{Blob, Body, Request};
 use http::HeaderMap;
 use serde_json::{Value, json};
 

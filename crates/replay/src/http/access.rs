@@ -38,11 +38,7 @@ pub(crate) fn strip_path_token<'a>(path: &'a str, token: &str) -> Option<&'a str
 /// `ct-` and 128 random bits in hex.
 pub(crate) fn random_path_token() -> Result<String> {
     let mut bytes = [0u8; 16];
-    getrandom::fill(&mut bytes).map_err(|e| {
-        ErrorKind::Config(format!(
-            "cannot draw a random path prefix from the operating system: {e}"
-        ))
-    })?;
+    getrandom::fill(&mut bytes).map_err(ErrorKind::Random)?;
     let mut token = String::from("ct-");
     for b in bytes {
         token.push_str(&format!("{b:02x}"));

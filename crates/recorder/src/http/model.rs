@@ -52,7 +52,7 @@ pub struct Request {
     pub headers: BTreeMap<String, String>,
     /// The request body.
     pub body: Body,
-    /// The match key (see [`Normalizer::key`](crate::Normalizer::key)).
+    /// The match key (see [`Normalizer::key`](crate::http::Normalizer::key)).
     pub key: String,
     /// The position of this request among the interactions with the same key, from 0.
     pub seq: u32,

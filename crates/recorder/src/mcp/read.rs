@@ -5,7 +5,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, ErrorKind};
-use crate::record::format::CallRecord;
+use crate::mcp::format::CallRecord;
 
 /// The most bad lines an [`ErrorKind::InvalidRecording`] names; the rest are only counted.
 pub const MAX_PROBLEMS: usize = 20;

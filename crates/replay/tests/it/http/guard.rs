@@ -4,7 +4,7 @@
 use std::net::SocketAddr;
 use std::os::unix::fs::PermissionsExt;
 
-use calltape_replay::{Mode, Proxy, ProxyHandle};
+use calltape_replay::http::{Mode, Proxy, ProxyHandle};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::fake::FakeUpstream;

@@ -86,8 +86,7 @@ impl ScrubberBuilder {
 
     /// Builds the scrubber.
     pub fn build(self) -> Result<Scrubber> {
-        let rules = Rules::new(self.redact_names, self.keep_names)
-            .map_err(|e| ErrorKind::Redaction(e.to_string()))?;
+        let rules = Rules::new(self.redact_names, self.keep_names).map_err(ErrorKind::Redaction)?;
         let s = Scrubber {
             rules: Arc::new(rules),
             secrets: Arc::default(),

@@ -17,6 +17,27 @@
 //! (`/ct-<32 hex digits>/`), which its [`url`](ProxyHandle::url) and
 //! [`base_url`](ProxyHandle::base_url) include: a request without it gets 404 and never goes
 //! upstream. The prefix is never stored in a cassette.
+//!
+//! # Example
+//!
+//! ```no_run
+//! use calltape_replay::http::{Mode, Proxy};
+//!
+//! # async fn demo() -> Result<(), calltape_replay::Error> {
+//! let proxy = Proxy::builder()
+//!     .upstream("openai", "https://api.openai.com")
+//!     .cassette("tests/cassettes/chat.jsonl")
+//!     .mode(Mode::Replay)
+//!     .start()
+//!     .await?;
+//! // Point the client at the proxy, e.g. OPENAI_BASE_URL=<this>/v1
+//! let base = proxy.base_url("openai");
+//! assert!(base.starts_with("http://127.0.0.1:"));
+//! let report = proxy.shutdown().await?;
+//! assert_eq!(report.misses.len(), 0);
+//! # Ok(())
+//! # }
+//! ```
 
 mod access;
 mod capture;
@@ -37,7 +58,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
-use calltape_recorder::{Normalizer, Scrubber};
+use calltape_recorder::http::{Normalizer, Scrubber};
 use calltape_stdio_bridge::guard::LoopbackGuard;
 use http::{HeaderName, HeaderValue};
 use http_body_util::combinators::UnsyncBoxBody;
@@ -221,7 +242,7 @@ impl ProxyBuilder {
     }
 
     /// A response header to drop from recordings although it is on the default keep list
-    /// (`calltape_recorder::cassette::KEPT_RESPONSE_HEADERS`; `prefix*` allowed), such as
+    /// (`calltape_recorder::http::KEPT_RESPONSE_HEADERS`; `prefix*` allowed), such as
     /// `x-request-id`, which differs on every call.
     pub fn drop_response_header(mut self, pattern: impl Into<String>) -> Self {
         self.drop_headers.push(pattern.into().to_ascii_lowercase());
@@ -372,10 +393,10 @@ impl ProxyBuilder {
                     .no_proxy()
                     .tls_backend_preconfigured(
                         calltape_stdio_bridge::tls_client_config()
-                            .map_err(|e| ErrorKind::Client(e.to_string()))?,
+                            .map_err(|e| ErrorKind::Client(Box::new(e)))?,
                     )
                     .build()
-                    .map_err(|e| ErrorKind::Client(e.to_string()))?,
+                    .map_err(|e| ErrorKind::Client(Box::new(e)))?,
             )
         } else {
             None
@@ -411,7 +432,7 @@ impl ProxyBuilder {
             keep_headers: self.keep_headers,
             auth,
             rerecord_hint: self.rerecord_hint.unwrap_or_else(|| {
-                "run the tests again with CALLTAPE_MODE=record (or --mode record) and the upstream reachable"
+                "run the tests again with CALLTAPE_MODE=record and the upstream reachable"
                     .to_owned()
             }),
             guard: LoopbackGuard::default(),
@@ -668,7 +689,7 @@ impl ProxyHandle {
         let state = Arc::clone(&self.state);
         tokio::task::spawn_blocking(move || state.save_all())
             .await
-            .map_err(|e| ErrorKind::Config(format!("saving cassettes panicked: {e}")))?;
+            .map_err(ErrorKind::SavePanicked)?;
         self.finished = true;
         Ok(self.state.report().clone())
     }

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use bytes::Bytes;
-use calltape_recorder::{Body, Content, Interaction, Request, Response};
+use calltape_recorder::http::{Body, Content, Interaction, Request, Response};
 use futures::channel::mpsc;
 use http::{HeaderMap, HeaderValue, StatusCode};
 use http_body_util::{BodyExt, Full, StreamBody};
@@ -99,7 +99,7 @@ fn cassette_path(state: &State, chosen: Option<&str>) -> Result<PathBuf, String>
     };
     let Some(dir) = &state.cassette_dir else {
         return Err(format!(
-            "cassette {name:?} was requested, but the proxy has no cassette folder (--cassette-dir)"
+            "cassette {name:?} was requested, but the proxy has no cassette folder; give it one"
         ));
     };
     let ok = !name.is_empty()
@@ -357,7 +357,7 @@ fn try_fuzzy(
     );
     if state.mode == Mode::Replay && !state.allow_fuzzy {
         let short = format!(
-            "calltape: fuzzy match refused in replay mode (pass --allow-fuzzy to accept it): {line}"
+            "calltape: fuzzy match refused in replay mode (allow fuzzy matches in replay to accept it): {line}"
         );
         tracing::error!("{short}\n{}", miss::indent(&diff, "    "));
         state.report().misses.push(short.clone());
@@ -627,7 +627,7 @@ async fn run_exchange(
                 return;
             }
             let body = if undecodable {
-                Body::Binary(calltape_recorder::Blob::new(
+                Body::Binary(calltape_recorder::http::Blob::new(
                     content_type
                         .clone()
                         .unwrap_or_else(|| "application/octet-stream".into()),
@@ -706,7 +706,7 @@ fn kept_headers(state: &State, headers: &HeaderMap) -> Vec<(String, String)> {
         }
         // An allow-list: what is not kept by default or by name is dropped.
         let keep = state.keep_headers.iter().any(|k| name_matches(k, n))
-            || (calltape_recorder::cassette::is_kept_response_header(n)
+            || (calltape_recorder::http::is_kept_response_header(n)
                 && !state.drop_headers.iter().any(|p| name_matches(p, n)));
         if !keep {
             continue;

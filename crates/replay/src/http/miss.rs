@@ -2,7 +2,7 @@
 //! a readable exception and do not retry.
 
 use bytes::Bytes;
-use calltape_recorder::{Normalizer, Request};
+use calltape_recorder::http::{Normalizer, Request};
 use http::{HeaderValue, StatusCode};
 use http_body_util::{BodyExt, Full};
 use serde_json::json;

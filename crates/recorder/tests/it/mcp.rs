@@ -3,9 +3,7 @@
 use std::os::unix::fs::PermissionsExt;
 use std::time::{Duration, SystemTime};
 
-use calltape_recorder::record::{
-    CallError, ErrorCode, Outcome, Recorder, RecorderOptions, Recording,
-};
+use calltape_recorder::mcp::{CallError, ErrorCode, Outcome, Recorder, RecorderOptions, Recording};
 use serde_json::{Value, json};
 
 const JWT: &str = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.c2lnbmF0dXJlLXNpZ25hdHVyZQ";
@@ -277,6 +275,50 @@ async fn calls_after_close_are_counted_not_written_and_bad_frames_are_ignored() 
 fn recorder_types_are_send_and_sync() {
     fn assert_traits<T: Send + Sync>() {}
     assert_traits::<Recorder>();
-    assert_traits::<calltape_recorder::record::SessionRecorder>();
+    assert_traits::<calltape_recorder::mcp::SessionRecorder>();
     assert_traits::<Recording>();
+}
+
+#[tokio::test]
+async fn a_session_recorder_is_the_bridge_s_tap() {
+    use calltape_stdio_bridge::{Bridge, ChildUpstream, Stderr};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("calls.jsonl");
+    let recorder = Recorder::open(&path, RecorderOptions::default())
+        .await
+        .unwrap();
+    // A real child that answers the one request it reads, then waits for its stdin to close.
+    let answer = r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"hi"}]}}"#;
+    let script = format!("read -r line; printf '%s\\n' '{answer}'; cat >/dev/null");
+    let child = ChildUpstream::new(["sh", "-c", script.as_str()])
+        .unwrap()
+        .stderr(Stderr::Null);
+    let request = frame(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "greet", "arguments": {"password": "hunter2"}}}));
+    let mut stdin = request;
+    stdin.push(b'\n');
+    let bridge = Bridge::builder()
+        .upstream(child)
+        .tap(recorder.session())
+        .build()
+        .unwrap();
+    let summary = bridge
+        .run(std::io::Cursor::new(stdin), Vec::new())
+        .await
+        .unwrap();
+    assert_eq!(summary.tap_dropped, 0);
+    let report = recorder.close().await;
+    assert_eq!(report.recorded, 1, "{report}");
+
+    let recording = Recording::read(&path).unwrap();
+    let call = &recording.calls[0].record;
+    assert_eq!(
+        (call.method.as_str(), call.name.as_str()),
+        ("tools/call", "greet")
+    );
+    assert_eq!(call.input, Some(json!({"password": "[REDACTED]"})));
+    assert_eq!(
+        call.outcome,
+        Outcome::Answer(json!({"content": [{"type": "text", "text": "hi"}]}))
+    );
 }

@@ -3,10 +3,10 @@
 use std::collections::BTreeMap;
 use std::fs;
 
-use calltape_recorder::{
-    Blob, Body, Cassette, Content, ErrorKind, Interaction, Meta, Normalizer, Request, Response,
-    SaveOutcome, Scrubber, Stream, StreamEnd, StreamEvent, StreamFormat, cassette::blobs_dir,
-    cassette::scan_file,
+use calltape_recorder::ErrorKind;
+use calltape_recorder::http::{
+    Blob, Body, Cassette, Content, Interaction, Meta, Normalizer, Request, Response, SaveOutcome,
+    Scrubber, Stream, StreamEnd, StreamEvent, StreamFormat, blobs_dir, scan_file,
 };
 use serde_json::json;
 
@@ -272,4 +272,18 @@ fn bad_lines_are_named_with_file_line_and_field() {
             "{err:?} should contain {expected:?}"
         );
     }
+}
+
+#[test]
+fn a_refused_redaction_configuration_keeps_its_source_and_names_no_flag() {
+    use std::error::Error as _;
+    let error = Scrubber::builder()
+        .redact_names(["authorization".to_owned()])
+        .keep_names(["authorization".to_owned()])
+        .build()
+        .unwrap_err();
+    assert!(matches!(error.kind(), ErrorKind::Redaction(_)), "{error}");
+    let source = error.source().expect("the redactor's error is the source");
+    assert!(source.to_string().contains("authorization"), "{source}");
+    assert!(!error.to_string().contains("--"), "{error}");
 }

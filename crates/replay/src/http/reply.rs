@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use calltape_recorder::{Body, Content, Response, StreamEnd, cassette::to_canonical_string};
+use calltape_recorder::http::{Body, Content, Response, StreamEnd, to_canonical_string};
 use futures::StreamExt;
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use http_body_util::{BodyExt, Full, StreamBody};

@@ -18,6 +18,49 @@
 //! appends each interaction to a [`Journal`] beside it as it completes, and replaces the cassette only
 //! when it ends cleanly: a run that dies leaves the previous cassette whole and its own work in the
 //! journal.
+//!
+//! # Example
+//!
+//! ```
+//! use std::collections::BTreeMap;
+//! use calltape_recorder::http::{
+//!     Body, Cassette, Content, Interaction, Meta, Normalizer, Request, Response, SaveOutcome, Scrubber,
+//! };
+//! use serde_json::json;
+//!
+//! let dir = tempfile::tempdir()?;
+//! let path = dir.path().join("chat.jsonl");
+//! let scrubber = Scrubber::builder().secret("OPENAI_API_KEY", "sk-test-0123456789abcdef").build()?;
+//! let normalizer = Normalizer::new();
+//!
+//! let mut request = Request {
+//!     method: "POST".into(),
+//!     upstream: "openai".into(),
+//!     path: "/v1/chat/completions".into(),
+//!     query: vec![],
+//!     headers: BTreeMap::from([("content-type".into(), "application/json".into())]),
+//!     body: Body::Json(json!({"model": "gpt-4o", "api_key": "sk-test-0123456789abcdef"})),
+//!     key: String::new(),
+//!     seq: 0,
+//! };
+//! scrubber.scrub_request(&mut request);
+//! request.key = normalizer.key(&request);
+//! let response = Response {
+//!     status: 200,
+//!     headers: vec![("content-type".into(), "application/json".into())],
+//!     content: Content::Body(Body::Json(json!({"id": "chatcmpl-1"}))),
+//! };
+//! let meta = Meta { normalizer: normalizer.fingerprint().into(), redaction: scrubber.fingerprint() };
+//! let mut cassette = Cassette::new(meta);
+//! cassette.interactions.push(Interaction { request, response });
+//! assert_eq!(cassette.save(&path, &scrubber)?, SaveOutcome::Written);
+//! assert_eq!(cassette.save(&path, &scrubber)?, SaveOutcome::Unchanged);
+//!
+//! let text = std::fs::read_to_string(&path)?;
+//! assert!(!text.contains("sk-test-0123456789abcdef"));
+//! assert_eq!(Cassette::load(&path)?, cassette);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 mod canonical;
 mod file;

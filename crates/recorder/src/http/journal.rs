@@ -120,7 +120,7 @@ impl Journal {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cassette::{Body, Content, Request, Response};
+    use crate::http::{Body, Content, Request, Response};
     use serde_json::json;
     use std::collections::BTreeMap;
 

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use calltape_recorder::{Body, Content, Response, Stream};
+use calltape_recorder::http::{Body, Content, Response, Stream};
 use serde_json::Value;
 
 /// Paths whose presence varies between answers of the same shape; never reported.

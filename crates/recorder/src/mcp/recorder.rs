@@ -16,10 +16,10 @@ use serde_json::{Map, Value};
 
 use crate::echo::EchoedSecrets;
 use crate::error::{Error, ErrorKind};
-use crate::record::format::{CallError, CallRecord, Outcome, RecordLine};
-use crate::record::raw::{self, IdKey, IdMap, Json};
-use crate::record::redaction::{redact_name, redact_outcome};
-use crate::record::time::{Rfc3339, new_session_id};
+use crate::mcp::format::{CallError, CallRecord, Outcome, RecordLine};
+use crate::mcp::raw::{self, IdKey, IdMap, Json};
+use crate::mcp::redaction::{redact_name, redact_outcome};
+use crate::mcp::time::{Rfc3339, new_session_id};
 
 /// The methods recorded unless told otherwise.
 pub const DEFAULT_METHODS: &[&str] = &["tools/call", "resources/read", "prompts/get"];
@@ -92,7 +92,7 @@ impl RecorderOptions {
             .redact_names(self.redact_names.iter().map(String::as_str))
             .keep_names(self.keep_names.iter().map(String::as_str))
             .build()
-            .map_err(|e| ErrorKind::Redaction(e.to_string()).into())
+            .map_err(|e| ErrorKind::Redaction(e).into())
     }
 }
 

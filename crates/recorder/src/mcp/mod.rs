@@ -8,8 +8,8 @@
 //!  "method":"tools/call","name":"quote","input":{"symbol":"ACME"},"answer":{"content":[]},"durationMs":12.4}
 //! ```
 //!
-//! A [`Recorder`] is shown the frames of a client session (by the bridge's observer hook, or by any
-//! proxy) and writes one redacted line per answered call, without ever blocking the traffic. It reads
+//! A [`Recorder`] is shown the frames of a client session (by the bridge's observer hook, which a
+//! [`SessionRecorder`] is: it implements `calltape_stdio_bridge::Tap`, or by any proxy) and writes one redacted line per answered call, without ever blocking the traffic. It reads
 //! each message as JSON text rather than building a tree, so an input or answer is recorded with the
 //! key order the peer sent, without the blanks between tokens. The
 //! [`Recording`] reader is strict: an unknown field or a wrong type is an error naming the line and the
@@ -18,7 +18,7 @@
 //! # Example
 //!
 //! ```
-//! use calltape_recorder::record::{Outcome, Recorder, RecorderOptions, Recording};
+//! use calltape_recorder::mcp::{Outcome, Recorder, RecorderOptions, Recording};
 //! use serde_json::json;
 //!
 //! # #[tokio::main(flavor = "current_thread")]
@@ -51,6 +51,7 @@ mod raw;
 mod read;
 mod recorder;
 mod redaction;
+mod tap;
 mod time;
 
 pub use format::{CallError, CallRecord, ErrorCode, FORMAT_VERSION, INTERNAL_ERROR, Outcome};
