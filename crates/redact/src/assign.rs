@@ -157,7 +157,9 @@ fn prose_after(b: &[u8], v: usize) -> bool {
         return false;
     }
     let t = skip_blanks(b, e);
-    t < b.len() && b[t].is_ascii_alphabetic()
+    // The next word may be one a rule already hid: prose stays prose when
+    // redacted again.
+    t < b.len() && (b[t].is_ascii_alphabetic() || b[t..].starts_with(REDACTED.as_bytes()))
 }
 
 /// Whether the unquoted value at `v` is a call expression (`get_token()`,
