@@ -179,7 +179,9 @@ fn call_at(b: &[u8], v: usize) -> bool {
 /// indentation sign) whose indicator is at `v`, for a key at `key`: the
 /// content of the lines after it that are indented deeper than the key
 /// (nothing, at the end of the indicator's line, when there is none).
-fn yaml_block(b: &[u8], key: usize, v: usize) -> Option<(usize, usize)> {
+/// `open` is set when the block runs to the end of the text: more lines may
+/// belong to it.
+fn yaml_block(b: &[u8], key: usize, v: usize, open: &mut bool) -> Option<(usize, usize)> {
     if !matches!(b[v], b'|' | b'>') {
         return None;
     }
@@ -215,6 +217,9 @@ fn yaml_block(b: &[u8], key: usize, v: usize) -> Option<(usize, usize)> {
             end = content_end;
         }
         i = line_end + 1;
+    }
+    if i >= b.len() {
+        *open = true;
     }
     Some(start.map_or((eol, eol), |s| (s, end)))
 }
@@ -327,7 +332,7 @@ impl Inner {
                 return Some(cs + REDACTED.len());
             }
             if b[cs..].starts_with(b"-----BEGIN ")
-                && let Some(end) = private_key(b, cs, out)
+                && let Some(end) = private_key(b, cs, &mut memory.open, out)
             {
                 // A key block whose lines the text breaks with `\n` or with
                 // line breaks: the whole block goes.
@@ -338,7 +343,7 @@ impl Inner {
             return Some(after.max(ce));
         }
         if b[v..].starts_with(b"-----BEGIN ")
-            && let Some(end) = private_key(b, v, out)
+            && let Some(end) = private_key(b, v, &mut memory.open, out)
         {
             return Some(end);
         }
@@ -379,7 +384,7 @@ impl Inner {
             if prose_after(b, v) {
                 return None;
             }
-            if let Some((start, end)) = yaml_block(b, name.start, v) {
+            if let Some((start, end)) = yaml_block(b, name.start, v, &mut memory.open) {
                 // The indicator alone (no lines follow yet) is no secret.
                 push_text(b, start, end, out);
                 return Some(end);
@@ -484,6 +489,11 @@ impl Inner {
             j += 1;
         }
         step!(j - after + 1);
+        if j >= b.len() {
+            // `value` may come on a line that follows.
+            memory.open = true;
+            return None;
+        }
         let mut q = j;
         while q < b.len() && b[q] == b'\\' {
             q += 1;

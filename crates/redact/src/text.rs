@@ -283,6 +283,11 @@ pub(crate) struct Memory {
     pub(crate) mysql: (usize, usize),
     /// Where this scan's spans start in the span list.
     pub(crate) mark: usize,
+    /// A rule met the end of the text inside a construct that more text
+    /// could go on (an element without its closing tag, a YAML block, a
+    /// private key block without `END`, a pair's name waiting for its
+    /// value): what the scan decided may change if text is added.
+    pub(crate) open: bool,
 }
 
 /// Whether `rest` starts like the word of a JWT or `Bearer`/`Basic` rule.
@@ -299,6 +304,15 @@ fn word_candidate(rest: &[u8]) -> bool {
 impl Inner {
     /// Pushes the spans of every credential the text rules find in `text`.
     pub(crate) fn scan_text(&self, text: &str, out: &mut Vec<Span>) {
+        self.scan_text_open(text, out);
+    }
+
+    /// [`scan_text`](Inner::scan_text), and whether a construct that spans
+    /// lines is still open at the end of `text` (see [`Memory::open`]). When
+    /// it is not, and `text` ends with a line break, the text after it is
+    /// scanned as if on its own: no rule looks back over a line break, and
+    /// none that looks ahead over one is left waiting.
+    pub(crate) fn scan_text_open(&self, text: &str, out: &mut Vec<Span>) -> bool {
         let b = text.as_bytes();
         let n = b.len();
         let mut memory = Memory {
@@ -308,6 +322,7 @@ impl Inner {
             names: (n >= CACHED_TEXT).then(|| Box::new(NameCache::new())),
             mysql: (usize::MAX, 0),
             mark: out.len(),
+            open: false,
         };
         // Look-behinds never reach before `floor`, the end of the last span.
         let mut floor = 0;
@@ -404,6 +419,7 @@ impl Inner {
                 None => i += 1,
             }
         }
+        memory.open
     }
 
     /// Rules that fire where the scan stopped at `b[i]`: JWTs and
