@@ -172,7 +172,9 @@ fn call_at(b: &[u8], v: usize) -> bool {
         e += 1;
     }
     step!(e - v + 1);
-    b.get(e) == Some(&b'(')
+    // `Key:(` is no call: the `Key:` before the parenthesis is a name of its
+    // own, whose value a second pass would see redacted.
+    b.get(e) == Some(&b'(') && (b[e - 1] != b':' || b[e - 2] == b':')
 }
 
 /// A YAML block scalar (`key: |` or `key: >`, maybe with a chomping or
