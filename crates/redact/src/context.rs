@@ -12,7 +12,8 @@ use crate::redactor::Inner;
 use crate::span::Span;
 use crate::step;
 use crate::text::{
-    Memory, NAME, WORD, has, is_blank, push_text, quoted_value, run, run_value, skip_blanks,
+    Memory, NAME, OPEN_ELEMENT, OPEN_KEY, WORD, has, is_blank, push_text, quoted_value, run,
+    run_value, skip_blanks,
 };
 
 /// What a rule did at a stop.
@@ -130,7 +131,7 @@ impl Inner {
                 // No closing tag (yet): the rest of the line, or the next
                 // line when the tag ends its own. A tag that comes later
                 // would end the element there instead.
-                memory.open = true;
+                memory.open |= OPEN_ELEMENT;
                 let line_end =
                     |from: usize| memchr::memchr(b'\n', &b[from..]).map_or(b.len(), |p| from + p);
                 let first = line_end(s);
@@ -262,16 +263,11 @@ fn value_at(b: &[u8], v: usize, memory: &mut Memory, out: &mut Vec<Span>) -> Opt
 
 /// `-----BEGIN … PRIVATE KEY-----` up to its `-----END … -----` line: the
 /// whole block goes, and to the end of the text when it has no end line
-/// (then `open` is set: the block may go on in text that follows).
-pub(crate) fn private_key(
-    b: &[u8],
-    i: usize,
-    open: &mut bool,
-    out: &mut Vec<Span>,
-) -> Option<usize> {
+/// (then `open` gets [`OPEN_KEY`]: the block may go on in text that follows).
+pub(crate) fn private_key(b: &[u8], i: usize, open: &mut u8, out: &mut Vec<Span>) -> Option<usize> {
     let body = private_key_label(b, i)?;
     let end = end_marker(b, body).unwrap_or_else(|| {
-        *open = true;
+        *open |= OPEN_KEY;
         b.len()
     });
     step!(end - body + 1);

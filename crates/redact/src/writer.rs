@@ -13,6 +13,7 @@ use crate::Redactor;
 use crate::context::{key_block_end, opens_key_block};
 use crate::json::looks_like_json;
 use crate::span;
+use crate::text::{OPEN_ELEMENT, OPEN_KEY};
 
 /// The default bound on a buffered line: a longer line is redacted in chunks.
 const DEFAULT_LINE_LIMIT: usize = 64 * 1024;
@@ -31,7 +32,9 @@ const CONTEXT: usize = 256;
 ///   spans lines is open at its end (an XML element without its closing tag,
 ///   a YAML block scalar whose indented lines may go on, a private key block
 ///   without `END`, a pair's name waiting for its `value`): then the lines are
-///   held and written, redacted together, once a line closes it.
+///   held and written, redacted together, once a line closes it. A line
+///   that cannot close what is open (no `<` after an element, no `-----END`
+///   in a key block) is held without scanning the held lines again.
 /// - Held lines are kept up to the line limit (64 KiB by default); past it
 ///   they are written out as the text rules read them then, and the lines
 ///   after are read afresh (the lines of a private key block left open are
@@ -75,6 +78,9 @@ pub struct RedactingWriter<W: Write> {
     /// Complete lines held while a construct that spans lines is open at
     /// their end (up to the line limit).
     pending: Vec<u8>,
+    /// The constructs open at the end of the held lines when they were
+    /// last scanned (`text::OPEN_*`).
+    waiting: u8,
 }
 
 impl<W: Write> std::fmt::Debug for RedactingWriter<W> {
@@ -100,6 +106,7 @@ impl<W: Write> RedactingWriter<W> {
             carry: false,
             in_key: false,
             pending: Vec::new(),
+            waiting: 0,
         }
     }
 
@@ -172,8 +179,12 @@ impl<W: Write> RedactingWriter<W> {
         }
         let mid_line = !self.context.is_empty() || self.carry;
         if !mid_line && !looks_like_json(&String::from_utf8_lossy(&self.buf[..end])) {
+            let rescan = self.can_close(end);
             self.pending.append(&mut self.buf);
-            return self.settle(false);
+            if rescan || self.pending.len() > self.limit {
+                return self.settle(false);
+            }
+            return Ok(());
         }
         self.settle(true)?;
         let result = self
@@ -181,6 +192,18 @@ impl<W: Write> RedactingWriter<W> {
             .and_then(|()| self.inner.write_all(&self.buf[end..]));
         self.buf.clear();
         result
+    }
+
+    /// Whether the buffered line, up to `end`, may end a construct the held
+    /// lines leave open: an element only ends at a `<`, a key block only at
+    /// `-----END`. Another line changes nothing the held lines decided, and
+    /// is held without scanning them again.
+    fn can_close(&self, end: usize) -> bool {
+        let line = &self.buf[..end];
+        self.waiting == 0
+            || self.waiting & !(OPEN_ELEMENT | OPEN_KEY) != 0
+            || (self.waiting & OPEN_ELEMENT != 0 && memchr::memchr(b'<', line).is_some())
+            || (self.waiting & OPEN_KEY != 0 && memchr::memmem::find(line, b"-----END").is_some())
     }
 
     /// Writes out the held lines, redacted as `redact_text` redacts them
@@ -194,9 +217,11 @@ impl<W: Write> RedactingWriter<W> {
         }
         let text = String::from_utf8_lossy(&self.pending);
         let (mut spans, open) = self.redactor.held_spans(&text);
-        if open && !force && self.pending.len() <= self.limit {
+        if open != 0 && !force && self.pending.len() <= self.limit {
+            self.waiting = open;
             return Ok(());
         }
+        self.waiting = 0;
         if looks_like_json(&text)
             || (!spans.is_empty() && looks_like_json(&span::apply(&text, &spans)))
         {
@@ -216,7 +241,7 @@ impl<W: Write> RedactingWriter<W> {
             }
             self.context = text[keep..].to_owned();
         }
-        let key_open = open && opens_key_block(text.as_bytes());
+        let key_open = open & OPEN_KEY != 0 && opens_key_block(text.as_bytes());
         let result = self.inner.write_all(out.as_bytes());
         self.in_key |= key_open;
         self.pending.clear();
