@@ -141,7 +141,8 @@ const PROSE_WORD: usize = 14;
 /// prose rather than holding a value: a word as prose writes it (lowercase
 /// letters, maybe after one capital, at most [`PROSE_WORD`] of them), followed
 /// on the same line by another word ("The key: it is simple", "auth: moved to
-/// settings"). A run of letters in mixed case or longer than a word
+/// settings"; a token there, or the placeholder it became, counts as one). A
+/// run of letters in mixed case or longer than a word
 /// (`X-Api-Key: VsqkqvSbiNPHBhJE …`) is a value.
 fn prose_after(b: &[u8], v: usize) -> bool {
     let mut e = v;
@@ -157,7 +158,9 @@ fn prose_after(b: &[u8], v: usize) -> bool {
         return false;
     }
     let t = skip_blanks(b, e);
-    t < b.len() && b[t].is_ascii_alphabetic()
+    // A word redacted before counts as the word it was (redacting stays
+    // idempotent when the next word was a token).
+    t < b.len() && (b[t].is_ascii_alphabetic() || b[t..].starts_with(REDACTED.as_bytes()))
 }
 
 /// Whether the unquoted value at `v` is a call expression (`get_token()`,
