@@ -163,6 +163,18 @@ fn prose_after(b: &[u8], v: usize) -> bool {
     t < b.len() && (b[t].is_ascii_alphabetic() || b[t..].starts_with(REDACTED.as_bytes()))
 }
 
+/// Whether the quote at `q` is escaped: an odd run of backslashes before it
+/// (`\"`, inside a JSON string), not an even one (`\\"`: an escaped
+/// backslash, then the quote), looking no further back than `floor`.
+fn escaped_at(b: &[u8], q: usize, floor: usize) -> bool {
+    let mut k = q;
+    while k > floor && b[k - 1] == b'\\' {
+        k -= 1;
+    }
+    step!(q - k + 1);
+    (q - k) % 2 == 1
+}
+
 /// Whether the unquoted value at `v` is a call expression (`get_token()`,
 /// `os.getenv("TOKEN")`, `Secret::new(…)`): code that computes the secret,
 /// not the secret.
@@ -171,13 +183,28 @@ fn call_at(b: &[u8], v: usize) -> bool {
         return false;
     }
     let mut e = v;
-    while e < b.len() && (has(b[e], NAME) || b[e] == b':') {
-        e += 1;
+    // A placeholder in the callee stands for the name characters it replaced
+    // (`a.[REDACTED](`); one right after a `:` was the value of a name inside
+    // the call (`x:1(…`), which decided it as it did the first time.
+    let mut inner = false;
+    loop {
+        let from = e;
+        while e < b.len() && (has(b[e], NAME) || b[e] == b':') {
+            e += 1;
+        }
+        step!(e - from + 1);
+        if !b[e..].starts_with(REDACTED.as_bytes()) {
+            break;
+        }
+        inner |= b[e - 1] == b':';
+        e += REDACTED.len();
     }
-    step!(e - v + 1);
     // `Key:(` is no call: the `Key:` before the parenthesis is a name of its
     // own, whose value a second pass would see redacted.
-    b.get(e) == Some(&b'(') && (b[e - 1] != b':' || b[e - 2] == b':')
+    if b.get(e) == Some(&b'(') {
+        return b[e - 1] != b':' || b[e - 2] == b':';
+    }
+    inner
 }
 
 /// A YAML block scalar (`key: |` or `key: >`, maybe with a chomping or
@@ -367,7 +394,7 @@ impl Inner {
         let holder = (!name.quoted && name.start > 0)
             .then(|| b[name.start - 1])
             .filter(|q| matches!(q, b'"' | b'\''))
-            .map(|q| (q, name.start > 1 && b[name.start - 2] == b'\\'));
+            .map(|q| (q, escaped_at(b, name.start - 1, floor)));
         if ends_with_ci(header, b"authorization") {
             return authorization(b, v, holder, out);
         }
