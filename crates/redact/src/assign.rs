@@ -10,8 +10,8 @@ use crate::context::private_key;
 use crate::redactor::Inner;
 use crate::span::Span;
 use crate::text::{
-    Memory, NAME, VALUE_END, WORD, has, is_blank, push_text, quoted_value, run, run_value,
-    skip_blanks,
+    Memory, NAME, OPEN_OTHER, VALUE_END, WORD, has, is_blank, push_text, quoted_value, run,
+    run_value, skip_blanks,
 };
 use crate::{REDACTED, step};
 
@@ -141,7 +141,8 @@ const PROSE_WORD: usize = 14;
 /// prose rather than holding a value: a word as prose writes it (lowercase
 /// letters, maybe after one capital, at most [`PROSE_WORD`] of them), followed
 /// on the same line by another word ("The key: it is simple", "auth: moved to
-/// settings"). A run of letters in mixed case or longer than a word
+/// settings"; a token there, or the placeholder it became, counts as one). A
+/// run of letters in mixed case or longer than a word
 /// (`X-Api-Key: VsqkqvSbiNPHBhJE …`) is a value.
 fn prose_after(b: &[u8], v: usize) -> bool {
     let mut e = v;
@@ -157,9 +158,21 @@ fn prose_after(b: &[u8], v: usize) -> bool {
         return false;
     }
     let t = skip_blanks(b, e);
-    // The next word may be one a rule already hid: prose stays prose when
-    // redacted again.
+    // A word redacted before counts as the word it was (redacting stays
+    // idempotent when the next word was a token).
     t < b.len() && (b[t].is_ascii_alphabetic() || b[t..].starts_with(REDACTED.as_bytes()))
+}
+
+/// Whether the quote at `q` is escaped: an odd run of backslashes before it
+/// (`\"`, inside a JSON string), not an even one (`\\"`: an escaped
+/// backslash, then the quote), looking no further back than `floor`.
+fn escaped_at(b: &[u8], q: usize, floor: usize) -> bool {
+    let mut k = q;
+    while k > floor && b[k - 1] == b'\\' {
+        k -= 1;
+    }
+    step!(q - k + 1);
+    (q - k) % 2 == 1
 }
 
 /// Whether the unquoted value at `v` is a call expression (`get_token()`,
@@ -170,18 +183,37 @@ fn call_at(b: &[u8], v: usize) -> bool {
         return false;
     }
     let mut e = v;
-    while e < b.len() && (has(b[e], NAME) || b[e] == b':') {
-        e += 1;
+    // A placeholder in the callee stands for the name characters it replaced
+    // (`a.[REDACTED](`); one right after a `:` was the value of a name inside
+    // the call (`x:1(…`), which decided it as it did the first time.
+    let mut inner = false;
+    loop {
+        let from = e;
+        while e < b.len() && (has(b[e], NAME) || b[e] == b':') {
+            e += 1;
+        }
+        step!(e - from + 1);
+        if !b[e..].starts_with(REDACTED.as_bytes()) {
+            break;
+        }
+        inner |= b[e - 1] == b':';
+        e += REDACTED.len();
     }
-    step!(e - v + 1);
-    b.get(e) == Some(&b'(')
+    // `Key:(` is no call: the `Key:` before the parenthesis is a name of its
+    // own, whose value a second pass would see redacted.
+    if b.get(e) == Some(&b'(') {
+        return b[e - 1] != b':' || b[e - 2] == b':';
+    }
+    inner
 }
 
 /// A YAML block scalar (`key: |` or `key: >`, maybe with a chomping or
 /// indentation sign) whose indicator is at `v`, for a key at `key`: the
 /// content of the lines after it that are indented deeper than the key
 /// (nothing, at the end of the indicator's line, when there is none).
-fn yaml_block(b: &[u8], key: usize, v: usize) -> Option<(usize, usize)> {
+/// `open` gets [`OPEN_OTHER`] when the block runs to the end of the text: more lines may
+/// belong to it.
+fn yaml_block(b: &[u8], key: usize, v: usize, open: &mut u8) -> Option<(usize, usize)> {
     if !matches!(b[v], b'|' | b'>') {
         return None;
     }
@@ -217,6 +249,9 @@ fn yaml_block(b: &[u8], key: usize, v: usize) -> Option<(usize, usize)> {
             end = content_end;
         }
         i = line_end + 1;
+    }
+    if i >= b.len() {
+        *open |= OPEN_OTHER;
     }
     Some(start.map_or((eol, eol), |s| (s, end)))
 }
@@ -329,7 +364,7 @@ impl Inner {
                 return Some(cs + REDACTED.len());
             }
             if b[cs..].starts_with(b"-----BEGIN ")
-                && let Some(end) = private_key(b, cs, out)
+                && let Some(end) = private_key(b, cs, &mut memory.open, out)
             {
                 // A key block whose lines the text breaks with `\n` or with
                 // line breaks: the whole block goes.
@@ -340,7 +375,7 @@ impl Inner {
             return Some(after.max(ce));
         }
         if b[v..].starts_with(b"-----BEGIN ")
-            && let Some(end) = private_key(b, v, out)
+            && let Some(end) = private_key(b, v, &mut memory.open, out)
         {
             return Some(end);
         }
@@ -359,7 +394,7 @@ impl Inner {
         let holder = (!name.quoted && name.start > 0)
             .then(|| b[name.start - 1])
             .filter(|q| matches!(q, b'"' | b'\''))
-            .map(|q| (q, name.start > 1 && b[name.start - 2] == b'\\'));
+            .map(|q| (q, escaped_at(b, name.start - 1, floor)));
         if ends_with_ci(header, b"authorization") {
             return authorization(b, v, holder, out);
         }
@@ -381,7 +416,7 @@ impl Inner {
             if prose_after(b, v) {
                 return None;
             }
-            if let Some((start, end)) = yaml_block(b, name.start, v) {
+            if let Some((start, end)) = yaml_block(b, name.start, v, &mut memory.open) {
                 // The indicator alone (no lines follow yet) is no secret.
                 push_text(b, start, end, out);
                 return Some(end);
@@ -486,6 +521,11 @@ impl Inner {
             j += 1;
         }
         step!(j - after + 1);
+        if j >= b.len() {
+            // `value` may come on a line that follows.
+            memory.open |= OPEN_OTHER;
+            return None;
+        }
         let mut q = j;
         while q < b.len() && b[q] == b'\\' {
             q += 1;

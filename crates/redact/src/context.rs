@@ -12,7 +12,8 @@ use crate::redactor::Inner;
 use crate::span::Span;
 use crate::step;
 use crate::text::{
-    Memory, NAME, WORD, has, is_blank, push_text, quoted_value, run, run_value, skip_blanks,
+    Memory, NAME, OPEN_ELEMENT, OPEN_KEY, WORD, has, is_blank, push_text, quoted_value, run,
+    run_value, skip_blanks,
 };
 
 /// What a rule did at a stop.
@@ -62,7 +63,7 @@ impl Inner {
         let found = match (b[i], b.get(i + 1)) {
             (b'-', Some(b'-')) if word_start => {
                 if b[i..].starts_with(b"-----BEGIN ") {
-                    private_key(b, i, out)
+                    private_key(b, i, &mut memory.open, out)
                 } else {
                     self.flag(b, i, memory, out)
                 }
@@ -75,7 +76,7 @@ impl Inner {
                 None
             }
             (b'\\', Some(b'u')) => return self.escaped_word(b, i, floor, out),
-            (b'>', _) => self.xml_element(b, i, floor, out),
+            (b'>', _) => self.xml_element(b, i, floor, memory, out),
             (b'"' | b'\'', Some(b',')) => self.call_pair(b, i, floor, memory, out),
             _ => None,
         };
@@ -107,7 +108,14 @@ impl Inner {
     /// element's text up to the next tag, blanks and line breaks around it
     /// aside; with no tag after it, the rest of its line, or the next line
     /// when the tag ends its own.
-    fn xml_element(&self, b: &[u8], i: usize, floor: usize, out: &mut Vec<Span>) -> Option<usize> {
+    fn xml_element(
+        &self,
+        b: &[u8],
+        i: usize,
+        floor: usize,
+        memory: &mut Memory,
+        out: &mut Vec<Span>,
+    ) -> Option<usize> {
         let mut k = i;
         while k > floor && has(b[k - 1], NAME) {
             k -= 1;
@@ -121,7 +129,9 @@ impl Inner {
             Some(p) => s + p,
             None => {
                 // No closing tag (yet): the rest of the line, or the next
-                // line when the tag ends its own.
+                // line when the tag ends its own. A tag that comes later
+                // would end the element there instead.
+                memory.open |= OPEN_ELEMENT;
                 let line_end =
                     |from: usize| memchr::memchr(b'\n', &b[from..]).map_or(b.len(), |p| from + p);
                 let first = line_end(s);
@@ -252,10 +262,14 @@ fn value_at(b: &[u8], v: usize, memory: &mut Memory, out: &mut Vec<Span>) -> Opt
 }
 
 /// `-----BEGIN … PRIVATE KEY-----` up to its `-----END … -----` line: the
-/// whole block goes, and to the end of the text when it has no end line.
-pub(crate) fn private_key(b: &[u8], i: usize, out: &mut Vec<Span>) -> Option<usize> {
+/// whole block goes, and to the end of the text when it has no end line
+/// (then `open` gets [`OPEN_KEY`]: the block may go on in text that follows).
+pub(crate) fn private_key(b: &[u8], i: usize, open: &mut u8, out: &mut Vec<Span>) -> Option<usize> {
     let body = private_key_label(b, i)?;
-    let end = end_marker(b, body).unwrap_or(b.len());
+    let end = end_marker(b, body).unwrap_or_else(|| {
+        *open |= OPEN_KEY;
+        b.len()
+    });
     step!(end - body + 1);
     push_text(b, i, end, out);
     Some(end)

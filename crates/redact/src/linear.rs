@@ -311,3 +311,38 @@ fn deep_values_take_linear_steps() {
     drop_iteratively(small);
     drop_iteratively(large);
 }
+
+/// Steps to write `head` then `n` bytes of `line` repeated, line by line,
+/// through a writer whose carry bound holds them all.
+fn writer_steps(head: &str, line: &str, n: usize) -> u64 {
+    use std::io::Write;
+    let mut writer = crate::RedactingWriter::new(Redactor::new(), std::io::sink())
+        .with_line_limit(64 * 1024 * 1024);
+    steps_of(|| {
+        writer.write_all(head.as_bytes()).expect("a sink");
+        for _ in 0..n / line.len() + 1 {
+            writer.write_all(line.as_bytes()).expect("a sink");
+        }
+        writer.flush().expect("a sink");
+    })
+}
+
+#[test]
+fn lines_held_by_the_writer_take_linear_steps() {
+    // Constructs left open over many lines: each line that cannot close
+    // them is held without scanning the held lines again.
+    let families = [
+        ("<password>\n", "log line 1 of many\n"),
+        ("<password>abc\n", "x=1 token\n"),
+        (
+            "-----BEGIN RSA PRIVATE KEY-----\n",
+            "MIIEpAIBAAKCAQEA3Tz2mr7SZiAMfQyu\n",
+        ),
+        ("-----BEGIN PRIVATE KEY-----\n<a>\n", "QUJD <b>\n"),
+    ];
+    for (head, line) in families {
+        let small = writer_steps(head, line, N / 4);
+        let large = writer_steps(head, line, N);
+        assert_linear(&format!("writer({head:?} then {line:?} x n)"), small, large);
+    }
+}

@@ -315,6 +315,18 @@ impl Redactor {
         self.inner.scan_any(text, 0, false, &mut spans);
         spans
     }
+
+    /// The spans the text rules find in `text` (lines that the writer holds;
+    /// no JSON reading), and the constructs that span lines still open at
+    /// its end (`text::OPEN_*`, 0 for none).
+    pub(crate) fn held_spans(&self, text: &str) -> (Vec<Span>, u8) {
+        let mut spans = Vec::new();
+        if !self.inner.text_rules {
+            return (spans, 0);
+        }
+        let open = self.inner.scan_text_open(text, &mut spans);
+        (spans, open)
+    }
 }
 
 enum Frame<'a> {

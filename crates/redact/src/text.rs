@@ -283,7 +283,19 @@ pub(crate) struct Memory {
     pub(crate) mysql: (usize, usize),
     /// Where this scan's spans start in the span list.
     pub(crate) mark: usize,
+    /// The constructs a rule met the end of the text inside, which more text
+    /// could go on ([`OPEN_ELEMENT`], [`OPEN_KEY`], [`OPEN_OTHER`]): what the
+    /// scan decided may change if text is added.
+    pub(crate) open: u8,
 }
+
+/// An XML element without a tag after it: only a `<` may end it.
+pub(crate) const OPEN_ELEMENT: u8 = 1;
+/// A private key block without its `END` marker: only `-----END` may end it.
+pub(crate) const OPEN_KEY: u8 = 2;
+/// A YAML block scalar whose indented lines may go on, or a pair's name
+/// waiting for its `value`: any line may end it.
+pub(crate) const OPEN_OTHER: u8 = 4;
 
 /// Whether `rest` starts like the word of a JWT or `Bearer`/`Basic` rule.
 fn word_candidate(rest: &[u8]) -> bool {
@@ -299,6 +311,15 @@ fn word_candidate(rest: &[u8]) -> bool {
 impl Inner {
     /// Pushes the spans of every credential the text rules find in `text`.
     pub(crate) fn scan_text(&self, text: &str, out: &mut Vec<Span>) {
+        self.scan_text_open(text, out);
+    }
+
+    /// [`scan_text`](Inner::scan_text), and the constructs that span lines
+    /// still open at the end of `text` (see [`Memory::open`]; 0 for none). When
+    /// it is not, and `text` ends with a line break, the text after it is
+    /// scanned as if on its own: no rule looks back over a line break, and
+    /// none that looks ahead over one is left waiting.
+    pub(crate) fn scan_text_open(&self, text: &str, out: &mut Vec<Span>) -> u8 {
         let b = text.as_bytes();
         let n = b.len();
         let mut memory = Memory {
@@ -308,6 +329,7 @@ impl Inner {
             names: (n >= CACHED_TEXT).then(|| Box::new(NameCache::new())),
             mysql: (usize::MAX, 0),
             mark: out.len(),
+            open: 0,
         };
         // Look-behinds never reach before `floor`, the end of the last span.
         let mut floor = 0;
@@ -404,6 +426,7 @@ impl Inner {
                 None => i += 1,
             }
         }
+        memory.open
     }
 
     /// Rules that fire where the scan stopped at `b[i]`: JWTs and

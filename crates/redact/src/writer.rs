@@ -1,4 +1,11 @@
-//! A `Write` adapter that redacts what passes through it, line by line.
+//! A `Write` adapter that redacts what passes through it as `redact_text`
+//! redacts the whole text, line by line.
+//!
+//! The text scan reports whether a construct that spans lines is open at the
+//! end of the lines it is given (`Redactor::held_spans`):
+//! while one is, the lines are held; once none is, no rule of the scan looks
+//! back over the last line break or ahead past it, so the lines are written,
+//! redacted, and what follows is scanned on its own.
 
 use std::io::{self, Write};
 
@@ -6,6 +13,7 @@ use crate::Redactor;
 use crate::context::{key_block_end, opens_key_block};
 use crate::json::looks_like_json;
 use crate::span;
+use crate::text::{OPEN_ELEMENT, OPEN_KEY};
 
 /// The default bound on a buffered line: a longer line is redacted in chunks.
 const DEFAULT_LINE_LIMIT: usize = 64 * 1024;
@@ -17,14 +25,30 @@ const CONTEXT: usize = 256;
 
 /// Wraps a log writer and redacts every line written through it.
 ///
-/// Complete lines are redacted and written at once; a line that is JSON is
-/// redacted as JSON, another line is scanned after the end of the line before
-/// it (a value may sit on the line after its name), and the lines of a
-/// private key block are dropped up to its end. A partial line waits for its end, up to a bound (64 KiB by
-/// default): a longer line is redacted in chunks, cut at whitespace where
-/// possible, each chunk scanned together with the end of the one before, and a
-/// secret that runs over a chunk's end is hidden to its end. `flush` (and drop)
-/// writes a partial line out, redacted.
+/// What it writes equals [`Redactor::redact_text`] on the whole text written
+/// through it, however the writes cut it, with these bounds:
+///
+/// - A line is written when its line break arrives, unless a construct that
+///   spans lines is open at its end (an XML element without its closing tag,
+///   a YAML block scalar whose indented lines may go on, a private key block
+///   without `END`, a pair's name waiting for its `value`): then the lines are
+///   held and written, redacted together, once a line closes it. A line
+///   that cannot close what is open (no `<` after an element, no `-----END`
+///   in a key block) is held without scanning the held lines again.
+/// - Held lines are kept up to the line limit (64 KiB by default); past it
+///   they are written out as the text rules read them then, and the lines
+///   after are read afresh (the lines of a private key block left open are
+///   still dropped up to its `END` marker). Each line added while lines are
+///   held rescans them, so holding costs at most the line limit per line.
+/// - A line that is JSON first settles the lines held before it, then is
+///   redacted on its own, as JSON; `redact_text` reads a text of several
+///   lines as JSON only when the whole text is JSON.
+/// - A line longer than the limit is redacted in chunks, cut at whitespace
+///   where possible, each chunk scanned together with the end of the one
+///   before, and a secret that runs over a chunk's end is hidden to its end.
+/// - `flush` (and drop) writes out everything held, a partial line included;
+///   what is written after it continues that line, but a construct open
+///   before the flush is not reopened.
 ///
 /// With `tracing_subscriber`, wrap the writer per event (a closure is a
 /// `MakeWriter`) or once behind a `Mutex`:
@@ -51,9 +75,12 @@ pub struct RedactingWriter<W: Write> {
     carry: bool,
     /// A line before opened a private key block: drop lines up to its end.
     in_key: bool,
-    /// The end of the line before (up to `CONTEXT` bytes), which the next
-    /// line is scanned with: a value may sit on the line after its name.
-    last_line: String,
+    /// Complete lines held while a construct that spans lines is open at
+    /// their end (up to the line limit).
+    pending: Vec<u8>,
+    /// The constructs open at the end of the held lines when they were
+    /// last scanned (`text::OPEN_*`).
+    waiting: u8,
 }
 
 impl<W: Write> std::fmt::Debug for RedactingWriter<W> {
@@ -61,6 +88,7 @@ impl<W: Write> std::fmt::Debug for RedactingWriter<W> {
         f.debug_struct("RedactingWriter")
             .field("redactor", &self.redactor)
             .field("buffered", &self.buf.len())
+            .field("held", &self.pending.len())
             .field("line_limit", &self.limit)
             .finish_non_exhaustive()
     }
@@ -77,7 +105,8 @@ impl<W: Write> RedactingWriter<W> {
             context: String::new(),
             carry: false,
             in_key: false,
-            last_line: String::new(),
+            pending: Vec::new(),
+            waiting: 0,
         }
     }
 
@@ -126,19 +155,20 @@ impl<W: Write> RedactingWriter<W> {
         self.inner.write_all(out.as_bytes())
     }
 
-    /// Writes out the buffered complete line (it ends with `\n`).
+    /// Takes the buffered complete line (it ends with `\n`).
     ///
-    /// A private key block spans lines: the line that opens it is redacted
-    /// from the block's start on, its line break included, and the lines
-    /// after it are dropped up to the block's `END` marker, so that the output
-    /// is what `redact_text` gives for the whole text.
+    /// Inside a private key block that the lines before opened beyond the
+    /// carry bound, the line is dropped up to the block's `END` marker. A
+    /// line that ends an over-long line is redacted with the chunk before
+    /// it. A line that is JSON settles the lines held before it, then is
+    /// redacted on its own, as JSON. Another line joins the held lines,
+    /// which are written out as soon as no construct is open at their end.
     fn emit_line(&mut self) -> io::Result<()> {
         let mut end = self.buf.len() - 1;
         if end > 0 && self.buf[end - 1] == b'\r' {
             end -= 1;
         }
         if self.in_key {
-            self.last_line.clear();
             let Some(after) = key_block_end(&self.buf[..end]) else {
                 self.buf.clear();
                 return Ok(());
@@ -147,28 +177,74 @@ impl<W: Write> RedactingWriter<W> {
             end -= after;
             self.in_key = false;
         }
-        let opens = opens_key_block(&self.buf[..end]);
-        let line = String::from_utf8_lossy(&self.buf[..end]).into_owned();
-        if !self.last_line.is_empty() && !looks_like_json(&line) {
-            // Scanned after the line before, as in the whole text; a JSON
-            // line is read on its own.
-            self.context = std::mem::take(&mut self.last_line);
-            self.context.push('\n');
-        }
-        let mut keep = line.len().saturating_sub(CONTEXT);
-        while !line.is_char_boundary(keep) {
-            keep += 1;
-        }
-        self.last_line = line[keep..].to_owned();
-        let result = self.emit(end, true).and_then(|()| {
-            if opens {
-                Ok(())
-            } else {
-                self.inner.write_all(&self.buf[end..])
+        let mid_line = !self.context.is_empty() || self.carry;
+        if !mid_line && !looks_like_json(&String::from_utf8_lossy(&self.buf[..end])) {
+            let rescan = self.can_close(end);
+            self.pending.append(&mut self.buf);
+            if rescan || self.pending.len() > self.limit {
+                return self.settle(false);
             }
-        });
-        self.in_key = opens;
+            return Ok(());
+        }
+        self.settle(true)?;
+        let result = self
+            .emit(end, true)
+            .and_then(|()| self.inner.write_all(&self.buf[end..]));
         self.buf.clear();
+        result
+    }
+
+    /// Whether the buffered line, up to `end`, may end a construct the held
+    /// lines leave open: an element only ends at a `<`, a key block only at
+    /// `-----END`. Another line changes nothing the held lines decided, and
+    /// is held without scanning them again.
+    fn can_close(&self, end: usize) -> bool {
+        let line = &self.buf[..end];
+        self.waiting == 0
+            || self.waiting & !(OPEN_ELEMENT | OPEN_KEY) != 0
+            || (self.waiting & OPEN_ELEMENT != 0 && memchr::memchr(b'<', line).is_some())
+            || (self.waiting & OPEN_KEY != 0 && memchr::memmem::find(line, b"-----END").is_some())
+    }
+
+    /// Writes out the held lines, redacted as `redact_text` redacts them
+    /// together, unless a construct is still open at their end (more lines
+    /// may change what it hides) and they are within the carry bound. With
+    /// `force`, they are written out whatever is open; a private key block
+    /// left open then drops the lines after it up to its `END`.
+    fn settle(&mut self, force: bool) -> io::Result<()> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let text = String::from_utf8_lossy(&self.pending);
+        let (mut spans, open) = self.redactor.held_spans(&text);
+        if open != 0 && !force && self.pending.len() <= self.limit {
+            self.waiting = open;
+            return Ok(());
+        }
+        self.waiting = 0;
+        if looks_like_json(&text)
+            || (!spans.is_empty() && looks_like_json(&span::apply(&text, &spans)))
+        {
+            // The lines read as JSON, maybe once redacted: `redact_text`
+            // reads them so.
+            spans = self.redactor.text_spans(&text);
+        }
+        let out = span::apply(&text, &spans);
+        if !text.ends_with('\n') {
+            // A partial line, flushed: what comes next continues it, scanned
+            // after its end, and the rest of a secret cut here is dropped.
+            self.carry = spans.last().is_some_and(|s| s.end == text.len());
+            let line_start = text.rfind('\n').map_or(0, |p| p + 1);
+            let mut keep = text.len().saturating_sub(CONTEXT).max(line_start);
+            while !text.is_char_boundary(keep) {
+                keep += 1;
+            }
+            self.context = text[keep..].to_owned();
+        }
+        let key_open = open & OPEN_KEY != 0 && opens_key_block(text.as_bytes());
+        let result = self.inner.write_all(out.as_bytes());
+        self.in_key |= key_open;
+        self.pending.clear();
         result
     }
 
@@ -210,6 +286,7 @@ impl<W: Write> Write for RedactingWriter<W> {
                     self.buf.extend_from_slice(&rest[..take]);
                     rest = &rest[take..];
                     while self.buf.len() > self.limit {
+                        self.settle(true)?;
                         self.emit_chunk()?;
                     }
                 }
@@ -230,6 +307,10 @@ impl<W: Write> Write for RedactingWriter<W> {
                 None => self.buf.clear(),
             }
         }
+        if self.context.is_empty() && !self.carry {
+            self.pending.append(&mut self.buf);
+        }
+        self.settle(true)?;
         if !self.buf.is_empty() {
             let all = self.buf.len();
             let result = self.emit(all, false);

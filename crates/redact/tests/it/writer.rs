@@ -211,3 +211,86 @@ fn a_value_on_the_line_after_its_name_is_hidden() {
     });
     assert_eq!(out, "name: token\n{\"password\": \"[REDACTED]\"}\n");
 }
+
+/// Texts whose constructs span lines, or that look as if they might: the
+/// writer must give what `redact_text` gives for the whole text, however the
+/// text is cut into writes.
+const WHOLE_TEXTS: &[&str] = &[
+    // An element whose value is on the next line, then another element
+    // opened on the same line as text that follows.
+    ">J\n\u{1e}a<Jetoken>J\0\0\0>J\n\u{1e}a<Jetoken>J\0\0",
+    "<apiToken>\n  hunter2\n\n</apiToken>\nafter\n",
+    "<apiToken>abc\ndef\nghi</apiToken> ok\n",
+    "<password>first line\nsecond line\n",
+    // A YAML block, with a blank line inside it, and the key after it.
+    "auth:\n  api_token: |\n    s3cr3t\n\n    more\n  user: bob\nnext: line\n",
+    "api_token: >-\n  folded\n  value\n",
+    // A pair whose value comes lines later.
+    "env:\n  - name: DB_PASSWORD\n\n    value: pw123\n  - name: HOME\n    value: /root\n",
+    "key: X-Api-Key\n\nvalue: abc123\n",
+    // A private key block, alone and inside a value.
+    "key follows\n-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA\r\nBODY==\n-----END RSA PRIVATE KEY----- password=x\ndone\n",
+    "secret: -----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBg\n-----END PRIVATE KEY-----\n",
+    // A mysql command whose line an element's value runs over.
+    "mysql <password>\nx\n</p> -phunter2\n",
+    // Lines that open nothing.
+    "plain line\nAuthorization: Bearer abc123def\n\npassword=\"open quote\nnext\n",
+];
+
+#[test]
+fn the_writer_gives_what_redact_text_gives_on_the_whole_text() {
+    let redactor = Redactor::new();
+    for text in WHOLE_TEXTS {
+        let expected = redactor.redact_text(text);
+        for size in [1, 2, 3, 7, 64, text.len()] {
+            let out = written(|w| {
+                for piece in text.as_bytes().chunks(size) {
+                    w.write_all(piece).expect("write");
+                }
+            });
+            assert_eq!(out, expected, "writes of {size} bytes of {text:?}");
+        }
+    }
+}
+
+#[test]
+fn a_line_is_written_when_no_construct_is_open_at_its_end() {
+    let mut out = Vec::new();
+    let mut w = RedactingWriter::new(Redactor::new(), &mut out);
+    w.write_all(b"token=abc\n").expect("write");
+    assert_eq!(w.get_ref().as_slice(), b"token=[REDACTED]\n");
+    // The element's value may still come: the line is held.
+    w.write_all(b"<apiToken>\n").expect("write");
+    assert_eq!(w.get_ref().as_slice(), b"token=[REDACTED]\n");
+    w.write_all(b"hunter2\n</apiToken>\n").expect("write");
+    assert_eq!(
+        w.get_ref().as_slice(),
+        b"token=[REDACTED]\n<apiToken>\n[REDACTED]\n</apiToken>\n"
+    );
+    drop(w);
+}
+
+#[test]
+fn held_lines_are_written_past_the_carry_bound() {
+    // An element never closed holds lines up to the line limit, then they
+    // are written out as the text rules read them then, and the lines after
+    // them as they come.
+    let mut text = String::from("<apiToken>\n");
+    for i in 0..100 {
+        text.push_str(&format!("line {i}\n"));
+    }
+    text.push_str("</apiToken>\n");
+    let mut out = Vec::new();
+    let mut w = RedactingWriter::new(Redactor::new(), &mut out).with_line_limit(256);
+    w.write_all(text.as_bytes()).expect("write");
+    let written = String::from_utf8_lossy(w.get_ref()).into_owned();
+    assert!(
+        written.starts_with("<apiToken>\n[REDACTED]\nline 1\n"),
+        "{written}"
+    );
+    assert!(written.ends_with("line 99\n</apiToken>\n"), "{written}");
+    // The whole text, read at once, hides every line up to the closing tag.
+    let whole = Redactor::new().redact_text(&text);
+    assert_eq!(whole, "<apiToken>\n[REDACTED]\n</apiToken>\n");
+    drop(w);
+}
