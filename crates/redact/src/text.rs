@@ -556,26 +556,34 @@ fn scheme_token(b: &[u8], e: usize, basic: bool, out: &mut Vec<Span>) -> Option<
 /// The `user:password@` of a URL whose authority starts at `a` (after `://`).
 fn url_userinfo(b: &[u8], a: usize, out: &mut Vec<Span>) -> Option<usize> {
     let mut i = a;
-    let mut at = None;
+    let (mut first, mut at) = (None, None);
     while i < b.len() && !has(b[i], AUTH_END) {
         if b[i] == b'@' {
+            first.get_or_insert(i);
             at = Some(i);
         }
         i += 1;
     }
     step!(i - a + 1);
-    let at = at?;
+    let (first, at) = (first?, at?);
     let userinfo = &b[a..at];
     step!(userinfo.len());
     let colon = userinfo.contains(&b':')
         || userinfo
             .windows(3)
             .any(|w| w[0] == b'%' && w[1] == b'3' && (w[2] | 0x20) == b'a');
-    if !colon && !token_alone(userinfo) {
+    // A password may hold an unescaped `@`, so it runs to the last one; a token
+    // alone holds none, and ends at the first (a later `@` and what a rule
+    // hides after it then never change where it ends).
+    let end = if colon {
+        at
+    } else if token_alone(&b[a..first]) {
+        first
+    } else {
         return None;
-    }
-    push_text(b, a, at, out);
-    Some(at)
+    };
+    push_text(b, a, end, out);
+    Some(end)
 }
 
 /// Whether a URL's userinfo without a password is a token
