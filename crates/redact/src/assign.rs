@@ -231,6 +231,15 @@ fn yaml_block(b: &[u8], key: usize, v: usize, open: &mut u8) -> Option<(usize, u
     let line_start = memchr::memrchr(b'\n', &b[..key]).map_or(0, |p| p + 1);
     let column = key - line_start;
     step!(column + 1);
+    // A block's key starts its line (after its indentation, a list item's `-`
+    // or the key's quote): after other text on the line, hiding that text
+    // would move the key's column and change which lines the block takes.
+    if !b[line_start..key]
+        .iter()
+        .all(|&c| is_blank(c) || matches!(c, b'-' | b'"' | b'\''))
+    {
+        return None;
+    }
     let (mut start, mut end) = (None, 0);
     let mut i = eol + 1;
     while i < b.len() {
