@@ -36,15 +36,15 @@
 //! # }
 //! ```
 
-use std::fs::{DirBuilder, File, OpenOptions, Permissions};
+use std::fs::{DirBuilder, File, OpenOptions};
 use std::io::{Read, Write};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::Path;
 
 use crate::error::{Error, ErrorKind};
 use crate::options::DEFAULT_MODE;
 use crate::rewrite::replace;
-use crate::sink::{euid, open_checked, open_error};
+use crate::sink::{open_checked, open_error, own_with_mode};
 
 /// The mode of a folder this module creates: the owner's only.
 pub const DIR_MODE: u32 = 0o700;
@@ -178,29 +178,14 @@ pub fn private_dir(path: impl AsRef<Path>) -> Result<(), Error> {
         .open(path)
         .map_err(|e| open_error(path, e))?;
     let meta = dir.metadata().map_err(|e| Error::open(path, e))?;
-    let euid = euid();
-    if meta.uid() != euid {
-        return Err(ErrorKind::NotOwner {
-            path: path.to_owned(),
-            owner: meta.uid(),
-            euid,
-        }
-        .into());
-    }
-    if meta.mode() & 0o7777 != DIR_MODE {
-        dir.set_permissions(Permissions::from_mode(DIR_MODE))
-            .map_err(|e| ErrorKind::SetMode {
-                path: path.to_owned(),
-                mode: DIR_MODE,
-                source: e.into(),
-            })?;
-    }
-    Ok(())
+    own_with_mode(&dir, &meta, path, DIR_MODE)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs::Permissions;
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
 
     type Step = fn(&Path) -> Result<(), Error>;
 

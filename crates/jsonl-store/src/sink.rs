@@ -182,6 +182,21 @@ pub(crate) fn open_checked(
         }
         .into());
     }
+    own_with_mode(&file, &meta, path, mode)?;
+    let flags = fcntl_getfl(&file).map_err(|e| Error::open(path, e.into()))?;
+    fcntl_setfl(&file, flags - OFlags::NONBLOCK).map_err(|e| Error::open(path, e.into()))?;
+    Ok((file, meta))
+}
+
+/// Checks that the open `file` at `path` (whose metadata is `meta`) belongs to this process's
+/// effective user, and sets its mode to `mode` when it differs. The mode is changed through the open
+/// descriptor, so the file checked is the file changed.
+pub(crate) fn own_with_mode(
+    file: &File,
+    meta: &Metadata,
+    path: &Path,
+    mode: u32,
+) -> Result<(), Error> {
     let euid = euid();
     if meta.uid() != euid {
         return Err(ErrorKind::NotOwner {
@@ -192,7 +207,6 @@ pub(crate) fn open_checked(
         .into());
     }
     if meta.mode() & 0o7777 != mode {
-        // fchmod on the open descriptor: the file checked above is the file changed here.
         file.set_permissions(Permissions::from_mode(mode))
             .map_err(|e| ErrorKind::SetMode {
                 path: path.to_owned(),
@@ -200,9 +214,7 @@ pub(crate) fn open_checked(
                 source: e.into(),
             })?;
     }
-    let flags = fcntl_getfl(&file).map_err(|e| Error::open(path, e.into()))?;
-    fcntl_setfl(&file, flags - OFlags::NONBLOCK).map_err(|e| Error::open(path, e.into()))?;
-    Ok((file, meta))
+    Ok(())
 }
 
 /// The error for a failed no-follow open of `path`: a symbolic link there is named as such (`ELOOP`,
