@@ -1,0 +1,254 @@
+//! What every request goes through: the loopback guard, the path and the bearer token, the protocol
+//! version, then POST, GET or DELETE; a shared server's identity and retire endpoints; and the session
+//! table (activity, expiry, lookup by `Mcp-Session-Id`).
+
+use std::{
+    sync::{Arc, atomic::Ordering},
+    time::Duration,
+};
+
+use bytes::Bytes;
+use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, header};
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use serde_json::json;
+use tokio::time::Instant;
+
+use super::{
+    Inner, MAX_IDENTITY_BODY, ResBody, SESSION_HEADER, SUPPORTED_PROTOCOL_VERSIONS, SessionEntry,
+    StreamGuard, VERSION_HEADER, lock,
+    reply::{accepts, header_str, json_response, plain, rpc_error},
+};
+use crate::{
+    guard::LoopbackGuard,
+    serve::{conn::Conn, mux::Command, stream::Outbox as StreamOutbox},
+    shared::{IDENTITY_PATH, MCP_PATH, Nonce, RETIRE_PATH, token_matches},
+};
+
+impl Inner {
+    pub(super) fn touch(&self) {
+        *lock(&self.last_activity) = Instant::now();
+        self.activity.notify_waiters();
+    }
+
+    pub(super) fn idle_for(&self) -> Duration {
+        if self.open.load(Ordering::SeqCst) > 0 {
+            return Duration::ZERO;
+        }
+        lock(&self.last_activity).elapsed()
+    }
+
+    pub(super) fn expire_sessions(&self, timeout: Duration) {
+        let mut expired = Vec::new();
+        lock(&self.sessions).retain(|_, s| {
+            let keep = s.open.load(Ordering::SeqCst) > 0 || lock(&s.last_seen).elapsed() < timeout;
+            if !keep {
+                expired.push(s.no);
+            }
+            keep
+        });
+        for no in expired {
+            tracing::debug!(session = no, "session expired");
+            self.mux.send(Command::Close { session: no });
+        }
+    }
+
+    pub(super) async fn handle(
+        self: Arc<Self>,
+        req: Request<Incoming>,
+        conn: &Arc<Conn>,
+    ) -> Response<ResBody> {
+        let res = self.route(req, conn).await;
+        tracing::trace!(status = res.status().as_u16(), "answered");
+        res
+    }
+
+    async fn route(
+        self: &Arc<Self>,
+        req: Request<Incoming>,
+        conn: &Arc<Conn>,
+    ) -> Response<ResBody> {
+        // This server serves no page: no origin is allowed.
+        if let Err(refusal) = LoopbackGuard::new(self.port).check(req.headers()) {
+            return plain(refusal.status(), refusal.message());
+        }
+        let path = req.uri().path().to_owned();
+        if path == IDENTITY_PATH && self.keys.is_some() {
+            if req.method() != Method::POST {
+                return plain(StatusCode::METHOD_NOT_ALLOWED, "use POST");
+            }
+            return self.identify(req).await;
+        }
+        let retire = path == RETIRE_PATH && self.keys.is_some();
+        if path != MCP_PATH && !retire {
+            return plain(StatusCode::NOT_FOUND, "not found; MCP is served at /mcp");
+        }
+        if let Some(token) = &self.token {
+            let presented = header_str(req.headers(), "authorization")
+                .and_then(|v| {
+                    v.strip_prefix("Bearer ")
+                        .or_else(|| v.strip_prefix("bearer "))
+                })
+                .unwrap_or("");
+            if !token_matches(token.as_bytes(), presented.as_bytes()) {
+                let mut res = plain(StatusCode::UNAUTHORIZED, "a valid bearer token is required");
+                res.headers_mut()
+                    .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+                return res;
+            }
+        }
+        if retire {
+            if req.method() != Method::POST {
+                return plain(StatusCode::METHOD_NOT_ALLOWED, "use POST");
+            }
+            return self.retire();
+        }
+        if let Some(version) = header_str(req.headers(), VERSION_HEADER)
+            && !SUPPORTED_PROTOCOL_VERSIONS.contains(&version)
+        {
+            return rpc_error(
+                StatusCode::BAD_REQUEST,
+                -32600,
+                &format!(
+                    "unsupported MCP-Protocol-Version; supported: {}",
+                    SUPPORTED_PROTOCOL_VERSIONS.join(", ")
+                ),
+            );
+        }
+        self.touch();
+        match *req.method() {
+            Method::POST => self.post(req).await,
+            Method::GET => self.get(&req, conn),
+            Method::DELETE => self.delete(&req),
+            _ => {
+                let mut res = plain(StatusCode::METHOD_NOT_ALLOWED, "use POST, GET or DELETE");
+                res.headers_mut()
+                    .insert(header::ALLOW, HeaderValue::from_static("GET, POST, DELETE"));
+                res
+            }
+        }
+    }
+
+    /// Steps aside for a server that runs another command: lets go of what `on_retire` holds, takes no
+    /// new session, and stops once the last one ends.
+    fn retire(&self) -> Response<ResBody> {
+        if !self.retired.swap(true, Ordering::SeqCst) {
+            if let Some(f) = lock(&self.on_retire).take() {
+                f();
+            }
+            tracing::info!(
+                "replaced by a shared server for another command; serving the {} sessions open until they end",
+                lock(&self.sessions).len()
+            );
+        }
+        plain(StatusCode::OK, "retired")
+    }
+
+    async fn identify(&self, req: Request<Incoming>) -> Response<ResBody> {
+        let Some(keys) = &self.keys else {
+            return plain(StatusCode::NOT_FOUND, "not found");
+        };
+        let Ok(body) = Limited::new(req.into_body(), MAX_IDENTITY_BODY)
+            .collect()
+            .await
+        else {
+            return plain(
+                StatusCode::BAD_REQUEST,
+                "the body must be {\"nonce\":\"<64 hex digits>\"}",
+            );
+        };
+        #[derive(serde::Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Challenge {
+            nonce: String,
+        }
+        let nonce = serde_json::from_slice::<Challenge>(&body.to_bytes())
+            .ok()
+            .and_then(|c| Nonce::from_hex(&c.nonce));
+        let Some(nonce) = nonce else {
+            return plain(
+                StatusCode::BAD_REQUEST,
+                "the body must be {\"nonce\":\"<64 hex digits>\"}",
+            );
+        };
+        json_response(
+            StatusCode::OK,
+            &json!({"proof": keys.prove(&self.endpoint_text, &nonce)}),
+        )
+    }
+
+    pub(super) fn session_of(
+        &self,
+        headers: &HeaderMap,
+    ) -> Result<Option<Arc<SessionEntry>>, UnknownSession> {
+        let Some(id) = header_str(headers, SESSION_HEADER) else {
+            return Ok(None);
+        };
+        match lock(&self.sessions).get(id) {
+            Some(s) => {
+                *lock(&s.last_seen) = Instant::now();
+                Ok(Some(Arc::clone(s)))
+            }
+            None => Err(UnknownSession),
+        }
+    }
+
+    fn get(self: &Arc<Self>, req: &Request<Incoming>, conn: &Arc<Conn>) -> Response<ResBody> {
+        if !accepts(req.headers(), "text/event-stream") {
+            return plain(
+                StatusCode::NOT_ACCEPTABLE,
+                "Accept must include text/event-stream",
+            );
+        }
+        let session = match self.session_of(req.headers()) {
+            Ok(Some(session)) => session,
+            Ok(None) => return plain(StatusCode::BAD_REQUEST, "Mcp-Session-Id is required"),
+            Err(UnknownSession) => return UnknownSession.response(),
+        };
+        let last_event = header_str(req.headers(), "last-event-id").and_then(|v| v.parse().ok());
+        let (outbox, body) = StreamOutbox::open(
+            conn,
+            session.tap.clone(),
+            StreamGuard::new(self, Some(Arc::clone(&session))),
+        );
+        self.mux.send(Command::Stream {
+            session: session.no,
+            outbox,
+            last_event,
+        });
+        let mut res = Response::new(body.boxed_unsync());
+        res.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/event-stream"),
+        );
+        res.headers_mut()
+            .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+        res
+    }
+
+    fn delete(&self, req: &Request<Incoming>) -> Response<ResBody> {
+        let Some(id) = header_str(req.headers(), SESSION_HEADER) else {
+            return plain(StatusCode::BAD_REQUEST, "Mcp-Session-Id is required");
+        };
+        let Some(entry) = lock(&self.sessions).remove(id) else {
+            return plain(StatusCode::NOT_FOUND, "unknown or expired session");
+        };
+        tracing::debug!(session = entry.no, "session deleted");
+        self.mux.send(Command::Close { session: entry.no });
+        let mut res = Response::new(Full::new(Bytes::new()).boxed_unsync());
+        *res.status_mut() = StatusCode::OK;
+        res
+    }
+}
+
+/// A session id that names no session (never minted, deleted or expired).
+pub(super) struct UnknownSession;
+
+impl UnknownSession {
+    pub(super) fn response(self) -> Response<ResBody> {
+        plain(
+            StatusCode::NOT_FOUND,
+            "unknown or expired session; initialize again",
+        )
+    }
+}
