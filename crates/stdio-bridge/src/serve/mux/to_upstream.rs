@@ -1,0 +1,183 @@
+//! What sessions send, on its way upstream: request ids and progress tokens made unique, `initialize`
+//! answered from the cache, subscriptions counted across sessions, `notifications/cancelled` mapped,
+//! and what a session leaves behind when it ends.
+
+use serde_json::{Value, json};
+
+use super::{Init, Outbox, Route, SessionNo, State, id_key};
+use crate::jsonrpc::{INITIALIZED, id_of, method_of};
+
+impl State {
+    pub(super) fn close_session(&mut self, session: SessionNo) {
+        if self.sessions.remove(&session).is_none() {
+            return;
+        }
+        // Its requests in flight are cancelled upstream; their answers would have nowhere to go.
+        let ids: Vec<u64> = self
+            .routes
+            .iter()
+            .filter(|(_, r)| r.session == session)
+            .map(|(id, _)| *id)
+            .collect();
+        for id in ids {
+            self.routes.remove(&id);
+            self.send_upstream(
+                json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                "params": {"requestId": id, "reason": "the session ended"}}),
+            );
+        }
+        self.tokens.retain(|_, (s, _, _)| *s != session);
+        // Server-to-client requests it was asked get an error, so the upstream does not wait forever.
+        let asked: Vec<String> = self
+            .s2c
+            .iter()
+            .filter(|(_, s)| **s == session)
+            .map(|(id, _)| id.clone())
+            .collect();
+        for key in asked {
+            self.s2c.remove(&key);
+            if let Ok(id) = serde_json::from_str::<Value>(&key) {
+                self.send_upstream(json!({"jsonrpc": "2.0", "id": id,
+                    "error": {"code": -32603, "message": "the session this request went to has ended"}}));
+            }
+        }
+        let mut gone = Vec::new();
+        for (uri, subscribers) in &mut self.subscriptions {
+            if subscribers.remove(&session) && subscribers.is_empty() {
+                gone.push(uri.clone());
+            }
+        }
+        for uri in gone {
+            self.subscriptions.remove(&uri);
+            let id = self.internal_id();
+            self.send_upstream(json!({"jsonrpc": "2.0", "id": id, "method": "resources/unsubscribe", "params": {"uri": uri}}));
+        }
+        if let Init::Pending { waiting } = &mut self.init {
+            waiting.retain(|(s, _, _)| *s != session);
+        }
+    }
+
+    pub(super) fn on_session_message(
+        &mut self,
+        session: SessionNo,
+        mut message: Value,
+        answers: Option<Outbox>,
+        related: bool,
+    ) {
+        let method = method_of(&message).map(str::to_owned);
+        let id = id_of(&message).cloned();
+        match (method.as_deref(), id) {
+            (Some(method), Some(client_id)) => {
+                self.request(session, method, client_id, message, answers, related)
+            }
+            (Some(INITIALIZED), None) => {
+                if !self.initialized_sent && matches!(self.init, Init::Done { .. }) {
+                    self.initialized_sent = true;
+                    self.send_upstream(message);
+                }
+            }
+            (Some("notifications/cancelled"), None) => {
+                let wanted = message["params"]["requestId"].clone();
+                let found = self
+                    .routes
+                    .iter()
+                    .find(|(_, r)| r.session == session && r.client_id == wanted)
+                    .map(|(id, _)| *id);
+                if let Some(up) = found {
+                    message["params"]["requestId"] = json!(up);
+                    self.send_upstream(message);
+                }
+            }
+            (Some(_), None) => self.send_upstream(message),
+            (None, Some(client_id)) => {
+                // An answer to a server-to-client request: back with the upstream's own id.
+                let key = id_key(&client_id);
+                if self.s2c.get(&key) == Some(&session) {
+                    self.s2c.remove(&key);
+                    self.send_upstream(message);
+                }
+            }
+            (None, None) => {}
+        }
+    }
+
+    fn request(
+        &mut self,
+        session: SessionNo,
+        method: &str,
+        client_id: Value,
+        mut message: Value,
+        answers: Option<Outbox>,
+        related: bool,
+    ) {
+        match method {
+            "initialize" => match &mut self.init {
+                Init::Done { result, .. } => {
+                    let frame = json!({"jsonrpc": "2.0", "id": client_id, "result": result});
+                    self.deliver_answer(session, answers.as_ref(), frame);
+                    return;
+                }
+                Init::Pending { waiting } => {
+                    waiting.push((session, client_id, answers));
+                    return;
+                }
+                Init::None => {
+                    self.init = Init::Pending {
+                        waiting: Vec::new(),
+                    };
+                }
+            },
+            "resources/subscribe" | "resources/unsubscribe" => {
+                let uri = message["params"]["uri"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned();
+                let subscribe = method == "resources/subscribe";
+                let subscribers = self.subscriptions.entry(uri.clone()).or_default();
+                let others = subscribers.iter().any(|s| *s != session);
+                if subscribe {
+                    subscribers.insert(session);
+                } else {
+                    subscribers.remove(&session);
+                    if subscribers.is_empty() {
+                        self.subscriptions.remove(&uri);
+                    }
+                }
+                if others {
+                    // The upstream already sends (or still must send) updates for this URI.
+                    let frame = json!({"jsonrpc": "2.0", "id": client_id, "result": {}});
+                    self.deliver_answer(session, answers.as_ref(), frame);
+                    return;
+                }
+            }
+            "logging/setLevel" => self.log_level = Some(message["params"]["level"].clone()),
+            _ => {}
+        }
+        let up = self.next_id;
+        self.next_id += 1;
+        message["id"] = json!(up);
+        let mut token = None;
+        if let Some(meta) = message.get_mut("params").and_then(|p| p.get_mut("_meta"))
+            && let Some(client_token) = meta.get("progressToken").filter(|t| !t.is_null()).cloned()
+        {
+            let t = self.next_token;
+            self.next_token += 1;
+            meta["progressToken"] = json!(t);
+            self.tokens.insert(t, (session, client_token, up));
+            token = Some(t);
+        }
+        let initialize = (method == "initialize").then(|| message["params"].clone());
+        self.routes.insert(
+            up,
+            Route {
+                session,
+                client_id,
+                answers,
+                related,
+                token,
+                initialize,
+            },
+        );
+        self.send_upstream(message);
+    }
+}
