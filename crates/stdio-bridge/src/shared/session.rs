@@ -498,36 +498,7 @@ async fn send_loop(ctx: Arc<Ctx>, mut outgoing: mpsc::Receiver<Frame>) {
             continue;
         }
         if initialize {
-            if let Some(id) = res
-                .headers()
-                .get("mcp-session-id")
-                .and_then(|v| v.to_str().ok())
-            {
-                *lock(&ctx.session) = Some(id.to_owned());
-            }
-            // The handshake's answer, JSON or SSE, is read before anything else is sent: later
-            // requests carry the negotiated version.
-            let answers = read_answers(&ctx, res, true).await;
-            ctx.give_back(conn);
-            for answer in answers {
-                match negotiated_version(&answer) {
-                    Ok(Some(version)) => *lock(&ctx.version) = Some(version),
-                    Ok(None) => {}
-                    Err(message) => {
-                        ctx.emit(UpstreamEvent::ProtocolError {
-                            frame: frame.clone(),
-                            status: None,
-                            message,
-                        })
-                        .await;
-                        continue;
-                    }
-                }
-                ctx.emit(UpstreamEvent::Message(answer)).await;
-            }
-            if lock(&ctx.session).is_some() {
-                stream = Some(tokio::spawn(get_stream(Arc::clone(&ctx))));
-            }
+            stream = read_handshake(&ctx, res, conn, &frame).await;
             continue;
         }
         // Answers may take long (a slow tool): read them aside, so later requests go out meanwhile.
@@ -542,6 +513,43 @@ async fn send_loop(ctx: Arc<Ctx>, mut outgoing: mpsc::Receiver<Frame>) {
     if let Some(task) = stream {
         task.abort();
     }
+}
+
+/// Reads the answer to `initialize`, JSON or SSE, before anything else is sent (later requests carry
+/// the version it negotiated), and opens the server's GET stream when the answer named a session.
+async fn read_handshake(
+    ctx: &Arc<Ctx>,
+    res: hyper::Response<Incoming>,
+    conn: Conn,
+    frame: &Frame,
+) -> Option<JoinHandle<()>> {
+    if let Some(id) = res
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+    {
+        *lock(&ctx.session) = Some(id.to_owned());
+    }
+    let answers = read_answers(ctx, res, true).await;
+    ctx.give_back(conn);
+    for answer in answers {
+        match negotiated_version(&answer) {
+            Ok(Some(version)) => *lock(&ctx.version) = Some(version),
+            Ok(None) => {}
+            Err(message) => {
+                ctx.emit(UpstreamEvent::ProtocolError {
+                    frame: frame.clone(),
+                    status: None,
+                    message,
+                })
+                .await;
+                continue;
+            }
+        }
+        ctx.emit(UpstreamEvent::Message(answer)).await;
+    }
+    let has_session = lock(&ctx.session).is_some();
+    has_session.then(|| tokio::spawn(get_stream(Arc::clone(ctx))))
 }
 
 /// The `protocolVersion` an answer to `initialize` negotiated; `Err` when it cannot be sent back as
