@@ -81,138 +81,157 @@ pub fn import_mastra(
         let res = rec
             .get("response")
             .ok_or_else(|| err("missing `response`"))?;
-        let url = req
-            .get("url")
-            .and_then(Value::as_str)
-            .ok_or_else(|| err("missing `request.url`"))?;
-        let after_scheme = url.split_once("://").map_or(url, |(_, r)| r);
-        let (host, path_query) = after_scheme
-            .split_once('/')
-            .map_or((after_scheme, ""), |(h, p)| (h, p));
-        let (path, query) = path_query.split_once('?').unwrap_or((path_query, ""));
-        let mut query: Vec<(String, String)> = query
-            .split('&')
-            .filter(|p| !p.is_empty())
-            .map(|p| {
-                let (k, v) = p.split_once('=').unwrap_or((p, ""));
-                (k.to_owned(), v.to_owned())
-            })
-            .collect();
-        query.sort();
-        let body = match req.get("body") {
-            None | Some(Value::Null) => Body::Empty,
-            Some(Value::String(s)) => match serde_json::from_str::<Value>(s) {
-                Ok(v @ (Value::Object(_) | Value::Array(_))) => Body::Json(v),
-                _ => Body::Text(s.clone()),
-            },
-            Some(v) => Body::Json(v.clone()),
-        };
-        let mut headers = BTreeMap::new();
-        if matches!(body, Body::Json(_)) {
-            headers.insert("content-type".to_owned(), "application/json".to_owned());
-        }
-        let mut request = Request {
-            method: req
-                .get("method")
-                .and_then(Value::as_str)
-                .unwrap_or("POST")
-                .to_ascii_uppercase(),
-            upstream: upstream_for_host(host),
-            path: format!("/{path}"),
-            query,
-            headers,
-            body,
-            key: String::new(),
-            seq: 0,
-        };
+        let mut request = mastra_request(req, &err)?;
         scrubber.scrub_request(&mut request);
         request.key = normalizer.key(&request);
         let seq = seqs.entry(request.key.clone()).or_default();
         request.seq = *seq;
         *seq += 1;
-
-        let status = res
-            .get("status")
-            .and_then(Value::as_u64)
-            .and_then(|s| u16::try_from(s).ok())
-            .unwrap_or(200);
-        let mut resp_headers: Vec<(String, String)> = res
-            .get("headers")
-            .and_then(Value::as_object)
-            .map(|m| {
-                m.iter()
-                    .filter(|(k, _)| is_kept_response_header(k) && !scrubber.is_secret_name(k))
-                    .filter_map(|(k, v)| v.as_str().map(|v| (k.to_ascii_lowercase(), v.to_owned())))
-                    .collect()
-            })
-            .unwrap_or_default();
-        resp_headers.sort();
-        let content_type = resp_headers
-            .iter()
-            .find(|(k, _)| k == "content-type")
-            .map(|(_, v)| v.to_ascii_lowercase())
-            .unwrap_or_default();
-        let streaming = res
-            .get("isStreaming")
-            .and_then(Value::as_bool)
-            .unwrap_or(false);
-        let content = if let Some(artifact) = res.get("binaryArtifact").filter(|a| a.is_object()) {
-            let rel = artifact
-                .get("path")
-                .and_then(Value::as_str)
-                .ok_or_else(|| err("binaryArtifact without a path"))?;
-            let safe = !rel.is_empty()
-                && !rel.starts_with('/')
-                && !rel.contains('\\')
-                && rel
-                    .split('/')
-                    .all(|s| !s.is_empty() && s != "." && s != "..");
-            if !safe {
-                return Err(err(&format!(
-                    "binaryArtifact path {rel:?} leaves the recordings folder; refusing to read it"
-                )));
-            }
-            let data =
-                fs::read(dir.join(rel)).map_err(|e| Error::io(&dir.join(rel), "cannot read", e))?;
-            let ct = artifact
-                .get("contentType")
-                .and_then(Value::as_str)
-                .unwrap_or("application/octet-stream");
-            Content::Body(Body::Binary(Blob::new(ct, data)))
-        } else if streaming {
-            let chunks: Vec<&str> = res
-                .get("chunks")
-                .and_then(Value::as_array)
-                .map(|c| c.iter().filter_map(Value::as_str).collect())
-                .unwrap_or_default();
-            let timings: Vec<u64> = res
-                .get("chunkTimings")
-                .and_then(Value::as_array)
-                .map(|t| t.iter().map(|v| v.as_u64().unwrap_or(0)).collect())
-                .unwrap_or_default();
-            if content_type.contains("event-stream") {
-                Content::Stream(split_chunks(&chunks, &timings))
-            } else {
-                Content::Body(Body::Text(chunks.concat()))
-            }
-        } else {
-            Content::Body(match res.get("body") {
-                None | Some(Value::Null) => Body::Empty,
-                Some(Value::String(s)) => Body::Text(s.clone()),
-                Some(v) => Body::Json(v.clone()),
-            })
-        };
-        let mut response = Response {
-            status,
-            headers: resp_headers,
-            content,
-        };
+        let mut response = mastra_response(res, dir, scrubber, &err)?;
         scrubber.scrub_response(&mut response);
         cassette
             .interactions
             .push(Interaction { request, response });
     }
     Ok(cassette)
+}
+
+/// One recording's request as the proxy would have seen it, before redaction and keying.
+fn mastra_request(req: &Value, err: &dyn Fn(&str) -> Error) -> Result<Request> {
+    let url = req
+        .get("url")
+        .and_then(Value::as_str)
+        .ok_or_else(|| err("missing `request.url`"))?;
+    let after_scheme = url.split_once("://").map_or(url, |(_, r)| r);
+    let (host, path_query) = after_scheme
+        .split_once('/')
+        .map_or((after_scheme, ""), |(h, p)| (h, p));
+    let (path, query) = path_query.split_once('?').unwrap_or((path_query, ""));
+    let mut query: Vec<(String, String)> = query
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            let (k, v) = p.split_once('=').unwrap_or((p, ""));
+            (k.to_owned(), v.to_owned())
+        })
+        .collect();
+    query.sort();
+    let body = match req.get("body") {
+        None | Some(Value::Null) => Body::Empty,
+        Some(Value::String(s)) => match serde_json::from_str::<Value>(s) {
+            Ok(v @ (Value::Object(_) | Value::Array(_))) => Body::Json(v),
+            _ => Body::Text(s.clone()),
+        },
+        Some(v) => Body::Json(v.clone()),
+    };
+    let mut headers = BTreeMap::new();
+    if matches!(body, Body::Json(_)) {
+        headers.insert("content-type".to_owned(), "application/json".to_owned());
+    }
+    Ok(Request {
+        method: req
+            .get("method")
+            .and_then(Value::as_str)
+            .unwrap_or("POST")
+            .to_ascii_uppercase(),
+        upstream: upstream_for_host(host),
+        path: format!("/{path}"),
+        query,
+        headers,
+        body,
+        key: String::new(),
+        seq: 0,
+    })
+}
+
+/// One recording's response, before redaction: kept headers, and a body, a stream of events or a
+/// binary artifact read from beside the recordings file.
+fn mastra_response(
+    res: &Value,
+    dir: &Path,
+    scrubber: &Scrubber,
+    err: &dyn Fn(&str) -> Error,
+) -> Result<Response> {
+    let status = res
+        .get("status")
+        .and_then(Value::as_u64)
+        .and_then(|s| u16::try_from(s).ok())
+        .unwrap_or(200);
+    let mut headers: Vec<(String, String)> = res
+        .get("headers")
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .filter(|(k, _)| is_kept_response_header(k) && !scrubber.is_secret_name(k))
+                .filter_map(|(k, v)| v.as_str().map(|v| (k.to_ascii_lowercase(), v.to_owned())))
+                .collect()
+        })
+        .unwrap_or_default();
+    headers.sort();
+    let content_type = headers
+        .iter()
+        .find(|(k, _)| k == "content-type")
+        .map(|(_, v)| v.to_ascii_lowercase())
+        .unwrap_or_default();
+    let streaming = res
+        .get("isStreaming")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    let content = if let Some(artifact) = res.get("binaryArtifact").filter(|a| a.is_object()) {
+        Content::Body(Body::Binary(mastra_artifact(artifact, dir, err)?))
+    } else if streaming {
+        let chunks: Vec<&str> = res
+            .get("chunks")
+            .and_then(Value::as_array)
+            .map(|c| c.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let timings: Vec<u64> = res
+            .get("chunkTimings")
+            .and_then(Value::as_array)
+            .map(|t| t.iter().map(|v| v.as_u64().unwrap_or(0)).collect())
+            .unwrap_or_default();
+        if content_type.contains("event-stream") {
+            Content::Stream(split_chunks(&chunks, &timings))
+        } else {
+            Content::Body(Body::Text(chunks.concat()))
+        }
+    } else {
+        Content::Body(match res.get("body") {
+            None | Some(Value::Null) => Body::Empty,
+            Some(Value::String(s)) => Body::Text(s.clone()),
+            Some(v) => Body::Json(v.clone()),
+        })
+    };
+    Ok(Response {
+        status,
+        headers,
+        content,
+    })
+}
+
+/// A binary artifact's bytes, read from a path inside the recordings folder only.
+fn mastra_artifact(artifact: &Value, dir: &Path, err: &dyn Fn(&str) -> Error) -> Result<Blob> {
+    let rel = artifact
+        .get("path")
+        .and_then(Value::as_str)
+        .ok_or_else(|| err("binaryArtifact without a path"))?;
+    let safe = !rel.is_empty()
+        && !rel.starts_with('/')
+        && !rel.contains('\\')
+        && rel
+            .split('/')
+            .all(|s| !s.is_empty() && s != "." && s != "..");
+    if !safe {
+        return Err(err(&format!(
+            "binaryArtifact path {rel:?} leaves the recordings folder; refusing to read it"
+        )));
+    }
+    let data = fs::read(dir.join(rel)).map_err(|e| Error::io(&dir.join(rel), "cannot read", e))?;
+    let ct = artifact
+        .get("contentType")
+        .and_then(Value::as_str)
+        .unwrap_or("application/octet-stream");
+    Ok(Blob::new(ct, data))
 }
 
 /// Cuts network chunks into SSE events; an event's delay is the time of the chunks up to the one

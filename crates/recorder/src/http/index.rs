@@ -174,17 +174,8 @@ fn scan(path: &Path, text: &str) -> Result<(Meta, Vec<Entry>)> {
             return Err(err("a record inside a stream"));
         }
         let present = l.present();
-        let allowed: &[&str] = match ty {
-            "meta" => &["t", "v", "normalizer", "redaction"],
-            "req" => &[
-                "t", "key", "seq", "method", "upstream", "path", "query", "headers", "body",
-            ],
-            "res" if l.stream.is_some() => &["t", "status", "headers", "stream"],
-            "res" => &["t", "status", "headers", "body"],
-            "ev" => &["t", "d", "event", "id", "data", "raw"],
-            "end" if l.how.as_ref().is_some_and(|h| h.0 == "reset") => &["t", "how", "after"],
-            "end" => &["t", "how"],
-            _ => return Err(err("unknown record type")),
+        let Some(allowed) = allowed_fields(ty, &l) else {
+            return Err(err("unknown record type"));
         };
         if let Some(extra) = present.into_iter().flatten().find(|f| !allowed.contains(f)) {
             return Err(err(&format!("unknown field `{extra}`")));
@@ -194,18 +185,7 @@ fn scan(path: &Path, text: &str) -> Result<(Meta, Vec<Entry>)> {
                 if meta.is_some() {
                     return Err(err("a second meta record"));
                 }
-                let v = l.v.ok_or_else(|| err("missing field `v`"))?;
-                if v != FORMAT_VERSION {
-                    return Err(ErrorKind::Version {
-                        path: path.to_path_buf(),
-                        found: v,
-                    }
-                    .into());
-                }
-                meta = Some(Meta {
-                    normalizer: l.normalizer.ok_or_else(|| err("missing field"))?.0.into(),
-                    redaction: l.redaction.ok_or_else(|| err("missing field"))?.0.into(),
-                });
+                meta = Some(meta_record(path, &l, &err)?);
             }
             "req" => {
                 if open.is_some() {
@@ -279,6 +259,50 @@ fn scan(path: &Path, text: &str) -> Result<(Meta, Vec<Entry>)> {
     }
     let meta = meta.ok_or_else(|| Error::parse(path, 1, "empty cassette: no meta record"))?;
     Ok((meta, entries))
+}
+
+/// The fields a record of type `ty` may hold, or `None` for an unknown type.
+fn allowed_fields(ty: &str, l: &Line<'_>) -> Option<&'static [&'static str]> {
+    Some(match ty {
+        "meta" => &["t", "v", "normalizer", "redaction"],
+        "req" => &[
+            "t", "key", "seq", "method", "upstream", "path", "query", "headers", "body",
+        ],
+        "res" if l.stream.is_some() => &["t", "status", "headers", "stream"],
+        "res" => &["t", "status", "headers", "body"],
+        "ev" => &["t", "d", "event", "id", "data", "raw"],
+        "end" if l.how.as_ref().is_some_and(|h| h.0 == "reset") => &["t", "how", "after"],
+        "end" => &["t", "how"],
+        _ => return None,
+    })
+}
+
+/// The meta record's fields, refusing a format version this build does not read.
+fn meta_record(path: &Path, l: &Line<'_>, err: &dyn Fn(&str) -> Error) -> Result<Meta> {
+    let v = l.v.ok_or_else(|| err("missing field `v`"))?;
+    if v != FORMAT_VERSION {
+        return Err(ErrorKind::Version {
+            path: path.to_path_buf(),
+            found: v,
+        }
+        .into());
+    }
+    Ok(Meta {
+        normalizer: l
+            .normalizer
+            .as_ref()
+            .ok_or_else(|| err("missing field"))?
+            .0
+            .as_ref()
+            .into(),
+        redaction: l
+            .redaction
+            .as_ref()
+            .ok_or_else(|| err("missing field"))?
+            .0
+            .as_ref()
+            .into(),
+    })
 }
 
 fn check_body(
