@@ -131,7 +131,10 @@ fn assert_everything_recording(path: &Path) {
         calls[1]["answer"]["content"][0]["text"],
         "The sum of 2 and 40 is 42."
     );
-    assert!(calls[2].get("input").is_none());
+    assert_eq!(
+        calls[2]["input"],
+        json!({"uri": "demo://resource/static/document/architecture.md"})
+    );
 }
 
 fn replay(file: &Path, extra: &[&str], server: &[&str]) -> Output {

@@ -9,92 +9,19 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::SystemTime;
 
-use calltape_jsonl_store::{JsonlWriter, Options, WriterReport};
+use calltape_jsonl_store::{JsonlWriter, Options};
 use calltape_redact::Redactor;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::echo::EchoedSecrets;
-use crate::error::{Error, ErrorKind};
-use crate::mcp::format::{CallError, CallRecord, Outcome, RecordLine};
+use crate::error::Error;
+use crate::mcp::format::{CallError, Outcome, RecordLine};
+use crate::mcp::options::{DEFAULT_METHODS, RecorderOptions, RecorderReport};
+use crate::mcp::params::{meta_info, name_and_input, raw_of, uri_input};
 use crate::mcp::raw::{self, IdKey, IdMap, Json};
-use crate::mcp::redaction::{redact_name, redact_outcome};
+use crate::mcp::redaction::{hide_echoes, redact_name, redact_outcome};
 use crate::mcp::time::{Rfc3339, new_session_id};
-
-/// The methods recorded unless told otherwise.
-pub const DEFAULT_METHODS: &[&str] = &["tools/call", "resources/read", "prompts/get"];
-
-/// How a [`Recorder`] records: which methods, the file's size cap, and extra redaction names.
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub struct RecorderOptions {
-    /// The JSON-RPC methods recorded; [`DEFAULT_METHODS`] by default.
-    pub methods: Vec<String>,
-    /// The most bytes the recording may reach on disk; later calls are dropped and reported.
-    pub max_bytes: u64,
-    /// Field names redacted on top of the built-in credential names.
-    pub redact_names: Vec<String>,
-    /// Field names never redacted by name, such as `pageToken`.
-    pub keep_names: Vec<String>,
-}
-
-impl Default for RecorderOptions {
-    fn default() -> Self {
-        Self {
-            methods: DEFAULT_METHODS.iter().map(|m| (*m).to_owned()).collect(),
-            max_bytes: calltape_jsonl_store::DEFAULT_MAX_BYTES,
-            redact_names: Vec::new(),
-            keep_names: Vec::new(),
-        }
-    }
-}
-
-impl RecorderOptions {
-    /// Records exactly these methods.
-    pub fn methods<I, S>(mut self, methods: I) -> Self
-    where
-        I: IntoIterator<Item = S>,
-        S: Into<String>,
-    {
-        self.methods = methods.into_iter().map(Into::into).collect();
-        self
-    }
-
-    /// Caps the recording's size on disk.
-    pub fn max_bytes(mut self, max_bytes: u64) -> Self {
-        self.max_bytes = max_bytes;
-        self
-    }
-
-    /// Redacts these field names too.
-    pub fn redact_names<I, S>(mut self, names: I) -> Self
-    where
-        I: IntoIterator<Item = S>,
-        S: Into<String>,
-    {
-        self.redact_names = names.into_iter().map(Into::into).collect();
-        self
-    }
-
-    /// Never redacts these field names by name.
-    pub fn keep_names<I, S>(mut self, names: I) -> Self
-    where
-        I: IntoIterator<Item = S>,
-        S: Into<String>,
-    {
-        self.keep_names = names.into_iter().map(Into::into).collect();
-        self
-    }
-
-    /// The redactor these options describe.
-    pub fn redactor(&self) -> Result<Redactor, Error> {
-        Redactor::builder()
-            .redact_names(self.redact_names.iter().map(String::as_str))
-            .keep_names(self.keep_names.iter().map(String::as_str))
-            .build()
-            .map_err(|e| ErrorKind::Redaction(e).into())
-    }
-}
 
 /// Records answered calls to a JSONL file, redacted, without ever blocking or failing the traffic.
 ///
@@ -185,46 +112,6 @@ impl Recorder {
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// What a recorder did, returned by [`Recorder::close`].
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub struct RecorderReport {
-    /// Calls handed to the writer.
-    pub recorded: u64,
-    /// Requests whose session ended before they were answered: they have no line.
-    pub unanswered: u64,
-    /// What the writer did; `None` when the recorder had already been closed.
-    pub writer: Option<WriterReport>,
-}
-
-impl RecorderReport {
-    /// Whether every recorded call reached the file.
-    pub fn is_complete(&self) -> bool {
-        self.writer.as_ref().is_none_or(WriterReport::is_complete)
-    }
-}
-
-impl fmt::Display for RecorderReport {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let s = if self.recorded == 1 { "" } else { "s" };
-        match &self.writer {
-            Some(writer) => write!(f, "recorded {} call{s}; {writer}", self.recorded)?,
-            None => write!(f, "recorded {} call{s}", self.recorded)?,
-        }
-        if self.unanswered > 0 {
-            write!(
-                f,
-                "; {} unanswered at the end, not recorded",
-                self.unanswered
-            )?;
-        }
-        if let Some(error) = self.writer.as_ref().and_then(|w| w.first_error.as_ref()) {
-            write!(f, "; first error: {error}")?;
-        }
-        Ok(())
-    }
 }
 
 /// One client session's side of a [`Recorder`]: show it every frame the client sends and every frame
@@ -329,7 +216,10 @@ impl SessionRecorder {
         let name = redact_name(&inner.redactor, &method, &name);
         let mut secrets = EchoedSecrets::default();
         let input = match input {
-            None => None,
+            // A resource read: its input is its URI, redacted as its name is.
+            None => serde_json::to_string(&uri_input(&name))
+                .ok()
+                .map(String::into_boxed_str),
             Some(arguments) => {
                 let redacted = inner.redactor.redact_json_text(arguments.text);
                 if let Cow::Owned(_) = redacted
@@ -402,7 +292,10 @@ impl SessionRecorder {
         let (name, mut input) = name_and_input(method, params);
         let name = redact_name(&inner.redactor, method, &name);
         let mut secrets = EchoedSecrets::default();
-        if let Some(input) = &mut input {
+        if method == "resources/read" {
+            // Its URI, redacted as its name is, on both readings.
+            input = Some(uri_input(&name));
+        } else if let Some(input) = &mut input {
             collect_secrets(&inner.redactor, input, &mut secrets);
             inner.redactor.redact_value(input);
         }
@@ -448,7 +341,7 @@ impl SessionRecorder {
                 Ok(error) => {
                     let mut outcome = Outcome::Error(CallError::from_jsonrpc(&error));
                     redact_outcome(&inner.redactor, &mut outcome);
-                    hide_values(&mut outcome, &pending.secrets);
+                    hide_echoes(&mut outcome, &pending.secrets);
                     ending_of(outcome)
                 }
                 Err(_) => None,
@@ -473,7 +366,7 @@ impl SessionRecorder {
         let result = serde_json::from_str::<Value>(result.text).ok()?;
         let mut outcome = Outcome::from_result(result);
         redact_outcome(redactor, &mut outcome);
-        hide_values(&mut outcome, secrets);
+        hide_echoes(&mut outcome, secrets);
         ending_of(outcome)
     }
 
@@ -507,7 +400,7 @@ impl SessionRecorder {
             return;
         };
         redact_outcome(&self.recorder.inner.redactor, &mut outcome);
-        hide_values(&mut outcome, &pending.secrets);
+        hide_echoes(&mut outcome, &pending.secrets);
         if let Some(ending) = ending_of(outcome) {
             self.write(pending, client, server, protocol_version, ending, at);
         }
@@ -606,24 +499,6 @@ fn session_info(
     )
 }
 
-/// The client info and protocol version a stateless request carries in its `_meta`.
-fn meta_info(meta: Option<&Map<String, Value>>) -> (Option<Arc<RawValue>>, Option<Arc<str>>) {
-    let client = meta
-        .and_then(|m| meta_entry(m, "clientInfo"))
-        .filter(|info| info.is_object())
-        .and_then(raw_of);
-    let protocol_version = meta
-        .and_then(|m| meta_entry(m, "protocolVersion"))
-        .and_then(Value::as_str)
-        .map(Arc::from);
-    (client, protocol_version)
-}
-
-/// A value as compact raw JSON.
-fn raw_of(value: &Value) -> Option<Arc<RawValue>> {
-    serde_json::value::to_raw_value(value).ok().map(Arc::from)
-}
-
 /// An outcome as it is written.
 fn ending_of(outcome: Outcome) -> Option<Ending<'static>> {
     match outcome {
@@ -674,18 +549,6 @@ fn collect_secrets(redactor: &Redactor, value: &Value, out: &mut EchoedSecrets) 
     out.learn_named(value, &|name| redactor.is_redacted_name(name));
 }
 
-/// Hides each of `secrets` wherever the outcome's texts hold it.
-fn hide_values(outcome: &mut Outcome, secrets: &EchoedSecrets) {
-    match outcome {
-        Outcome::Answer(answer) => secrets.hide_in_value(answer),
-        Outcome::Error(error) => {
-            if let Some(message) = &mut error.message {
-                secrets.hide_in(message);
-            }
-        }
-    }
-}
-
 /// Hands each message of a frame (a message, or a batch of them) to `each` as JSON text.
 fn for_each_message<'a>(text: &'a str, mut each: impl FnMut(&'a str)) {
     if text.trim_start().starts_with('[') {
@@ -695,77 +558,6 @@ fn for_each_message<'a>(text: &'a str, mut each: impl FnMut(&'a str)) {
     } else {
         each(text);
     }
-}
-
-/// `_meta.clientInfo`, or a namespaced `_meta["…/clientInfo"]` as the stateless protocol sends it.
-fn meta_entry<'a>(meta: &'a Map<String, Value>, name: &str) -> Option<&'a Value> {
-    meta.get(name).or_else(|| {
-        meta.iter()
-            .find(|(k, _)| k.rsplit('/').next() == Some(name))
-            .map(|(_, v)| v)
-    })
-}
-
-/// The name and input a request is recorded with. Request `_meta` (progress tokens included) is never
-/// part of the input.
-pub(crate) fn name_and_input(method: &str, params: Option<&Value>) -> (String, Option<Value>) {
-    let text = |key: &str| {
-        params
-            .and_then(|p| p.get(key))
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned()
-    };
-    match method {
-        "tools/call" | "prompts/get" => (
-            text("name"),
-            Some(
-                params
-                    .and_then(|p| p.get("arguments"))
-                    .cloned()
-                    .unwrap_or_else(|| Value::Object(Map::new())),
-            ),
-        ),
-        "resources/read" => (text("uri"), None),
-        _ => {
-            let name = match params.and_then(|p| p.get("name")) {
-                Some(Value::String(name)) => name.clone(),
-                _ => text("uri"),
-            };
-            let input = params.and_then(Value::as_object).and_then(|p| {
-                let rest: Map<String, Value> = p
-                    .iter()
-                    .filter(|(k, _)| *k != "_meta")
-                    .map(|(k, v)| (k.clone(), v.clone()))
-                    .collect();
-                (!rest.is_empty()).then_some(Value::Object(rest))
-            });
-            (name, input)
-        }
-    }
-}
-
-/// The `params` of the JSON-RPC request that replays a recorded call: the inverse of how the recorder
-/// took the name and input from a request.
-pub fn request_params(record: &CallRecord) -> Value {
-    let mut params = Map::new();
-    match record.method.as_str() {
-        "tools/call" | "prompts/get" => {
-            params.insert("name".into(), Value::String(record.name.clone()));
-            if let Some(input) = &record.input {
-                params.insert("arguments".into(), input.clone());
-            }
-        }
-        "resources/read" => {
-            params.insert("uri".into(), Value::String(record.name.clone()));
-        }
-        _ => {
-            if let Some(Value::Object(input)) = &record.input {
-                params.extend(input.clone());
-            }
-        }
-    }
-    Value::Object(params)
 }
 
 #[cfg(test)]
@@ -937,6 +729,13 @@ mod tests {
             "welcome, your password is [REDACTED]"
         );
         assert_eq!(by_text[3]["error"]["code"], "declined");
+        // A resource read's input is its URI, redacted as its name is.
+        assert_eq!(by_text[5]["method"], "resources/read");
+        assert_eq!(
+            by_text[5]["input"],
+            serde_json::json!({"uri": by_text[5]["name"]})
+        );
+        assert!(!by_text[5]["name"].as_str().unwrap().contains("secret"));
         assert_eq!(by_text[6]["client"]["name"], "stateless");
         assert_eq!(by_text[11]["answer"]["auth"], "[REDACTED]");
     }
