@@ -450,7 +450,7 @@ fn answered_calls_reach_the_disk_when_the_session_ends_by_eof_sigterm_or_sigint(
         let _ = child.wait().unwrap();
         let calls = lines(&file);
         assert_eq!(calls.len(), 2, "{how}: {calls:?}");
-        assert_eq!(calls[1]["error"]["code"], "not_supported");
+        assert_eq!(calls[1]["error"]["code"], "unknown_payment");
     }
 }
 
