@@ -35,6 +35,8 @@ that still holds \"[REDACTED]\" is sent as recorded, noted \"unfilled: NAME\". A
 characters or more that an earlier answer created (a payment id) and a later input uses is sent
 as the replayed answer holds it, noted \"input.PATH: old → new (from call N, PATH)\"; answers that
 echo the new value compare equal to the recorded one. --no-follow turns this off.
+A task-augmented call was recorded as a plain one with its result; when the server runs the tool
+only as a task, the replay runs it as one and polls it to its end within --timeout.
 A session recorded with the stateless protocol (2026-07-28) sends no initialize: each request
 carries the recorded client info in its _meta. The server's ping is answered; its sampling,
 elicitation and roots requests get an error, since a replay has no client to ask.

@@ -12,3 +12,4 @@ mod replay;
 mod serve;
 mod shared;
 mod support;
+mod tasks;

@@ -4,7 +4,8 @@ Usage: python replay_client.py SCENARIO -- COMMAND...
 
 COMMAND is the stdio server the client starts (for the tests: `calltape record -o FILE -- SERVER…` or
 `calltape record -o FILE --url URL`). SCENARIO is `everything` (the reference server), `demo` (the
-replay_server.py test server) or `payments` (pay_server.py, with the card token from $CARD). Prints one JSON object with what the client received.
+replay_server.py test server) or `payments` (pay_server.py, with the card token from $CARD) or `tasks` (the reference server, a
+task-augmented call). Prints one JSON object with what the client received.
 """
 
 import asyncio
@@ -61,12 +62,27 @@ async def payments(session):
     return {"pay": dump(paid), "refund": dump(refund), "paymentId": payment_id}
 
 
+async def tasks(session):
+    # A task-augmented call, polled to its end, its result fetched with tasks/result.
+    import warnings
+
+    from mcp.types import CallToolResult
+
+    warnings.simplefilter("ignore", DeprecationWarning)
+    created = await session.experimental.call_tool_as_task("simulate-research-query", {"topic": "tides"})
+    task_id = created.task.taskId
+    statuses = [status.status async for status in session.experimental.poll_task(task_id)]
+    final = await session.experimental.get_task_result(task_id, CallToolResult)
+    total = await session.call_tool("get-sum", {"a": 1, "b": 2})
+    return {"statuses": statuses, "result": dump(final), "sum": dump(total)}
+
+
 async def main(scenario, command):
     server = StdioServerParameters(command=command[0], args=command[1:], env=dict(os.environ))
     async with stdio_client(server) as (read, write):
         async with ClientSession(read, write) as session:
             init = await session.initialize()
-            result = await {"everything": everything, "demo": demo, "payments": payments}[scenario](session)
+            result = await {"everything": everything, "demo": demo, "payments": payments, "tasks": tasks}[scenario](session)
             result["server"] = init.serverInfo.name
             return result
 

@@ -27,6 +27,7 @@ mod fill;
 mod follow;
 mod report;
 mod session;
+mod task;
 mod update;
 
 pub use compare::{Comparer, ComparerBuilder, Comparison, Difference, Status};

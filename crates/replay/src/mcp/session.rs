@@ -273,6 +273,7 @@ async fn run_session(
         timeout: options.timeout,
         initialize: initialize_request(&first.record),
         stateless,
+        task_tools: None,
     };
     let result = async {
         if !stateless {
@@ -295,7 +296,7 @@ async fn run_session(
                 "method": record.method,
                 "params": params,
             });
-            let answer = conn.request(request).await.map_err(|why| {
+            let failed = |why: String| {
                 fail(format!(
                     "call {} ({} {}, line {}): {why}",
                     index + 1,
@@ -303,7 +304,15 @@ async fn run_session(
                     record.name,
                     call.line
                 ))
-            })?;
+            };
+            let mut answer = conn.request(&request).await.map_err(failed)?;
+            // A call the server runs only as a task is sent again as one, and polled to its end.
+            if record.method == "tools/call"
+                && is_error(&answer)
+                && conn.requires_task(&record.name).await.map_err(failed)?
+            {
+                answer = conn.run_task(&request).await.map_err(failed)?;
+            }
             // Redacted in `compare_outcomes`, before anything compares or keeps it.
             let outcome = Outcome::from_response(&answer).unwrap_or(Outcome::Answer(Value::Null));
             if options.follow {
@@ -406,12 +415,14 @@ fn initialize_request(record: &CallRecord) -> Value {
     })
 }
 
-struct Conn {
-    link: Link,
-    timeout: Duration,
+pub(super) struct Conn {
+    pub(super) link: Link,
+    pub(super) timeout: Duration,
     initialize: Value,
     /// The session speaks the stateless revision: no `initialize`, ever.
     stateless: bool,
+    /// The tools the server runs only as tasks, once asked.
+    pub(super) task_tools: Option<Vec<String>>,
 }
 
 impl Conn {
@@ -425,7 +436,7 @@ impl Conn {
     }
 
     async fn handshake(&mut self) -> Result<(), String> {
-        let answer = self.request(self.initialize.clone()).await?;
+        let answer = self.request(&self.initialize.clone()).await?;
         if let Some(error) = answer.get("error") {
             return Err(format!("the server refused initialize: {error}"));
         }
@@ -434,9 +445,9 @@ impl Conn {
     }
 
     /// Sends `request` and waits for its answer, answering the server's own requests meanwhile.
-    async fn request(&mut self, request: Value) -> Result<Value, String> {
+    pub(super) async fn request(&mut self, request: &Value) -> Result<Value, String> {
         let id = request.get("id").cloned().unwrap_or(Value::Null);
-        self.send(&request).await?;
+        self.send(request).await?;
         let deadline = Instant::now() + self.timeout;
         loop {
             let event = match tokio::time::timeout_at(deadline, self.link.events.recv()).await {
@@ -547,6 +558,12 @@ fn answer_server_request(method: &str, id: &Value) -> Value {
     }})
 }
 
+/// Whether a response is an error: a JSON-RPC error or a tool result with `isError` set.
+fn is_error(response: &Value) -> bool {
+    response.get("error").is_some()
+        || response.pointer("/result/isError") == Some(&Value::Bool(true))
+}
+
 /// JSON-RPC's "method not found": what a client that does not offer a capability answers.
 const METHOD_NOT_FOUND: i64 = -32601;
 
@@ -557,7 +574,7 @@ fn into_messages(value: Value) -> Vec<Value> {
     }
 }
 
-fn humanize(d: Duration) -> String {
+pub(super) fn humanize(d: Duration) -> String {
     if d.subsec_millis() == 0 {
         format!("{}s", d.as_secs())
     } else {
