@@ -62,6 +62,9 @@ pub(crate) struct Follower {
     learned: HashMap<String, Learned>,
     /// The replayed strings sent in place of recorded ones, each with its recorded text.
     used: HashMap<String, String>,
+    /// Strings and tokens looked up or considered so far: the work done, which a test holds to grow
+    /// with the session's size.
+    steps: usize,
 }
 
 /// What a call may learn from: its input, its recorded and replayed outcomes, and the values that
@@ -90,6 +93,8 @@ impl Follower {
     fn substitute_in(&mut self, value: &mut Value, path: &mut String, out: &mut Vec<Substitution>) {
         match value {
             Value::String(text) => {
+                self.steps += 1;
+                let steps = &mut self.steps;
                 let mut found = |recorded: &str, learned: &Learned| {
                     self.used
                         .entry(learned.replayed.clone())
@@ -108,6 +113,7 @@ impl Follower {
                     return;
                 }
                 let rebuilt = replace_tokens(text, |token| {
+                    *steps += 1;
                     let learned = self.learned.get(token)?;
                     found(token, learned);
                     Some(learned.replayed.as_str())
@@ -151,8 +157,10 @@ impl Follower {
             input: answered.input.map(Value::to_string).unwrap_or_default(),
             path: String::new(),
             found: Vec::new(),
+            steps: 0,
         };
         walk.pair(recorded, replayed, false);
+        self.steps += walk.steps;
         for (recorded, learned) in walk.found {
             // The first place found wins, except that a value of its own beats one inside a text.
             match self.learned.get(&recorded) {
@@ -208,6 +216,7 @@ struct LearnWalk<'a, 'b> {
     input: String,
     path: String,
     found: Vec<(String, Learned)>,
+    steps: usize,
 }
 
 impl LearnWalk<'_, '_> {
@@ -260,6 +269,7 @@ impl LearnWalk<'_, '_> {
     }
 
     fn consider(&mut self, recorded: &str, replayed: &str, in_text: bool) {
+        self.steps += 1;
         let answered = self.answered;
         let followable = recorded != replayed
             && recorded.chars().count() >= MIN_FOLLOWED
@@ -348,6 +358,37 @@ mod tests {
             redactor: &redactor,
             sent: &["tok_filled_in"],
         });
+    }
+
+    /// The work of following through a session of `calls` calls, each creating an id that the
+    /// next call's input uses, in a field and in a text.
+    fn steps_for(calls: usize) -> usize {
+        let mut follower = Follower::default();
+        for call in 1..=calls {
+            let mut input = json!({"orderId": format!("ord_{:05}", call - 1),
+                "note": format!("after ord_{:05} and before anything", call - 1)});
+            let subs = follower.substitute(&mut input);
+            assert_eq!(subs.len(), if call == 1 { 0 } else { 2 }, "{input}");
+            learn(
+                &mut follower,
+                call,
+                input,
+                json!({"orderId": format!("ord_{call:05}"), "text": format!("created ord_{call:05} now")}),
+                json!({"orderId": format!("new_{call:05}"), "text": format!("created new_{call:05} now")}),
+            );
+        }
+        follower.steps
+    }
+
+    #[test]
+    fn following_grows_with_the_session_not_with_its_square() {
+        let (small, large) = (steps_for(200), steps_for(800));
+        assert!(small > 0);
+        // Linear: four times the calls, about four times the work (all pairs would be sixteen).
+        assert!(
+            large <= small * 9 / 2,
+            "{small} steps for 200 calls, {large} for 800"
+        );
     }
 
     #[test]
