@@ -15,7 +15,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use calltape_recorder::mcp::Recording;
-use calltape_replay::mcp::{Comparer, ReplayOptions, Replayed, Status, replay};
+use calltape_replay::mcp::{
+    CallReport, Comparer, Fills, ReplayOptions, ReplayReport, Replayed, Status, replay,
+};
 use calltape_stdio_bridge::{ChildUpstream, Stderr, Upstream};
 use clap::Args;
 use serde_json::{Value, json};
@@ -53,13 +55,14 @@ pub(crate) struct DemoServerArgs {
 pub(crate) fn run_server(args: DemoServerArgs) -> u8 {
     let stdin = std::io::stdin().lock();
     let mut stdout = std::io::stdout().lock();
+    let mut payments = Payments::new();
     for line in stdin.lines() {
         let Ok(line) = line else { break };
         if line.trim().is_empty() {
             continue;
         }
         let reply = match serde_json::from_str::<Value>(&line) {
-            Ok(message) => handle(args.version, &message),
+            Ok(message) => handle(args.version, &mut payments, &message),
             Err(e) => Some(json!({"jsonrpc": "2.0", "id": null,
                 "error": {"code": -32700, "message": format!("parse error: {e}")}})),
         };
@@ -72,7 +75,7 @@ pub(crate) fn run_server(args: DemoServerArgs) -> u8 {
     exit::OK
 }
 
-fn handle(version: u8, message: &Value) -> Option<Value> {
+fn handle(version: u8, payments: &mut Payments, message: &Value) -> Option<Value> {
     let id = message.get("id")?.clone();
     let method = message.get("method").and_then(Value::as_str)?;
     let params = message.get("params").cloned().unwrap_or(Value::Null);
@@ -96,7 +99,7 @@ fn handle(version: u8, message: &Value) -> Option<Value> {
                 "currency": {"type": "string"}, "cardToken": {"type": "string"}}), &["amount", "cardToken"]),
             tool("refund", "Refund a payment", json!({"paymentId": {"type": "string"}}), &["paymentId"]),
         ]})),
-        "tools/call" => call_tool(version, &params),
+        "tools/call" => call_tool(version, payments, &params),
         "resources/list" => Ok(json!({"resources": [
             {"uri": "demo://terms", "name": "terms", "mimeType": "text/plain"}]})),
         "resources/read" => match params.get("uri").and_then(Value::as_str) {
@@ -144,7 +147,37 @@ fn structured(value: Value) -> Value {
     json!({"content": [{"type": "text", "text": value.to_string()}], "structuredContent": value})
 }
 
-fn call_tool(version: u8, params: &Value) -> Result<Value, (i64, String)> {
+/// The payments one server process made: each gets a fresh id, so a replay against a new process
+/// sees new ids.
+struct Payments {
+    next: u64,
+    made: Vec<String>,
+}
+
+impl Payments {
+    fn new() -> Self {
+        let mut hasher = RandomState::new().build_hasher();
+        hasher.write_u128(
+            SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .unwrap_or_default()
+                .as_nanos(),
+        );
+        Self {
+            next: 1000 + hasher.finish() % 9000,
+            made: Vec::new(),
+        }
+    }
+
+    fn make(&mut self) -> String {
+        let id = format!("pay_{}", self.next);
+        self.next += 1;
+        self.made.push(id.clone());
+        id
+    }
+}
+
+fn call_tool(version: u8, payments: &mut Payments, params: &Value) -> Result<Value, (i64, String)> {
     let name = params.get("name").and_then(Value::as_str).unwrap_or("");
     let args = params.get("arguments").cloned().unwrap_or(Value::Null);
     match (name, version) {
@@ -164,19 +197,35 @@ fn call_tool(version: u8, params: &Value) -> Result<Value, (i64, String)> {
             })))
         }
         ("pay", 1) => {
+            let token = args.get("cardToken").and_then(Value::as_str).unwrap_or("");
+            if !token.starts_with("tok_") {
+                return Ok(tool_error(
+                    "invalid_card",
+                    "the card token is not a card token",
+                ));
+            }
             let amount = args.get("amount").cloned().unwrap_or(json!(0));
             Ok(structured(
-                json!({"status": "paid", "amount": amount, "currency": "USD"}),
+                json!({"status": "paid", "amount": amount, "currency": "USD", "paymentId": payments.make()}),
             ))
         }
         ("pay", _) => Ok(tool_error(
             "card_declined",
             "card declined: the payment provider refused the card",
         )),
-        ("refund", 1) => Ok(tool_error(
-            "not_supported",
-            "refunds are not supported by this version",
-        )),
+        ("refund", 1) => {
+            let payment = args.get("paymentId").and_then(Value::as_str).unwrap_or("");
+            if !payments.made.iter().any(|p| p == payment) {
+                return Ok(tool_error(
+                    "unknown_payment",
+                    &format!("no payment {payment}"),
+                ));
+            }
+            Ok(tool_error(
+                "not_supported",
+                "refunds are not supported by this version",
+            ))
+        }
         ("refund", _) => {
             let payment = args.get("paymentId").cloned().unwrap_or(Value::Null);
             Ok(structured(
@@ -203,14 +252,30 @@ fn script() -> Vec<(&'static str, Value)> {
         ),
         (
             "tools/call",
-            json!({"name": "refund", "arguments": {"paymentId": "pay_1001"}}),
+            json!({"name": "refund", "arguments": {"paymentId": PAYMENT_ID}}),
         ),
         ("resources/read", json!({"uri": "demo://terms"})),
         (
             "prompts/get",
-            json!({"name": "receipt", "arguments": {"paymentId": "pay_1001"}}),
+            json!({"name": "receipt", "arguments": {"paymentId": PAYMENT_ID}}),
         ),
     ]
+}
+
+/// Stands in the script for the id of the payment `pay` made.
+const PAYMENT_ID: &str = "$paymentId";
+
+/// `params` with each [`PAYMENT_ID`] replaced by `payment`.
+fn with_payment(params: Value, payment: &str) -> Value {
+    match params {
+        Value::String(s) if s == PAYMENT_ID => Value::String(payment.to_owned()),
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .map(|(k, v)| (k, with_payment(v, payment)))
+                .collect(),
+        ),
+        other => other,
+    }
 }
 
 pub(crate) fn run(args: DemoArgs) -> u8 {
@@ -228,53 +293,96 @@ fn demo(args: DemoArgs) -> Result<bool, String> {
     let started = Instant::now();
     let exe =
         std::env::current_exe().map_err(|e| format!("cannot find the calltape binary: {e}"))?;
-    let dir = match args.dir {
-        Some(dir) => {
-            // Missing folders are made owner-only; a link at the path is refused, not followed.
-            calltape_jsonl_store::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-            dir
-        }
-        None => tempfile::Builder::new()
-            .prefix("calltape-demo-")
-            .tempdir()
-            .map_err(|e| format!("cannot create a temporary folder: {e}"))?
-            .keep(),
-    };
+    let dir = folder(args.dir)?;
     let path = dir.join("calls.jsonl");
     let _ = std::fs::remove_file(&path);
     let color = crate::replay::color_wanted(std::io::stdout().is_terminal());
-    let bold = |text: &str| {
-        if color {
-            format!("\x1b[1m{text}\x1b[0m")
-        } else {
-            text.to_owned()
-        }
-    };
 
     println!("calltape demo: files in {}", dir.display());
     println!();
     println!(
         "{}",
-        bold("1. Record a client session against demo server v1")
+        bold("1. Record a client session against demo server v1", color)
     );
     println!(
         "   $ calltape record -o {} -- calltape demo-server 1",
         path.display()
     );
     let calls = record(&exe, &path)?;
-    println!("   the client made {calls} calls: quote, pay (with cardToken \"{SECRET}\"), refund,");
-    println!("   a resource read and a prompt");
+    println!(
+        "   the client made {calls} calls: quote, pay (with cardToken \"{SECRET}\"), a refund"
+    );
+    println!("   of the new payment, a resource read and a receipt prompt for the payment");
 
-    let text = std::fs::read_to_string(&path)
+    println!();
+    println!("{}", bold("2. Check the recording", color));
+    let (recording, recorded_ok) = check(&path, calls)?;
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+    let replayer = Replayer {
+        runtime,
+        exe,
+        recording,
+        color,
+    };
+    println!();
+    println!("{}", bold("3. Replay it against v1", color));
+    let v1_ok = replayer.against_v1()?;
+    println!();
+    println!("{}", bold("4. Replay it against v2", color));
+    let v2_ok = replayer.against_v2(calls)?;
+    println!();
+    println!(
+        "done in {:.1} s; the recording is {}",
+        started.elapsed().as_secs_f64(),
+        path.display()
+    );
+    let as_expected = recorded_ok && v1_ok && v2_ok;
+    if !as_expected {
+        eprintln!("calltape demo: the demo did not go as expected (see above)");
+    }
+    Ok(as_expected)
+}
+
+/// The folder the demo writes to: `dir` (missing folders made owner-only, a link refused), or a new
+/// temporary one that is kept.
+fn folder(dir: Option<PathBuf>) -> Result<PathBuf, String> {
+    match dir {
+        Some(dir) => {
+            calltape_jsonl_store::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+            Ok(dir)
+        }
+        None => Ok(tempfile::Builder::new()
+            .prefix("calltape-demo-")
+            .tempdir()
+            .map_err(|e| format!("cannot create a temporary folder: {e}"))?
+            .keep()),
+    }
+}
+
+fn bold(text: &str, color: bool) -> String {
+    if color {
+        format!("\x1b[1m{text}\x1b[0m")
+    } else {
+        text.to_owned()
+    }
+}
+
+/// Step 2: reads the recording back and shows that it is owner-only and holds no secret. Returns it,
+/// and whether it is as it should be.
+fn check(path: &Path, calls: usize) -> Result<(Recording, bool), String> {
+    let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let mode = std::fs::metadata(&path)
+    let mode = std::fs::metadata(path)
         .map_err(|e| format!("cannot stat {}: {e}", path.display()))?
         .permissions()
         .mode()
         & 0o777;
-    let recording = Recording::read(&path).map_err(|e| e.to_string())?;
-    println!();
-    println!("{}", bold("2. Check the recording"));
+    let recording = Recording::read(path).map_err(|e| e.to_string())?;
     println!(
         "   {} lines, mode {mode:04o}, secret present: {}",
         recording.calls.len(),
@@ -288,17 +396,25 @@ fn demo(args: DemoArgs) -> Result<bool, String> {
         let input = pay.record.input.clone().unwrap_or(Value::Null);
         println!("   pay's recorded input: {input}");
     }
-    let recorded_ok = !text.contains(SECRET) && mode == 0o600 && recording.calls.len() == calls;
+    let ok = !text.contains(SECRET) && mode == 0o600 && recording.calls.len() == calls;
+    Ok((recording, ok))
+}
 
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
-    let against = |version: &str, ignore: &str| -> Result<Replayed, String> {
+/// Replays the demo's recording against a version of the demo server, in process.
+struct Replayer {
+    runtime: tokio::runtime::Runtime,
+    exe: PathBuf,
+    recording: Recording,
+    color: bool,
+}
+
+impl Replayer {
+    /// Replays against demo server `version`, ignoring `ignore`, with the card token filled in when
+    /// `fill` (what `--fill cardToken=env:CARD_TOKEN` does, with the value in hand).
+    fn against(&self, version: &str, ignore: &str, fill: bool) -> Result<Replayed, String> {
         let upstream: Arc<dyn Upstream> = Arc::new(
             ChildUpstream::new([
-                exe.clone().into_os_string(),
+                self.exe.clone().into_os_string(),
                 OsString::from("demo-server"),
                 version.into(),
             ])
@@ -309,79 +425,108 @@ fn demo(args: DemoArgs) -> Result<bool, String> {
             .ignore([ignore])
             .build()
             .map_err(|e| e.to_string())?;
+        let fills = if fill {
+            Fills::new().value("cardToken", SECRET)
+        } else {
+            Fills::new()
+        };
         let options = ReplayOptions::default()
             .comparer(comparer)
+            .fills(fills)
             .timeout(Duration::from_secs(10));
-        runtime
-            .block_on(replay(&recording, upstream, &options))
+        self.runtime
+            .block_on(replay(&self.recording, upstream, &options))
             .map_err(|e| e.to_string())
-    };
-
-    println!();
-    println!("{}", bold("3. Replay it against v1"));
-    println!(
-        "   $ calltape replay {} -- calltape demo-server 1",
-        path.display()
-    );
-    let plain = against("1", "")?;
-    let varying: Vec<String> = plain
-        .report
-        .calls
-        .iter()
-        .flat_map(|c| c.differences.iter().map(|d| d.path.clone()))
-        .collect();
-    println!(
-        "   {}: only fields that vary per call differ: {}",
-        plain.report.summary(),
-        varying.join(", ")
-    );
-    println!(
-        "   $ calltape replay {} --ignore '{VOLATILE}' -- calltape demo-server 1",
-        path.display()
-    );
-    let clean = against("1", VOLATILE)?;
-    println!("   {}  → exit 0", clean.report.summary());
-
-    println!();
-    println!("{}", bold("4. Replay it against v2"));
-    println!(
-        "   $ calltape replay {} --ignore '{VOLATILE}' -- calltape demo-server 2",
-        path.display()
-    );
-    let v2 = against("2", VOLATILE)?;
-    println!();
-    for line in v2.report.to_text(color).lines() {
-        if line.is_empty() {
-            println!();
-        } else {
-            println!("   {line}");
-        }
     }
-    println!("   → exit 1: CI fails and shows this report");
-    let want = [
-        ("quote", Status::Changed),
-        ("pay", Status::NewError),
-        ("refund", Status::GoneError),
-    ];
-    let as_expected = recorded_ok
-        && !clean.report.has_differences()
-        && want.iter().all(|(name, status)| {
+
+    /// Step 3: against v1, without the token, with it, and with the varying fields ignored; the
+    /// refund follows the new payment id. Returns whether it went as it should.
+    fn against_v1(&self) -> Result<bool, String> {
+        let path = self.recording.path.display();
+        println!("   $ calltape replay {path} -- calltape demo-server 1");
+        let unfilled = self.against("1", VOLATILE, false)?;
+        println!(
+            "   pay is sent with cardToken \"[REDACTED]\", as recorded, and the server refuses it:"
+        );
+        print_calls(&unfilled, |c| c.name == "pay", self.color);
+        println!("   so give the token back from the environment (never on the command line):");
+        println!(
+            "   $ calltape replay {path} --fill cardToken=env:CARD_TOKEN -- calltape demo-server 1"
+        );
+        let plain = self.against("1", "", true)?;
+        let varying: Vec<String> = plain
+            .report
+            .calls
+            .iter()
+            .flat_map(|c| c.differences.iter().map(|d| d.path.clone()))
+            .collect();
+        println!(
+            "   {}: only fields that vary per call differ: {}",
+            plain.report.summary(),
+            varying.join(", ")
+        );
+        println!(
+            "   $ calltape replay {path} --fill cardToken=env:CARD_TOKEN --ignore '{VOLATILE}' -- calltape demo-server 1"
+        );
+        let clean = self.against("1", VOLATILE, true)?;
+        println!("   {}  → exit 0", clean.report.summary());
+        println!(
+            "   the new server made a new payment id; the refund and the receipt followed it:"
+        );
+        print_calls(&clean, |c| !c.substitutions.is_empty(), self.color);
+        let followed = |c: &CallReport| c.name == "refund" && !c.substitutions.is_empty();
+        Ok(!clean.report.has_differences()
+            && clean.report.calls.iter().any(followed)
+            && unfilled
+                .report
+                .calls
+                .iter()
+                .any(|c| c.name == "pay" && c.unfilled == ["cardToken"]))
+    }
+
+    /// Step 4: against v2, where three calls changed. Returns whether exactly those did.
+    fn against_v2(&self, calls: usize) -> Result<bool, String> {
+        println!(
+            "   $ calltape replay {} --fill cardToken=env:CARD_TOKEN --ignore '{VOLATILE}' -- calltape demo-server 2",
+            self.recording.path.display()
+        );
+        let v2 = self.against("2", VOLATILE, true)?;
+        println!();
+        for line in v2.report.to_text(self.color).lines() {
+            if line.is_empty() {
+                println!();
+            } else {
+                println!("   {line}");
+            }
+        }
+        println!("   → exit 1: CI fails and shows this report");
+        let want = [
+            ("quote", Status::Changed),
+            ("pay", Status::NewError),
+            ("refund", Status::GoneError),
+        ];
+        Ok(want.iter().all(|(name, status)| {
             v2.report
                 .calls
                 .iter()
                 .any(|c| c.name == *name && c.status == *status)
-        })
-        && v2.report.summary().same == calls - want.len();
-    println!();
-    println!(
-        "done in {:.1} s; the recording is {}",
-        started.elapsed().as_secs_f64(),
-        path.display()
-    );
-    if !as_expected {
-        eprintln!("calltape demo: the demo did not go as expected (see above)");
+        }) && v2.report.summary().same == calls - want.len())
     }
-    Ok(as_expected)
+}
+
+/// Prints the text report's lines of the calls `which` picks, indented.
+fn print_calls(replayed: &Replayed, which: impl Fn(&CallReport) -> bool, color: bool) {
+    let calls = replayed
+        .report
+        .calls
+        .iter()
+        .filter(|c| which(c))
+        .cloned()
+        .collect();
+    let report = ReplayReport::new(replayed.report.file.clone(), calls);
+    for line in report.to_text(color).lines().take_while(|l| !l.is_empty()) {
+        println!("   {line}");
+    }
 }
 
 /// Runs `calltape record` around demo server v1 and drives it as the scripted client. Returns how
@@ -427,8 +572,15 @@ fn drive(child: &mut Child) -> Result<usize, String> {
     )?;
     client.notify("notifications/initialized")?;
     let mut answered = 0;
+    let mut payment = String::new();
     for (method, params) in script() {
-        client.request(method, params)?;
+        let answer = client.request(method, with_payment(params, &payment))?;
+        if let Some(id) = answer
+            .pointer("/result/structuredContent/paymentId")
+            .and_then(Value::as_str)
+        {
+            payment = id.to_owned();
+        }
         answered += 1;
     }
     child.stdin = Some(client.stdin);

@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 
 use calltape_recorder::mcp::Recording;
 use calltape_redact::Redactor;
-use calltape_replay::mcp::{Comparer, Format, ReplayOptions, replay, update_recording};
+use calltape_replay::mcp::{
+    Comparer, FillSpec, Fills, Format, ReplayOptions, replay, update_recording,
+};
 use calltape_stdio_bridge::{
     ChildUpstream, DEFAULT_HTTP_PATH, ExtraHeaders, HttpUpstream, Stderr, UnixUpstream, Upstream,
 };
@@ -22,10 +24,19 @@ Examples:
   calltape replay calls.jsonl --ignore '**.quotedAt,**.requestId' -- python -m my_server
   calltape replay calls.jsonl --format junit --output replay.xml --url http://127.0.0.1:3000/mcp
   calltape replay calls.jsonl --update -- node server.js     # accept the new answers
+  calltape replay calls.jsonl --fill cardToken=env:CARD --fill apiKey=file:key.txt -- node server.js
 
 Each recorded session is replayed through a fresh connection (a new child process, a new HTTP
 session) with the recorded client info, its calls in recorded order. A call is same, changed (with
 each differing path), new-error or gone-error. A recorded \"[REDACTED]\" matches any value.
+--fill sends a value in place of a recorded \"[REDACTED]\" at a field of that name, anywhere in an
+input; the value comes from an environment variable or a file and appears in no report. A call
+that still holds \"[REDACTED]\" is sent as recorded, noted \"unfilled: NAME\". A string of 6
+characters or more that an earlier answer created (a payment id) and a later input uses is sent
+as the replayed answer holds it, noted \"input.PATH: old → new (from call N, PATH)\"; answers that
+echo the new value compare equal to the recorded one. --no-follow turns this off.
+A task-augmented call was recorded as a plain one with its result; when the server runs the tool
+only as a task, the replay runs it as one and polls it to its end within --timeout.
 A session recorded with the stateless protocol (2026-07-28) sends no initialize: each request
 carries the recorded client info in its _meta. The server's ping is answered; its sampling,
 elicitation and roots requests get an error, since a replay has no client to ask.
@@ -50,6 +61,15 @@ pub(crate) struct ReplayArgs {
     /// Compare structure only: keys, types and array element shapes, not values.
     #[arg(long)]
     shape: bool,
+
+    /// Send a value where the recording holds "[REDACTED]" at a field named NAME (repeatable):
+    /// NAME=env:VAR or NAME=file:PATH, never the value itself.
+    #[arg(long = "fill", value_name = "NAME=env:VAR|NAME=file:PATH")]
+    fill: Vec<String>,
+
+    /// Send every input as recorded: do not follow ids that earlier answers created.
+    #[arg(long)]
+    no_follow: bool,
 
     /// Rewrite the recording with the new answers (atomically, redacted, same order) and exit 0.
     #[arg(long)]
@@ -134,6 +154,16 @@ fn upstream(args: &ReplayArgs) -> Result<Arc<dyn Upstream>, String> {
     Err("give the server: `-- CMD ARGS…`, --url URL or --socket PATH".into())
 }
 
+/// The values of `--fill`, parsed here rather than by clap, whose error would repeat a value put on
+/// the command line.
+fn fills(specs: &[String]) -> Result<Fills, calltape_replay::Error> {
+    let specs = specs
+        .iter()
+        .map(|spec| spec.parse::<FillSpec>())
+        .collect::<Result<Vec<_>, _>>()?;
+    Fills::resolve(&specs)
+}
+
 /// Whether the report may use colour: a terminal, and `NO_COLOR` unset.
 pub(crate) fn color_wanted(to_terminal: bool) -> bool {
     to_terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
@@ -169,6 +199,13 @@ pub(crate) fn run(args: ReplayArgs) -> u8 {
             return exit::USAGE;
         }
     };
+    let fills = match fills(&args.fill) {
+        Ok(fills) => fills,
+        Err(e) => {
+            eprintln!("calltape: {e}");
+            return exit::USAGE;
+        }
+    };
     let upstream = match upstream(&args) {
         Ok(upstream) => upstream,
         Err(message) => {
@@ -181,7 +218,9 @@ pub(crate) fn run(args: ReplayArgs) -> u8 {
         .comparer(comparer)
         .redactor(redactor)
         .jobs(args.jobs)
-        .timeout(args.timeout);
+        .timeout(args.timeout)
+        .fills(fills)
+        .follow(!args.no_follow);
     if std::io::stderr().is_terminal() {
         options = options.progress(progress_bar());
     }

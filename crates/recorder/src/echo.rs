@@ -29,10 +29,16 @@ impl EchoedSecrets {
     /// [`MIN_ECHOED_SECRET`], already `[REDACTED]` or already known.
     pub(crate) fn learn(&mut self, name: &str, value: &str) {
         let value = value.trim();
-        if value.len() < MIN_ECHOED_SECRET
-            || value == REDACTED
-            || self.values.iter().any(|(_, v)| v == value)
-        {
+        if value.len() < MIN_ECHOED_SECRET {
+            return;
+        }
+        self.learn_known(name, value);
+    }
+
+    /// Remembers `value` whatever its length, unless it is empty, `[REDACTED]` or already known: a
+    /// value the caller knows to be secret (one it sent itself), not one guessed from a name.
+    pub(crate) fn learn_known(&mut self, name: &str, value: &str) {
+        if value.is_empty() || value == REDACTED || self.values.iter().any(|(_, v)| v == value) {
             return;
         }
         let at = self.values.partition_point(|(_, v)| v.len() >= value.len());

@@ -68,6 +68,47 @@ pub enum ErrorKind {
     /// A recording could not be rewritten.
     #[error(transparent)]
     Store(calltape_jsonl_store::Error),
+    /// A fill is not written `NAME=env:VAR` or `NAME=file:PATH`. The message names the field, never
+    /// what came after it, since that may be the very value that must stay off a command line.
+    #[error(
+        "a fill{} is written NAME=env:VAR or NAME=file:PATH: the value comes from an environment \
+         variable or a file, never from the text of the fill itself",
+        name.as_deref().map(|n| format!(" for `{n}`")).unwrap_or_default()
+    )]
+    FillSpec {
+        /// The field name, when the fill had one.
+        name: Option<String>,
+    },
+    /// A fill's environment variable is not set, or not UTF-8.
+    #[error(
+        "cannot fill `{name}`: the environment variable {var} is not set (or not UTF-8); set it to \
+         the value to send"
+    )]
+    FillEnv {
+        /// The field name.
+        name: String,
+        /// The environment variable.
+        var: String,
+    },
+    /// A fill's file could not be read, or is not UTF-8.
+    #[error("cannot fill `{name}`: cannot read {}: {source}; put the value to send in that file", path.display())]
+    FillFile {
+        /// The field name.
+        name: String,
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: io::Error,
+    },
+    /// A fill's value is empty.
+    #[error("cannot fill `{name}`: {from} is empty; give the value to send")]
+    FillEmpty {
+        /// The field name.
+        name: String,
+        /// Where the value was looked for (`the environment variable CARD`, `the file …`).
+        from: String,
+    },
     /// The MCP server under replay could not be started, or stopped answering.
     #[error("{upstream}: {reason}")]
     ReplayUpstream {

@@ -34,6 +34,29 @@ fn the_demo_records_checks_and_reports_the_three_changes() {
         stdout.contains("5 calls, 5 same, 0 changed, 0 new-error, 0 gone-error  → exit 0"),
         "{stdout}"
     );
+    // Filling: without the token pay is refused and noted; with it every call is same.
+    assert!(
+        stdout.contains("   new-error  tools/call pay  (call 2, line 2, session "),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("\n       unfilled: cardToken\n"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("--fill cardToken=env:CARD_TOKEN"),
+        "{stdout}"
+    );
+    // Following: the refund of the new payment is sent with the new server's id.
+    assert!(
+        stdout.contains("   same       tools/call refund  (call 3, line 3, session "),
+        "{stdout}"
+    );
+    assert!(stdout.contains("       input.paymentId: pay_"), "{stdout}");
+    assert!(
+        stdout.contains(" (from call 2, structuredContent.paymentId)\n"),
+        "{stdout}"
+    );
     assert!(
         stdout.contains("   changed    tools/call quote"),
         "{stdout}"

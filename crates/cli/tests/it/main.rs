@@ -3,6 +3,7 @@
 mod bridge;
 mod bridge_http;
 mod demo;
+mod fill_follow;
 mod http;
 mod private_files;
 mod record;
@@ -11,3 +12,4 @@ mod replay;
 mod serve;
 mod shared;
 mod support;
+mod tasks;

@@ -131,7 +131,10 @@ fn assert_everything_recording(path: &Path) {
         calls[1]["answer"]["content"][0]["text"],
         "The sum of 2 and 40 is 42."
     );
-    assert!(calls[2].get("input").is_none());
+    assert_eq!(
+        calls[2]["input"],
+        json!({"uri": "demo://resource/static/document/architecture.md"})
+    );
 }
 
 fn replay(file: &Path, extra: &[&str], server: &[&str]) -> Output {
@@ -447,7 +450,7 @@ fn answered_calls_reach_the_disk_when_the_session_ends_by_eof_sigterm_or_sigint(
         let _ = child.wait().unwrap();
         let calls = lines(&file);
         assert_eq!(calls.len(), 2, "{how}: {calls:?}");
-        assert_eq!(calls[1]["error"]["code"], "not_supported");
+        assert_eq!(calls[1]["error"]["code"], "unknown_payment");
     }
 }
 

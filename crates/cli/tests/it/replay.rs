@@ -11,11 +11,15 @@ use crate::support::calltape;
 const BIN: &str = env!("CARGO_BIN_EXE_calltape");
 const IGNORE: &str = "**.quotedAt,**.quoteId";
 
-/// A recording of demo server v1: a quote, a paid payment, a refund refused, and a resource read.
+/// The card token the tests fill in; demo server v1 refuses `"[REDACTED]"`.
+const CARD: &str = "tok_test_4242";
+
+/// A recording of demo server v1: a quote, a paid payment, a refund of it refused, and a resource
+/// read.
 fn v1_recording(dir: &Path) -> PathBuf {
     let quote =
         json!({"currency": "USD", "price": 12, "quoteId": "q-1", "quotedAt": 1, "symbol": "ACME"});
-    let paid = json!({"amount": 12, "currency": "USD", "status": "paid"});
+    let paid = json!({"amount": 12, "currency": "USD", "paymentId": "pay_1001", "status": "paid"});
     let calls = [
         json!({"name": "quote", "input": {"symbol": "ACME"},
                "answer": {"content": [{"type": "text", "text": quote.to_string()}], "structuredContent": quote}}),
@@ -45,6 +49,8 @@ fn replay(file: &Path, extra: &[&str], version: &str) -> Output {
     calltape()
         .arg("replay")
         .arg(file)
+        .args(["--fill", "cardToken=env:DEMO_CARD"])
+        .env("DEMO_CARD", CARD)
         .args(extra)
         .args(["--", BIN, "demo-server", version])
         .output()
@@ -71,10 +77,22 @@ fn replay_against_the_same_server_is_clean_once_varying_fields_are_ignored() {
         stdout(&out),
         stderr(&out)
     );
-    assert_eq!(
-        stdout(&out),
-        "4 calls, 4 same, 0 changed, 0 new-error, 0 gone-error\n"
+    // Demo server v1 makes a new payment id per process: the refund follows it.
+    let text = stdout(&out);
+    assert!(
+        text.starts_with(
+            "same       tools/call refund  (call 3, line 3, session 3f9a1c2e)\n    \
+             input.paymentId: pay_1001 → pay_"
+        ),
+        "{text}"
     );
+    assert!(
+        text.ends_with(
+            " (from call 2, structuredContent.paymentId)\n\n4 calls, 4 same, 0 changed, 0 new-error, 0 gone-error\n"
+        ),
+        "{text}"
+    );
+    assert!(!text.contains(CARD), "{text}");
 
     let out = replay(&file, &[], "1");
     assert_eq!(out.status.code(), Some(1));

@@ -3,8 +3,9 @@
 Usage: python replay_client.py SCENARIO -- COMMAND...
 
 COMMAND is the stdio server the client starts (for the tests: `calltape record -o FILE -- SERVER…` or
-`calltape record -o FILE --url URL`). SCENARIO is `everything` (the reference server) or `demo` (the
-replay_server.py test server). Prints one JSON object with what the client received.
+`calltape record -o FILE --url URL`). SCENARIO is `everything` (the reference server), `demo` (the
+replay_server.py test server) or `payments` (pay_server.py, with the card token from $CARD) or `tasks` (the reference server, a
+task-augmented call). Prints one JSON object with what the client received.
 """
 
 import asyncio
@@ -53,12 +54,35 @@ async def demo(session):
     }
 
 
+async def payments(session):
+    # The card token comes from the environment, as a test's fill does.
+    paid = await session.call_tool("pay", {"cardToken": os.environ["CARD"], "amount": 12})
+    payment_id = (paid.structuredContent or json.loads(paid.content[0].text))["paymentId"]
+    refund = await session.call_tool("refund", {"paymentId": payment_id})
+    return {"pay": dump(paid), "refund": dump(refund), "paymentId": payment_id}
+
+
+async def tasks(session):
+    # A task-augmented call, polled to its end, its result fetched with tasks/result.
+    import warnings
+
+    from mcp.types import CallToolResult
+
+    warnings.simplefilter("ignore", DeprecationWarning)
+    created = await session.experimental.call_tool_as_task("simulate-research-query", {"topic": "tides"})
+    task_id = created.task.taskId
+    statuses = [status.status async for status in session.experimental.poll_task(task_id)]
+    final = await session.experimental.get_task_result(task_id, CallToolResult)
+    total = await session.call_tool("get-sum", {"a": 1, "b": 2})
+    return {"statuses": statuses, "result": dump(final), "sum": dump(total)}
+
+
 async def main(scenario, command):
     server = StdioServerParameters(command=command[0], args=command[1:], env=dict(os.environ))
     async with stdio_client(server) as (read, write):
         async with ClientSession(read, write) as session:
             init = await session.initialize()
-            result = await {"everything": everything, "demo": demo}[scenario](session)
+            result = await {"everything": everything, "demo": demo, "payments": payments, "tasks": tasks}[scenario](session)
             result["server"] = init.serverInfo.name
             return result
 

@@ -46,7 +46,8 @@ pub struct CallRecord {
     pub method: String,
     /// The tool or prompt name, or the (redacted) resource URI.
     pub name: String,
-    /// The arguments the client sent, redacted; absent for a resource read.
+    /// The arguments the client sent, redacted; for a resource read `{"uri": …}`, redacted as
+    /// `name` is. Older lines of a resource read have none.
     pub input: Option<Value>,
     /// What the client received.
     pub outcome: Outcome,
@@ -654,6 +655,23 @@ mod tests {
         );
         let back = CallRecord::from_value(serde_json::from_str(&line).unwrap()).unwrap();
         assert_eq!(back, record);
+    }
+
+    #[test]
+    fn a_resource_read_line_is_read_with_its_input_or_without_as_older_lines_are() {
+        let old = r#"{"v":1,"at":"2026-11-29T20:46:45.123Z","session":"3f9a1c2e","method":"resources/read","name":"demo://terms","answer":{"contents":[]},"durationMs":0.5}"#;
+        let record = CallRecord::from_value(serde_json::from_str(old).unwrap()).unwrap();
+        assert_eq!(
+            (record.name.as_str(), record.input.as_ref()),
+            ("demo://terms", None)
+        );
+        let new = old.replace(
+            r#""name":"demo://terms","#,
+            r#""name":"demo://terms","input":{"uri":"demo://terms"},"#,
+        );
+        let record = CallRecord::from_value(serde_json::from_str(&new).unwrap()).unwrap();
+        assert_eq!(record.input, Some(json!({"uri": "demo://terms"})));
+        assert_eq!(record.to_line(), new);
     }
 
     #[test]

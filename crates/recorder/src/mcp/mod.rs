@@ -47,20 +47,24 @@
 //! ```
 
 mod format;
+mod options;
+mod params;
 mod raw;
 mod read;
 mod recorder;
 mod redaction;
 mod tap;
+mod tasks;
 mod time;
 
 pub use format::{CallError, CallRecord, ErrorCode, FORMAT_VERSION, INTERNAL_ERROR, Outcome};
+pub use options::{DEFAULT_METHODS, RecorderOptions, RecorderReport};
+pub use params::request_params;
 pub(crate) use read::describe_problems;
 pub use read::{LineProblem, MAX_PROBLEMS, RecordedCall, Recording};
-pub use recorder::{
-    DEFAULT_METHODS, Recorder, RecorderOptions, RecorderReport, SessionRecorder, request_params,
-};
-pub use redaction::redact_outcome;
+pub use recorder::{Recorder, SessionRecorder};
+pub use redaction::{hide_sent_values, redact_outcome};
+pub use tasks::{RELATED_TASK_META, TASKS_RESULT, strip_related_task};
 
 #[cfg(feature = "fuzzing")]
 pub(crate) use raw::agreement::check_message_reading;

@@ -5,6 +5,7 @@ use std::borrow::Cow;
 
 use calltape_redact::Redactor;
 
+use crate::echo::EchoedSecrets;
 use crate::mcp::format::Outcome;
 
 /// Redacts an outcome in place: an answer by field name and in every text (texts that hold JSON are
@@ -29,5 +30,30 @@ pub(crate) fn redact_name(redactor: &Redactor, method: &str, name: &str) -> Stri
         redactor.redact_text(name).into_owned()
     } else {
         name.to_owned()
+    }
+}
+
+/// Hides each of `secrets` wherever the outcome's texts hold it.
+pub(crate) fn hide_echoes(outcome: &mut Outcome, secrets: &EchoedSecrets) {
+    match outcome {
+        Outcome::Answer(answer) => secrets.hide_in_value(answer),
+        Outcome::Error(error) => {
+            if let Some(message) = &mut error.message {
+                secrets.hide_in(message);
+            }
+        }
+    }
+}
+
+/// Hides each of `values` (whatever their length) wherever the outcome's texts hold it, as
+/// `[REDACTED]`: for values a caller sent the server itself, such as secrets filled into a replayed
+/// call, which must come back into no report and no rewritten recording.
+pub fn hide_sent_values<'a>(outcome: &mut Outcome, values: impl IntoIterator<Item = &'a str>) {
+    let mut secrets = EchoedSecrets::default();
+    for value in values {
+        secrets.learn_known("sent", value);
+    }
+    if !secrets.is_empty() {
+        hide_echoes(outcome, &secrets);
     }
 }

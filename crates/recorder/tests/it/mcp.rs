@@ -148,7 +148,11 @@ async fn a_session_is_recorded_paired_redacted_and_owner_only() {
         assert_eq!(call.protocol_version.as_deref(), Some("2025-03-26"));
         assert_eq!(call.at.len(), "2026-11-29T20:46:45.123Z".len());
     }
-    assert_eq!(calls[1].input, None);
+    // A resource read's input is its URI, redacted as its name is.
+    assert_eq!(
+        calls[1].input,
+        Some(json!({"uri": "https://svc.example/data?access_token=[REDACTED]&x=1"}))
+    );
     assert_eq!(calls[1].duration_ms, 4.0);
     assert_eq!(calls[0].duration_ms, 12.0);
     let echo_input = calls[0].input.as_ref().unwrap();

@@ -357,7 +357,7 @@ impl<'v> Walk<'_, 'v> {
 }
 
 /// A text that holds a JSON object or array, parsed.
-fn json_in_text(text: &str) -> Option<Value> {
+pub(crate) fn json_in_text(text: &str) -> Option<Value> {
     let trimmed = text.trim_start();
     if !(trimmed.starts_with('{') || trimmed.starts_with('[')) {
         return None;

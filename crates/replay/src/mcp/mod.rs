@@ -23,11 +23,16 @@
 //! ```
 
 mod compare;
+mod fill;
+mod follow;
 mod report;
 mod session;
+mod task;
 mod update;
 
 pub use compare::{Comparer, ComparerBuilder, Comparison, Difference, Status};
+pub use fill::{FillSource, FillSpec, Fills};
+pub use follow::{MIN_FOLLOWED, Substitution};
 pub use report::{CallReport, Format, REPORT_VERSION, ReplayReport, Summary};
 pub use session::{
     DEFAULT_PROTOCOL_VERSION, DEFAULT_TIMEOUT, Progress, ReplayOptions, Replayed, compare_outcomes,

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use calltape_recorder::mcp::{
-    CallRecord, Outcome, RecordedCall, Recording, redact_outcome, request_params,
+    CallRecord, Outcome, RecordedCall, Recording, hide_sent_values, redact_outcome, request_params,
 };
 use calltape_redact::Redactor;
 use calltape_stdio_bridge::{Link, Upstream, UpstreamEvent};
@@ -18,6 +18,8 @@ use tokio::time::Instant;
 
 use crate::error::{Error, ErrorKind};
 use crate::mcp::compare::{Comparer, Comparison};
+use crate::mcp::fill::Fills;
+use crate::mcp::follow::{Answered, Follower, Substitution};
 use crate::mcp::report::{CallReport, ReplayReport};
 
 /// The protocol version a replay asks for when the recording names none.
@@ -43,6 +45,10 @@ pub struct ReplayOptions {
     pub timeout: Duration,
     /// Told of progress after each call.
     pub progress: Option<Progress>,
+    /// Values sent in place of recorded `"[REDACTED]"` inputs, by field name.
+    pub fills: Fills,
+    /// Whether strings an earlier answer created are followed into later inputs (on by default).
+    pub follow: bool,
 }
 
 impl fmt::Debug for ReplayOptions {
@@ -51,6 +57,8 @@ impl fmt::Debug for ReplayOptions {
             .field("comparer", &self.comparer)
             .field("jobs", &self.jobs)
             .field("timeout", &self.timeout)
+            .field("fills", &self.fills)
+            .field("follow", &self.follow)
             .finish_non_exhaustive()
     }
 }
@@ -63,6 +71,8 @@ impl Default for ReplayOptions {
             jobs: 1,
             timeout: DEFAULT_TIMEOUT,
             progress: None,
+            fills: Fills::new(),
+            follow: true,
         }
     }
 }
@@ -97,6 +107,27 @@ impl ReplayOptions {
         self.progress = Some(progress);
         self
     }
+
+    /// Sends `fills`' values in place of recorded `"[REDACTED]"` inputs at fields of their names. A
+    /// value never reaches the report or the outcomes: each is hidden in what the server answers.
+    pub fn fills(mut self, fills: Fills) -> Self {
+        self.fills = fills;
+        self
+    }
+
+    /// Follows strings an earlier answer created into later inputs (`true`, the default), or sends
+    /// every input as recorded (`false`).
+    pub fn follow(mut self, follow: bool) -> Self {
+        self.follow = follow;
+        self
+    }
+}
+
+/// What a replay sent differently from the recording for one call.
+#[derive(Debug, Clone, Default)]
+struct Notes {
+    substitutions: Vec<Substitution>,
+    unfilled: Vec<String>,
 }
 
 /// What a replay produced: the report, and each call's replayed (redacted) outcome for `--update`.
@@ -140,17 +171,19 @@ pub async fn replay(
     }))
     .buffer_unordered(options.jobs.max(1));
     let mut outcomes: Vec<Option<Outcome>> = vec![None; total];
+    let mut notes: Vec<Notes> = vec![Notes::default(); total];
     let mut runs = std::pin::pin!(runs);
     while let Some(run) = runs.next().await {
-        for (index, outcome) in run? {
+        for (index, (outcome, note)) in run? {
             outcomes[index] = Some(outcome);
+            notes[index] = note;
         }
     }
     let outcomes: Vec<Outcome> = outcomes
         .into_iter()
         .map(|o| o.unwrap_or(Outcome::Answer(Value::Null)))
         .collect();
-    Ok(compare_outcomes(recording, outcomes, options))
+    Ok(compare_with_notes(recording, outcomes, notes, options))
 }
 
 /// Redacts the replayed outcomes (one per call of `recording`, in order, as the server gave them),
@@ -161,15 +194,29 @@ pub async fn replay(
 /// other outcome is redacted with the options' redactor before it is compared or kept.
 pub fn compare_outcomes(
     recording: &Recording,
+    outcomes: Vec<Outcome>,
+    options: &ReplayOptions,
+) -> Replayed {
+    let notes = vec![Notes::default(); outcomes.len()];
+    compare_with_notes(recording, outcomes, notes, options)
+}
+
+/// [`compare_outcomes`], each call's report carrying what its request was sent with instead of the
+/// recording. Every filled value is hidden in the outcomes first.
+fn compare_with_notes(
+    recording: &Recording,
     mut outcomes: Vec<Outcome>,
+    notes: Vec<Notes>,
     options: &ReplayOptions,
 ) -> Replayed {
     let calls = recording
         .calls
         .iter()
         .zip(&mut outcomes)
+        .zip(notes)
         .enumerate()
-        .map(|(i, (call, replayed))| {
+        .map(|(i, ((call, replayed), notes))| {
+            hide_sent_values(replayed, options.fills.values());
             let recorded = &call.record.outcome;
             let comparison = if recorded == replayed {
                 Comparison::same()
@@ -186,6 +233,8 @@ pub fn compare_outcomes(
                 comparison.status,
                 comparison.differences,
             )
+            .with_substitutions(notes.substitutions)
+            .with_unfilled(notes.unfilled)
         })
         .collect();
     Replayed {
@@ -200,7 +249,7 @@ async fn run_session(
     calls: &[(usize, &RecordedCall)],
     options: &ReplayOptions,
     mut tick: impl FnMut(),
-) -> Result<Vec<Outcome>, Error> {
+) -> Result<Vec<(Outcome, Notes)>, Error> {
     let describe = upstream.describe();
     let fail = |reason: String| -> Error {
         ErrorKind::ReplayUpstream {
@@ -224,6 +273,7 @@ async fn run_session(
         timeout: options.timeout,
         initialize: initialize_request(&first.record),
         stateless,
+        task_tools: None,
     };
     let result = async {
         if !stateless {
@@ -232,9 +282,11 @@ async fn run_session(
                 .map_err(|why| fail(format!("initialize for recorded session {session}: {why}")))?;
         }
         let mut outcomes = Vec::with_capacity(calls.len());
+        let mut follower = Follower::default();
+        let sent: Vec<&str> = options.fills.values().collect();
         for (n, (index, call)) in calls.iter().enumerate() {
             let record = &call.record;
-            let mut params = request_params(record);
+            let (mut params, notes) = prepare(record, &mut follower, options);
             if stateless && let Value::Object(params) = &mut params {
                 params.insert("_meta".into(), stateless_meta(record));
             }
@@ -244,7 +296,7 @@ async fn run_session(
                 "method": record.method,
                 "params": params,
             });
-            let answer = conn.request(request).await.map_err(|why| {
+            let failed = |why: String| {
                 fail(format!(
                     "call {} ({} {}, line {}): {why}",
                     index + 1,
@@ -252,10 +304,34 @@ async fn run_session(
                     record.name,
                     call.line
                 ))
-            })?;
+            };
+            let mut answer = conn.request(&request).await.map_err(failed)?;
+            // A call the server runs only as a task is sent again as one, and polled to its end.
+            if record.method == "tools/call"
+                && is_error(&answer)
+                && conn.requires_task(&record.name).await.map_err(failed)?
+            {
+                answer = conn.run_task(&request).await.map_err(failed)?;
+            }
             // Redacted in `compare_outcomes`, before anything compares or keeps it.
-            outcomes.push(Outcome::from_response(&answer).unwrap_or(Outcome::Answer(Value::Null)));
+            let outcome = Outcome::from_response(&answer).unwrap_or(Outcome::Answer(Value::Null));
+            if options.follow {
+                follower.learn(&Answered {
+                    call: index + 1,
+                    input: record.input.as_ref(),
+                    recorded: &record.outcome,
+                    replayed: &outcome,
+                    redactor: &options.redactor,
+                    sent: &sent,
+                });
+            }
+            outcomes.push((outcome, notes));
             tick();
+        }
+        // Only now is it known which created strings later calls used: each answer gets back the
+        // recorded value of those, the creating call's own included.
+        for (outcome, _) in &mut outcomes {
+            follower.restore(outcome);
         }
         Ok(outcomes)
     }
@@ -264,6 +340,31 @@ async fn run_session(
     drop(conn.link.outgoing);
     close().await;
     result
+}
+
+/// The params a recorded call is sent with: its input with created strings followed (unless turned
+/// off) and `"[REDACTED]"` filled where a fill names the field, and what was changed or left.
+fn prepare(
+    record: &CallRecord,
+    follower: &mut Follower,
+    options: &ReplayOptions,
+) -> (Value, Notes) {
+    let mut notes = Notes::default();
+    let Some(mut input) = record.input.clone() else {
+        return (request_params(record), notes);
+    };
+    if options.follow {
+        notes.substitutions = follower.substitute(&mut input);
+    }
+    notes.unfilled = options.fills.apply(&mut input);
+    let mut sent = CallRecord::new(
+        String::new(),
+        record.method.as_str(),
+        record.name.as_str(),
+        Outcome::Answer(Value::Null),
+    );
+    sent.input = Some(input);
+    (request_params(&sent), notes)
 }
 
 /// The first protocol revision without `initialize`: each request carries the client's info and
@@ -314,12 +415,14 @@ fn initialize_request(record: &CallRecord) -> Value {
     })
 }
 
-struct Conn {
-    link: Link,
-    timeout: Duration,
+pub(super) struct Conn {
+    pub(super) link: Link,
+    pub(super) timeout: Duration,
     initialize: Value,
     /// The session speaks the stateless revision: no `initialize`, ever.
     stateless: bool,
+    /// The tools the server runs only as tasks, once asked.
+    pub(super) task_tools: Option<Vec<String>>,
 }
 
 impl Conn {
@@ -333,7 +436,7 @@ impl Conn {
     }
 
     async fn handshake(&mut self) -> Result<(), String> {
-        let answer = self.request(self.initialize.clone()).await?;
+        let answer = self.request(&self.initialize.clone()).await?;
         if let Some(error) = answer.get("error") {
             return Err(format!("the server refused initialize: {error}"));
         }
@@ -342,9 +445,9 @@ impl Conn {
     }
 
     /// Sends `request` and waits for its answer, answering the server's own requests meanwhile.
-    async fn request(&mut self, request: Value) -> Result<Value, String> {
+    pub(super) async fn request(&mut self, request: &Value) -> Result<Value, String> {
         let id = request.get("id").cloned().unwrap_or(Value::Null);
-        self.send(&request).await?;
+        self.send(request).await?;
         let deadline = Instant::now() + self.timeout;
         loop {
             let event = match tokio::time::timeout_at(deadline, self.link.events.recv()).await {
@@ -455,6 +558,12 @@ fn answer_server_request(method: &str, id: &Value) -> Value {
     }})
 }
 
+/// Whether a response is an error: a JSON-RPC error or a tool result with `isError` set.
+fn is_error(response: &Value) -> bool {
+    response.get("error").is_some()
+        || response.pointer("/result/isError") == Some(&Value::Bool(true))
+}
+
 /// JSON-RPC's "method not found": what a client that does not offer a capability answers.
 const METHOD_NOT_FOUND: i64 = -32601;
 
@@ -465,7 +574,7 @@ fn into_messages(value: Value) -> Vec<Value> {
     }
 }
 
-fn humanize(d: Duration) -> String {
+pub(super) fn humanize(d: Duration) -> String {
     if d.subsec_millis() == 0 {
         format!("{}s", d.as_secs())
     } else {

@@ -3,98 +3,27 @@
 
 use std::borrow::Cow;
 use std::cell::RefCell;
+use std::collections::HashMap;
 use std::fmt;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::SystemTime;
 
-use calltape_jsonl_store::{JsonlWriter, Options, WriterReport};
+use calltape_jsonl_store::{JsonlWriter, Options};
 use calltape_redact::Redactor;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::echo::EchoedSecrets;
-use crate::error::{Error, ErrorKind};
-use crate::mcp::format::{CallError, CallRecord, Outcome, RecordLine};
+use crate::error::Error;
+use crate::mcp::format::{CallError, Outcome, RecordLine};
+use crate::mcp::options::{DEFAULT_METHODS, RecorderOptions, RecorderReport};
+use crate::mcp::params::{meta_info, name_and_input, raw_of, uri_input};
 use crate::mcp::raw::{self, IdKey, IdMap, Json};
-use crate::mcp::redaction::{redact_name, redact_outcome};
+use crate::mcp::redaction::{hide_echoes, redact_name, redact_outcome};
+use crate::mcp::tasks::{TASKS_RESULT, created_task, fetched_task, strip_related_task};
 use crate::mcp::time::{Rfc3339, new_session_id};
-
-/// The methods recorded unless told otherwise.
-pub const DEFAULT_METHODS: &[&str] = &["tools/call", "resources/read", "prompts/get"];
-
-/// How a [`Recorder`] records: which methods, the file's size cap, and extra redaction names.
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub struct RecorderOptions {
-    /// The JSON-RPC methods recorded; [`DEFAULT_METHODS`] by default.
-    pub methods: Vec<String>,
-    /// The most bytes the recording may reach on disk; later calls are dropped and reported.
-    pub max_bytes: u64,
-    /// Field names redacted on top of the built-in credential names.
-    pub redact_names: Vec<String>,
-    /// Field names never redacted by name, such as `pageToken`.
-    pub keep_names: Vec<String>,
-}
-
-impl Default for RecorderOptions {
-    fn default() -> Self {
-        Self {
-            methods: DEFAULT_METHODS.iter().map(|m| (*m).to_owned()).collect(),
-            max_bytes: calltape_jsonl_store::DEFAULT_MAX_BYTES,
-            redact_names: Vec::new(),
-            keep_names: Vec::new(),
-        }
-    }
-}
-
-impl RecorderOptions {
-    /// Records exactly these methods.
-    pub fn methods<I, S>(mut self, methods: I) -> Self
-    where
-        I: IntoIterator<Item = S>,
-        S: Into<String>,
-    {
-        self.methods = methods.into_iter().map(Into::into).collect();
-        self
-    }
-
-    /// Caps the recording's size on disk.
-    pub fn max_bytes(mut self, max_bytes: u64) -> Self {
-        self.max_bytes = max_bytes;
-        self
-    }
-
-    /// Redacts these field names too.
-    pub fn redact_names<I, S>(mut self, names: I) -> Self
-    where
-        I: IntoIterator<Item = S>,
-        S: Into<String>,
-    {
-        self.redact_names = names.into_iter().map(Into::into).collect();
-        self
-    }
-
-    /// Never redacts these field names by name.
-    pub fn keep_names<I, S>(mut self, names: I) -> Self
-    where
-        I: IntoIterator<Item = S>,
-        S: Into<String>,
-    {
-        self.keep_names = names.into_iter().map(Into::into).collect();
-        self
-    }
-
-    /// The redactor these options describe.
-    pub fn redactor(&self) -> Result<Redactor, Error> {
-        Redactor::builder()
-            .redact_names(self.redact_names.iter().map(String::as_str))
-            .keep_names(self.keep_names.iter().map(String::as_str))
-            .build()
-            .map_err(|e| ErrorKind::Redaction(e).into())
-    }
-}
 
 /// Records answered calls to a JSONL file, redacted, without ever blocking or failing the traffic.
 ///
@@ -187,46 +116,6 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// What a recorder did, returned by [`Recorder::close`].
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub struct RecorderReport {
-    /// Calls handed to the writer.
-    pub recorded: u64,
-    /// Requests whose session ended before they were answered: they have no line.
-    pub unanswered: u64,
-    /// What the writer did; `None` when the recorder had already been closed.
-    pub writer: Option<WriterReport>,
-}
-
-impl RecorderReport {
-    /// Whether every recorded call reached the file.
-    pub fn is_complete(&self) -> bool {
-        self.writer.as_ref().is_none_or(WriterReport::is_complete)
-    }
-}
-
-impl fmt::Display for RecorderReport {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let s = if self.recorded == 1 { "" } else { "s" };
-        match &self.writer {
-            Some(writer) => write!(f, "recorded {} call{s}; {writer}", self.recorded)?,
-            None => write!(f, "recorded {} call{s}", self.recorded)?,
-        }
-        if self.unanswered > 0 {
-            write!(
-                f,
-                "; {} unanswered at the end, not recorded",
-                self.unanswered
-            )?;
-        }
-        if let Some(error) = self.writer.as_ref().and_then(|w| w.first_error.as_ref()) {
-            write!(f, "; first error: {error}")?;
-        }
-        Ok(())
-    }
-}
-
 /// One client session's side of a [`Recorder`]: show it every frame the client sends and every frame
 /// the client receives, with the time each passed.
 ///
@@ -247,6 +136,11 @@ struct SessionState {
     protocol_version: Option<Arc<str>>,
     initialize_id: Option<IdKey>,
     pending: IdMap<Pending>,
+    /// Task-augmented calls the server made a task of, by task id: each waits for the result the
+    /// client fetches.
+    tasks: HashMap<String, Pending>,
+    /// `tasks/result` requests in flight, by request id, each with the task id it fetches.
+    fetches: IdMap<String>,
 }
 
 #[derive(Debug)]
@@ -289,7 +183,7 @@ impl SessionRecorder {
         // One lock for the whole frame: the tap's thread is the only one that usually takes it.
         let mut state = lock(&self.state);
         // Nothing awaits an answer: no frame to the client can matter, so none is parsed.
-        if state.pending.is_empty() && state.initialize_id.is_none() {
+        if state.pending.is_empty() && state.initialize_id.is_none() && state.fetches.is_empty() {
             return;
         }
         let Ok(text) = std::str::from_utf8(frame) else {
@@ -312,7 +206,7 @@ impl SessionRecorder {
         };
         let inner = &self.recorder.inner;
         if !inner.records(&method) {
-            if method == "initialize" {
+            if method == "initialize" || method == TASKS_RESULT {
                 self.client_value(text, at);
             }
             return;
@@ -329,7 +223,10 @@ impl SessionRecorder {
         let name = redact_name(&inner.redactor, &method, &name);
         let mut secrets = EchoedSecrets::default();
         let input = match input {
-            None => None,
+            // A resource read: its input is its URI, redacted as its name is.
+            None => serde_json::to_string(&uri_input(&name))
+                .ok()
+                .map(String::into_boxed_str),
             Some(arguments) => {
                 let redacted = inner.redactor.redact_json_text(arguments.text);
                 if let Cow::Owned(_) = redacted
@@ -374,12 +271,22 @@ impl SessionRecorder {
             return;
         };
         let inner = &self.recorder.inner;
+        let params = message.get("params");
+        let key = IdKey::of_value(id);
+        if method == TASKS_RESULT
+            && let Some(task) = fetched_task(params)
+        {
+            // The result of a task a recorded call created: it is that call's answer.
+            let mut state = lock(&self.state);
+            if state.tasks.contains_key(task) {
+                state.fetches.insert(key, task.to_owned());
+                return;
+            }
+        }
         let is_initialize = method == "initialize";
         if !is_initialize && !inner.records(method) {
             return;
         }
-        let params = message.get("params");
-        let key = IdKey::of_value(id);
         if is_initialize {
             let mut state = lock(&self.state);
             state.client = params
@@ -402,7 +309,10 @@ impl SessionRecorder {
         let (name, mut input) = name_and_input(method, params);
         let name = redact_name(&inner.redactor, method, &name);
         let mut secrets = EchoedSecrets::default();
-        if let Some(input) = &mut input {
+        if method == "resources/read" {
+            // Its URI, redacted as its name is, on both readings.
+            input = Some(uri_input(&name));
+        } else if let Some(input) = &mut input {
             collect_secrets(&inner.redactor, input, &mut secrets);
             inner.redactor.redact_value(input);
         }
@@ -437,8 +347,20 @@ impl SessionRecorder {
             return self.server_value(state, text, at);
         }
         let Some(pending) = state.pending.remove(&key) else {
+            if state.fetches.contains_key(&key) {
+                self.server_value(state, text, at);
+            }
             return;
         };
+        // Maybe a task handle rather than an answer: the `Value` reading tells.
+        if pending.method == "tools/call"
+            && message
+                .result
+                .is_some_and(|r| r.text.contains("\"taskId\""))
+        {
+            state.pending.insert(key, pending);
+            return self.server_value(state, text, at);
+        }
         let server = state.server.clone();
         let (client, protocol_version) = session_info(state, &pending);
         let inner = &self.recorder.inner;
@@ -448,7 +370,7 @@ impl SessionRecorder {
                 Ok(error) => {
                     let mut outcome = Outcome::Error(CallError::from_jsonrpc(&error));
                     redact_outcome(&inner.redactor, &mut outcome);
-                    hide_values(&mut outcome, &pending.secrets);
+                    hide_echoes(&mut outcome, &pending.secrets);
                     ending_of(outcome)
                 }
                 Err(_) => None,
@@ -473,7 +395,7 @@ impl SessionRecorder {
         let result = serde_json::from_str::<Value>(result.text).ok()?;
         let mut outcome = Outcome::from_result(result);
         redact_outcome(redactor, &mut outcome);
-        hide_values(&mut outcome, secrets);
+        hide_echoes(&mut outcome, secrets);
         ending_of(outcome)
     }
 
@@ -498,8 +420,30 @@ impl SessionRecorder {
                 }
             }
         }
-        let Some(pending) = state.pending.remove(&key) else {
-            return;
+        let pending = match state.pending.remove(&key) {
+            Some(pending) => {
+                if pending.method == "tools/call"
+                    && let Some(task) = created_task(&message)
+                {
+                    // Recorded once the client fetches the task's result; the handle is not.
+                    state.tasks.insert(task, pending);
+                    return;
+                }
+                pending
+            }
+            None => match state
+                .fetches
+                .remove(&key)
+                .and_then(|task| state.tasks.remove(&task))
+            {
+                Some(pending) => {
+                    if let Some(result) = message.get_mut("result") {
+                        strip_related_task(result);
+                    }
+                    pending
+                }
+                None => return,
+            },
         };
         let server = state.server.clone();
         let (client, protocol_version) = session_info(state, &pending);
@@ -507,7 +451,7 @@ impl SessionRecorder {
             return;
         };
         redact_outcome(&self.recorder.inner.redactor, &mut outcome);
-        hide_values(&mut outcome, &pending.secrets);
+        hide_echoes(&mut outcome, &pending.secrets);
         if let Some(ending) = ending_of(outcome) {
             self.write(pending, client, server, protocol_version, ending, at);
         }
@@ -606,24 +550,6 @@ fn session_info(
     )
 }
 
-/// The client info and protocol version a stateless request carries in its `_meta`.
-fn meta_info(meta: Option<&Map<String, Value>>) -> (Option<Arc<RawValue>>, Option<Arc<str>>) {
-    let client = meta
-        .and_then(|m| meta_entry(m, "clientInfo"))
-        .filter(|info| info.is_object())
-        .and_then(raw_of);
-    let protocol_version = meta
-        .and_then(|m| meta_entry(m, "protocolVersion"))
-        .and_then(Value::as_str)
-        .map(Arc::from);
-    (client, protocol_version)
-}
-
-/// A value as compact raw JSON.
-fn raw_of(value: &Value) -> Option<Arc<RawValue>> {
-    serde_json::value::to_raw_value(value).ok().map(Arc::from)
-}
-
 /// An outcome as it is written.
 fn ending_of(outcome: Outcome) -> Option<Ending<'static>> {
     match outcome {
@@ -661,7 +587,9 @@ fn compacted(redacted: Cow<'_, str>, compact: bool) -> Option<Cow<'_, str>> {
 
 impl Drop for SessionRecorder {
     fn drop(&mut self) {
-        let pending = lock(&self.state).pending.len() as u64;
+        let state = lock(&self.state);
+        let pending = (state.pending.len() + state.tasks.len()) as u64;
+        drop(state);
         self.recorder
             .inner
             .unanswered
@@ -672,18 +600,6 @@ impl Drop for SessionRecorder {
 /// Gathers the string values `input` holds under names the redactor hides.
 fn collect_secrets(redactor: &Redactor, value: &Value, out: &mut EchoedSecrets) {
     out.learn_named(value, &|name| redactor.is_redacted_name(name));
-}
-
-/// Hides each of `secrets` wherever the outcome's texts hold it.
-fn hide_values(outcome: &mut Outcome, secrets: &EchoedSecrets) {
-    match outcome {
-        Outcome::Answer(answer) => secrets.hide_in_value(answer),
-        Outcome::Error(error) => {
-            if let Some(message) = &mut error.message {
-                secrets.hide_in(message);
-            }
-        }
-    }
 }
 
 /// Hands each message of a frame (a message, or a batch of them) to `each` as JSON text.
@@ -697,287 +613,5 @@ fn for_each_message<'a>(text: &'a str, mut each: impl FnMut(&'a str)) {
     }
 }
 
-/// `_meta.clientInfo`, or a namespaced `_meta["…/clientInfo"]` as the stateless protocol sends it.
-fn meta_entry<'a>(meta: &'a Map<String, Value>, name: &str) -> Option<&'a Value> {
-    meta.get(name).or_else(|| {
-        meta.iter()
-            .find(|(k, _)| k.rsplit('/').next() == Some(name))
-            .map(|(_, v)| v)
-    })
-}
-
-/// The name and input a request is recorded with. Request `_meta` (progress tokens included) is never
-/// part of the input.
-pub(crate) fn name_and_input(method: &str, params: Option<&Value>) -> (String, Option<Value>) {
-    let text = |key: &str| {
-        params
-            .and_then(|p| p.get(key))
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned()
-    };
-    match method {
-        "tools/call" | "prompts/get" => (
-            text("name"),
-            Some(
-                params
-                    .and_then(|p| p.get("arguments"))
-                    .cloned()
-                    .unwrap_or_else(|| Value::Object(Map::new())),
-            ),
-        ),
-        "resources/read" => (text("uri"), None),
-        _ => {
-            let name = match params.and_then(|p| p.get("name")) {
-                Some(Value::String(name)) => name.clone(),
-                _ => text("uri"),
-            };
-            let input = params.and_then(Value::as_object).and_then(|p| {
-                let rest: Map<String, Value> = p
-                    .iter()
-                    .filter(|(k, _)| *k != "_meta")
-                    .map(|(k, v)| (k.clone(), v.clone()))
-                    .collect();
-                (!rest.is_empty()).then_some(Value::Object(rest))
-            });
-            (name, input)
-        }
-    }
-}
-
-/// The `params` of the JSON-RPC request that replays a recorded call: the inverse of how the recorder
-/// took the name and input from a request.
-pub fn request_params(record: &CallRecord) -> Value {
-    let mut params = Map::new();
-    match record.method.as_str() {
-        "tools/call" | "prompts/get" => {
-            params.insert("name".into(), Value::String(record.name.clone()));
-            if let Some(input) = &record.input {
-                params.insert("arguments".into(), input.clone());
-            }
-        }
-        "resources/read" => {
-            params.insert("uri".into(), Value::String(record.name.clone()));
-        }
-        _ => {
-            if let Some(Value::Object(input)) = &record.input {
-                params.extend(input.clone());
-            }
-        }
-    }
-    Value::Object(params)
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The recording a session writes for `frames` (`true`: from the client); `by_value` sends
-    /// every message through the `Value` reading.
-    async fn recorded_text(frames: &[(bool, &str)], by_value: bool) -> String {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("calls.jsonl");
-        let options = RecorderOptions::default().methods([
-            "tools/call",
-            "resources/read",
-            "prompts/get",
-            "custom/op",
-        ]);
-        let recorder = Recorder::open(&path, options).await.unwrap();
-        let session = recorder.session();
-        let at = SystemTime::now();
-        for (from_client, frame) in frames {
-            match (from_client, by_value) {
-                (true, false) => session.client_frame(frame.as_bytes(), at),
-                (false, false) => session.server_frame(frame.as_bytes(), at),
-                (true, true) => session.client_value(frame, at),
-                (false, true) => session.server_value(&mut lock(&session.state), frame, at),
-            }
-        }
-        drop(session);
-        let report = recorder.close().await;
-        assert!(report.is_complete(), "{report}");
-        std::fs::read_to_string(&path).unwrap()
-    }
-
-    /// The records a session writes for `frames` (`true`: from the client), read back without the
-    /// fields that vary per run; `by_value` sends every message through the `Value` reading.
-    async fn records(frames: &[(bool, &str)], by_value: bool) -> Vec<Value> {
-        recorded_text(frames, by_value)
-            .await
-            .lines()
-            .map(|line| {
-                let mut record: Value = serde_json::from_str(line).unwrap();
-                let map = record.as_object_mut().unwrap();
-                for varying in ["at", "session", "durationMs"] {
-                    assert!(map.remove(varying).is_some(), "{line}");
-                }
-                record
-            })
-            .collect()
-    }
-
-    #[tokio::test]
-    async fn reading_raw_text_records_what_reading_values_records() {
-        let frames: &[(bool, &str)] = &[
-            (
-                true,
-                r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","clientInfo":{"name":"c","version":"1"}}}"#,
-            ),
-            (
-                false,
-                r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-06-18","serverInfo":{"version":"2","name":"s"}}}"#,
-            ),
-            (
-                true,
-                r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}}"#,
-            ),
-            (
-                false,
-                r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"hello"}]}}"#,
-            ),
-            (
-                true,
-                r#"{ "method" : "tools/call", "id" : "two", "params" : { "arguments" : { "z" : 1e5, "a" : [ 1 , 2.50 ], "password" : "hunter2-long" }, "name" : "login" } }"#,
-            ),
-            (
-                false,
-                r#"{"id":"two","result":{"text":"welcome, your password is hunter2-long","token":"abc"}}"#,
-            ),
-            (
-                true,
-                r#"{"id":3,"method":"tools/call","params":{"name":"t","arguments":{"note":"Bearer abcdefghijklmnop","nested":"{\"apiKey\":\"x\",\"ok\":1}","caf\u00e9":"\u00e9"}}}"#,
-            ),
-            (
-                false,
-                r#"{"id":3,"result":{"content":[{"type":"text","text":"call with Authorization: Bearer abcdefghijklmnop"}],"isError":false}}"#,
-            ),
-            (
-                true,
-                r#"{"id":4,"method":"tools/call","params":{"name":"pay"}}"#,
-            ),
-            (
-                false,
-                r#"{"id":4,"result":{"content":[{"type":"text","text":"card declined"}],"isError":true,"_meta":{"code":"declined"}}}"#,
-            ),
-            (
-                true,
-                r#"{"id":5,"method":"tools/call","params":{"name":"pay","arguments":null}}"#,
-            ),
-            (
-                false,
-                r#"{"id":5,"result":{"content":[],"is\u0045rror":true}}"#,
-            ),
-            (
-                true,
-                r#"{"id":6,"method":"resources/read","params":{"uri":"postgres://ada:secret@db/x"}}"#,
-            ),
-            (
-                false,
-                r#"{"id":6,"error":{"code":-32002,"message":"MCP error -32002: resource not found"}}"#,
-            ),
-            (
-                true,
-                r#"{"id":7,"method":"prompts/get","params":{"name":"p","arguments":{"k":"v"},"_meta":{"progressToken":9,"io.modelcontextprotocol/clientInfo":{"name":"stateless","version":"3"},"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#,
-            ),
-            (
-                false,
-                r#"{"id":7,"error":{"code":-32603,"message":"boom at 0x1234"}}"#,
-            ),
-            (
-                true,
-                r#"{"id":8,"method":"tools/call","params":{"name":"n","arguments":{"a":1}}}"#,
-            ),
-            (false, r#"{"id":8,"result":null}"#),
-            (
-                true,
-                r#"{"id":"\u0039","method":"tools/call","params":{"name":"escaped id","arguments":{}}}"#,
-            ),
-            (false, r#"{"id":"9","result":{"ok":true}}"#),
-            (
-                true,
-                r#"{"id":10,"id":11,"method":"tools/call","params":{"name":"dup","arguments":{}}}"#,
-            ),
-            (false, r#"{"id":11,"result":{"ok":"dup"}}"#),
-            (
-                true,
-                r#"{"id":12,"method":"custom/op","params":{"uri":"u","extra":{"list":[1,{"k":"v"}]},"_meta":{}}}"#,
-            ),
-            (
-                false,
-                r#"{"id":12,"result":{"eyJ":"eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl"}}"#,
-            ),
-            (
-                true,
-                r#"{"id":13,"method":"tools/call","params":{"name":"x","arguments":{"token":12345678}}}"#,
-            ),
-            (
-                false,
-                r#"{"id":13,"result":{"n":12345678,"auth":"Basic dXNlcjpwYXNzd29yZA==","log":"export API_KEY=abc123 done"}}"#,
-            ),
-            (true, r#"{"id":14,"method":"tools/list"}"#),
-            (false, r#"{"id":14,"result":{"tools":[]}}"#),
-            (
-                true,
-                r#"{"id":15,"method":"tools/call","params":{"name":"unanswered","arguments":{}}}"#,
-            ),
-        ];
-        let by_text = records(frames, false).await;
-        let by_value = records(frames, true).await;
-        assert_eq!(by_text.len(), 12, "{by_text:#?}");
-        assert_eq!(by_text, by_value);
-        // Spot checks that the comparison is about something.
-        assert_eq!(
-            by_text[0]["client"],
-            serde_json::json!({"name": "c", "version": "1"})
-        );
-        assert_eq!(by_text[1]["input"]["password"], "[REDACTED]");
-        assert_eq!(
-            by_text[1]["answer"]["text"],
-            "welcome, your password is [REDACTED]"
-        );
-        assert_eq!(by_text[3]["error"]["code"], "declined");
-        assert_eq!(by_text[6]["client"]["name"], "stateless");
-        assert_eq!(by_text[11]["answer"]["auth"], "[REDACTED]");
-    }
-
-    #[tokio::test]
-    async fn raw_records_keep_key_order_and_drop_blanks() {
-        let frames: &[(bool, &str)] = &[
-            (
-                true,
-                r#"{"id":1,"method":"tools/call","params":{"name":"t","arguments":{ "z": 1, "a": "x y" }}}"#,
-            ),
-            (
-                false,
-                r#"{"id":1,"result":{"structuredContent":{"b":2,"a":1},"content":[]}}"#,
-            ),
-        ];
-        let text = recorded_text(frames, false).await;
-        assert!(
-            text.contains(r#""input":{"z":1,"a":"x y"},"answer":{"structuredContent":{"b":2,"a":1},"content":[]},"durationMs":"#),
-            "{text}"
-        );
-        assert_eq!(records(frames, false).await, records(frames, true).await);
-    }
-
-    #[tokio::test]
-    async fn batches_are_read_message_by_message() {
-        let frames: &[(bool, &str)] = &[
-            (
-                true,
-                r#"[{"id":1,"method":"tools/call","params":{"name":"a","arguments":{}}},{"method":"notifications/x"},{"id":2,"method":"tools/call","params":{"name":"b","arguments":{}}}]"#,
-            ),
-            (
-                false,
-                r#"[{"id":2,"result":{"n":2}},{"id":1,"result":{"n":1}}]"#,
-            ),
-        ];
-        let names: Vec<Value> = records(frames, false)
-            .await
-            .iter()
-            .map(|r| r["name"].clone())
-            .collect();
-        assert_eq!(names, ["b", "a"]);
-    }
-}
+mod tests;

@@ -1,0 +1,123 @@
+//! What a recorder is told ([`RecorderOptions`]) and what it tells back ([`RecorderReport`]).
+
+use std::fmt;
+
+use calltape_jsonl_store::WriterReport;
+use calltape_redact::Redactor;
+
+use crate::error::{Error, ErrorKind};
+
+/// The methods recorded unless told otherwise.
+pub const DEFAULT_METHODS: &[&str] = &["tools/call", "resources/read", "prompts/get"];
+
+/// How a [`Recorder`](crate::mcp::Recorder) records: which methods, the file's size cap, and extra redaction names.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct RecorderOptions {
+    /// The JSON-RPC methods recorded; [`DEFAULT_METHODS`] by default.
+    pub methods: Vec<String>,
+    /// The most bytes the recording may reach on disk; later calls are dropped and reported.
+    pub max_bytes: u64,
+    /// Field names redacted on top of the built-in credential names.
+    pub redact_names: Vec<String>,
+    /// Field names never redacted by name, such as `pageToken`.
+    pub keep_names: Vec<String>,
+}
+
+impl Default for RecorderOptions {
+    fn default() -> Self {
+        Self {
+            methods: DEFAULT_METHODS.iter().map(|m| (*m).to_owned()).collect(),
+            max_bytes: calltape_jsonl_store::DEFAULT_MAX_BYTES,
+            redact_names: Vec::new(),
+            keep_names: Vec::new(),
+        }
+    }
+}
+
+impl RecorderOptions {
+    /// Records exactly these methods.
+    pub fn methods<I, S>(mut self, methods: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.methods = methods.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Caps the recording's size on disk.
+    pub fn max_bytes(mut self, max_bytes: u64) -> Self {
+        self.max_bytes = max_bytes;
+        self
+    }
+
+    /// Redacts these field names too.
+    pub fn redact_names<I, S>(mut self, names: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.redact_names = names.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Never redacts these field names by name.
+    pub fn keep_names<I, S>(mut self, names: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.keep_names = names.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// The redactor these options describe.
+    pub fn redactor(&self) -> Result<Redactor, Error> {
+        Redactor::builder()
+            .redact_names(self.redact_names.iter().map(String::as_str))
+            .keep_names(self.keep_names.iter().map(String::as_str))
+            .build()
+            .map_err(|e| ErrorKind::Redaction(e).into())
+    }
+}
+
+/// What a recorder did, returned by [`Recorder::close`](crate::mcp::Recorder::close).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct RecorderReport {
+    /// Calls handed to the writer.
+    pub recorded: u64,
+    /// Requests whose session ended before they were answered: they have no line.
+    pub unanswered: u64,
+    /// What the writer did; `None` when the recorder had already been closed.
+    pub writer: Option<WriterReport>,
+}
+
+impl RecorderReport {
+    /// Whether every recorded call reached the file.
+    pub fn is_complete(&self) -> bool {
+        self.writer.as_ref().is_none_or(WriterReport::is_complete)
+    }
+}
+
+impl fmt::Display for RecorderReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = if self.recorded == 1 { "" } else { "s" };
+        match &self.writer {
+            Some(writer) => write!(f, "recorded {} call{s}; {writer}", self.recorded)?,
+            None => write!(f, "recorded {} call{s}", self.recorded)?,
+        }
+        if self.unanswered > 0 {
+            write!(
+                f,
+                "; {} unanswered at the end, not recorded",
+                self.unanswered
+            )?;
+        }
+        if let Some(error) = self.writer.as_ref().and_then(|w| w.first_error.as_ref()) {
+            write!(f, "; first error: {error}")?;
+        }
+        Ok(())
+    }
+}

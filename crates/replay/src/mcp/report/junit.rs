@@ -1,0 +1,114 @@
+//! The JUnit XML report: one testcase per call, one failure per difference.
+
+use std::fmt::Write as _;
+
+use crate::mcp::compare::Status;
+use crate::mcp::report::ReplayReport;
+use crate::mcp::report::text::{Paint, show_path, show_value, truncate, write_difference};
+
+/// The report as JUnit XML.
+pub(super) fn render(report: &ReplayReport) -> String {
+    let failing = report
+        .calls
+        .iter()
+        .filter(|c| c.status != Status::Same)
+        .count();
+    let file = xml(&report.file.display().to_string());
+    let mut out = String::with_capacity(256 + report.calls.len() * 160);
+    out.push_str("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    let _ = writeln!(
+        out,
+        "<testsuites name=\"calltape replay\" tests=\"{}\" failures=\"{failing}\" errors=\"0\">",
+        report.calls.len()
+    );
+    let _ = writeln!(
+        out,
+        "  <testsuite name=\"{file}\" tests=\"{}\" failures=\"{failing}\" errors=\"0\" skipped=\"0\">",
+        report.calls.len()
+    );
+    let mut body = String::new();
+    for c in &report.calls {
+        out.push_str("    <testcase classname=\"");
+        push_xml(&mut out, &c.method);
+        let _ = write!(out, "\" name=\"#{} ", c.index);
+        push_xml(&mut out, &c.name);
+        let _ = write!(out, " (line {}, session ", c.line);
+        push_xml(&mut out, &c.session);
+        let _ = write!(out, ")\" file=\"{file}\" line=\"{}\">", c.line);
+        if c.status == Status::Same && !c.has_notes() {
+            out.push_str("</testcase>\n");
+            continue;
+        }
+        out.push('\n');
+        // The notes say why a call may fail (a field left unfilled) or what was sent instead of
+        // the recording (a followed id): in each failure's text, and in the testcase's output.
+        let notes: String = c.notes().map(|n| format!("\n    {n}")).collect();
+        for d in &c.differences {
+            let message = format!(
+                "{}: {}: {} → {}",
+                c.status,
+                show_path(&d.path),
+                show_value(d.recorded.as_ref()),
+                show_value(d.replayed.as_ref())
+            );
+            body.clear();
+            write_difference(&mut body, d, Paint(false));
+            body.push_str(&notes);
+            let _ = write!(out, "      <failure type=\"{}\" message=\"", c.status);
+            push_xml(&mut out, &truncate(&message, 500));
+            out.push_str("\">");
+            push_xml(&mut out, body.trim_end());
+            out.push_str("</failure>\n");
+        }
+        if !notes.is_empty() {
+            out.push_str("      <system-out>");
+            push_xml(&mut out, notes.trim_start());
+            out.push_str("</system-out>\n");
+        }
+        out.push_str("    </testcase>\n");
+    }
+    out.push_str("  </testsuite>\n</testsuites>\n");
+    out
+}
+
+/// Escapes text for XML, dropping the control characters XML 1.0 cannot hold.
+fn xml(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    push_xml(&mut out, text);
+    out
+}
+
+/// Appends `text` to `out`, escaped for XML: runs of plain text are copied whole.
+fn push_xml(out: &mut String, text: &str) {
+    let mut plain = 0;
+    for (at, c) in text.char_indices() {
+        let escaped = match c {
+            '&' => "&amp;",
+            '<' => "&lt;",
+            '>' => "&gt;",
+            '"' => "&quot;",
+            '\'' => "&apos;",
+            '\t' | '\n' | '\r' => continue,
+            c if (c as u32) < 0x20 => "\u{FFFD}",
+            _ => continue,
+        };
+        out.push_str(&text[plain..at]);
+        out.push_str(escaped);
+        plain = at + c.len_utf8();
+    }
+    out.push_str(&text[plain..]);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn xml_escapes_markup_and_drops_control_characters() {
+        assert_eq!(
+            xml("a<b>&\"c\" 'd'\u{1}\té"),
+            "a&lt;b&gt;&amp;&quot;c&quot; &apos;d&apos;\u{FFFD}\té"
+        );
+        assert_eq!(xml("plain"), "plain");
+    }
+}

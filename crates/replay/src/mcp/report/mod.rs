@@ -1,0 +1,464 @@
+//! The replay report: one [`CallReport`] per call, rendered as text (readable without colour), JSON
+//! or JUnit, each format in a module of its own.
+
+mod json;
+mod junit;
+mod text;
+
+use std::path::PathBuf;
+use std::str::FromStr;
+
+use serde_json::Value;
+
+use crate::mcp::compare::{Difference, Status};
+use crate::mcp::follow::Substitution;
+
+/// The version of the JSON report's schema.
+pub const REPORT_VERSION: u64 = 1;
+
+/// One replayed call in a report.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct CallReport {
+    /// The call's position in the recording, from 1.
+    pub index: usize,
+    /// Its line in the recording.
+    pub line: usize,
+    /// The recorded session it belongs to.
+    pub session: String,
+    /// The JSON-RPC method.
+    pub method: String,
+    /// The tool or prompt name, or the resource URI.
+    pub name: String,
+    /// The verdict.
+    pub status: Status,
+    /// Where the answers differ (redacted values only).
+    pub differences: Vec<Difference>,
+    /// The strings of the input sent with another value than recorded, because an earlier call
+    /// created them anew.
+    pub substitutions: Vec<Substitution>,
+    /// The fields whose recorded `"[REDACTED]"` no fill gave a value for, so it was sent as recorded.
+    pub unfilled: Vec<String>,
+}
+
+impl CallReport {
+    /// A report line for one call.
+    pub fn new(
+        index: usize,
+        line: usize,
+        session: impl Into<String>,
+        method: impl Into<String>,
+        name: impl Into<String>,
+        status: Status,
+        differences: Vec<Difference>,
+    ) -> Self {
+        Self {
+            index,
+            line,
+            session: session.into(),
+            method: method.into(),
+            name: name.into(),
+            status,
+            differences,
+            substitutions: Vec::new(),
+            unfilled: Vec::new(),
+        }
+    }
+
+    /// With these substitutions made in the call's input.
+    pub fn with_substitutions(mut self, substitutions: Vec<Substitution>) -> Self {
+        self.substitutions = substitutions;
+        self
+    }
+
+    /// With these fields left unfilled in the call's input.
+    pub fn with_unfilled(mut self, unfilled: Vec<String>) -> Self {
+        self.unfilled = unfilled;
+        self
+    }
+
+    /// Whether the call carries notes: substitutions or unfilled fields.
+    pub fn has_notes(&self) -> bool {
+        !self.substitutions.is_empty() || !self.unfilled.is_empty()
+    }
+
+    /// The notes as reports write them, one per line: each substitution, then `unfilled: NAME, …`.
+    pub fn notes(&self) -> impl Iterator<Item = String> + '_ {
+        let unfilled =
+            (!self.unfilled.is_empty()).then(|| format!("unfilled: {}", self.unfilled.join(", ")));
+        self.substitutions
+            .iter()
+            .map(ToString::to_string)
+            .chain(unfilled)
+    }
+}
+
+/// How many calls ended with each status.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Summary {
+    /// Calls answered as recorded.
+    pub same: usize,
+    /// Calls answered differently.
+    pub changed: usize,
+    /// Calls that error now and did not.
+    pub new_error: usize,
+    /// Calls that errored and answer now.
+    pub gone_error: usize,
+}
+
+impl Summary {
+    /// Every call counted.
+    pub fn calls(&self) -> usize {
+        self.same + self.changed + self.new_error + self.gone_error
+    }
+
+    fn count(&self, status: Status) -> usize {
+        match status {
+            Status::Same => self.same,
+            Status::Changed => self.changed,
+            Status::NewError => self.new_error,
+            Status::GoneError => self.gone_error,
+        }
+    }
+}
+
+impl std::fmt::Display for Summary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let n = self.calls();
+        write!(
+            f,
+            "{n} call{}, {} same, {} changed, {} new-error, {} gone-error",
+            if n == 1 { "" } else { "s" },
+            self.same,
+            self.changed,
+            self.new_error,
+            self.gone_error
+        )
+    }
+}
+
+/// A report's output format.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Format {
+    /// For people: the calls that differ, then one summary line.
+    #[default]
+    Text,
+    /// The JSON schema of version [`REPORT_VERSION`].
+    Json,
+    /// JUnit XML: one testcase per call, a failure per difference.
+    Junit,
+}
+
+impl FromStr for Format {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "text" => Ok(Self::Text),
+            "json" => Ok(Self::Json),
+            "junit" => Ok(Self::Junit),
+            other => Err(format!(
+                "unknown report format {other:?}; use text, json or junit"
+            )),
+        }
+    }
+}
+
+/// The outcome of replaying a recording: one [`CallReport`] per call, in recording order.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ReplayReport {
+    /// The recording replayed.
+    pub file: PathBuf,
+    /// The calls, in recording order.
+    pub calls: Vec<CallReport>,
+}
+
+impl ReplayReport {
+    /// A report on `file` holding `calls`.
+    pub fn new(file: impl Into<PathBuf>, calls: Vec<CallReport>) -> Self {
+        Self {
+            file: file.into(),
+            calls,
+        }
+    }
+
+    /// The counts per status.
+    pub fn summary(&self) -> Summary {
+        let mut s = Summary::default();
+        for call in &self.calls {
+            match call.status {
+                Status::Same => s.same += 1,
+                Status::Changed => s.changed += 1,
+                Status::NewError => s.new_error += 1,
+                Status::GoneError => s.gone_error += 1,
+            }
+        }
+        s
+    }
+
+    /// Whether any call differs.
+    pub fn has_differences(&self) -> bool {
+        self.calls.iter().any(|c| c.status != Status::Same)
+    }
+
+    /// The report in `format`; `color` applies to text only.
+    pub fn render(&self, format: Format, color: bool) -> String {
+        match format {
+            Format::Text => self.to_text(color),
+            Format::Json => json::render(self),
+            Format::Junit => self.to_junit(),
+        }
+    }
+
+    /// The text report: each call that differs or was sent with followed ids, with its differences
+    /// and notes (substitutions, unfilled fields), then the summary line. ANSI
+    /// colours only when `color`; the text reads the same without them.
+    pub fn to_text(&self, color: bool) -> String {
+        text::render(self, color)
+    }
+
+    /// The JSON report: `{"version":1,"file":…,"calls":N,"summary":{…},"results":[…]}`.
+    pub fn to_json(&self) -> Value {
+        json::to_value(self)
+    }
+
+    /// The JUnit XML report: one testcase per call, one failure per difference.
+    pub fn to_junit(&self) -> String {
+        junit::render(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn diff(path: &str, recorded: Option<Value>, replayed: Option<Value>) -> Difference {
+        Difference {
+            path: path.into(),
+            recorded,
+            replayed,
+        }
+    }
+
+    fn sample() -> ReplayReport {
+        ReplayReport::new(
+            "calls.jsonl",
+            vec![
+                CallReport::new(
+                    1,
+                    1,
+                    "3f9a1c2e",
+                    "tools/call",
+                    "quote",
+                    Status::Changed,
+                    vec![diff(
+                        "structuredContent.price",
+                        Some(json!(12)),
+                        Some(json!(15)),
+                    )],
+                ),
+                CallReport::new(
+                    2,
+                    2,
+                    "3f9a1c2e",
+                    "tools/call",
+                    "pay",
+                    Status::NewError,
+                    vec![diff(
+                        "error",
+                        None,
+                        Some(json!({"code": "card_declined", "message": "card <declined>"})),
+                    )],
+                ),
+                CallReport::new(
+                    3,
+                    3,
+                    "3f9a1c2e",
+                    "tools/call",
+                    "refund",
+                    Status::GoneError,
+                    vec![diff(
+                        "error",
+                        Some(json!({"code": "tool_error", "message": "no"})),
+                        None,
+                    )],
+                ),
+                CallReport::new(
+                    4,
+                    5,
+                    "77aa0b1c",
+                    "resources/read",
+                    "demo://rates",
+                    Status::Same,
+                    vec![],
+                ),
+            ],
+        )
+    }
+
+    #[test]
+    fn text_report_lists_differing_calls_and_a_summary() {
+        let text = sample().to_text(false);
+        let want = r#"changed    tools/call quote  (call 1, line 1, session 3f9a1c2e)
+    structuredContent.price: 12 → 15
+new-error  tools/call pay  (call 2, line 2, session 3f9a1c2e)
+    error: (absent) → {"code":"card_declined","message":"card <declined>"}
+gone-error tools/call refund  (call 3, line 3, session 3f9a1c2e)
+    error: {"code":"tool_error","message":"no"} → (absent)
+
+4 calls, 1 same, 1 changed, 1 new-error, 1 gone-error
+"#;
+        assert_eq!(text, want);
+        let colored = sample().to_text(true);
+        assert!(colored.contains("\x1b[33mchanged   \x1b[0m"), "{colored}");
+        let same = ReplayReport::new("c", vec![]).to_text(false);
+        assert_eq!(
+            same,
+            "0 calls, 0 same, 0 changed, 0 new-error, 0 gone-error\n"
+        );
+    }
+
+    #[test]
+    fn long_texts_show_as_word_and_line_diffs() {
+        let r = "The quick brown fox jumps over the lazy dog and keeps running far away";
+        let p = "The quick red fox jumps over the lazy dog and keeps running far away";
+        let report = ReplayReport::new(
+            "c",
+            vec![CallReport::new(
+                1,
+                1,
+                "s",
+                "prompts/get",
+                "p",
+                Status::Changed,
+                vec![
+                    diff("messages.0.content.text", Some(json!(r)), Some(json!(p))),
+                    diff(
+                        "contents.0.text",
+                        Some(json!("a\nb\nc")),
+                        Some(json!("a\nB\nc")),
+                    ),
+                ],
+            )],
+        );
+        let text = report.to_text(false);
+        assert!(
+            text.contains(
+                "    messages.0.content.text:\n      The quick [-brown-]{+red+} fox jumps"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("    contents.0.text:\n        a\n      - b\n      + B\n        c\n"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn json_report_follows_the_schema() {
+        let value = sample().to_json();
+        assert_eq!(value["version"], 1);
+        assert_eq!(value["file"], "calls.jsonl");
+        assert_eq!(value["calls"], 4);
+        assert_eq!(
+            value["summary"],
+            json!({"same": 1, "changed": 1, "new-error": 1, "gone-error": 1})
+        );
+        assert_eq!(
+            value["results"][0],
+            json!({"index": 1, "line": 1, "session": "3f9a1c2e", "method": "tools/call", "name": "quote",
+                   "status": "changed", "differences": [{"path": "structuredContent.price", "recorded": 12, "replayed": 15}]})
+        );
+        assert_eq!(
+            value["results"][1]["differences"][0],
+            json!({"path": "error", "replayed": {"code": "card_declined", "message": "card <declined>"}})
+        );
+        assert_eq!(value["results"][3]["differences"], json!([]));
+        let rendered = sample().render(Format::Json, false);
+        assert!(rendered.ends_with("}\n"), "{rendered}");
+        assert_eq!(serde_json::from_str::<Value>(&rendered).unwrap(), value);
+    }
+
+    #[test]
+    fn junit_has_a_testcase_per_call_and_a_failure_per_difference() {
+        let xml = sample().to_junit();
+        assert!(xml.starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"calltape replay\" tests=\"4\" failures=\"3\" errors=\"0\">"));
+        assert_eq!(xml.matches("<testcase ").count(), 4);
+        assert_eq!(xml.matches("<failure ").count(), 3);
+        assert!(xml.contains(r#"<failure type="changed" message="changed: structuredContent.price: 12 → 15">    structuredContent.price: 12 → 15</failure>"#), "{xml}");
+        assert!(xml.contains("card &lt;declined&gt;"));
+        assert!(xml.contains(r##"<testcase classname="resources/read" name="#4 demo://rates (line 5, session 77aa0b1c)" file="calls.jsonl" line="5"></testcase>"##), "{xml}");
+    }
+
+    #[test]
+    fn substitutions_and_unfilled_fields_are_noted_in_every_format() {
+        let substitution = Substitution {
+            path: "input.paymentId".into(),
+            recorded: "pay_1001".into(),
+            replayed: "pay_2002".into(),
+            from_call: 1,
+            from_path: "structuredContent.paymentId".into(),
+        };
+        let report = ReplayReport::new(
+            "calls.jsonl",
+            vec![
+                CallReport::new(
+                    1,
+                    1,
+                    "s",
+                    "tools/call",
+                    "pay",
+                    Status::NewError,
+                    vec![diff("error", None, Some(json!({"code": "tool_error"})))],
+                )
+                .with_unfilled(vec!["cardToken".into()]),
+                CallReport::new(2, 2, "s", "tools/call", "refund", Status::Same, vec![])
+                    .with_substitutions(vec![substitution]),
+                CallReport::new(3, 3, "s", "tools/call", "ping", Status::Same, vec![])
+                    .with_unfilled(vec!["apiKey".into()]),
+            ],
+        );
+        let note =
+            "input.paymentId: pay_1001 → pay_2002 (from call 1, structuredContent.paymentId)";
+        assert_eq!(
+            report.to_text(false),
+            format!(
+                "new-error  tools/call pay  (call 1, line 1, session s)\n    error: (absent) → {{\"code\":\"tool_error\"}}\n    unfilled: cardToken\n\
+                 same       tools/call refund  (call 2, line 2, session s)\n    {note}\n\n\
+                 3 calls, 2 same, 0 changed, 1 new-error, 0 gone-error\n"
+            )
+        );
+        let value = report.to_json();
+        assert_eq!(value["results"][0]["unfilled"], json!(["cardToken"]));
+        assert_eq!(
+            value["results"][1]["substitutions"],
+            json!([{"path": "input.paymentId", "recorded": "pay_1001", "replayed": "pay_2002",
+                    "fromCall": 1, "fromPath": "structuredContent.paymentId", "note": note}])
+        );
+        assert_eq!(value["results"][2]["unfilled"], json!(["apiKey"]));
+        assert!(value["results"][1].get("unfilled").is_none());
+        let xml = report.to_junit();
+        assert!(xml.contains("\n    unfilled: cardToken</failure>\n      <system-out>unfilled: cardToken</system-out>"), "{xml}");
+        assert!(
+            xml.contains(&format!("<system-out>{note}</system-out>")),
+            "{xml}"
+        );
+        assert!(
+            xml.contains("<system-out>unfilled: apiKey</system-out>"),
+            "{xml}"
+        );
+        assert_eq!(xml.matches("<failure ").count(), 1, "{xml}");
+    }
+
+    #[test]
+    fn formats_parse() {
+        assert_eq!("junit".parse::<Format>(), Ok(Format::Junit));
+        assert_eq!(
+            "xml".parse::<Format>(),
+            Err("unknown report format \"xml\"; use text, json or junit".to_owned())
+        );
+    }
+}
