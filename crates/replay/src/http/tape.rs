@@ -91,6 +91,9 @@ impl Tape {
             match CassetteIndex::load(path) {
                 Ok(i) => index = Some(i),
                 Err(e) if e.is_not_found() => {}
+                // A zero-byte file (made by `touch`, or by a tool that creates files up front) is an
+                // empty cassette: every request is a miss, not a broken cassette.
+                Err(_) if std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() == 0) => {}
                 Err(e) => return Err(e),
             }
         }

@@ -3,4 +3,5 @@
 mod fake;
 mod flows;
 mod guard;
+mod misses;
 mod stored;
