@@ -14,25 +14,25 @@ use crate::support::{calltape, peers};
 const OPENAI_KEY: &str = "sk-proj-e2eTestKey0123456789abcdefghij";
 const ANTHROPIC_KEY: &str = "sk-ant-api03-e2eTestKey0123456789abcdef";
 
-fn peer_script(name: &str) -> PathBuf {
+pub(crate) fn peer_script(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/peers")
         .join(name)
 }
 
-fn python() -> PathBuf {
+pub(crate) fn python() -> PathBuf {
     peers().join("venv/bin/python")
 }
 
 /// The fake API; killed when dropped.
-struct FakeApi {
+pub(crate) struct FakeApi {
     child: Child,
     port: u16,
     log: PathBuf,
 }
 
 impl FakeApi {
-    fn start(dir: &Path) -> Self {
+    pub(crate) fn start(dir: &Path) -> Self {
         let log = dir.join("fake-connections.log");
         let mut child = Command::new(python())
             .arg(peer_script("http_fake_api.py"))
@@ -53,7 +53,7 @@ impl FakeApi {
         Self { child, port, log }
     }
 
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
     }
 
@@ -79,7 +79,7 @@ fn run_client(mode: &str, upstream: &str, cassette: &Path, scenario: &str) -> (i
 }
 
 /// [`run_client`] with extra `calltape http` options.
-fn run_client_with(
+pub(crate) fn run_client_with(
     mode: &str,
     options: &[&str],
     upstream: &str,
@@ -188,7 +188,10 @@ fn real_sdks_record_then_replay_offline_with_no_secrets() {
 
     // A miss is one non-retried, readable error naming the closest recording.
     let (status, miss, stderr) = run_client("replay", "http://127.0.0.1:9", &cassette, "miss");
-    assert_eq!(status, 0, "{stderr}");
+    assert_eq!(
+        status, 1,
+        "the application swallowed the misses; calltape fails the run:\n{stderr}"
+    );
     assert_eq!(miss["error"]["class"], "NotFoundError");
     assert_eq!(miss["error"]["status"], 404);
     let message = miss["error"]["message"].as_str().unwrap();
@@ -197,7 +200,7 @@ fn real_sdks_record_then_replay_offline_with_no_secrets() {
         "{message}"
     );
     assert!(
-        stderr.contains("1 missed"),
+        stderr.contains("2 missed"),
         "the SDK must not retry a miss:\n{stderr}"
     );
     let mut names: Vec<String> = std::fs::read_dir(dir.path())

@@ -4,6 +4,7 @@ mod bridge;
 mod bridge_http;
 mod demo;
 mod http;
+mod http_ci;
 mod private_files;
 mod record;
 mod redact;
