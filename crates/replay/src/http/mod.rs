@@ -42,6 +42,7 @@
 mod access;
 mod capture;
 mod exchange;
+mod flush;
 mod miss;
 mod options;
 mod reply;

@@ -20,6 +20,7 @@ use tokio::sync::watch;
 use super::access::{refuse, strip_path_token};
 use super::capture::{self, AUTH_HEADERS};
 use super::exchange::{Forward, Sink, exchange};
+use super::flush::{CountingIo, FlushBeforeError};
 use super::miss::{self, Provider, error_response, request_diff};
 use super::options::{Exhaustion, Mode};
 use super::report::{Closest, FuzzyHit};
@@ -42,9 +43,15 @@ pub(crate) async fn serve(
                 let _ = stream.set_nodelay(true);
                 let state = Arc::clone(&state);
                 tokio::spawn(async move {
+                    // A body that fails holds its error until the bytes before it are sent.
+                    let (io, flushes) = CountingIo::new(stream);
                     let svc = service_fn(move |req| {
                         let state = Arc::clone(&state);
-                        async move { Ok::<_, Infallible>(handle(state, req).await) }
+                        let flushes = Arc::clone(&flushes);
+                        async move {
+                            let resp = handle(state, req).await;
+                            Ok::<_, Infallible>(resp.map(|b| FlushBeforeError::new(b, flushes)))
+                        }
                     });
                     // Flattened writes: frames (one per replayed event) are copied into one buffer
                     // that is flushed when the body has nothing ready, instead of queueing a
@@ -52,7 +59,7 @@ pub(crate) async fn serve(
                     let _ = http1::Builder::new()
                         .keep_alive(true)
                         .writev(false)
-                        .serve_connection(TokioIo::new(stream), svc)
+                        .serve_connection(TokioIo::new(io), svc)
                         .await;
                 });
             }

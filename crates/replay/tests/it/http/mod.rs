@@ -3,5 +3,7 @@
 mod fake;
 mod flows;
 mod guard;
+mod load;
 mod misses;
+mod reset;
 mod stored;
