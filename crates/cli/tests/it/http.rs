@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::support::{calltape, peers};
+use crate::support::{CpuLoad, calltape, peers};
 
 const OPENAI_KEY: &str = "sk-proj-e2eTestKey0123456789abcdefghij";
 const ANTHROPIC_KEY: &str = "sk-ant-api03-e2eTestKey0123456789abcdef";
@@ -217,25 +217,12 @@ fn real_sdks_record_then_replay_offline_with_no_secrets() {
 }
 
 #[test]
-fn re_recording_real_sdk_traffic_twice_gives_identical_cassettes() {
+fn re_recording_real_sdk_traffic_under_load_leaves_the_cassette_unchanged() {
     let dir = tempfile::tempdir().unwrap();
     let fake = FakeApi::start(dir.path());
-    let mut runs = Vec::new();
-    for n in 0..2 {
-        // The same cassette name in two folders, so blob references are the same too; with
-        // `--timing off` no measured delay is stored, so every byte can be compared.
-        let folder = dir.path().join(format!("run{n}"));
-        std::fs::create_dir(&folder).unwrap();
-        let cassette = folder.join("chat.jsonl");
-        let (status, _, stderr) = run_client_with(
-            "record",
-            &["--timing", "off"],
-            &fake.url(),
-            &cassette,
-            "all",
-        );
-        assert_eq!(status, 0, "{stderr}");
-        let blobs = folder.join("chat.jsonl.blobs");
+    let cassette = dir.path().join("chat.jsonl");
+    let snapshot = || {
+        let blobs = dir.path().join("chat.jsonl.blobs");
         let mut blob_files: Vec<(String, Vec<u8>)> = std::fs::read_dir(&blobs)
             .unwrap()
             .map(|e| {
@@ -247,12 +234,32 @@ fn re_recording_real_sdk_traffic_twice_gives_identical_cassettes() {
             })
             .collect();
         blob_files.sort();
-        runs.push((std::fs::read_to_string(&cassette).unwrap(), blob_files));
+        (std::fs::read_to_string(&cassette).unwrap(), blob_files)
+    };
+    // Default options: delays are measured and stored.
+    let (status, _, stderr) = run_client("record", &fake.url(), &cassette, "all");
+    assert_eq!(status, 0, "{stderr}");
+    let first = snapshot();
+    assert!(first.0.contains(r#""t":"ev""#), "streams were recorded");
+    assert!(!first.1.is_empty(), "the audio blob was recorded");
+    // The same traffic again while another process keeps the cores busy.
+    let _load = CpuLoad::start();
+    for run in 1..=2 {
+        let (status, _, stderr) = run_client("record", &fake.url(), &cassette, "all");
+        assert_eq!(status, 0, "{stderr}");
+        let again = snapshot();
+        let changed: Vec<(&str, &str)> = first
+            .0
+            .lines()
+            .zip(again.0.lines())
+            .filter(|(a, b)| a != b)
+            .collect();
+        assert!(
+            again.0 == first.0,
+            "re-record {run} changed the cassette (stored, new): {changed:#?}"
+        );
+        assert!(again.1 == first.1, "re-record {run} changed a blob");
     }
-    assert!(runs[0].0.contains(r#""t":"ev""#), "streams were recorded");
-    assert!(!runs[0].1.is_empty(), "the audio blob was recorded");
-    assert_eq!(runs[0].0, runs[1].0);
-    assert!(runs[0].1 == runs[1].1, "re-recording changed a blob");
 }
 
 /// Sends one HTTP/1.1 request and returns the whole answer.

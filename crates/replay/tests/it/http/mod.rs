@@ -5,5 +5,6 @@ mod flows;
 mod guard;
 mod load;
 mod misses;
+mod rerecord;
 mod reset;
 mod stored;
