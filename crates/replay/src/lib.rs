@@ -20,7 +20,7 @@ mod error;
 pub mod http;
 #[cfg(feature = "mcp")]
 pub mod mcp;
-#[cfg(any(feature = "mcp", feature = "http"))]
+#[cfg(feature = "http")]
 mod xml;
 
 pub use error::{Error, ErrorKind, Result};

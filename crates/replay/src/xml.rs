@@ -1,4 +1,4 @@
-//! XML text escaping for the JUnit reports of both halves.
+//! XML text escaping for JUnit reports.
 
 /// Appends `text` to `out`, escaped for XML: runs of plain text are copied whole, and the control
 /// characters XML 1.0 cannot hold become U+FFFD.

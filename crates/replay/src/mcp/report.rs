@@ -9,7 +9,6 @@ use serde_json::Value;
 use similar::{ChangeTag, TextDiff};
 
 use crate::mcp::compare::{Difference, Status};
-use crate::xml::push_escaped as push_xml;
 
 /// The version of the JSON report's schema.
 pub const REPORT_VERSION: u64 = 1;
@@ -621,6 +620,27 @@ fn xml(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     push_xml(&mut out, text);
     out
+}
+
+/// Appends `text` to `out`, escaped for XML: runs of plain text are copied whole.
+fn push_xml(out: &mut String, text: &str) {
+    let mut plain = 0;
+    for (at, c) in text.char_indices() {
+        let escaped = match c {
+            '&' => "&amp;",
+            '<' => "&lt;",
+            '>' => "&gt;",
+            '"' => "&quot;",
+            '\'' => "&apos;",
+            '\t' | '\n' | '\r' => continue,
+            c if (c as u32) < 0x20 => "\u{FFFD}",
+            _ => continue,
+        };
+        out.push_str(&text[plain..at]);
+        out.push_str(escaped);
+        plain = at + c.len_utf8();
+    }
+    out.push_str(&text[plain..]);
 }
 
 #[cfg(test)]
