@@ -117,3 +117,45 @@ fn a_zero_byte_cassette_is_an_empty_cassette() {
         "replay writes nothing"
     );
 }
+
+#[test]
+fn the_report_is_never_written_through_a_symbolic_link() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("elsewhere.txt");
+    std::fs::write(&target, "keep me").unwrap();
+    let link = dir.path().join("report.json");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let run = |report: &Path| {
+        crate::support::calltape()
+            .args([
+                "http",
+                "--mode",
+                "replay",
+                "--upstream",
+                "openai=http://127.0.0.1:9",
+            ])
+            .arg("--cassette")
+            .arg(dir.path().join("c.jsonl"))
+            .arg("--report")
+            .arg(report)
+            .args(["--", "true"])
+            .env_remove("CALLTAPE_MODE")
+            .output()
+            .unwrap()
+    };
+    let out = run(&link);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains(&link.display().to_string()), "{stderr}");
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep me");
+
+    // A run with nothing to report still writes an (empty) report.
+    let plain = dir.path().join("plain.json");
+    let out = run(&plain);
+    assert_eq!(out.status.code(), Some(0));
+    let v: Value = serde_json::from_str(&read_report(&plain)).unwrap();
+    assert_eq!(
+        v,
+        serde_json::json!({"version": 1, "mode": "replay", "cassettes": []})
+    );
+}
