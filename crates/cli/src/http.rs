@@ -49,9 +49,12 @@ when CI is set to anything but empty, 0 or false, else auto):
            nothing
 
 A miss answers 404 in the provider's error shape with `x-should-retry: false`; stderr names the closest
-recordings with a diff. With a command, the exit status is the command's (verify exits 1 on drift when
-the command succeeded, and any mode exits 1 when an interaction was refused because a line or blob of
-it still held a credential: nothing of it is stored).";
+recordings with a diff. The exit status is the command's, with two exceptions when it succeeded: in
+replay and verify modes a miss, a refused fuzzy match or drift exits 1, even when the application
+swallowed the 404 (--allow-misses keeps the command's status), and any mode exits 1 when an
+interaction was refused because a line or blob of it still held a credential (nothing of it is
+stored). --report FILE writes what the run did per cassette (hits, misses with their closest
+recordings, fuzzy hits, drift) as JSON or, with --report-format junit, one testcase per cassette.";
 
 /// The arguments of `calltape http`.
 #[derive(Debug, Args)]
@@ -229,9 +232,30 @@ struct ServeArgs {
     #[arg(long = "path-token", value_name = "FILE")]
     path_token: Option<PathBuf>,
 
-    /// The command to run against the proxy; the exit status is its own.
+    /// Keep the command's exit status when a request missed, a fuzzy match was refused or an
+    /// answer drifted (replay and verify modes exit 1 on these otherwise).
+    #[arg(long)]
+    allow_misses: bool,
+
+    /// Write what the run did, per cassette, to this owner-only file.
+    #[arg(long, value_name = "FILE")]
+    report: Option<PathBuf>,
+
+    /// The format of --report.
+    #[arg(long, value_enum, default_value = "json", requires = "report")]
+    report_format: ReportFormat,
+
+    /// The command to run against the proxy; the exit status is its own (see the exit rules below).
     #[arg(last = true, value_name = "CMD")]
     command: Vec<OsString>,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum ReportFormat {
+    /// `{"version":1,"mode":…,"cassettes":[{"path":…,"hits":N,"misses":[…],"fuzzy":[…],"drift":[…]}]}`.
+    Json,
+    /// JUnit XML: one testcase per cassette, one failure per miss, refused fuzzy match or drift.
+    Junit,
 }
 
 fn parse_mode(s: &str) -> Result<Mode, String> {
@@ -444,8 +468,21 @@ fn serve(args: ServeArgs) -> u8 {
         } else {
             eprintln!("{summary}");
         }
-        // A refused interaction failed closed: the run fails even when the command passed.
-        if code == exit::OK && (!report.drift.is_empty() || !report.refused.is_empty()) {
+        eprint!("{}", report.failure_text());
+        if let Some(file) = &args.report {
+            let text = match args.report_format {
+                ReportFormat::Json => format!("{:#}\n", report.to_json()),
+                ReportFormat::Junit => report.to_junit(),
+            };
+            if let Err(e) = calltape_jsonl_store::fs::write_atomic(file, text) {
+                tracing::error!("cannot write the report: {e}");
+                return exit::USAGE;
+            }
+        }
+        // A miss the application swallowed still fails the run; a refused interaction failed
+        // closed, so the run fails even when the command passed.
+        let missed = report.has_failures() && !args.allow_misses;
+        if code == exit::OK && (missed || !report.refused.is_empty()) {
             return exit::DIFFERENCES;
         }
         code

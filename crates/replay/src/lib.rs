@@ -20,5 +20,7 @@ mod error;
 pub mod http;
 #[cfg(feature = "mcp")]
 pub mod mcp;
+#[cfg(any(feature = "http", feature = "mcp"))]
+mod xml;
 
 pub use error::{Error, ErrorKind, Result};

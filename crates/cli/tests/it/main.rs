@@ -5,6 +5,7 @@ mod bridge_http;
 mod demo;
 mod fill_follow;
 mod http;
+mod http_ci;
 mod private_files;
 mod record;
 mod redact;

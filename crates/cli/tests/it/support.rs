@@ -1,7 +1,7 @@
 //! Helpers shared by the end-to-end tests.
 
 use std::path::PathBuf;
-use std::process::Command;
+use std::process::{Child, Command, Stdio};
 
 /// A command for the `calltape` binary under test, with a quiet, colourless environment.
 pub(crate) fn calltape() -> Command {
@@ -30,4 +30,33 @@ pub(crate) fn repo_root() -> PathBuf {
         .join("../..")
         .canonicalize()
         .expect("repo root")
+}
+
+/// Busy-loop child processes that keep the machine's cores busy while a test runs, as a loaded CI
+/// runner would: one per core (at least two). Killed when dropped.
+pub(crate) struct CpuLoad(Vec<Child>);
+
+impl CpuLoad {
+    pub(crate) fn start() -> Self {
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 4));
+        let children = (0..cores)
+            .map(|_| {
+                Command::new("sh")
+                    .args(["-c", "while :; do :; done"])
+                    .stdin(Stdio::null())
+                    .spawn()
+                    .expect("start a busy-loop process")
+            })
+            .collect();
+        Self(children)
+    }
+}
+
+impl Drop for CpuLoad {
+    fn drop(&mut self) {
+        for child in &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
 }

@@ -1,7 +1,7 @@
 """A test client for `calltape http`: the official OpenAI and Anthropic SDKs, pointed at the proxy
 through OPENAI_BASE_URL and ANTHROPIC_BASE_URL, write what they parsed as JSON to the given file.
 
-Usage: python http_client.py OUT.json [scenario]   (scenario: all (default) or miss)
+Usage: python http_client.py OUT.json [scenario]   (scenario: all (default), basic or miss)
 """
 
 import hashlib
@@ -67,20 +67,46 @@ def run_all():
     return out
 
 
+def run_basic():
+    import anthropic
+
+    out = {}
+    chat = openai.OpenAI().chat.completions.create(
+        model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}])
+    out["chat"] = chat.choices[0].message.content
+    msg = anthropic.Anthropic().messages.create(model="claude-test-model", max_tokens=20, stream=True,
+                                                messages=[{"role": "user", "content": "hey"}])
+    out["anthropic"] = "".join(ev.delta.text for ev in msg if ev.type == "content_block_delta")
+    return out
+
+
 def run_miss():
+    # An application that swallows its errors (a fallback answer, a "try again" message) and exits 0.
     oa = openai.OpenAI(max_retries=3)
+    out = {}
     try:
         oa.chat.completions.create(model="gpt-4o-mini",
                                    messages=[{"role": "user", "content": "a question never recorded"}])
-        return {"error": None}
+        out["error"] = None
     except openai.APIStatusError as e:
-        return {"error": {"class": type(e).__name__, "status": e.status_code, "message": str(e.message)}}
+        out["error"] = {"class": type(e).__name__, "status": e.status_code, "message": str(e.message)}
+    if os.environ.get("ANTHROPIC_BASE_URL"):
+        import anthropic
+
+        try:
+            an = anthropic.Anthropic(max_retries=3)
+            an.messages.create(model="claude-test-model", max_tokens=20,
+                               messages=[{"role": "user", "content": "never recorded either"}])
+            out["anthropic_error"] = None
+        except anthropic.APIStatusError as e:
+            out["anthropic_error"] = {"class": type(e).__name__, "status": e.status_code}
+    return out
 
 
 def main():
     out_path = sys.argv[1]
     scenario = sys.argv[2] if len(sys.argv) > 2 else "all"
-    result = run_all() if scenario == "all" else run_miss()
+    result = {"all": run_all, "basic": run_basic, "miss": run_miss}[scenario]()
     with open(out_path, "w") as f:
         json.dump(result, f, indent=1, sort_keys=True)
 

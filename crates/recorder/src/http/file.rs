@@ -267,150 +267,149 @@ impl<'p> LineReader<'p> {
             ));
         }
         match t.as_str() {
-            "meta" => {
-                if self.saw_meta {
-                    return Err(Error::parse(path, line_no, "a second meta record"));
-                }
-                let v = f.u64("v")?;
-                if v != FORMAT_VERSION {
-                    return Err(ErrorKind::Version {
-                        path: path.to_path_buf(),
-                        found: v,
-                    }
-                    .into());
-                }
-                self.meta = Meta {
-                    normalizer: f.string("normalizer")?,
-                    redaction: f.string("redaction")?,
-                };
-                f.finish()?;
-                self.saw_meta = true;
-            }
-            "req" => {
-                if self.pending.is_some() {
-                    return Err(Error::parse(path, line_no, "a request without a response"));
-                }
-                let query = f.pairs("query")?;
-                let headers = match f.take("headers") {
-                    None => BTreeMap::new(),
-                    Some(Value::Object(m)) => m
-                        .into_iter()
-                        .map(|(k, v)| match v {
-                            Value::String(s) => Ok((k, s)),
-                            _ => Err(f.err(format!("field `headers.{k}`: expected a string"))),
-                        })
-                        .collect::<Result<_>>()?,
-                    Some(_) => return Err(f.err("field `headers`: expected an object")),
-                };
-                let body = f.body("body", &self.prefix)?;
-                let req = Request {
-                    method: f.string("method")?,
-                    upstream: f.string("upstream")?,
-                    path: f.string("path")?,
-                    query,
-                    headers,
-                    body,
-                    key: f.string("key")?,
-                    seq: u32::try_from(f.u64("seq")?)
-                        .map_err(|_| f.err("field `seq`: out of range"))?,
-                };
-                f.finish()?;
-                self.pending = Some((req, line_no));
-            }
-            "res" => {
-                let Some((request, _)) = self.pending.take() else {
-                    return Err(Error::parse(path, line_no, "a response without a request"));
-                };
-                let status = u16::try_from(f.u64("status")?)
-                    .map_err(|_| f.err("field `status`: out of range"))?;
-                let headers = f.pairs("headers")?;
-                match f.opt_string("stream")? {
-                    Some(format) => {
-                        let format = match format.as_str() {
-                            "sse" => StreamFormat::Sse,
-                            "ndjson" => StreamFormat::Ndjson,
-                            other => {
-                                return Err(f.err(format!(
-                                    "field `stream`: unknown stream format {other:?}"
-                                )));
-                            }
-                        };
-                        f.finish()?;
-                        self.stream = Some((
-                            request,
-                            status,
-                            headers,
-                            Stream {
-                                format,
-                                events: Vec::new(),
-                                end: StreamEnd::Clean,
-                            },
-                        ));
-                    }
-                    None => {
-                        let body = f.body("body", &self.prefix)?;
-                        f.finish()?;
-                        self.interactions.push(Interaction {
-                            request,
-                            response: Response {
-                                status,
-                                headers,
-                                content: Content::Body(body),
-                            },
-                        });
-                    }
-                }
-            }
-            "ev" => {
-                let Some((_, _, _, s)) = self.stream.as_mut() else {
-                    return Err(Error::parse(path, line_no, "an event outside a stream"));
-                };
-                let ev = StreamEvent {
-                    delay_ms: f.opt_u64("d")?.unwrap_or(0),
-                    event: f.opt_string("event")?,
-                    id: f.opt_string("id")?,
-                    data: f.opt_string("data")?,
-                    raw: f.opt_string("raw")?,
-                };
-                f.finish()?;
-                s.events.push(ev);
-            }
-            "end" => {
-                let Some((request, status, headers, mut s)) = self.stream.take() else {
-                    return Err(Error::parse(
-                        path,
-                        line_no,
-                        "an end record outside a stream",
-                    ));
-                };
-                s.end = match f.string("how")?.as_str() {
-                    "clean" => StreamEnd::Clean,
-                    "truncated" => StreamEnd::Truncated,
-                    "reset" => StreamEnd::Reset {
-                        after_bytes: f.u64("after")?,
-                    },
-                    other => {
-                        return Err(f.err(format!("field `how`: unknown stream end {other:?}")));
-                    }
-                };
-                f.finish()?;
-                self.interactions.push(Interaction {
-                    request,
-                    response: Response {
-                        status,
-                        headers,
-                        content: Content::Stream(s),
-                    },
-                });
-            }
-            other => {
-                return Err(Error::parse(
-                    path,
-                    line_no,
-                    format!("field `t`: unknown record type {other:?}"),
-                ));
-            }
+            "meta" => self.meta_record(f),
+            "req" => self.request(f),
+            "res" => self.response(f),
+            "ev" => self.event(f),
+            "end" => self.end(f),
+            other => Err(Error::parse(
+                path,
+                line_no,
+                format!("field `t`: unknown record type {other:?}"),
+            )),
         }
+    }
+
+    fn meta_record(&mut self, mut f: Fields<'_>) -> Result<()> {
+        if self.saw_meta {
+            return Err(f.err("a second meta record"));
+        }
+        let v = f.u64("v")?;
+        if v != FORMAT_VERSION {
+            return Err(ErrorKind::Version {
+                path: self.path.to_path_buf(),
+                found: v,
+            }
+            .into());
+        }
+        self.meta = Meta {
+            normalizer: f.string("normalizer")?,
+            redaction: f.string("redaction")?,
+        };
+        f.finish()?;
+        self.saw_meta = true;
+        Ok(())
+    }
+
+    fn request(&mut self, mut f: Fields<'_>) -> Result<()> {
+        if self.pending.is_some() {
+            return Err(f.err("a request without a response"));
+        }
+        let query = f.pairs("query")?;
+        let headers = match f.take("headers") {
+            None => BTreeMap::new(),
+            Some(Value::Object(m)) => m
+                .into_iter()
+                .map(|(k, v)| match v {
+                    Value::String(s) => Ok((k, s)),
+                    _ => Err(f.err(format!("field `headers.{k}`: expected a string"))),
+                })
+                .collect::<Result<_>>()?,
+            Some(_) => return Err(f.err("field `headers`: expected an object")),
+        };
+        let body = f.body("body", &self.prefix)?;
+        let req = Request {
+            method: f.string("method")?,
+            upstream: f.string("upstream")?,
+            path: f.string("path")?,
+            query,
+            headers,
+            body,
+            key: f.string("key")?,
+            seq: u32::try_from(f.u64("seq")?).map_err(|_| f.err("field `seq`: out of range"))?,
+        };
+        let line = f.line;
+        f.finish()?;
+        self.pending = Some((req, line));
+        Ok(())
+    }
+
+    fn response(&mut self, mut f: Fields<'_>) -> Result<()> {
+        let Some((request, _)) = self.pending.take() else {
+            return Err(f.err("a response without a request"));
+        };
+        let status =
+            u16::try_from(f.u64("status")?).map_err(|_| f.err("field `status`: out of range"))?;
+        let headers = f.pairs("headers")?;
+        let Some(format) = f.opt_string("stream")? else {
+            let body = f.body("body", &self.prefix)?;
+            f.finish()?;
+            self.interactions.push(Interaction {
+                request,
+                response: Response {
+                    status,
+                    headers,
+                    content: Content::Body(body),
+                },
+            });
+            return Ok(());
+        };
+        let format = match format.as_str() {
+            "sse" => StreamFormat::Sse,
+            "ndjson" => StreamFormat::Ndjson,
+            other => {
+                return Err(f.err(format!("field `stream`: unknown stream format {other:?}")));
+            }
+        };
+        f.finish()?;
+        let stream = Stream {
+            format,
+            events: Vec::new(),
+            end: StreamEnd::Clean,
+        };
+        self.stream = Some((request, status, headers, stream));
+        Ok(())
+    }
+
+    fn event(&mut self, mut f: Fields<'_>) -> Result<()> {
+        let Some((_, _, _, s)) = self.stream.as_mut() else {
+            return Err(f.err("an event outside a stream"));
+        };
+        let ev = StreamEvent {
+            delay_ms: f.opt_u64("d")?.unwrap_or(0),
+            event: f.opt_string("event")?,
+            id: f.opt_string("id")?,
+            data: f.opt_string("data")?,
+            raw: f.opt_string("raw")?,
+        };
+        f.finish()?;
+        s.events.push(ev);
+        Ok(())
+    }
+
+    fn end(&mut self, mut f: Fields<'_>) -> Result<()> {
+        let Some((request, status, headers, mut s)) = self.stream.take() else {
+            return Err(f.err("an end record outside a stream"));
+        };
+        s.end = match f.string("how")?.as_str() {
+            "clean" => StreamEnd::Clean,
+            "truncated" => StreamEnd::Truncated,
+            "reset" => StreamEnd::Reset {
+                after_bytes: f.u64("after")?,
+            },
+            other => {
+                return Err(f.err(format!("field `how`: unknown stream end {other:?}")));
+            }
+        };
+        f.finish()?;
+        self.interactions.push(Interaction {
+            request,
+            response: Response {
+                status,
+                headers,
+                content: Content::Stream(s),
+            },
+        });
         Ok(())
     }
 

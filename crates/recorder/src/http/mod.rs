@@ -17,7 +17,9 @@
 //! interaction (and parses its bodies) only when it is asked for. A run that re-records a cassette
 //! appends each interaction to a [`Journal`] beside it as it completes, and replaces the cassette only
 //! when it ends cleanly: a run that dies leaves the previous cassette whole and its own work in the
-//! journal.
+//! journal. A run that records an interaction again keeps the stored one when the two are
+//! [the same apart from timing](Interaction::same_apart_from_timing), so the network's timing never
+//! churns a re-recorded cassette.
 //!
 //! # Example
 //!

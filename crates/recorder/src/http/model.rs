@@ -37,6 +37,39 @@ pub struct Interaction {
     pub response: Response,
 }
 
+impl Interaction {
+    /// Whether `other` is the same interaction apart from timing: the same request (its sequence
+    /// number aside), status, kept headers and body, or the same stream events (each one's data,
+    /// name, id and exact bytes) ending the same way. Only the delays between events may differ.
+    ///
+    /// A run that records such an interaction again keeps the stored one, delays included, so that
+    /// re-recording the same traffic never changes a cassette because the network's timing moved.
+    pub fn same_apart_from_timing(&self, other: &Interaction) -> bool {
+        let (a, b) = (&self.request, &other.request);
+        let same_request = a.method == b.method
+            && a.upstream == b.upstream
+            && a.path == b.path
+            && a.query == b.query
+            && a.headers == b.headers
+            && a.body == b.body
+            && a.key == b.key;
+        let (a, b) = (&self.response, &other.response);
+        let same_content = match (&a.content, &b.content) {
+            (Content::Body(x), Content::Body(y)) => x == y,
+            (Content::Stream(x), Content::Stream(y)) => {
+                x.format == y.format
+                    && x.end == y.end
+                    && x.events.len() == y.events.len()
+                    && x.events.iter().zip(&y.events).all(|(e, f)| {
+                        (&e.event, &e.id, &e.data, &e.raw) == (&f.event, &f.id, &f.data, &f.raw)
+                    })
+            }
+            _ => false,
+        };
+        same_request && a.status == b.status && a.headers == b.headers && same_content
+    }
+}
+
 /// A recorded request.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Request {
@@ -342,6 +375,59 @@ mod tests {
         assert_eq!(plain.raw, None);
         assert_eq!(plain.event.as_deref(), Some("e"));
         assert_eq!(plain.data.as_deref(), Some("d"));
+    }
+
+    #[test]
+    fn interactions_that_differ_only_in_delays_are_the_same_apart_from_timing() {
+        let stream = |delays: [u64; 2], last: &str| Interaction {
+            request: Request {
+                method: "POST".into(),
+                upstream: "openai".into(),
+                path: "/v1/chat/completions".into(),
+                query: vec![],
+                headers: BTreeMap::new(),
+                body: Body::Json(serde_json::json!({"stream": true})),
+                key: "k".into(),
+                seq: 0,
+            },
+            response: Response {
+                status: 200,
+                headers: vec![("content-type".into(), "text/event-stream".into())],
+                content: Content::Stream(Stream {
+                    format: StreamFormat::Sse,
+                    events: vec![
+                        StreamEvent::from_raw(StreamFormat::Sse, "data: 1\n\n", delays[0]),
+                        StreamEvent::from_raw(StreamFormat::Sse, last, delays[1]),
+                    ],
+                    end: StreamEnd::Clean,
+                }),
+            },
+        };
+        let recorded = stream([40, 0], "data: 2\n\n");
+        let mut again = stream([0, 10], "data: 2\n\n");
+        again.request.seq = 3;
+        assert!(recorded.same_apart_from_timing(&again));
+        let cases = [
+            stream([40, 0], "data: 3\n\n"),
+            stream([40, 0], "event: x\ndata: 2\n\n"),
+            stream([40, 0], "id: 1\ndata: 2\n\n"),
+            stream([40, 0], "data:2\n\n"),
+        ];
+        for other in cases {
+            assert!(!recorded.same_apart_from_timing(&other), "{other:?}");
+        }
+        let mut status = recorded.clone();
+        status.response.status = 201;
+        let mut header = recorded.clone();
+        header
+            .response
+            .headers
+            .push(("x-request-id".into(), "req_2".into()));
+        let mut body = recorded.clone();
+        body.request.body = Body::Json(serde_json::json!({"stream": false}));
+        for other in [status, header, body] {
+            assert!(!recorded.same_apart_from_timing(&other), "{other:?}");
+        }
     }
 
     #[test]

@@ -8,6 +8,7 @@ use http_body_util::{BodyExt, Full};
 use serde_json::json;
 
 use super::ProxyBody;
+use super::report::{Closest, Miss};
 use super::tape::{Tape, diff_text};
 
 /// Which error shape an upstream's clients expect.
@@ -64,15 +65,22 @@ pub(crate) fn error_response(
     resp
 }
 
-/// The short message for the client and the full diagnostics for stderr.
+/// A miss as the report keeps it, the short message for the client, and the full diagnostics for
+/// stderr.
 pub(crate) fn describe_miss(
     tape: &mut Tape,
     request: &Request,
     normalizer: &Normalizer,
     why: &str,
     rerecord: &str,
-) -> (String, String) {
+) -> (Miss, String, String) {
     let ranked = tape.ranked(request, normalizer, false);
+    let mut miss = Miss::new(request, why.to_owned());
+    for &(i, ratio) in ranked.iter().take(3) {
+        let r = &tape.get(i).request;
+        miss.closest
+            .push(Closest::new(r, ratio, request_diff(normalizer, r, request)));
+    }
     let head = format!(
         "calltape: {why} for {} {} {} (key {}) in {}",
         request.method,
@@ -87,45 +95,51 @@ pub(crate) fn describe_miss(
         "\n  request:\n{}",
         indent(&diff_text(normalizer, request), "    ")
     ));
-    match ranked.first() {
+    match miss.closest.first() {
         None => {
             short.push_str("; the cassette holds no recordings");
             long.push_str("\n  the cassette holds no recordings");
         }
-        Some(&(i, ratio)) => {
-            let r = &tape.get(i).request;
+        Some(c) => {
             short.push_str(&format!(
                 "; closest recording: {} {} {} (key {}, seq {}, {:.0}% similar)",
-                r.method,
-                r.upstream,
-                r.path,
-                r.key,
-                r.seq,
-                ratio * 100.0
+                c.method,
+                c.upstream,
+                c.path,
+                c.key,
+                c.seq,
+                c.similarity * 100.0
             ));
         }
     }
-    for &(i, ratio) in ranked.iter().take(3) {
-        let r = &tape.get(i).request;
-        let diff = similar::TextDiff::from_lines(
-            &diff_text(normalizer, r),
-            &diff_text(normalizer, request),
-        )
-        .unified_diff()
-        .context_radius(2)
-        .header("recorded", "request")
-        .to_string();
+    for c in &miss.closest {
         long.push_str(&format!(
             "\n  closest: key {} seq {} ({:.0}% similar)\n{}",
-            r.key,
-            r.seq,
-            ratio * 100.0,
-            indent(&diff, "    ")
+            c.key,
+            c.seq,
+            c.similarity * 100.0,
+            indent(&c.diff, "    ")
         ));
     }
     short.push_str(&format!("; to re-record: {rerecord}"));
     long.push_str(&format!("\n  to re-record: {rerecord}"));
-    (short, long)
+    (miss, short, long)
+}
+
+/// A unified diff from a recorded request to a new one, as readable lines.
+pub(crate) fn request_diff(
+    normalizer: &Normalizer,
+    recorded: &Request,
+    request: &Request,
+) -> String {
+    similar::TextDiff::from_lines(
+        &diff_text(normalizer, recorded),
+        &diff_text(normalizer, request),
+    )
+    .unified_diff()
+    .context_radius(2)
+    .header("recorded", "request")
+    .to_string()
 }
 
 pub(crate) fn indent(text: &str, prefix: &str) -> String {

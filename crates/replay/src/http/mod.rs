@@ -41,9 +41,12 @@
 
 mod access;
 mod capture;
+mod exchange;
+mod flush;
 mod miss;
 mod options;
 mod reply;
+mod report;
 mod server;
 mod stream;
 mod tape;
@@ -65,6 +68,7 @@ use http_body_util::combinators::UnsyncBoxBody;
 use tokio::sync::{Notify, watch};
 
 pub use options::{Exhaustion, Mode, RecordTiming, ReplayTiming};
+pub use report::{CassetteReport, Closest, Drift, FuzzyHit, Miss, Report};
 
 use crate::error::{ErrorKind, Result};
 use miss::Provider;
@@ -420,7 +424,7 @@ impl ProxyBuilder {
             scrubber,
             client,
             tapes: Mutex::new(HashMap::new()),
-            report: Mutex::new(Report::default()),
+            report: Mutex::new(Report::new(mode)),
             inflight: AtomicUsize::new(0),
             idle: Notify::new(),
             replay_timing: self.replay_timing,
@@ -542,58 +546,6 @@ impl State {
                 }
             }
         }
-    }
-}
-
-/// What the proxy did: counts, and the misses, fuzzy hits, drift and errors it met.
-#[derive(Debug, Clone, Default, PartialEq)]
-#[non_exhaustive]
-pub struct Report {
-    /// Requests answered from a cassette.
-    pub replayed: usize,
-    /// Interactions recorded.
-    pub recorded: usize,
-    /// Requests forwarded to an upstream.
-    pub forwarded: usize,
-    /// One line per request that no recording could answer.
-    pub misses: Vec<String>,
-    /// One line per request answered by a fuzzy match.
-    pub fuzzy_hits: Vec<String>,
-    /// One line per structural difference found in `verify` mode.
-    pub drift: Vec<String>,
-    /// Cassettes that could not be written, upstream failures.
-    pub errors: Vec<String>,
-    /// One line per interaction that was not stored because it still held a credential (in a line
-    /// or in a blob); the run failed closed.
-    pub refused: Vec<String>,
-}
-
-impl Report {
-    /// A few lines for stderr: counts, then every miss, fuzzy hit, drift, error and refusal.
-    pub fn summary(&self) -> String {
-        let mut s = format!(
-            "calltape http: {} replayed, {} recorded, {} forwarded, {} missed, {} fuzzy, {} drift, {} errors, {} refused",
-            self.replayed,
-            self.recorded,
-            self.forwarded,
-            self.misses.len(),
-            self.fuzzy_hits.len(),
-            self.drift.len(),
-            self.errors.len(),
-            self.refused.len()
-        );
-        for (label, items) in [
-            ("miss", &self.misses),
-            ("fuzzy", &self.fuzzy_hits),
-            ("drift", &self.drift),
-            ("error", &self.errors),
-            ("refused", &self.refused),
-        ] {
-            for item in items {
-                s.push_str(&format!("\n  {label}: {item}"));
-            }
-        }
-        s
     }
 }
 

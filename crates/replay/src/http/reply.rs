@@ -113,7 +113,7 @@ pub(crate) fn body_bytes(body: &Body) -> Bytes {
 }
 
 fn stream_body(ev: &Arc<Events>, timing: ReplayTiming) -> ProxyBody {
-    let reset = fail_after_flush(ev.reset);
+    let reset = reset_at_end(ev.reset);
     match timing {
         // One frame per event, each a slice of the shared buffer.
         ReplayTiming::Fast => {
@@ -148,17 +148,14 @@ fn stream_body(ev: &Arc<Events>, timing: ReplayTiming) -> ProxyBody {
     }
 }
 
-/// Ends a replayed stream the way the recorded one ended: with a connection failure, once the bytes
-/// before it have had time to reach the client (the server would otherwise drop them unsent).
-fn fail_after_flush(reset: bool) -> impl futures::Stream<Item = Item> {
+/// Ends a replayed stream the way the recorded one ended: with a connection failure (which the
+/// server sends only after the bytes before it, see `flush`).
+fn reset_at_end(reset: bool) -> impl futures::Stream<Item = Item> {
     let e = reset.then(|| {
-        io::Error::new(
+        Err(io::Error::new(
             io::ErrorKind::ConnectionReset,
             "the recorded upstream connection was reset here",
-        )
+        ))
     });
-    futures::stream::iter(e).then(|e| async move {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        Err(e)
-    })
+    futures::stream::iter(e)
 }

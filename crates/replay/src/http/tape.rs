@@ -71,6 +71,51 @@ pub(crate) struct Tape {
     dirty: bool,
     /// Record mode: where the interactions of this run go as they complete.
     journal: Option<Journal>,
+    /// Record mode: the cassette as it was before this run, whose recordings this run keeps as
+    /// they were when it records them again.
+    previous: Option<Previous>,
+}
+
+/// The cassette a record run replaces, and which of its recordings the run has recorded again.
+struct Previous {
+    index: CassetteIndex,
+    kept: Vec<bool>,
+}
+
+impl Previous {
+    /// The previous cassette at `path`, when it was recorded with the same normaliser and redaction
+    /// (otherwise its keys and meta line change anyway). A missing or unreadable one is none.
+    fn load(path: &Path, meta: &Meta) -> Option<Self> {
+        let index = CassetteIndex::load(path)
+            .inspect_err(|e| {
+                if !e.is_not_found() {
+                    tracing::debug!("re-recording over a cassette that does not load: {e}");
+                }
+            })
+            .ok()
+            .filter(|ix| ix.meta() == meta)?;
+        let kept = vec![false; index.len()];
+        Some(Self { index, kept })
+    }
+
+    /// The stored recording that `new` repeats apart from timing, as stored (delays included),
+    /// with `new`'s sequence number; or `new` itself when nothing stored is the same.
+    fn keep(&mut self, new: Interaction) -> Interaction {
+        for i in 0..self.index.len() {
+            if self.kept[i] || self.index.key(i) != new.request.key {
+                continue;
+            }
+            match self.index.interaction(i) {
+                Ok(mut old) if old.same_apart_from_timing(&new) => {
+                    self.kept[i] = true;
+                    old.request.seq = new.request.seq;
+                    return old;
+                }
+                _ => {}
+            }
+        }
+        new
+    }
 }
 
 impl Tape {
@@ -87,10 +132,17 @@ impl Tape {
             redaction: scrubber.fingerprint(),
         };
         let mut index = None;
+        let previous = match mode {
+            Mode::Record => Previous::load(path, &meta),
+            _ => None,
+        };
         if !matches!(mode, Mode::Record | Mode::Live) {
             match CassetteIndex::load(path) {
                 Ok(i) => index = Some(i),
                 Err(e) if e.is_not_found() => {}
+                // A zero-byte file (made by `touch`, or by a tool that creates files up front) is an
+                // empty cassette: every request is a miss, not a broken cassette.
+                Err(_) if std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() == 0) => {}
                 Err(e) => return Err(e),
             }
         }
@@ -159,6 +211,7 @@ impl Tape {
             recorded: Vec::new(),
             dirty: false,
             journal: None,
+            previous,
         })
     }
 
@@ -289,6 +342,11 @@ impl Tape {
         mode: Mode,
         scrubber: &Scrubber,
     ) -> calltape_recorder::Result<()> {
+        // The same traffic recorded again leaves the cassette as it was, whatever its timing.
+        let interaction = match &mut self.previous {
+            Some(previous) => previous.keep(interaction),
+            None => interaction,
+        };
         // Refused before it is kept: a later save must not fail on it again.
         scrubber.check_blobs(&self.path, &interaction)?;
         self.recorded.push(interaction);

@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 use crate::mcp::compare::Status;
 use crate::mcp::report::ReplayReport;
 use crate::mcp::report::text::{Paint, show_path, show_value, truncate, write_difference};
+use crate::xml::push_escaped;
 
 /// The report as JUnit XML.
 pub(super) fn render(report: &ReplayReport) -> String {
@@ -29,11 +30,11 @@ pub(super) fn render(report: &ReplayReport) -> String {
     let mut body = String::new();
     for c in &report.calls {
         out.push_str("    <testcase classname=\"");
-        push_xml(&mut out, &c.method);
+        push_escaped(&mut out, &c.method);
         let _ = write!(out, "\" name=\"#{} ", c.index);
-        push_xml(&mut out, &c.name);
+        push_escaped(&mut out, &c.name);
         let _ = write!(out, " (line {}, session ", c.line);
-        push_xml(&mut out, &c.session);
+        push_escaped(&mut out, &c.session);
         let _ = write!(out, ")\" file=\"{file}\" line=\"{}\">", c.line);
         if c.status == Status::Same && !c.has_notes() {
             out.push_str("</testcase>\n");
@@ -55,14 +56,14 @@ pub(super) fn render(report: &ReplayReport) -> String {
             write_difference(&mut body, d, Paint(false));
             body.push_str(&notes);
             let _ = write!(out, "      <failure type=\"{}\" message=\"", c.status);
-            push_xml(&mut out, &truncate(&message, 500));
+            push_escaped(&mut out, &truncate(&message, 500));
             out.push_str("\">");
-            push_xml(&mut out, body.trim_end());
+            push_escaped(&mut out, body.trim_end());
             out.push_str("</failure>\n");
         }
         if !notes.is_empty() {
             out.push_str("      <system-out>");
-            push_xml(&mut out, notes.trim_start());
+            push_escaped(&mut out, notes.trim_start());
             out.push_str("</system-out>\n");
         }
         out.push_str("    </testcase>\n");
@@ -74,29 +75,8 @@ pub(super) fn render(report: &ReplayReport) -> String {
 /// Escapes text for XML, dropping the control characters XML 1.0 cannot hold.
 fn xml(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
-    push_xml(&mut out, text);
+    push_escaped(&mut out, text);
     out
-}
-
-/// Appends `text` to `out`, escaped for XML: runs of plain text are copied whole.
-fn push_xml(out: &mut String, text: &str) {
-    let mut plain = 0;
-    for (at, c) in text.char_indices() {
-        let escaped = match c {
-            '&' => "&amp;",
-            '<' => "&lt;",
-            '>' => "&gt;",
-            '"' => "&quot;",
-            '\'' => "&apos;",
-            '\t' | '\n' | '\r' => continue,
-            c if (c as u32) < 0x20 => "\u{FFFD}",
-            _ => continue,
-        };
-        out.push_str(&text[plain..at]);
-        out.push_str(escaped);
-        plain = at + c.len_utf8();
-    }
-    out.push_str(&text[plain..]);
 }
 
 #[cfg(test)]

@@ -3,4 +3,8 @@
 mod fake;
 mod flows;
 mod guard;
+mod load;
+mod misses;
+mod rerecord;
+mod reset;
 mod stored;
