@@ -9,6 +9,7 @@ use calltape_stdio_bridge::{
 use clap::{ArgGroup, Args};
 
 use crate::{
+    error::{Error, Outcome},
     exit,
     units::{duration, size},
 };
@@ -107,52 +108,55 @@ pub(crate) struct BridgeArgs {
     command: Vec<OsString>,
 }
 
-fn upstream(args: &BridgeArgs) -> Result<Arc<dyn Upstream>, String> {
+fn upstream(args: &BridgeArgs) -> Result<Arc<dyn Upstream>, Error> {
     let wants_headers = !args.headers.is_empty() || args.header_file.is_some();
     if !args.command.is_empty() {
         if wants_headers {
-            return Err(
+            return Err(Error::Usage(
                 "--header and --header-file apply to --url and --socket, not to a child command"
                     .into(),
-            );
+            ));
         }
-        let mut child =
-            ChildUpstream::new(args.command.iter().cloned()).map_err(|e| e.to_string())?;
+        let mut child = ChildUpstream::new(args.command.iter().cloned())?;
         if args.log.is_some() {
             child = child.stderr(crate::logging::redacted_child_stderr());
         }
         return Ok(Arc::new(child));
     }
     if !args.watch.is_empty() {
-        return Err("--watch restarts a child command: give one after `--`".into());
+        return Err(Error::Usage(
+            "--watch restarts a child command: give one after `--`".into(),
+        ));
     }
     let mut headers = ExtraHeaders::new();
     for line in &args.headers {
-        headers.push_line(line).map_err(|e| e.to_string())?;
+        headers.push_line(line)?;
     }
     if let Some(file) = &args.header_file {
-        headers.read_file(file).map_err(|e| e.to_string())?;
+        headers.read_file(file)?;
     }
     if let Some(url) = &args.url {
-        return Ok(Arc::new(
-            HttpUpstream::new(url, headers).map_err(|e| e.to_string())?,
-        ));
+        return Ok(Arc::new(HttpUpstream::new(url, headers)?));
     }
     if let Some(socket) = &args.socket {
-        return Ok(Arc::new(
-            UnixUpstream::new(socket, &args.http_path, headers).map_err(|e| e.to_string())?,
-        ));
+        return Ok(Arc::new(UnixUpstream::new(
+            socket,
+            &args.http_path,
+            headers,
+        )?));
     }
-    Err("give the server: `-- CMD ARGS…`, --url URL or --socket PATH".into())
+    Err(Error::Usage(
+        "give the server: `-- CMD ARGS…`, --url URL or --socket PATH".into(),
+    ))
 }
 
 /// Sends everything written to stderr (our logs, and the child's stderr, redacted on its way) to
 /// `path`: appended, owner-only, never through a link planted at the path.
-fn redirect_stderr(path: &PathBuf) -> Result<(), String> {
+fn redirect_stderr(path: &PathBuf) -> Result<(), Error> {
     let file = calltape_jsonl_store::fs::append(path)
-        .map_err(|e| format!("cannot open the log file: {e}"))?;
+        .map_err(|e| Error::context("cannot open the log file", e))?;
     rustix::stdio::dup2_stderr(&file)
-        .map_err(|e| format!("cannot send logs to {}: {e}", path.display()))
+        .map_err(|e| Error::Usage(format!("cannot send logs to {}: {e}", path.display())))
 }
 
 /// SIGTERM, SIGINT or SIGHUP: end the session as if stdin had ended, stopping the child gracefully.
@@ -173,35 +177,25 @@ async fn termination() {
     }
 }
 
-pub(crate) fn run(args: BridgeArgs) -> u8 {
+pub(crate) fn run(args: BridgeArgs) -> Outcome {
     run_recording(args, None)
 }
 
 /// `calltape bridge`, recording to `output` (`calltape record -o FILE`) or to `--record FILE`.
-pub(crate) fn run_recording(args: BridgeArgs, output: Option<PathBuf>) -> u8 {
+pub(crate) fn run_recording(args: BridgeArgs, output: Option<PathBuf>) -> Outcome {
     let record_to = match (output, args.record.clone()) {
         (Some(_), Some(_)) => {
-            tracing::error!("give the recording once: -o FILE or --record FILE, not both");
-            return exit::USAGE;
+            return Err(Error::Usage(
+                "give the recording once: -o FILE or --record FILE, not both".into(),
+            ));
         }
         (output, record) => output.or(record),
     };
-    if let Some(path) = &args.log
-        && let Err(message) = redirect_stderr(path)
-    {
-        tracing::error!("{message}");
-        return exit::USAGE;
+    if let Some(path) = &args.log {
+        redirect_stderr(path)?;
     }
-    let upstream = match upstream(&args) {
-        Ok(upstream) => upstream,
-        Err(message) => {
-            tracing::error!("{message}");
-            return exit::USAGE;
-        }
-    };
-    let Some(runtime) = crate::single_thread_runtime() else {
-        return exit::UPSTREAM;
-    };
+    let upstream = upstream(&args)?;
+    let runtime = crate::single_thread_runtime()?;
     let mut builder = Bridge::builder()
         .upstream_arc(upstream)
         .buffer_messages(args.buffer)
@@ -210,36 +204,22 @@ pub(crate) fn run_recording(args: BridgeArgs, output: Option<PathBuf>) -> u8 {
         .shutdown_on(termination());
     let recording = match &record_to {
         Some(path) => {
-            match runtime.block_on(crate::record::ActiveRecording::start(path, &args.recording)) {
-                Ok((recording, tap)) => {
-                    builder = builder.tap(tap);
-                    Some(recording)
-                }
-                Err(message) => {
-                    tracing::error!("{message}");
-                    return exit::USAGE;
-                }
-            }
+            let (recording, tap) =
+                runtime.block_on(crate::record::ActiveRecording::start(path, &args.recording))?;
+            builder = builder.tap(tap);
+            Some(recording)
         }
         None => None,
     };
-    let bridge = match builder.build() {
-        Ok(bridge) => bridge,
-        Err(e) => {
-            tracing::error!("{e}");
-            return exit::USAGE;
-        }
-    };
+    let bridge = builder.build()?;
     let watcher = if args.watch.is_empty() {
         None
     } else {
-        match Watcher::start(&args.watch, args.watch_debounce, bridge.restart_handle()) {
-            Ok(watcher) => Some(watcher),
-            Err(e) => {
-                tracing::error!("{e}");
-                return exit::USAGE;
-            }
-        }
+        Some(Watcher::start(
+            &args.watch,
+            args.watch_debounce,
+            bridge.restart_handle(),
+        )?)
     };
     // Pipes and sockets are polled directly; a terminal or a file goes through tokio's handles.
     let result = runtime.block_on(async { bridge.run(stdio::stdin(), stdio::stdout()).await });
@@ -249,18 +229,11 @@ pub(crate) fn run_recording(args: BridgeArgs, output: Option<PathBuf>) -> u8 {
     }
     // A blocked stdin read must not hold the process open.
     runtime.shutdown_timeout(Duration::from_millis(100));
-    match result {
-        Ok(summary) => {
-            tracing::debug!(
-                connects = summary.connects,
-                reinitializations = summary.reinitializations,
-                "session ended"
-            );
-            exit::OK
-        }
-        Err(e) => {
-            tracing::error!("{e}");
-            exit::UPSTREAM
-        }
-    }
+    let summary = result.map_err(Error::upstream)?;
+    tracing::debug!(
+        connects = summary.connects,
+        reinitializations = summary.reinitializations,
+        "session ended"
+    );
+    Ok(exit::OK)
 }

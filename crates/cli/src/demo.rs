@@ -20,6 +20,7 @@ use calltape_stdio_bridge::{ChildUpstream, Stderr, Upstream};
 use clap::Args;
 use serde_json::{Value, json};
 
+use crate::error::{Error, Outcome};
 use crate::exit;
 
 /// The secret the scripted client sends in `pay`'s input; the recording must not hold it.
@@ -50,7 +51,7 @@ pub(crate) struct DemoServerArgs {
 // The demo server.
 
 /// Runs the demo MCP server on stdin and stdout until stdin closes.
-pub(crate) fn run_server(args: DemoServerArgs) -> u8 {
+pub(crate) fn run_server(args: DemoServerArgs) -> Outcome {
     let stdin = std::io::stdin().lock();
     let mut stdout = std::io::stdout().lock();
     for line in stdin.lines() {
@@ -69,7 +70,7 @@ pub(crate) fn run_server(args: DemoServerArgs) -> u8 {
             break;
         }
     }
-    exit::OK
+    Ok(exit::OK)
 }
 
 fn handle(version: u8, message: &Value) -> Option<Value> {
@@ -213,14 +214,10 @@ fn script() -> Vec<(&'static str, Value)> {
     ]
 }
 
-pub(crate) fn run(args: DemoArgs) -> u8 {
-    match demo(args) {
-        Ok(true) => exit::OK,
-        Ok(false) => exit::DIFFERENCES,
-        Err(message) => {
-            eprintln!("calltape demo: {message}");
-            exit::UPSTREAM
-        }
+pub(crate) fn run(args: DemoArgs) -> Outcome {
+    match demo(args).map_err(Error::Demo)? {
+        true => Ok(exit::OK),
+        false => Ok(exit::DIFFERENCES),
     }
 }
 

@@ -11,6 +11,7 @@ use calltape_recorder::inspect::{FileKind, sniff};
 use calltape_replay::http::{Exhaustion, Mode, Proxy, RecordTiming, ReplayTiming};
 use clap::{Args, Subcommand, ValueEnum};
 
+use crate::error::{Error, Outcome};
 use crate::exit;
 
 pub(crate) const EXAMPLES: &str = "\
@@ -242,7 +243,7 @@ fn parse_exhaustion(s: &str) -> Result<Exhaustion, String> {
     s.parse()
 }
 
-pub(crate) fn run(args: HttpArgs) -> u8 {
+pub(crate) fn run(args: HttpArgs) -> Outcome {
     match args.action {
         Some(HttpAction::Ls { dir }) => ls(dir.as_deref().unwrap_or(Path::new("."))),
         Some(HttpAction::Show { cassette }) => crate::show::show(&cassette),
@@ -257,28 +258,33 @@ pub(crate) fn run(args: HttpArgs) -> u8 {
     }
 }
 
-fn split_pair<'a>(s: &'a str, what: &str) -> Result<(&'a str, &'a str), String> {
+/// `NAME=VALUE` → (name, value); `example` ends the message when it is not that.
+fn split_pair<'a>(s: &'a str, what: &str, example: &str) -> Result<(&'a str, &'a str), Error> {
     s.split_once('=')
         .filter(|(k, v)| !k.is_empty() && !v.is_empty())
-        .ok_or_else(|| format!("{what} {s:?} is not NAME=VALUE"))
+        .ok_or_else(|| Error::Usage(format!("{what} {s:?} is not NAME=VALUE{example}")))
 }
 
 /// `NAME=env:VAR` or `NAME=HEADER:env:VAR` → (upstream, header, value).
-fn resolve_auth(spec: &str) -> Result<(String, String, String), String> {
-    let (name, rest) = split_pair(spec, "--auth")?;
+fn resolve_auth(spec: &str) -> Result<(String, String, String), Error> {
+    let (name, rest) = split_pair(spec, "--auth", "")?;
     let (header, var) = match rest.split_once("env:") {
         Some(("", var)) => (None, var),
         Some((h, var)) => (Some(h.trim_end_matches(':')), var),
         None => {
-            return Err(format!(
+            return Err(Error::Usage(format!(
                 "--auth {name}=…: give the key as env:VAR (the value never goes on the command line)"
-            ));
+            )));
         }
     };
     let value = std::env::var(var)
         .ok()
         .filter(|v| !v.is_empty())
-        .ok_or_else(|| format!("--auth {name}: environment variable {var} is not set"))?;
+        .ok_or_else(|| {
+            Error::Usage(format!(
+                "--auth {name}: environment variable {var} is not set"
+            ))
+        })?;
     let anthropic = name.contains("anthropic") || name.contains("claude");
     Ok(match header {
         Some(h) => (name.to_owned(), h.to_owned(), value),
@@ -291,20 +297,14 @@ fn resolve_auth(spec: &str) -> Result<(String, String, String), String> {
     })
 }
 
-fn serve(args: ServeArgs) -> u8 {
+fn serve(args: ServeArgs) -> Outcome {
     if args.upstreams.is_empty() {
-        tracing::error!(
+        return Err(Error::Usage(
             "give at least one --upstream NAME=URL, e.g. --upstream openai=https://api.openai.com"
-        );
-        return exit::USAGE;
+                .into(),
+        ));
     }
-    let mode = match Mode::resolve(args.mode) {
-        Ok(m) => m,
-        Err(e) => {
-            tracing::error!("{e}");
-            return exit::USAGE;
-        }
-    };
+    let mode = Mode::resolve(args.mode).map_err(Error::Usage)?;
     let mut builder = Proxy::builder()
         .listen(args.listen)
         .mode(mode)
@@ -325,13 +325,8 @@ fn serve(args: ServeArgs) -> u8 {
             Timing::Off => RecordTiming::Off,
         });
     for spec in &args.upstreams {
-        match split_pair(spec, "--upstream") {
-            Ok((name, url)) => builder = builder.upstream(name, url),
-            Err(e) => {
-                tracing::error!("{e}, e.g. openai=https://api.openai.com");
-                return exit::USAGE;
-            }
-        }
+        let (name, url) = split_pair(spec, "--upstream", ", e.g. openai=https://api.openai.com")?;
+        builder = builder.upstream(name, url);
     }
     let mut hint = String::from("calltape http --mode record");
     for u in &args.upstreams {
@@ -374,44 +369,18 @@ fn serve(args: ServeArgs) -> u8 {
     }
     if mode != Mode::Replay {
         for spec in &args.auth {
-            match resolve_auth(spec) {
-                Ok((up, header, value)) => builder = builder.auth(up, header, value),
-                Err(e) => {
-                    tracing::error!("{e}");
-                    return exit::USAGE;
-                }
-            }
+            let (up, header, value) = resolve_auth(spec)?;
+            builder = builder.auth(up, header, value);
         }
     }
     let mut envs = Vec::new();
     for spec in &args.envs {
-        match split_pair(spec, "--env") {
-            Ok((k, v)) => envs.push((k.to_owned(), v.trim_start_matches('/').to_owned())),
-            Err(e) => {
-                tracing::error!("{e}, e.g. OPENAI_BASE_URL=openai/v1");
-                return exit::USAGE;
-            }
-        }
+        let (k, v) = split_pair(spec, "--env", ", e.g. OPENAI_BASE_URL=openai/v1")?;
+        envs.push((k.to_owned(), v.trim_start_matches('/').to_owned()));
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
-        Ok(r) => r,
-        Err(e) => {
-            tracing::error!("cannot start the async runtime: {e}");
-            return exit::UPSTREAM;
-        }
-    };
+    let runtime = crate::multi_thread_runtime()?;
     runtime.block_on(async move {
-        let proxy = match builder.start().await {
-            Ok(p) => p,
-            Err(e) => {
-                tracing::error!("{e}");
-                return exit::USAGE;
-            }
-        };
+        let proxy = builder.start().await?;
         // The address only: the path prefix goes to stdout or to the command, not to logs.
         tracing::info!(mode = %proxy.mode(), addr = %proxy.local_addr(), "calltape http proxy listening");
         let code = if args.command.is_empty() {
@@ -424,15 +393,9 @@ fn serve(args: ServeArgs) -> u8 {
             wait_for_signal().await;
             exit::OK
         } else {
-            run_child(&args.command, &envs, &proxy.url()).await
+            run_child(&args.command, &envs, &proxy.url()).await?
         };
-        let report = match proxy.shutdown().await {
-            Ok(r) => r,
-            Err(e) => {
-                tracing::error!("{e}");
-                return exit::UPSTREAM;
-            }
-        };
+        let report = proxy.shutdown().await.map_err(Error::upstream)?;
         let summary = report.summary();
         if report.misses.is_empty()
             && report.fuzzy_hits.is_empty()
@@ -446,9 +409,9 @@ fn serve(args: ServeArgs) -> u8 {
         }
         // A refused interaction failed closed: the run fails even when the command passed.
         if code == exit::OK && (!report.drift.is_empty() || !report.refused.is_empty()) {
-            return exit::DIFFERENCES;
+            return Ok(exit::DIFFERENCES);
         }
-        code
+        Ok(code)
     })
 }
 
@@ -469,20 +432,18 @@ async fn wait_for_signal() {
     }
 }
 
-async fn run_child(command: &[OsString], envs: &[(String, String)], base: &str) -> u8 {
+/// Runs the command against the proxy and gives its exit status (128 + the signal that ended it).
+async fn run_child(command: &[OsString], envs: &[(String, String)], base: &str) -> Outcome {
     let mut cmd = tokio::process::Command::new(&command[0]);
     cmd.args(&command[1..]);
     cmd.env("CALLTAPE_PROXY_URL", base);
     for (k, v) in envs {
         cmd.env(k, format!("{base}/{v}"));
     }
-    let mut child = match cmd.spawn() {
-        Ok(c) => c,
-        Err(e) => {
-            tracing::error!("cannot run {}: {e}", command[0].to_string_lossy());
-            return exit::USAGE;
-        }
-    };
+    let mut child = cmd.spawn().map_err(|source| Error::Spawn {
+        program: command[0].to_string_lossy().into_owned(),
+        source,
+    })?;
     use tokio::signal::unix::{SignalKind, signal};
     let mut term = signal(SignalKind::terminate()).ok();
     let status = loop {
@@ -507,20 +468,13 @@ async fn run_child(command: &[OsString], envs: &[(String, String)], base: &str) 
             }
         }
     };
-    match status {
-        Ok(s) => {
-            use std::os::unix::process::ExitStatusExt;
-            match (s.code(), s.signal()) {
-                (Some(c), _) => u8::try_from(c).unwrap_or(1),
-                (None, Some(sig)) => u8::try_from(128 + sig).unwrap_or(1),
-                _ => 1,
-            }
-        }
-        Err(e) => {
-            tracing::error!("waiting for the command failed: {e}");
-            exit::UPSTREAM
-        }
-    }
+    use std::os::unix::process::ExitStatusExt;
+    let status = status.map_err(Error::Wait)?;
+    Ok(match (status.code(), status.signal()) {
+        (Some(c), _) => u8::try_from(c).unwrap_or(1),
+        (None, Some(sig)) => u8::try_from(128 + sig).unwrap_or(1),
+        _ => 1,
+    })
 }
 
 /// Cassette files under `dir`: `*.jsonl` whose first line is a cassette meta record.
@@ -546,7 +500,7 @@ fn is_cassette(path: &Path) -> bool {
     matches!(sniff(path), Ok(FileKind::Cassette))
 }
 
-fn ls(dir: &Path) -> u8 {
+fn ls(dir: &Path) -> Outcome {
     let mut found = Vec::new();
     find_cassettes(dir, &mut found);
     for p in &found {
@@ -563,7 +517,7 @@ fn ls(dir: &Path) -> u8 {
             Err(e) => println!("{}  unreadable: {e}", p.display()),
         }
     }
-    exit::OK
+    Ok(exit::OK)
 }
 
 fn human_size(n: u64) -> String {
@@ -576,37 +530,27 @@ fn human_size(n: u64) -> String {
     }
 }
 
-fn rm(path: &Path) -> u8 {
+fn rm(path: &Path) -> Outcome {
     if !is_cassette(path) {
-        tracing::error!(
+        return Err(Error::Usage(format!(
             "{} is not a cassette (its first line is not a cassette meta record); refusing to delete it",
             path.display()
-        );
-        return exit::USAGE;
+        )));
     }
-    if let Err(e) = std::fs::remove_file(path) {
-        tracing::error!("cannot remove {}: {e}", path.display());
-        return exit::USAGE;
-    }
+    let cannot_remove = |path: &Path, e: std::io::Error| {
+        Error::Usage(format!("cannot remove {}: {e}", path.display()))
+    };
+    std::fs::remove_file(path).map_err(|e| cannot_remove(path, e))?;
     let blobs = blobs_dir(path);
-    if blobs.exists()
-        && let Err(e) = std::fs::remove_dir_all(&blobs)
-    {
-        tracing::error!("cannot remove {}: {e}", blobs.display());
-        return exit::USAGE;
+    if blobs.exists() {
+        std::fs::remove_dir_all(&blobs).map_err(|e| cannot_remove(&blobs, e))?;
     }
     println!("removed {}", path.display());
-    exit::OK
+    Ok(exit::OK)
 }
 
-fn scan(paths: &[PathBuf]) -> u8 {
-    let scrubber = match Scrubber::builder().secrets_from_env(true).build() {
-        Ok(s) => s,
-        Err(e) => {
-            tracing::error!("{e}");
-            return exit::USAGE;
-        }
-    };
+fn scan(paths: &[PathBuf]) -> Outcome {
+    let scrubber = Scrubber::builder().secrets_from_env(true).build()?;
     let mut files = Vec::new();
     for p in paths {
         if p.is_dir() {
@@ -616,7 +560,7 @@ fn scan(paths: &[PathBuf]) -> u8 {
         }
     }
     let mut found = 0;
-    let mut code = exit::OK;
+    let mut failed = 0;
     for f in &files {
         match scan_file(f, &scrubber) {
             Ok(findings) => {
@@ -632,8 +576,8 @@ fn scan(paths: &[PathBuf]) -> u8 {
                 }
             }
             Err(e) => {
-                tracing::error!("{e}");
-                code = exit::USAGE;
+                Error::from(e).report();
+                failed += 1;
             }
         }
     }
@@ -642,38 +586,40 @@ fn scan(paths: &[PathBuf]) -> u8 {
             "calltape http scan: {found} possible credential(s) in {} file(s) checked; redact them or re-record",
             files.len()
         );
-        return exit::DIFFERENCES;
+        return Ok(exit::DIFFERENCES);
+    }
+    if failed > 0 {
+        return Err(Error::Partly {
+            failed,
+            total: files.len(),
+            what: "cassettes could not be read",
+        });
     }
     tracing::info!("calltape http scan: {} file(s) clean", files.len());
-    code
+    Ok(exit::OK)
 }
 
-fn import_from_mastra(dir: &Path, out: &Path) -> u8 {
-    let scrubber = match Scrubber::builder().secrets_from_env(true).build() {
-        Ok(s) => s,
-        Err(e) => {
-            tracing::error!("{e}");
-            return exit::USAGE;
-        }
-    };
+fn import_from_mastra(dir: &Path, out: &Path) -> Outcome {
+    let scrubber = Scrubber::builder().secrets_from_env(true).build()?;
     let normalizer = Normalizer::new();
-    let mut files: Vec<PathBuf> = match std::fs::read_dir(dir) {
-        Ok(entries) => entries
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| p.extension().is_some_and(|e| e == "json"))
-            .collect(),
-        Err(e) => {
-            tracing::error!("cannot read {}: {e}", dir.display());
-            return exit::USAGE;
-        }
-    };
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|source| Error::Read {
+            path: dir.to_owned(),
+            source,
+        })?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
     files.sort();
     if files.is_empty() {
-        tracing::error!("{} holds no *.json recordings to import", dir.display());
-        return exit::USAGE;
+        return Err(Error::Usage(format!(
+            "{} holds no *.json recordings to import",
+            dir.display()
+        )));
     }
-    let mut code = exit::OK;
+    let total = files.len();
+    let mut failed = 0;
     for file in files {
         let stem = file
             .file_stem()
@@ -690,10 +636,17 @@ fn import_from_mastra(dir: &Path, out: &Path) -> u8 {
                 target.display()
             ),
             Err(e) => {
-                tracing::error!("{e}");
-                code = exit::USAGE;
+                Error::from(e).report();
+                failed += 1;
             }
         }
     }
-    code
+    match failed {
+        0 => Ok(exit::OK),
+        failed => Err(Error::Partly {
+            failed,
+            total,
+            what: "recordings could not be imported",
+        }),
+    }
 }

@@ -8,6 +8,7 @@
 
 mod bridge;
 mod demo;
+mod error;
 mod http;
 mod logging;
 mod record;
@@ -22,6 +23,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+use crate::error::Error;
+
 /// Exit codes shared by every subcommand.
 pub(crate) mod exit {
     /// Success.
@@ -35,19 +38,21 @@ pub(crate) mod exit {
 }
 
 /// The async runtime of a command that runs child processes: one thread, because children are
-/// forked from it and their parent-death signal is tied to that thread. `None`, said on stderr,
-/// when it cannot be made.
-pub(crate) fn single_thread_runtime() -> Option<tokio::runtime::Runtime> {
-    match tokio::runtime::Builder::new_current_thread()
+/// forked from it and their parent-death signal is tied to that thread.
+pub(crate) fn single_thread_runtime() -> Result<tokio::runtime::Runtime, Error> {
+    tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-    {
-        Ok(runtime) => Some(runtime),
-        Err(e) => {
-            tracing::error!("cannot start the async runtime: {e}");
-            None
-        }
-    }
+        .map_err(Error::Runtime)
+}
+
+/// The async runtime of a command that serves or replays on its own: two worker threads.
+pub(crate) fn multi_thread_runtime() -> Result<tokio::runtime::Runtime, Error> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(Error::Runtime)
 }
 
 const AFTER_HELP: &str = "\
@@ -110,7 +115,7 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     logging::init(cli.verbose, cli.quiet);
-    let code: u8 = match cli.command {
+    let outcome = match cli.command {
         Command::Bridge(args) => bridge::run(args),
         Command::Http(args) => http::run(args),
         Command::Redact(args) => redact::run(args),
@@ -122,5 +127,8 @@ fn main() -> ExitCode {
         Command::Demo(args) => demo::run(args),
         Command::DemoServer(args) => demo::run_server(args),
     };
-    ExitCode::from(code)
+    ExitCode::from(outcome.unwrap_or_else(|error| {
+        error.report();
+        error.exit_code()
+    }))
 }

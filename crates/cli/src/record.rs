@@ -72,7 +72,7 @@ pub(crate) struct RecordArgs {
     bridge: crate::bridge::BridgeArgs,
 }
 
-pub(crate) fn run(args: RecordArgs) -> u8 {
+pub(crate) fn run(args: RecordArgs) -> crate::error::Outcome {
     crate::bridge::run_recording(args.bridge, Some(args.output))
 }
 
@@ -90,10 +90,8 @@ impl ActiveRecording {
     pub(crate) async fn start(
         path: &Path,
         options: &RecordOptions,
-    ) -> Result<(Self, SessionRecorder), String> {
-        let recorder = Recorder::open(path, options.recorder_options())
-            .await
-            .map_err(|e| e.to_string())?;
+    ) -> Result<(Self, SessionRecorder), crate::error::Error> {
+        let recorder = Recorder::open(path, options.recorder_options()).await?;
         let tap = recorder.session();
         tracing::debug!(path = %path.display(), session = tap.id(), "recording");
         Ok((

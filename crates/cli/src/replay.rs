@@ -14,7 +14,11 @@ use calltape_stdio_bridge::{
 };
 use clap::{ArgGroup, Args};
 
-use crate::{exit, units::duration};
+use crate::{
+    error::{Error, Outcome},
+    exit,
+    units::duration,
+};
 
 pub(crate) const EXAMPLES: &str = "\
 Examples:
@@ -104,34 +108,36 @@ pub(crate) struct ReplayArgs {
     command: Vec<OsString>,
 }
 
-fn upstream(args: &ReplayArgs) -> Result<Arc<dyn Upstream>, String> {
+fn upstream(args: &ReplayArgs) -> Result<Arc<dyn Upstream>, Error> {
     if !args.command.is_empty() {
         if !args.headers.is_empty() || args.header_file.is_some() {
-            return Err(
+            return Err(Error::Usage(
                 "--header and --header-file apply to --url and --socket, not to a command".into(),
-            );
+            ));
         }
-        let child = ChildUpstream::new(args.command.iter().cloned()).map_err(|e| e.to_string())?;
+        let child = ChildUpstream::new(args.command.iter().cloned())?;
         return Ok(Arc::new(child.stderr(Stderr::Inherit)));
     }
     let mut headers = ExtraHeaders::new();
     for line in &args.headers {
-        headers.push_line(line).map_err(|e| e.to_string())?;
+        headers.push_line(line)?;
     }
     if let Some(file) = &args.header_file {
-        headers.read_file(file).map_err(|e| e.to_string())?;
+        headers.read_file(file)?;
     }
     if let Some(url) = &args.url {
-        return Ok(Arc::new(
-            HttpUpstream::new(url, headers).map_err(|e| e.to_string())?,
-        ));
+        return Ok(Arc::new(HttpUpstream::new(url, headers)?));
     }
     if let Some(socket) = &args.socket {
-        return Ok(Arc::new(
-            UnixUpstream::new(socket, &args.http_path, headers).map_err(|e| e.to_string())?,
-        ));
+        return Ok(Arc::new(UnixUpstream::new(
+            socket,
+            &args.http_path,
+            headers,
+        )?));
     }
-    Err("give the server: `-- CMD ARGS…`, --url URL or --socket PATH".into())
+    Err(Error::Usage(
+        "give the server: `-- CMD ARGS…`, --url URL or --socket PATH".into(),
+    ))
 }
 
 /// Whether the report may use colour: a terminal, and `NO_COLOR` unset.
@@ -139,43 +145,18 @@ pub(crate) fn color_wanted(to_terminal: bool) -> bool {
     to_terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 
-pub(crate) fn run(args: ReplayArgs) -> u8 {
-    let recording = match Recording::read(&args.file) {
-        Ok(recording) => recording,
-        Err(e) => {
-            eprintln!("calltape: {e}");
-            return exit::USAGE;
-        }
-    };
-    let comparer = match Comparer::builder()
+pub(crate) fn run(args: ReplayArgs) -> Outcome {
+    let recording = Recording::read(&args.file)?;
+    let comparer = Comparer::builder()
         .ignore(&args.ignore)
         .shape(args.shape)
         .build()
-    {
-        Ok(comparer) => comparer,
-        Err(e) => {
-            eprintln!("calltape: --ignore: {e}");
-            return exit::USAGE;
-        }
-    };
-    let redactor = match Redactor::builder()
+        .map_err(|e| Error::context("--ignore", e))?;
+    let redactor = Redactor::builder()
         .redact_names(args.redact.iter().map(String::as_str))
         .keep_names(args.keep.iter().map(String::as_str))
-        .build()
-    {
-        Ok(redactor) => redactor,
-        Err(e) => {
-            eprintln!("calltape: {e}");
-            return exit::USAGE;
-        }
-    };
-    let upstream = match upstream(&args) {
-        Ok(upstream) => upstream,
-        Err(message) => {
-            eprintln!("calltape: {message}");
-            return exit::USAGE;
-        }
-    };
+        .build()?;
+    let upstream = upstream(&args)?;
     let format: Format = args.format.parse().unwrap_or_default();
     let mut options = ReplayOptions::default()
         .comparer(comparer)
@@ -185,40 +166,21 @@ pub(crate) fn run(args: ReplayArgs) -> u8 {
     if std::io::stderr().is_terminal() {
         options = options.progress(progress_bar());
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(e) => {
-            eprintln!("calltape: cannot start the async runtime: {e}");
-            return exit::UPSTREAM;
-        }
-    };
+    let runtime = crate::multi_thread_runtime()?;
     let result = runtime.block_on(replay(&recording, upstream, &options));
     if std::io::stderr().is_terminal() {
         eprint!("\r\x1b[2K");
     }
-    let replayed = match result {
-        Ok(replayed) => replayed,
-        Err(e) => {
-            eprintln!("calltape: {e}");
-            return exit::UPSTREAM;
-        }
-    };
+    let replayed = result.map_err(Error::upstream)?;
     let report = &replayed.report;
     if args.update {
-        if let Err(e) = update_recording(&recording, &replayed.outcomes) {
-            eprintln!("calltape: {e}");
-            return exit::USAGE;
-        }
+        update_recording(&recording, &replayed.outcomes)?;
         eprintln!(
             "calltape: {}: rewritten with the replayed answers ({})",
             args.file.display(),
             report.summary()
         );
-        return exit::OK;
+        return Ok(exit::OK);
     }
     let to_terminal = args.output.is_none() && std::io::stdout().is_terminal();
     let text = report.render(format, color_wanted(to_terminal));
@@ -226,18 +188,16 @@ pub(crate) fn run(args: ReplayArgs) -> u8 {
         Some(path) => {
             // Replaced whole and owner-only, never through a link at the path: a report quotes
             // answers, redacted as the recording is, but still nobody else's to read.
-            if let Err(e) = calltape_jsonl_store::fs::write_atomic(path, &text) {
-                eprintln!("calltape: cannot write the report: {e}");
-                return exit::USAGE;
-            }
+            calltape_jsonl_store::fs::write_atomic(path, &text)
+                .map_err(|e| Error::context("cannot write the report", e))?;
             eprintln!("calltape: {}", report.summary());
         }
         None => print!("{text}"),
     }
     if report.has_differences() {
-        exit::DIFFERENCES
+        Ok(exit::DIFFERENCES)
     } else {
-        exit::OK
+        Ok(exit::OK)
     }
 }
 

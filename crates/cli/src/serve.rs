@@ -4,13 +4,17 @@ use std::{ffi::OsString, io::Write, net::SocketAddr, path::PathBuf, time::Durati
 
 use calltape_recorder::mcp::{Recorder, RecorderOptions};
 use calltape_stdio_bridge::{
-    ChildUpstream, Error, Stderr,
+    ChildUpstream, ErrorKind, Stderr,
     serve::{Serve, StopReason},
     shared::{SERVE_KEY_ENV, Secret, Transport, serve_shared},
 };
 use clap::Args;
 
-use crate::{exit, units::duration};
+use crate::{
+    error::{Error, Outcome},
+    exit,
+    units::duration,
+};
 
 pub(crate) const EXAMPLES: &str = "\
 Examples:
@@ -100,19 +104,13 @@ async fn signalled() {
 }
 
 /// Writes the token owner-only, replacing the file whole; a link at the path is refused, not removed.
-fn write_token_file(path: &PathBuf, token: &str) -> Result<(), String> {
+fn write_token_file(path: &PathBuf, token: &str) -> Result<(), Error> {
     calltape_jsonl_store::fs::write_atomic(path, token)
-        .map_err(|e| format!("cannot write the token file: {e}"))
+        .map_err(|e| Error::context("cannot write the token file", e))
 }
 
-pub(crate) fn run(args: ServeArgs) -> u8 {
-    let mut child = match ChildUpstream::new(args.command.iter().cloned()) {
-        Ok(child) => child,
-        Err(e) => {
-            tracing::error!("{e}");
-            return exit::USAGE;
-        }
-    };
+pub(crate) fn run(args: ServeArgs) -> Outcome {
+    let mut child = ChildUpstream::new(args.command.iter().cloned())?;
     let shared_key = std::env::var(SERVE_KEY_ENV)
         .ok()
         .filter(|key| !key.is_empty());
@@ -129,33 +127,26 @@ pub(crate) fn run(args: ServeArgs) -> u8 {
         .json_response(args.json_response)
         .max_connections(args.max_connections)
         .max_sessions(args.max_sessions);
-    let Some(runtime) = crate::single_thread_runtime() else {
-        return exit::UPSTREAM;
-    };
+    let runtime = crate::single_thread_runtime()?;
     let recorder = match &args.record {
-        Some(path) => match runtime.block_on(Recorder::open(path, RecorderOptions::default())) {
-            Ok(recorder) => {
-                let for_sessions = recorder.clone();
-                serve = serve.tap_sessions(move || Box::new(for_sessions.session()));
-                Some((recorder, path.clone()))
-            }
-            Err(e) => {
-                tracing::error!("cannot record to {}: {e}", path.display());
-                return exit::USAGE;
-            }
-        },
+        Some(path) => {
+            let recorder = runtime
+                .block_on(Recorder::open(path, RecorderOptions::default()))
+                .map_err(|e| Error::context(format!("cannot record to {}", path.display()), e))?;
+            let for_sessions = recorder.clone();
+            serve = serve.tap_sessions(move || Box::new(for_sessions.session()));
+            Some((recorder, path.clone()))
+        }
         None => None,
     };
-    let result: Result<StopReason, Error> = if let Some(key) = shared_key {
+    let result: Result<StopReason, calltape_stdio_bridge::Error> = if let Some(key) = shared_key {
         if args.listen.is_some() || args.socket.is_some() || args.token_file.is_some() {
-            tracing::error!(
+            return Err(Error::Usage(
                 "a shared server picks its own endpoint and token: drop --listen, --socket and --token-file"
-            );
-            return exit::USAGE;
+                    .into(),
+            ));
         }
-        let Some((_, paths)) = crate::shared::key_paths(&key) else {
-            return exit::USAGE;
-        };
+        let (_, paths) = crate::shared::key_paths(&key)?;
         serve = serve.idle_exit(args.idle_exit.unwrap_or(Duration::from_secs(600)));
         runtime.block_on(serve_shared(&paths, args.transport, serve, signalled()))
     } else {
@@ -163,17 +154,8 @@ pub(crate) fn run(args: ServeArgs) -> u8 {
             serve = serve.idle_exit(idle);
         }
         if let Some(path) = &args.token_file {
-            let token = match Secret::generate() {
-                Ok(secret) => secret.to_hex(),
-                Err(e) => {
-                    tracing::error!("{e}");
-                    return exit::UPSTREAM;
-                }
-            };
-            if let Err(message) = write_token_file(path, &token) {
-                tracing::error!("{message}");
-                return exit::USAGE;
-            }
+            let token = Secret::generate().map_err(Error::upstream)?.to_hex();
+            write_token_file(path, &token)?;
             serve = serve.bearer_token(token);
         }
         runtime.block_on(async {
@@ -214,15 +196,12 @@ pub(crate) fn run(args: ServeArgs) -> u8 {
     match result {
         Ok(reason) => {
             tracing::debug!("stopped ({reason:?})");
-            exit::OK
+            Ok(exit::OK)
         }
-        Err(e) => {
-            tracing::error!("{e}");
-            match e.kind() {
-                calltape_stdio_bridge::ErrorKind::Io { .. }
-                | calltape_stdio_bridge::ErrorKind::Spawn { .. } => exit::UPSTREAM,
-                _ => exit::USAGE,
-            }
+        // The server could not run or stopped: an upstream failure; anything else is the user's to fix.
+        Err(e) if matches!(e.kind(), ErrorKind::Io { .. } | ErrorKind::Spawn { .. }) => {
+            Err(Error::upstream(e))
         }
+        Err(e) => Err(e.into()),
     }
 }

@@ -9,7 +9,12 @@ use calltape_stdio_bridge::{
 };
 use clap::Args;
 
-use crate::{exit, serve::transport, units::duration};
+use crate::{
+    error::{Error, Outcome},
+    exit,
+    serve::transport,
+    units::duration,
+};
 
 pub(crate) const EXAMPLES: &str = "\
 Examples:
@@ -62,9 +67,8 @@ pub(crate) struct SharedArgs {
     command: Vec<OsString>,
 }
 
-fn launcher(args: &SharedArgs) -> Result<Launcher, String> {
-    let program =
-        std::env::current_exe().map_err(|e| format!("cannot find this program's path: {e}"))?;
+fn launcher(args: &SharedArgs) -> Result<Launcher, Error> {
+    let program = std::env::current_exe().map_err(Error::CurrentExe)?;
     let mut argv: Vec<OsString> = vec![
         "serve".into(),
         "--transport".into(),
@@ -80,45 +84,25 @@ fn launcher(args: &SharedArgs) -> Result<Launcher, String> {
     })
 }
 
-/// The key and its files; `None`, said on stderr, for an invalid key or an unusable home folder.
-pub(crate) fn key_paths(key: &str) -> Option<(SharedKey, SharedPaths)> {
-    let key = SharedKey::new(key)
-        .inspect_err(|e| tracing::error!("{e}"))
-        .ok()?;
-    let paths = SharedPaths::from_env(&key)
-        .inspect_err(|e| tracing::error!("{e}"))
-        .ok()?;
-    Some((key, paths))
+/// The key and its files: an invalid key or an unusable home folder is an error.
+pub(crate) fn key_paths(key: &str) -> Result<(SharedKey, SharedPaths), Error> {
+    let key = SharedKey::new(key)?;
+    let paths = SharedPaths::from_env(&key)?;
+    Ok((key, paths))
 }
 
-pub(crate) fn run(args: SharedArgs) -> u8 {
+pub(crate) fn run(args: SharedArgs) -> Outcome {
     // Every check that touches no server comes first, so a mistake is said before anything starts.
-    let Some((key, paths)) = key_paths(&args.key) else {
-        return exit::USAGE;
-    };
-    if args.transport == Transport::Unix
-        && let Err(e) = paths.check_socket_len()
-    {
-        tracing::error!("{e}");
-        return exit::USAGE;
+    let (key, paths) = key_paths(&args.key)?;
+    if args.transport == Transport::Unix {
+        paths.check_socket_len()?;
     }
-    if let Err(e) = paths.prepare() {
-        tracing::error!("{e}");
-        return exit::USAGE;
-    }
-    let launcher = match launcher(&args) {
-        Ok(launcher) => launcher,
-        Err(message) => {
-            tracing::error!("{message}");
-            return exit::UPSTREAM;
-        }
-    };
+    paths.prepare()?;
+    let launcher = launcher(&args)?;
     let upstream =
         SharedUpstream::new(paths, args.transport, launcher).start_timeout(args.start_timeout);
-    let Some(runtime) = crate::single_thread_runtime() else {
-        return exit::UPSTREAM;
-    };
-    let code = runtime.block_on(async {
+    let runtime = crate::single_thread_runtime()?;
+    let outcome = runtime.block_on(async {
         match upstream.attach().await {
             Ok(attached) => {
                 tracing::debug!(
@@ -129,29 +113,24 @@ pub(crate) fn run(args: SharedArgs) -> u8 {
                 );
             }
             Err(e) => {
-                tracing::error!("cannot attach to the shared server: {e}");
-                // Until stdin ends or stays quiet for 2 s.
                 let reason = e.to_string();
+                let error =
+                    Error::context("cannot attach to the shared server", Error::upstream(e));
+                // Said now, not once the held requests are answered (until stdin ends or stays
+                // quiet for 2 s): a client may end this process at its first error answer.
+                error.report();
                 let quiet = Duration::from_secs(2);
                 answer_held_requests(stdio::stdin(), stdio::stdout(), &reason, quiet).await;
-                return exit::UPSTREAM;
+                return Ok(error.exit_code());
             }
         }
-        let bridge = match Bridge::builder().upstream(upstream).build() {
-            Ok(bridge) => bridge,
-            Err(e) => {
-                tracing::error!("{e}");
-                return exit::USAGE;
-            }
-        };
-        match bridge.run(stdio::stdin(), stdio::stdout()).await {
-            Ok(_) => exit::OK,
-            Err(e) => {
-                tracing::error!("{e}");
-                exit::UPSTREAM
-            }
-        }
+        let bridge = Bridge::builder().upstream(upstream).build()?;
+        bridge
+            .run(stdio::stdin(), stdio::stdout())
+            .await
+            .map_err(Error::upstream)?;
+        Ok(exit::OK)
     });
     runtime.shutdown_timeout(Duration::from_millis(100));
-    code
+    outcome
 }

@@ -7,6 +7,7 @@ use calltape_recorder::inspect::{FileKind, cassette_summary, recording_summary, 
 use calltape_recorder::mcp::Recording;
 use clap::Args;
 
+use crate::error::{Error, Outcome};
 use crate::exit;
 
 pub(crate) const EXAMPLES: &str = "\
@@ -28,41 +29,28 @@ pub(crate) struct ShowArgs {
     file: PathBuf,
 }
 
-pub(crate) fn run(args: ShowArgs) -> u8 {
+pub(crate) fn run(args: ShowArgs) -> Outcome {
     show(&args.file)
 }
 
 /// Summarises and validates `path`, whichever of calltape's formats it is.
-pub(crate) fn show(path: &Path) -> u8 {
-    let summary = match sniff(path) {
-        Ok(FileKind::Cassette) => {
-            Cassette::load(path).map(|cassette| cassette_summary(path, &cassette))
-        }
-        Ok(FileKind::Recording) => Recording::read(path).map(|r| recording_summary(&r)),
-        Ok(FileKind::Neither { reason }) => {
-            eprintln!(
-                "calltape: {} is neither an MCP call recording nor an HTTP cassette: {reason}",
+pub(crate) fn show(path: &Path) -> Outcome {
+    let summary = match sniff(path)? {
+        FileKind::Cassette => cassette_summary(path, &Cassette::load(path)?),
+        FileKind::Recording => recording_summary(&Recording::read(path)?),
+        FileKind::Neither { reason } => {
+            return Err(Error::Usage(format!(
+                "{} is neither an MCP call recording nor an HTTP cassette: {reason}",
                 path.display()
-            );
-            return exit::USAGE;
+            )));
         }
-        Ok(_) => {
-            eprintln!(
-                "calltape: {}: a format this calltape cannot show",
+        _ => {
+            return Err(Error::Usage(format!(
+                "{}: a format this calltape cannot show",
                 path.display()
-            );
-            return exit::USAGE;
+            )));
         }
-        Err(e) => Err(e),
     };
-    match summary {
-        Ok(summary) => {
-            print!("{summary}");
-            exit::OK
-        }
-        Err(e) => {
-            eprintln!("calltape: {e}");
-            exit::USAGE
-        }
-    }
+    print!("{summary}");
+    Ok(exit::OK)
 }

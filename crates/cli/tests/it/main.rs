@@ -3,6 +3,7 @@
 mod bridge;
 mod bridge_http;
 mod demo;
+mod errors;
 mod http;
 mod private_files;
 mod record;
