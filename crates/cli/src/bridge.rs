@@ -101,7 +101,7 @@ pub(crate) struct BridgeArgs {
     record: Option<PathBuf>,
 
     #[command(flatten)]
-    recording: crate::record::RecordOptions,
+    pub(crate) recording: crate::record::RecordOptions,
 
     /// The server to run, with its arguments (no shell).
     #[arg(last = true, value_name = "CMD")]

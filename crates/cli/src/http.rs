@@ -197,13 +197,8 @@ struct ServeArgs {
     #[arg(long, value_enum, default_value = "bucketed")]
     timing: Timing,
 
-    /// Another field name to redact (repeatable).
-    #[arg(long = "redact-name", value_name = "NAME")]
-    redact_names: Vec<String>,
-
-    /// A field name never to redact (repeatable), e.g. max_tokens.
-    #[arg(long = "keep-name", value_name = "NAME")]
-    keep_names: Vec<String>,
+    #[command(flatten)]
+    names: crate::args::RedactNames,
 
     /// A response header to drop from recordings although it is kept by default (repeatable;
     /// `prefix*` allowed), e.g. x-request-id.
@@ -241,6 +236,14 @@ fn parse_mode(s: &str) -> Result<Mode, String> {
 
 fn parse_exhaustion(s: &str) -> Result<Exhaustion, String> {
     s.parse()
+}
+
+impl HttpArgs {
+    /// The redaction names given to the proxy.
+    #[cfg(test)]
+    pub(crate) fn names(&self) -> &crate::args::RedactNames {
+        &self.serve.names
+    }
 }
 
 pub(crate) fn run(args: HttpArgs) -> Outcome {
@@ -310,8 +313,8 @@ fn serve(args: ServeArgs) -> Outcome {
         .mode(mode)
         .exhaustion(args.exhaustion)
         .allow_fuzzy(args.allow_fuzzy)
-        .redact_names(args.redact_names)
-        .keep_names(args.keep_names)
+        .redact_names(args.names.redact)
+        .keep_names(args.names.keep)
         .replay_timing(match args.replay_timing {
             Pace::Fast => ReplayTiming::Fast,
             Pace::Realtime => ReplayTiming::Realtime {

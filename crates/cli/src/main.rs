@@ -6,6 +6,7 @@
 // Doc comments here are `--help` text, where a URL must stay plain.
 #![allow(rustdoc::bare_urls)]
 
+mod args;
 mod bridge;
 mod demo;
 mod error;
@@ -21,6 +22,8 @@ mod units;
 
 use std::process::ExitCode;
 
+#[cfg(test)]
+use clap::CommandFactory;
 use clap::{Parser, Subcommand};
 
 use crate::error::Error;
@@ -131,4 +134,65 @@ fn main() -> ExitCode {
         error.report();
         error.exit_code()
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The redaction names of a command line, for every command that takes them.
+    fn names(argv: &[&str]) -> args::RedactNames {
+        let cli = Cli::try_parse_from(std::iter::once("calltape").chain(argv.iter().copied()))
+            .unwrap_or_else(|e| panic!("{argv:?}: {e}"));
+        match cli.command {
+            Command::Bridge(args) => args.recording.names,
+            Command::Http(args) => args.names().clone(),
+            Command::Record(args) => args.bridge.recording.names,
+            Command::Redact(args) => args.names,
+            Command::Replay(args) => args.names,
+            other => panic!("{other:?} takes no redaction names"),
+        }
+    }
+
+    #[test]
+    fn every_command_that_redacts_takes_redact_and_keep_and_its_old_spellings() {
+        // (the command line before the names, after them, the command's earlier spellings)
+        let commands: &[(&[&str], &[&str], &[&str])] = &[
+            (&["bridge"], &["--", "srv"], &[]),
+            (&["record", "-o", "c.jsonl"], &["--", "srv"], &[]),
+            (&["replay", "c.jsonl"], &["--", "srv"], &[]),
+            (&["redact"], &[], &["--name", "a", "--keep", "b"]),
+            (
+                &["http", "--upstream", "a=http://127.0.0.1:9"],
+                &[],
+                &["--redact-name", "a", "--keep-name", "b"],
+            ),
+        ];
+        let want = args::RedactNames {
+            redact: vec!["a".into()],
+            keep: vec!["b".into()],
+        };
+        for (before, after, old) in commands {
+            let spellings: &[&[&str]] = &[&["--redact", "a", "--keep", "b"], old];
+            for spelling in spellings.iter().filter(|s| !s.is_empty()) {
+                let argv = [*before, *spelling, *after].concat();
+                assert_eq!(names(&argv), want, "{argv:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_old_spellings_are_hidden_from_help() {
+        for command in ["redact", "http"] {
+            let help = Cli::command()
+                .find_subcommand_mut(command)
+                .expect(command)
+                .render_long_help()
+                .to_string();
+            assert!(help.contains("--redact <NAME>"), "{command}:\n{help}");
+            for old in ["--name", "--redact-name", "--keep-name"] {
+                assert!(!help.contains(old), "{command} shows {old}:\n{help}");
+            }
+        }
+    }
 }

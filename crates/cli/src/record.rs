@@ -28,13 +28,8 @@ pub(crate) struct RecordOptions {
     #[arg(long, value_name = "BYTES", default_value = "10MiB", value_parser = size)]
     max_bytes: u64,
 
-    /// Also redact the value of every field with this name (repeatable).
-    #[arg(long = "redact", value_name = "NAME")]
-    redact: Vec<String>,
-
-    /// Never redact a field with this name by its name, e.g. pageToken (repeatable).
-    #[arg(long = "keep", value_name = "NAME")]
-    keep: Vec<String>,
+    #[command(flatten)]
+    pub(crate) names: crate::args::RedactNames,
 }
 
 fn size(input: &str) -> Result<u64, String> {
@@ -55,8 +50,8 @@ impl RecordOptions {
         RecorderOptions::default()
             .methods(methods)
             .max_bytes(self.max_bytes)
-            .redact_names(self.redact.iter().cloned())
-            .keep_names(self.keep.iter().cloned())
+            .redact_names(self.names.redact.iter().cloned())
+            .keep_names(self.names.keep.iter().cloned())
     }
 }
 
@@ -69,7 +64,7 @@ pub(crate) struct RecordArgs {
     output: PathBuf,
 
     #[command(flatten)]
-    bridge: crate::bridge::BridgeArgs,
+    pub(crate) bridge: crate::bridge::BridgeArgs,
 }
 
 pub(crate) fn run(args: RecordArgs) -> crate::error::Outcome {

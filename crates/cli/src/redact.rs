@@ -18,7 +18,7 @@ const EXAMPLES: &str = "\
 Examples:
   calltape redact server.log > server.redacted.log
   kubectl logs my-pod | calltape redact
-  calltape redact --keep pageToken --name x-tenant calls.jsonl";
+  calltape redact --keep pageToken --redact x-tenant calls.jsonl";
 
 /// Redact credentials from text, JSON or JSONL files (or stdin) and write the result to stdout.
 ///
@@ -31,19 +31,14 @@ pub(crate) struct RedactArgs {
     #[arg(value_name = "FILE")]
     files: Vec<PathBuf>,
 
-    /// A field name never to redact (repeatable), e.g. pageToken.
-    #[arg(long = "keep", value_name = "NAME")]
-    keep: Vec<String>,
-
-    /// An extra field name to redact (repeatable), e.g. x-tenant-id.
-    #[arg(long = "name", value_name = "NAME")]
-    names: Vec<String>,
+    #[command(flatten)]
+    pub(crate) names: crate::args::RedactNames,
 }
 
 pub(crate) fn run(args: RedactArgs) -> Outcome {
     let redactor = Redactor::builder()
-        .keep_names(args.keep)
-        .redact_names(args.names)
+        .keep_names(args.names.keep)
+        .redact_names(args.names.redact)
         .build()?;
     let stdout = io::stdout();
     let mut out = io::BufWriter::with_capacity(256 * 1024, stdout.lock());

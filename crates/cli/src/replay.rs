@@ -75,13 +75,9 @@ pub(crate) struct ReplayArgs {
     #[arg(long, value_name = "DUR", default_value = "30s", value_parser = duration)]
     timeout: Duration,
 
-    /// Also redact fields with this name in the replayed answers (repeatable); use the recording's.
-    #[arg(long = "redact", value_name = "NAME")]
-    redact: Vec<String>,
-
-    /// Never redact fields with this name by name (repeatable); use the recording's.
-    #[arg(long = "keep", value_name = "NAME")]
-    keep: Vec<String>,
+    /// The names the recording was made with, so that the replayed answers are redacted alike.
+    #[command(flatten)]
+    pub(crate) names: crate::args::RedactNames,
 
     /// An HTTP header sent with every request to --url or --socket (repeatable).
     #[arg(long = "header", value_name = "'K: V'")]
@@ -153,8 +149,8 @@ pub(crate) fn run(args: ReplayArgs) -> Outcome {
         .build()
         .map_err(|e| Error::context("--ignore", e))?;
     let redactor = Redactor::builder()
-        .redact_names(args.redact.iter().map(String::as_str))
-        .keep_names(args.keep.iter().map(String::as_str))
+        .redact_names(args.names.redact.iter().map(String::as_str))
+        .keep_names(args.names.keep.iter().map(String::as_str))
         .build()?;
     let upstream = upstream(&args)?;
     let format: Format = args.format.parse().unwrap_or_default();
