@@ -1,14 +1,12 @@
 //! `calltape bridge`: a stdio MCP session that survives restarts of the server behind it.
 
-use std::{ffi::OsString, path::PathBuf, sync::Arc, time::Duration};
+use std::{path::PathBuf, sync::Arc, time::Duration};
 
-use calltape_stdio_bridge::{
-    Bridge, ChildUpstream, DEFAULT_HTTP_PATH, ExtraHeaders, HttpUpstream, UnixUpstream, Upstream,
-    Watcher, stdio,
-};
-use clap::{ArgGroup, Args};
+use calltape_stdio_bridge::{Bridge, Stderr, Upstream, Watcher, stdio};
+use clap::Args;
 
 use crate::{
+    args::UpstreamArgs,
     error::{Error, Outcome},
     exit,
     units::{duration, size},
@@ -48,7 +46,6 @@ go to stderr or --log.";
 /// changed. stdout carries only JSON-RPC; logs go to stderr or `--log`.
 #[derive(Debug, Args)]
 #[command(after_help = EXAMPLES)]
-#[command(group(ArgGroup::new("upstream").required(true).args(["url", "socket", "command"])))]
 pub(crate) struct BridgeArgs {
     /// Restart the child when a file under PATH changes (repeatable; folders are watched recursively).
     #[arg(long = "watch", value_name = "PATH")]
@@ -57,14 +54,6 @@ pub(crate) struct BridgeArgs {
     /// Quiet time after a change before the restart.
     #[arg(long, value_name = "DUR", default_value = "200ms", value_parser = duration)]
     watch_debounce: Duration,
-
-    /// An HTTP header sent with every request to --url or --socket (repeatable), e.g. 'Authorization: Bearer …'.
-    #[arg(long = "header", value_name = "'K: V'")]
-    headers: Vec<String>,
-
-    /// A file of headers, one 'K: V' per line ('#' comments), which keeps secrets out of argv and ps.
-    #[arg(long, value_name = "FILE")]
-    header_file: Option<PathBuf>,
 
     /// Messages held while the server starts or restarts; beyond it requests get -32002.
     #[arg(long, value_name = "N", default_value_t = calltape_stdio_bridge::DEFAULT_BUFFER_MESSAGES)]
@@ -75,25 +64,13 @@ pub(crate) struct BridgeArgs {
     restart_deadline: Duration,
 
     /// Client lines longer than this are discarded unread and answered with -32700, e.g. 16MiB.
-    #[arg(long, value_name = "BYTES", default_value = "16MiB", value_parser = size)]
+    #[arg(long, value_name = "BYTES", default_value = "16MiB", value_parser = size::<usize>)]
     max_frame: usize,
 
     /// Write logs (the bridge's and the child's stderr, redacted) to FILE instead of stderr, appending;
     /// FILE is created 0600 and never written through a symbolic link.
     #[arg(long, value_name = "FILE")]
     log: Option<PathBuf>,
-
-    /// A Streamable HTTP endpoint, e.g. http://127.0.0.1:3000/mcp.
-    #[arg(long, value_name = "URL")]
-    url: Option<String>,
-
-    /// A Unix socket serving Streamable HTTP.
-    #[arg(long, value_name = "PATH")]
-    socket: Option<PathBuf>,
-
-    /// The MCP endpoint's path on --socket.
-    #[arg(long = "path", value_name = "PATH", requires = "socket", default_value = DEFAULT_HTTP_PATH)]
-    http_path: String,
 
     /// Record every tools/call, resources/read and prompts/get with the answer the client received to
     /// FILE (created 0600, or extended; credentials redacted), as `calltape record -o FILE` does.
@@ -103,51 +80,21 @@ pub(crate) struct BridgeArgs {
     #[command(flatten)]
     pub(crate) recording: crate::record::RecordOptions,
 
-    /// The server to run, with its arguments (no shell).
-    #[arg(last = true, value_name = "CMD")]
-    command: Vec<OsString>,
+    #[command(flatten)]
+    upstream: UpstreamArgs,
 }
 
 fn upstream(args: &BridgeArgs) -> Result<Arc<dyn Upstream>, Error> {
-    let wants_headers = !args.headers.is_empty() || args.header_file.is_some();
-    if !args.command.is_empty() {
-        if wants_headers {
-            return Err(Error::Usage(
-                "--header and --header-file apply to --url and --socket, not to a child command"
-                    .into(),
-            ));
-        }
-        let mut child = ChildUpstream::new(args.command.iter().cloned())?;
-        if args.log.is_some() {
-            child = child.stderr(crate::logging::redacted_child_stderr());
-        }
-        return Ok(Arc::new(child));
-    }
-    if !args.watch.is_empty() {
+    if !args.upstream.is_child() && !args.watch.is_empty() {
         return Err(Error::Usage(
             "--watch restarts a child command: give one after `--`".into(),
         ));
     }
-    let mut headers = ExtraHeaders::new();
-    for line in &args.headers {
-        headers.push_line(line)?;
-    }
-    if let Some(file) = &args.header_file {
-        headers.read_file(file)?;
-    }
-    if let Some(url) = &args.url {
-        return Ok(Arc::new(HttpUpstream::new(url, headers)?));
-    }
-    if let Some(socket) = &args.socket {
-        return Ok(Arc::new(UnixUpstream::new(
-            socket,
-            &args.http_path,
-            headers,
-        )?));
-    }
-    Err(Error::Usage(
-        "give the server: `-- CMD ARGS…`, --url URL or --socket PATH".into(),
-    ))
+    let stderr = match &args.log {
+        Some(_) => crate::logging::redacted_child_stderr(),
+        None => Stderr::Inherit,
+    };
+    args.upstream.upstream(stderr)
 }
 
 /// Sends everything written to stderr (our logs, and the child's stderr, redacted on its way) to
@@ -157,24 +104,6 @@ fn redirect_stderr(path: &PathBuf) -> Result<(), Error> {
         .map_err(|e| Error::context("cannot open the log file", e))?;
     rustix::stdio::dup2_stderr(&file)
         .map_err(|e| Error::Usage(format!("cannot send logs to {}: {e}", path.display())))
-}
-
-/// SIGTERM, SIGINT or SIGHUP: end the session as if stdin had ended, stopping the child gracefully.
-async fn termination() {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int), Ok(mut hup)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-        signal(SignalKind::hangup()),
-    ) else {
-        tracing::debug!("cannot listen for signals; only the end of stdin ends the session");
-        return std::future::pending().await;
-    };
-    tokio::select! {
-        _ = term.recv() => tracing::info!("SIGTERM: ending the session"),
-        _ = int.recv() => tracing::info!("SIGINT: ending the session"),
-        _ = hup.recv() => tracing::info!("SIGHUP: ending the session"),
-    }
 }
 
 pub(crate) fn run(args: BridgeArgs) -> Outcome {
@@ -201,12 +130,13 @@ pub(crate) fn run_recording(args: BridgeArgs, output: Option<PathBuf>) -> Outcom
         .buffer_messages(args.buffer)
         .restart_deadline(args.restart_deadline)
         .max_frame(args.max_frame)
-        .shutdown_on(termination());
+        // As if stdin had ended: the child is stopped gracefully.
+        .shutdown_on(crate::signals::termination("ending the session"));
     let recording = match &record_to {
         Some(path) => {
-            let (recording, tap) =
+            let recording =
                 runtime.block_on(crate::record::ActiveRecording::start(path, &args.recording))?;
-            builder = builder.tap(tap);
+            builder = builder.tap(recording.session());
             Some(recording)
         }
         None => None,

@@ -13,6 +13,7 @@ use clap::{Args, Subcommand, ValueEnum};
 
 use crate::error::{Error, Outcome};
 use crate::exit;
+use crate::signals::{Signal, Signals};
 
 pub(crate) const EXAMPLES: &str = "\
 Examples:
@@ -393,7 +394,7 @@ fn serve(args: ServeArgs) -> Outcome {
                 }
             }
             println!("{}", proxy.url());
-            wait_for_signal().await;
+            crate::signals::termination("stopping the proxy").await;
             exit::OK
         } else {
             run_child(&args.command, &envs, &proxy.url()).await?
@@ -418,23 +419,6 @@ fn serve(args: ServeArgs) -> Outcome {
     })
 }
 
-async fn wait_for_signal() {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut term = signal(SignalKind::terminate()).ok();
-    let term_recv = async {
-        match term.as_mut() {
-            Some(t) => {
-                t.recv().await;
-            }
-            None => std::future::pending().await,
-        }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term_recv => {}
-    }
-}
-
 /// Runs the command against the proxy and gives its exit status (128 + the signal that ended it).
 async fn run_child(command: &[OsString], envs: &[(String, String)], base: &str) -> Outcome {
     let mut cmd = tokio::process::Command::new(&command[0]);
@@ -447,28 +431,20 @@ async fn run_child(command: &[OsString], envs: &[(String, String)], base: &str) 
         program: command[0].to_string_lossy().into_owned(),
         source,
     })?;
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut term = signal(SignalKind::terminate()).ok();
+    let mut signals = Signals::new();
     let status = loop {
-        let term_recv = async {
-            match term.as_mut() {
-                Some(t) => {
-                    t.recv().await;
-                }
-                None => std::future::pending().await,
-            }
-        };
         tokio::select! {
             status = child.wait() => break status,
-            _ = term_recv => {
-                // Pass the request on; the child's exit ends the loop.
-                if let Some(pid) = child.id().and_then(|p| rustix::process::Pid::from_raw(p as i32)) {
-                    let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+            signal = signals.next() => match signal {
+                // Passed on; the child's exit ends the loop.
+                Signal::Term => {
+                    if let Some(pid) = child.id().and_then(|p| rustix::process::Pid::from_raw(p as i32)) {
+                        let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+                    }
                 }
-            }
-            _ = tokio::signal::ctrl_c() => {
-                // The terminal sent SIGINT to the child too; wait for it to finish.
-            }
+                // The terminal sent it to the child too: wait for the child to finish.
+                Signal::Int | Signal::Hup => {}
+            },
         }
     };
     use std::os::unix::process::ExitStatusExt;

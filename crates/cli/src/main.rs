@@ -18,6 +18,7 @@ mod replay;
 mod serve;
 mod shared;
 mod show;
+mod signals;
 mod units;
 
 use std::process::ExitCode;
@@ -150,6 +151,7 @@ mod tests {
             Command::Record(args) => args.bridge.recording.names,
             Command::Redact(args) => args.names,
             Command::Replay(args) => args.names,
+            Command::Serve(args) => args.recording.names,
             other => panic!("{other:?} takes no redaction names"),
         }
     }
@@ -161,6 +163,7 @@ mod tests {
             (&["bridge"], &["--", "srv"], &[]),
             (&["record", "-o", "c.jsonl"], &["--", "srv"], &[]),
             (&["replay", "c.jsonl"], &["--", "srv"], &[]),
+            (&["serve", "--record", "c.jsonl"], &["--", "srv"], &[]),
             (&["redact"], &[], &["--name", "a", "--keep", "b"]),
             (
                 &["http", "--upstream", "a=http://127.0.0.1:9"],

@@ -1,6 +1,5 @@
 //! `calltape replay`: replay a recording against a server and report what changed.
 
-use std::ffi::OsString;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -9,12 +8,11 @@ use std::time::{Duration, Instant};
 use calltape_recorder::mcp::Recording;
 use calltape_redact::Redactor;
 use calltape_replay::mcp::{Comparer, Format, ReplayOptions, replay, update_recording};
-use calltape_stdio_bridge::{
-    ChildUpstream, DEFAULT_HTTP_PATH, ExtraHeaders, HttpUpstream, Stderr, UnixUpstream, Upstream,
-};
-use clap::{ArgGroup, Args};
+use calltape_stdio_bridge::Stderr;
+use clap::Args;
 
 use crate::{
+    args::UpstreamArgs,
     error::{Error, Outcome},
     exit,
     units::duration,
@@ -40,7 +38,6 @@ invalid recording or bad arguments, 3 the server could not be started or stopped
 /// The arguments of `calltape replay`.
 #[derive(Debug, Args)]
 #[command(after_help = EXAMPLES)]
-#[command(group(ArgGroup::new("server").required(true).args(["url", "socket", "command"])))]
 pub(crate) struct ReplayArgs {
     /// The recording to replay.
     #[arg(value_name = "FILE")]
@@ -79,61 +76,8 @@ pub(crate) struct ReplayArgs {
     #[command(flatten)]
     pub(crate) names: crate::args::RedactNames,
 
-    /// An HTTP header sent with every request to --url or --socket (repeatable).
-    #[arg(long = "header", value_name = "'K: V'")]
-    headers: Vec<String>,
-
-    /// A file of headers, one 'K: V' per line.
-    #[arg(long, value_name = "FILE")]
-    header_file: Option<PathBuf>,
-
-    /// A Streamable HTTP endpoint, e.g. http://127.0.0.1:3000/mcp.
-    #[arg(long, value_name = "URL")]
-    url: Option<String>,
-
-    /// A Unix socket serving Streamable HTTP.
-    #[arg(long, value_name = "PATH")]
-    socket: Option<PathBuf>,
-
-    /// The MCP endpoint's path on --socket.
-    #[arg(long = "path", value_name = "PATH", requires = "socket", default_value = DEFAULT_HTTP_PATH)]
-    http_path: String,
-
-    /// The server to run for each session, with its arguments (no shell).
-    #[arg(last = true, value_name = "CMD")]
-    command: Vec<OsString>,
-}
-
-fn upstream(args: &ReplayArgs) -> Result<Arc<dyn Upstream>, Error> {
-    if !args.command.is_empty() {
-        if !args.headers.is_empty() || args.header_file.is_some() {
-            return Err(Error::Usage(
-                "--header and --header-file apply to --url and --socket, not to a command".into(),
-            ));
-        }
-        let child = ChildUpstream::new(args.command.iter().cloned())?;
-        return Ok(Arc::new(child.stderr(Stderr::Inherit)));
-    }
-    let mut headers = ExtraHeaders::new();
-    for line in &args.headers {
-        headers.push_line(line)?;
-    }
-    if let Some(file) = &args.header_file {
-        headers.read_file(file)?;
-    }
-    if let Some(url) = &args.url {
-        return Ok(Arc::new(HttpUpstream::new(url, headers)?));
-    }
-    if let Some(socket) = &args.socket {
-        return Ok(Arc::new(UnixUpstream::new(
-            socket,
-            &args.http_path,
-            headers,
-        )?));
-    }
-    Err(Error::Usage(
-        "give the server: `-- CMD ARGS…`, --url URL or --socket PATH".into(),
-    ))
+    #[command(flatten)]
+    upstream: UpstreamArgs,
 }
 
 /// Whether the report may use colour: a terminal, and `NO_COLOR` unset.
@@ -152,7 +96,7 @@ pub(crate) fn run(args: ReplayArgs) -> Outcome {
         .redact_names(args.names.redact.iter().map(String::as_str))
         .keep_names(args.names.keep.iter().map(String::as_str))
         .build()?;
-    let upstream = upstream(&args)?;
+    let upstream = args.upstream.upstream(Stderr::Inherit)?;
     let format: Format = args.format.parse().unwrap_or_default();
     let mut options = ReplayOptions::default()
         .comparer(comparer)

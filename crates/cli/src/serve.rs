@@ -2,7 +2,6 @@
 
 use std::{ffi::OsString, io::Write, net::SocketAddr, path::PathBuf, time::Duration};
 
-use calltape_recorder::mcp::{Recorder, RecorderOptions};
 use calltape_stdio_bridge::{
     ChildUpstream, ErrorKind, Stderr,
     serve::{Serve, StopReason},
@@ -13,6 +12,7 @@ use clap::Args;
 use crate::{
     error::{Error, Outcome},
     exit,
+    record::{ActiveRecording, RecordOptions},
     units::duration,
 };
 
@@ -63,6 +63,9 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "FILE")]
     record: Option<PathBuf>,
 
+    #[command(flatten)]
+    pub(crate) recording: RecordOptions,
+
     /// Hold at most N connections open; past that, the oldest one still waiting for a request's
     /// headers is closed (a connection gets 10 s to send them).
     #[arg(long, value_name = "N", default_value_t = 256)]
@@ -87,20 +90,6 @@ pub(crate) struct ServeArgs {
 
 pub(crate) fn transport(input: &str) -> Result<Transport, String> {
     input.parse::<Transport>().map_err(|e| e.to_string())
-}
-
-async fn signalled() {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) else {
-        return std::future::pending().await;
-    };
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = int.recv() => {}
-    }
 }
 
 /// Writes the token owner-only, replacing the file whole; a link at the path is refused, not removed.
@@ -128,14 +117,11 @@ pub(crate) fn run(args: ServeArgs) -> Outcome {
         .max_connections(args.max_connections)
         .max_sessions(args.max_sessions);
     let runtime = crate::single_thread_runtime()?;
-    let recorder = match &args.record {
+    let recording = match &args.record {
         Some(path) => {
-            let recorder = runtime
-                .block_on(Recorder::open(path, RecorderOptions::default()))
-                .map_err(|e| Error::context(format!("cannot record to {}", path.display()), e))?;
-            let for_sessions = recorder.clone();
-            serve = serve.tap_sessions(move || Box::new(for_sessions.session()));
-            Some((recorder, path.clone()))
+            let recording = runtime.block_on(ActiveRecording::start(path, &args.recording))?;
+            serve = serve.tap_sessions(recording.sessions());
+            Some(recording)
         }
         None => None,
     };
@@ -148,7 +134,12 @@ pub(crate) fn run(args: ServeArgs) -> Outcome {
         }
         let (_, paths) = crate::shared::key_paths(&key)?;
         serve = serve.idle_exit(args.idle_exit.unwrap_or(Duration::from_secs(600)));
-        runtime.block_on(serve_shared(&paths, args.transport, serve, signalled()))
+        runtime.block_on(serve_shared(
+            &paths,
+            args.transport,
+            serve,
+            crate::signals::termination("stopping the server"),
+        ))
     } else {
         if let Some(idle) = args.idle_exit {
             serve = serve.idle_exit(idle);
@@ -180,17 +171,12 @@ pub(crate) fn run(args: ServeArgs) -> Outcome {
             }
             let _ = std::io::stdout().flush();
             tracing::info!("serving at {}", server.endpoint());
-            server.run_until(signalled()).await
+            server.run_until(crate::signals::termination("stopping the server")).await
         })
     };
-    if let Some((recorder, path)) = recorder {
+    if let Some(recording) = recording {
         // The server has returned: every session's observer has seen its last frame.
-        let report = runtime.block_on(recorder.close());
-        if report.is_complete() {
-            tracing::info!("{}: {report}", path.display());
-        } else {
-            eprintln!("calltape: {}: {report}", path.display());
-        }
+        runtime.block_on(recording.finish());
     }
     runtime.shutdown_timeout(Duration::from_millis(200));
     match result {
