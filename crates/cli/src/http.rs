@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use calltape_recorder::http::{Cassette, Normalizer, Scrubber};
 use calltape_recorder::http::{blobs_dir, import_mastra, scan_file};
-use calltape_recorder::inspect::{FileKind, sniff};
+use calltape_recorder::inspect::{FileKind, find_cassettes, sniff};
 use calltape_replay::http::{Exhaustion, Mode, Proxy, RecordTiming, ReplayTiming};
 use clap::{Args, Subcommand, ValueEnum};
 
@@ -158,7 +158,8 @@ struct ServeArgs {
     envs: Vec<String>,
 
     /// A key the proxy sends upstream itself, so the command never holds it (record-side modes):
-    /// NAME=env:VAR or NAME=HEADER:env:VAR (repeatable).
+    /// NAME=env:VAR sends it the way the upstream's provider reads it (x-api-key for Anthropic,
+    /// Authorization: Bearer for others), NAME=HEADER:env:VAR in HEADER (repeatable).
     #[arg(long = "auth", value_name = "NAME=env:VAR")]
     auth: Vec<String>,
 
@@ -269,8 +270,8 @@ fn split_pair<'a>(s: &'a str, what: &str, example: &str) -> Result<(&'a str, &'a
         .ok_or_else(|| Error::Usage(format!("{what} {s:?} is not NAME=VALUE{example}")))
 }
 
-/// `NAME=env:VAR` or `NAME=HEADER:env:VAR` → (upstream, header, value).
-fn resolve_auth(spec: &str) -> Result<(String, String, String), Error> {
+/// `NAME=env:VAR` or `NAME=HEADER:env:VAR` → (upstream, the header if named, the variable's value).
+fn resolve_auth(spec: &str) -> Result<(&str, Option<&str>, String), Error> {
     let (name, rest) = split_pair(spec, "--auth", "")?;
     let (header, var) = match rest.split_once("env:") {
         Some(("", var)) => (None, var),
@@ -289,16 +290,7 @@ fn resolve_auth(spec: &str) -> Result<(String, String, String), Error> {
                 "--auth {name}: environment variable {var} is not set"
             ))
         })?;
-    let anthropic = name.contains("anthropic") || name.contains("claude");
-    Ok(match header {
-        Some(h) => (name.to_owned(), h.to_owned(), value),
-        None if anthropic => (name.to_owned(), "x-api-key".to_owned(), value),
-        None => (
-            name.to_owned(),
-            "authorization".to_owned(),
-            format!("Bearer {value}"),
-        ),
-    })
+    Ok((name, header, value))
 }
 
 fn serve(args: ServeArgs) -> Outcome {
@@ -373,8 +365,11 @@ fn serve(args: ServeArgs) -> Outcome {
     }
     if mode != Mode::Replay {
         for spec in &args.auth {
-            let (up, header, value) = resolve_auth(spec)?;
-            builder = builder.auth(up, header, value);
+            builder = match resolve_auth(spec)? {
+                (up, Some(header), value) => builder.auth(up, header, value),
+                // The header the upstream's provider reads: the proxy knows which.
+                (up, None, key) => builder.auth_key(up, key),
+            };
         }
     }
     let mut envs = Vec::new();
@@ -456,33 +451,13 @@ async fn run_child(command: &[OsString], envs: &[(String, String)], base: &str) 
     })
 }
 
-/// Cassette files under `dir`: `*.jsonl` whose first line is a cassette meta record.
-fn find_cassettes(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    let mut entries: Vec<_> = entries.flatten().map(|e| e.path()).collect();
-    entries.sort();
-    for p in entries {
-        if p.is_dir() {
-            if !p.to_string_lossy().ends_with(".blobs") {
-                find_cassettes(&p, out);
-            }
-        } else if p.extension().is_some_and(|e| e == "jsonl") && is_cassette(&p) {
-            out.push(p);
-        }
-    }
-}
-
 /// Whether the file's first line is a cassette's meta line.
 fn is_cassette(path: &Path) -> bool {
     matches!(sniff(path), Ok(FileKind::Cassette))
 }
 
 fn ls(dir: &Path) -> Outcome {
-    let mut found = Vec::new();
-    find_cassettes(dir, &mut found);
-    for p in &found {
+    for p in &find_cassettes(dir) {
         match Cassette::load(p) {
             Ok(c) => {
                 let size = std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
@@ -533,7 +508,7 @@ fn scan(paths: &[PathBuf]) -> Outcome {
     let mut files = Vec::new();
     for p in paths {
         if p.is_dir() {
-            find_cassettes(p, &mut files);
+            files.extend(find_cassettes(p));
         } else {
             files.push(p.clone());
         }
