@@ -19,7 +19,7 @@ Examples:
   calltape bridge --url http://127.0.0.1:3000/mcp --header-file ~/.config/mcp/headers
   calltape bridge --socket /run/user/1000/mcp.sock --path /mcp
 
-Put the first form in an editor's MCP configuration as the server command: the editor's session
+Put the first form in an editor's MCP configuration as the server command: the editor's session \
 survives every rebuild and restart of the server.
 
 Errors the bridge answers with (JSON-RPC codes, each with data.reason):

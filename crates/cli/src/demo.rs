@@ -29,9 +29,17 @@ const SECRET: &str = "tok_live_4eC39HqLyjWDarjtT1zdp7dc";
 /// The fields that vary per call in the demo server's quotes.
 const VOLATILE: &str = "**.quotedAt,**.quoteId";
 
+const EXAMPLES: &str = "\
+Examples:
+  calltape demo
+  calltape demo --dir /tmp/calltape-demo
+
+Runs offline in a few seconds, with calltape's own demo server (the hidden `calltape demo-server 1` \
+and `2`): exit 0 when every step went as described, 1 when one did not.";
+
 /// The arguments of `calltape demo`.
 #[derive(Debug, Args)]
-#[command(after_help = "Example:\n  cargo run --release -p calltape -- demo")]
+#[command(after_help = EXAMPLES)]
 pub(crate) struct DemoArgs {
     /// Put the files in DIR (created 0700 if missing; not a symbolic link) instead of a new temporary
     /// folder.

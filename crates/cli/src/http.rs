@@ -25,21 +25,22 @@ Examples:
   calltape http scan tests/cassettes
   calltape http show tests/cassettes/chat.jsonl
 
-Requests to http://127.0.0.1:PORT/<name>/<rest> go to that upstream's <rest>. A test can choose its own
-cassette under --cassette-dir with the header `x-calltape-cassette: NAME` or the path prefix
-/_cassette/NAME/.
+Requests to http://127.0.0.1:PORT/<name>/<rest> go to that upstream's <rest>. A test can choose \
+its own cassette under --cassette-dir with the header `x-calltape-cassette: NAME` or the path \
+prefix /_cassette/NAME/.
 
-Loopback only, as `calltape serve`: a request with an Origin header gets 403 unless --allow-origin
-names that origin, and a Host that is not 127.0.0.1, localhost or [::1] with the proxy's port gets
-421. With --auth the proxy holds a real key, so it serves only under a random per-run path prefix,
-http://127.0.0.1:PORT/ct-<32 hex digits>/<name>/<rest>: the URLs --env and CALLTAPE_PROXY_URL give
-the command, and the URLs printed on stdout without a command, include it (--path-token FILE also
-writes it to an owner-only file). A request without it gets 404 and never goes upstream.
+Loopback only, as `calltape serve`: a request with an Origin header gets 403 unless \
+--allow-origin names that origin, and a Host that is not 127.0.0.1, localhost or [::1] with the \
+proxy's port gets 421. With --auth the proxy holds a real key, so it serves only under a random \
+per-run path prefix, http://127.0.0.1:PORT/ct-<32 hex digits>/<name>/<rest>: the URLs --env and \
+CALLTAPE_PROXY_URL give the command, and the URLs printed on stdout without a command, include it \
+(--path-token FILE also writes it to an owner-only file). A request without it gets 404 and never \
+goes upstream.
 
-Modes (--mode, else CALLTAPE_MODE, else LLM_TEST_MODE / UPDATE_RECORDINGS=true, else replay
-when CI is set to anything but empty, 0 or false, else auto):
-  auto     the local default: replay hits, record misses. The cassette answers what it can (an
-           unused recording of the request, then --exhaustion and --fuzzy); the rest is
+Modes (--mode, else CALLTAPE_MODE, else LLM_TEST_MODE / UPDATE_RECORDINGS=true, else replay when \
+CI is set to anything but empty, 0 or false, else auto):
+  auto     the local default: replay what the cassette holds, record the rest. A request gets an
+           unused recording of it, then what --exhaustion and --fuzzy allow; the rest is
            forwarded and added
   replay   strict: a miss is a 404 and no upstream is ever contacted (the default when CI is set)
   record   re-record every cassette the run touches from scratch (alias: update); the previous
@@ -50,10 +51,10 @@ when CI is set to anything but empty, 0 or false, else auto):
   verify   forward, compare each answer's structure with the recording, report drift; write
            nothing
 
-A miss answers 404 in the provider's error shape with `x-should-retry: false`; stderr names the closest
-recordings with a diff. With a command, the exit status is the command's (verify exits 1 on drift when
-the command succeeded, and any mode exits 1 when an interaction was refused because a line or blob of
-it still held a credential: nothing of it is stored).";
+A miss answers 404 in the provider's error shape with `x-should-retry: false`; stderr names the \
+closest recordings with a diff. With a command, the exit status is the command's (verify exits 1 \
+on drift when the command succeeded, and any mode exits 1 when an interaction was refused because \
+a line or blob of it still held a credential: nothing of it is stored).";
 
 /// The arguments of `calltape http`.
 #[derive(Debug, Args)]
@@ -69,28 +70,39 @@ pub(crate) struct HttpArgs {
 #[derive(Debug, Subcommand)]
 enum HttpAction {
     /// List the cassettes under a folder (default: the current one).
+    #[command(after_help = "Examples:\n  calltape http ls\n  calltape http ls tests/cassettes")]
     Ls {
         /// The folder to search, recursively.
         dir: Option<PathBuf>,
     },
     /// Summarise and validate a cassette: interactions, models, sizes (the same as `calltape show`).
+    #[command(after_help = "Example:\n  calltape http show tests/cassettes/chat.jsonl")]
     Show {
         /// The cassette file.
         cassette: PathBuf,
     },
     /// Delete a cassette and its sidecar blobs.
+    #[command(after_help = "Example:\n  calltape http rm tests/cassettes/chat.jsonl")]
     Rm {
         /// The cassette file.
         cassette: PathBuf,
     },
     /// Check cassettes and their sidecar blobs for credentials (for pre-commit hooks and CI); exits 1
     /// when one is found.
+    #[command(after_help = "\
+Examples:
+  calltape http scan tests/cassettes
+  git diff --cached --name-only -- '*.jsonl' | xargs calltape http scan")]
     Scan {
         /// Cassette files or folders (searched recursively for *.jsonl).
         #[arg(required = true)]
         paths: Vec<PathBuf>,
     },
     /// Convert another recorder's recordings into cassettes.
+    #[command(after_help = "\
+Examples:
+  calltape http import --from mastra src/__recordings__
+  calltape http import --from mastra src/__recordings__ --out tests/cassettes")]
     Import {
         /// The format to read.
         #[arg(long, value_enum)]

@@ -60,6 +60,13 @@ pub(crate) fn multi_thread_runtime() -> Result<tokio::runtime::Runtime, Error> {
 }
 
 const AFTER_HELP: &str = "\
+Examples:
+  calltape record -o calls.jsonl -- node server.js
+  calltape replay calls.jsonl -- node server.js
+  calltape bridge --watch src -- cargo run -q
+  calltape http --upstream openai=https://api.openai.com --cassette chat.jsonl -- pytest
+  calltape demo
+
 Exit codes:
   0  success
   1  differences found (replay)
@@ -107,7 +114,7 @@ enum Command {
     /// Attach this stdio session to the key's shared server, starting it if none proves itself.
     #[command(after_help = shared::EXAMPLES)]
     Shared(shared::SharedArgs),
-    /// Summarise and validate a call recording.
+    /// Summarise and validate a call recording or an HTTP cassette.
     Show(show::ShowArgs),
     /// Record a session against a built-in demo server v1, replay it against v2, print the report.
     Demo(demo::DemoArgs),
@@ -180,6 +187,60 @@ mod tests {
             for spelling in spellings.iter().filter(|s| !s.is_empty()) {
                 let argv = [*before, *spelling, *after].concat();
                 assert_eq!(names(&argv), want, "{argv:?}");
+            }
+        }
+    }
+
+    /// The help's width: clap wraps to the terminal, and to at most this many columns.
+    const WIDTH: usize = 100;
+
+    /// Every command's `--help` as clap prints it at [`WIDTH`] columns, with its path.
+    fn every_help() -> Vec<(String, String)> {
+        let mut root = Cli::command().term_width(WIDTH);
+        root.build();
+        let mut helps = Vec::new();
+        let mut stack = vec![("calltape".to_owned(), root)];
+        while let Some((path, mut command)) = stack.pop() {
+            helps.push((path.clone(), command.render_long_help().to_string()));
+            for sub in command.get_subcommands().filter(|s| s.get_name() != "help") {
+                stack.push((format!("{path} {}", sub.get_name()), sub.clone()));
+            }
+        }
+        helps
+    }
+
+    #[test]
+    fn every_help_fits_in_100_columns_shows_an_example_and_wraps_prose_only_where_full() {
+        let helps = every_help();
+        assert!(helps.len() > 10, "{helps:?}");
+        for (path, help) in &helps {
+            let lines: Vec<&str> = help.lines().collect();
+            for line in &lines {
+                assert!(
+                    line.chars().count() <= WIDTH,
+                    "{path}: over {WIDTH}: {line:?}"
+                );
+            }
+            if path != "calltape demo-server" {
+                assert!(
+                    help.contains("\nExample"),
+                    "{path} shows no example:\n{help}"
+                );
+            }
+            // Two lines of prose in a row are one paragraph wrapped: the first must be full, that
+            // is the next word would not have fitted on it. A line broken by hand before then
+            // reads as a sentence broken mid-phrase once clap wraps it again.
+            for pair in lines.windows(2) {
+                let prose = |l: &str| l.starts_with(|c: char| !c.is_whitespace());
+                if prose(pair[0]) && prose(pair[1]) {
+                    let next = pair[1].split(' ').next().unwrap_or("");
+                    assert!(
+                        pair[0].chars().count() + 1 + next.chars().count() > WIDTH,
+                        "{path}: a line broken before it was full:\n{}\n{}",
+                        pair[0],
+                        pair[1]
+                    );
+                }
             }
         }
     }

@@ -15,10 +15,10 @@ Examples:
   calltape record -o calls.jsonl --methods tools/call --keep pageToken -- python -m my_server
   calltape record -o calls.jsonl --url http://127.0.0.1:3000/mcp
 
-Put the first form in an MCP client's configuration as the server command and use the client as
-usual: every tools/call, resources/read and prompts/get it makes is appended to calls.jsonl (created
-0600) with the answer it received, credentials redacted. Review the file, commit it, and run
-`calltape replay calls.jsonl -- node server.js` in CI.";
+Put the first form in an MCP client's configuration as the server command and use the client as \
+usual: every tools/call, resources/read and prompts/get it makes is appended to calls.jsonl \
+(created 0600) with the answer it received, credentials redacted. Review the file, commit it, and \
+run `calltape replay calls.jsonl -- node server.js` in CI.";
 
 /// What is recorded and how: shared by `calltape record` and `calltape bridge --record`.
 #[derive(Debug, Clone, Args)]

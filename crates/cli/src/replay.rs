@@ -25,14 +25,15 @@ Examples:
   calltape replay calls.jsonl --format junit --output replay.xml --url http://127.0.0.1:3000/mcp
   calltape replay calls.jsonl --update -- node server.js     # accept the new answers
 
-Each recorded session is replayed through a fresh connection (a new child process, a new HTTP
-session) with the recorded client info, its calls in recorded order. A call is same, changed (with
-each differing path), new-error or gone-error. A recorded \"[REDACTED]\" matches any value.
-A session recorded with the stateless protocol (2026-07-28) sends no initialize: each request
-carries the recorded client info in its _meta. The server's ping is answered; its sampling,
+Each recorded session is replayed through a fresh connection (a new child process, a new HTTP \
+session) with the recorded client info, its calls in recorded order. A call is same, changed \
+(with each differing path), new-error or gone-error. A recorded \"[REDACTED]\" matches any value.
+
+A session recorded with the stateless protocol (2026-07-28) sends no initialize: each request \
+carries the recorded client info in its _meta. The server's ping is answered; its sampling, \
 elicitation and roots requests get an error, since a replay has no client to ask.
 
-Exit codes: 0 no difference (or --update rewrote the recording), 1 differences, 2 unreadable or
+Exit codes: 0 no difference (or --update rewrote the recording), 1 differences, 2 unreadable or \
 invalid recording or bad arguments, 3 the server could not be started or stopped answering.";
 
 /// The arguments of `calltape replay`.

@@ -23,21 +23,22 @@ Examples:
   calltape serve --socket /run/user/1000/mcp.sock -- node server.js
   calltape serve --listen 127.0.0.1:8808 --record calls.jsonl -- python server.py
 
-MCP is served at /mcp over HTTP/1.1. The server runs CMD once and multiplexes every session onto it:
-the first initialize is forwarded and its answer reused, request ids and progress tokens are remapped,
-list changes go to every session, and a crashed CMD is restarted and re-initialized.
+MCP is served at /mcp over HTTP/1.1. The server runs CMD once and multiplexes every session onto \
+it: the first initialize is forwarded and its answer reused, request ids and progress tokens are \
+remapped, list changes go to every session, and a crashed CMD is restarted and re-initialized.
 
-Limits: a connection gets 10 s to send a request's headers; at most --max-connections are open (past
-that, the oldest one still waiting for its headers is closed) and at most --max-sessions sessions
-(an initialize past that gets 503). A GET stream whose client leaves 1,024 messages or 16 MiB unread
-is closed; the client resumes with Last-Event-ID from the session's last 1,024 events.
+Limits: a connection gets 10 s to send a request's headers; at most --max-connections are open \
+(past that, the oldest one still waiting for its headers is closed) and at most --max-sessions \
+sessions (an initialize past that gets 503). A GET stream whose client leaves 1,024 messages or \
+16 MiB unread is closed; the client resumes with Last-Event-ID from the session's last 1,024 \
+events.
 
-Loopback only: any request with an Origin header gets 403, a Host that is not 127.0.0.1, localhost or
-[::1] gets 421, and there is no CORS. With --token-file a fresh token is written to that file (0600) and
-every /mcp request must carry it as `Authorization: Bearer <token>`.
+Loopback only: any request with an Origin header gets 403, a Host that is not 127.0.0.1, \
+localhost or [::1] gets 421, and there is no CORS. With --token-file a fresh token is written to \
+that file (0600) and every /mcp request must carry it as `Authorization: Bearer <token>`.
 
-What cannot be shared: the log level (logging/setLevel applies to every session) and roots that differ
-between sessions (a roots/list request goes to the session whose request is in flight).";
+What cannot be shared: the log level (logging/setLevel applies to every session) and roots that \
+differ between sessions (a roots/list request goes to the session whose request is in flight).";
 
 /// The arguments of `calltape serve`.
 #[derive(Debug, Args)]

@@ -21,26 +21,27 @@ Examples:
   calltape shared --key notes -- npx -y some-mcp-server
   calltape shared --key notes --transport http --idle-exit 30m -- python server.py
 
-Put it in each MCP client's configuration as the server command: the first session starts one server
-for the key (`calltape serve` of this binary, detached), every later one attaches to it.
+Put it in each MCP client's configuration as the server command: the first session starts one \
+server for the key (`calltape serve` of this binary, detached), every later one attaches to it.
 
-A server is bound to what it runs: a session whose command (or calltape version) differs never attaches
-to it. It starts a server for its own command, which becomes the key's server, and says so on stderr;
-the old server takes no new session, serves the ones it has and exits after the last one.
+A server is bound to what it runs: a session whose command (or calltape version) differs never \
+attaches to it. It starts a server for its own command, which becomes the key's server, and says \
+so on stderr; the old server takes no new session, serves the ones it has and exits after the \
+last one.
 
-Files: $CALLTAPE_HOME/shared/<key>/ (default $XDG_RUNTIME_DIR/calltape, else ~/.calltape), a 0700
-folder with server.json (0600), server.sock (0600), server.log (0600; the server's stderr, with what its
-command logs redacted) and lock files (0600). A folder that others can write to, a record that others can
-read, and a symbolic link in place of any of these files are refused.
+Files: $CALLTAPE_HOME/shared/<key>/ (default $XDG_RUNTIME_DIR/calltape, else ~/.calltape), a \
+0700 folder with server.json (0600), server.sock (0600), server.log (0600; the server's stderr, \
+with what its command logs redacted) and lock files (0600). A folder that others can write to, a \
+record that others can read, and a symbolic link in place of any of these files are refused.
 
-A session sends its bearer token only to a server that proved it holds the record's secret (a fresh
-challenge per connection on the socket, per request over loopback HTTP).
+A session sends its bearer token only to a server that proved it holds the record's secret (a \
+fresh challenge per connection on the socket, per request over loopback HTTP).
 
-When no server can be attached (it cannot be started, it exits early, or the process at its endpoint
-cannot prove itself), the session says why on stderr and answers each request at once with an error
-carrying the request's id: code -32000, data.reason shared_server_unavailable and the reason in
-data.upstream.message. On the first attach the session then exits with status 3; later (the server
-went away mid-session) it tries again after a pause.";
+When no server can be attached (it cannot be started, it exits early, or the process at its \
+endpoint cannot prove itself), the session says why on stderr and answers each request at once \
+with an error carrying the request's id: code -32000, data.reason shared_server_unavailable and \
+the reason in data.upstream.message. On the first attach the session then exits with status 3; \
+later (the server went away mid-session) it tries again after a pause.";
 
 /// The arguments of `calltape shared`.
 #[derive(Debug, Args)]

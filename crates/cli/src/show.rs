@@ -15,10 +15,10 @@ Examples:
   calltape show calls.jsonl
   calltape show tests/cassettes/chat.jsonl
 
-Prints the calls per method and name (with their errors), the sessions and clients, and the time
-span of an MCP call recording; or the fingerprints, interactions and models of an HTTP cassette
-(`calltape http show` is the same command). Exit 2 when the file is neither, or not valid, each bad
-line named as FILE:LINE.";
+Prints the calls per method and name (with their errors), the sessions and clients, and the time \
+span of an MCP call recording; or the fingerprints, interactions and models of an HTTP cassette \
+(`calltape http show` is the same command). Exit 2 when the file is neither, or not valid, each \
+bad line named as FILE:LINE.";
 
 /// The arguments of `calltape show`.
 #[derive(Debug, Args)]
