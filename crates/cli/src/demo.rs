@@ -247,7 +247,7 @@ fn demo(args: DemoArgs) -> Result<bool, String> {
     };
     let path = dir.join("calls.jsonl");
     let _ = std::fs::remove_file(&path);
-    let color = crate::replay::color_wanted(std::io::stdout().is_terminal());
+    let color = crate::logging::color_enabled(std::io::stdout().is_terminal());
     let bold = |text: &str| {
         if color {
             format!("\x1b[1m{text}\x1b[0m")

@@ -81,11 +81,6 @@ pub(crate) struct ReplayArgs {
     upstream: UpstreamArgs,
 }
 
-/// Whether the report may use colour: a terminal, and `NO_COLOR` unset.
-pub(crate) fn color_wanted(to_terminal: bool) -> bool {
-    to_terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
-}
-
 pub(crate) fn run(args: ReplayArgs) -> Outcome {
     let recording = Recording::read(&args.file)?;
     let comparer = Comparer::builder()
@@ -124,7 +119,7 @@ pub(crate) fn run(args: ReplayArgs) -> Outcome {
         return Ok(exit::OK);
     }
     let to_terminal = args.output.is_none() && std::io::stdout().is_terminal();
-    let text = report.render(format, color_wanted(to_terminal));
+    let text = report.render(format, crate::logging::color_enabled(to_terminal));
     match &args.output {
         Some(path) => {
             // Replaced whole and owner-only, never through a link at the path: a report quotes
