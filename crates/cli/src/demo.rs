@@ -5,7 +5,7 @@
 //! The demo server itself is the hidden `calltape demo-server 1|2` subcommand.
 
 use std::collections::hash_map::RandomState;
-use std::ffi::OsString;
+use std::ffi::OsStr;
 use std::hash::{BuildHasher, Hasher};
 use std::io::{BufRead, BufReader, IsTerminal, Write};
 use std::os::unix::fs::PermissionsExt;
@@ -270,57 +270,13 @@ fn demo(args: DemoArgs) -> Result<bool, String> {
     println!("   the client made {calls} calls: quote, pay (with cardToken \"{SECRET}\"), refund,");
     println!("   a resource read and a prompt");
 
-    let text = std::fs::read_to_string(&path)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let mode = std::fs::metadata(&path)
-        .map_err(|e| format!("cannot stat {}: {e}", path.display()))?
-        .permissions()
-        .mode()
-        & 0o777;
-    let recording = Recording::read(&path).map_err(|e| e.to_string())?;
     println!();
     println!("{}", bold("2. Check the recording"));
-    println!(
-        "   {} lines, mode {mode:04o}, secret present: {}",
-        recording.calls.len(),
-        if text.contains(SECRET) {
-            "YES (a bug)"
-        } else {
-            "no"
-        }
-    );
-    if let Some(pay) = recording.calls.iter().find(|c| c.record.name == "pay") {
-        let input = pay.record.input.clone().unwrap_or(Value::Null);
-        println!("   pay's recorded input: {input}");
-    }
-    let recorded_ok = !text.contains(SECRET) && mode == 0o600 && recording.calls.len() == calls;
+    let (recording, recorded_ok) = check(&path, calls)?;
 
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
-    let against = |version: &str, ignore: &str| -> Result<Replayed, String> {
-        let upstream: Arc<dyn Upstream> = Arc::new(
-            ChildUpstream::new([
-                exe.clone().into_os_string(),
-                OsString::from("demo-server"),
-                version.into(),
-            ])
-            .map_err(|e| e.to_string())?
-            .stderr(Stderr::Null),
-        );
-        let comparer = Comparer::builder()
-            .ignore([ignore])
-            .build()
-            .map_err(|e| e.to_string())?;
-        let options = ReplayOptions::default()
-            .comparer(comparer)
-            .timeout(Duration::from_secs(10));
-        runtime
-            .block_on(replay(&recording, upstream, &options))
-            .map_err(|e| e.to_string())
-    };
+    let runtime = crate::multi_thread_runtime().map_err(|e| e.to_string())?;
+    let against =
+        |version: &str, ignore: &str| replay_against(&runtime, &exe, &recording, version, ignore);
 
     println!();
     println!("{}", bold("3. Replay it against v1"));
@@ -387,6 +343,64 @@ fn demo(args: DemoArgs) -> Result<bool, String> {
         eprintln!("calltape demo: the demo did not go as expected (see above)");
     }
     Ok(as_expected)
+}
+
+/// Reads the recording back and says what it holds; with whether it is as it should be: owner-only,
+/// one line per call, and no trace of the secret.
+fn check(path: &Path, calls: usize) -> Result<(Recording, bool), String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let mode = std::fs::metadata(path)
+        .map_err(|e| format!("cannot stat {}: {e}", path.display()))?
+        .permissions()
+        .mode()
+        & 0o777;
+    let recording = Recording::read(path).map_err(|e| e.to_string())?;
+    println!(
+        "   {} lines, mode {mode:04o}, secret present: {}",
+        recording.calls.len(),
+        if text.contains(SECRET) {
+            "YES (a bug)"
+        } else {
+            "no"
+        }
+    );
+    if let Some(pay) = recording.calls.iter().find(|c| c.record.name == "pay") {
+        let input = pay.record.input.clone().unwrap_or(Value::Null);
+        println!("   pay's recorded input: {input}");
+    }
+    let ok = !text.contains(SECRET) && mode == 0o600 && recording.calls.len() == calls;
+    Ok((recording, ok))
+}
+
+/// Replays the recording against demo server `version`, ignoring the answer paths `ignore`.
+fn replay_against(
+    runtime: &tokio::runtime::Runtime,
+    exe: &Path,
+    recording: &Recording,
+    version: &str,
+    ignore: &str,
+) -> Result<Replayed, String> {
+    let server = [
+        exe.as_os_str(),
+        OsStr::new("demo-server"),
+        OsStr::new(version),
+    ];
+    let upstream: Arc<dyn Upstream> = Arc::new(
+        ChildUpstream::new(server)
+            .map_err(|e| e.to_string())?
+            .stderr(Stderr::Null),
+    );
+    let comparer = Comparer::builder()
+        .ignore([ignore])
+        .build()
+        .map_err(|e| e.to_string())?;
+    let options = ReplayOptions::default()
+        .comparer(comparer)
+        .timeout(Duration::from_secs(10));
+    runtime
+        .block_on(replay(recording, upstream, &options))
+        .map_err(|e| e.to_string())
 }
 
 /// Runs `calltape record` around demo server v1 and drives it as the scripted client. Returns how
