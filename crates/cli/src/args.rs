@@ -67,10 +67,7 @@ impl UpstreamArgs {
     pub(crate) fn upstream(&self, stderr: Stderr) -> Result<Arc<dyn Upstream>, Error> {
         if self.is_child() {
             if !self.headers.is_empty() || self.header_file.is_some() {
-                return Err(Error::Usage(
-                    "--header and --header-file apply to --url and --socket, not to a child command"
-                        .into(),
-                ));
+                return Err(Error::HeadersForChild);
             }
             let child = ChildUpstream::new(self.command.iter().cloned())?;
             return Ok(Arc::new(child.stderr(stderr)));
@@ -89,9 +86,7 @@ impl UpstreamArgs {
                 &self.http_path,
                 headers,
             )?)),
-            (None, None) => Err(Error::Usage(
-                "give the server: `-- CMD ARGS…`, --url URL or --socket PATH".into(),
-            )),
+            (None, None) => Err(Error::NoServer),
         }
     }
 }

@@ -86,9 +86,7 @@ pub(crate) struct BridgeArgs {
 
 fn upstream(args: &BridgeArgs) -> Result<Arc<dyn Upstream>, Error> {
     if !args.upstream.is_child() && !args.watch.is_empty() {
-        return Err(Error::Usage(
-            "--watch restarts a child command: give one after `--`".into(),
-        ));
+        return Err(Error::WatchWithoutChild);
     }
     let stderr = match &args.log {
         Some(_) => crate::logging::redacted_child_stderr(),
@@ -102,8 +100,10 @@ fn upstream(args: &BridgeArgs) -> Result<Arc<dyn Upstream>, Error> {
 fn redirect_stderr(path: &PathBuf) -> Result<(), Error> {
     let file = calltape_jsonl_store::fs::append(path)
         .map_err(|e| Error::context("cannot open the log file", e))?;
-    rustix::stdio::dup2_stderr(&file)
-        .map_err(|e| Error::Usage(format!("cannot send logs to {}: {e}", path.display())))
+    rustix::stdio::dup2_stderr(&file).map_err(|e| Error::RedirectLogs {
+        path: path.clone(),
+        source: e.into(),
+    })
 }
 
 pub(crate) fn run(args: BridgeArgs) -> Outcome {
@@ -114,9 +114,7 @@ pub(crate) fn run(args: BridgeArgs) -> Outcome {
 pub(crate) fn run_recording(args: BridgeArgs, output: Option<PathBuf>) -> Outcome {
     let record_to = match (output, args.record.clone()) {
         (Some(_), Some(_)) => {
-            return Err(Error::Usage(
-                "give the recording once: -o FILE or --record FILE, not both".into(),
-            ));
+            return Err(Error::RecordingTwice);
         }
         (output, record) => output.or(record),
     };

@@ -26,9 +26,96 @@ pub(crate) enum Error {
     /// A replay or the HTTP proxy is misconfigured.
     #[error(transparent)]
     Replay(#[from] calltape_replay::Error),
-    /// Flags that do not fit together, or a flag's value that only the CLI checks.
+    /// `--header` or `--header-file` with a child command.
+    #[error("--header and --header-file apply to --url and --socket, not to a child command")]
+    HeadersForChild,
+    /// No server to talk to.
+    #[error("give the server: `-- CMD ARGS…`, --url URL or --socket PATH")]
+    NoServer,
+    /// `--watch` without a child command to restart.
+    #[error("--watch restarts a child command: give one after `--`")]
+    WatchWithoutChild,
+    /// `record -o FILE` and `--record FILE` together.
+    #[error("give the recording once: -o FILE or --record FILE, not both")]
+    RecordingTwice,
+    /// stderr cannot be sent to the `--log` file.
+    #[error("cannot send logs to {}: {source}", path.display())]
+    RedirectLogs {
+        /// The log file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: io::Error,
+    },
+    /// `--listen`, `--socket` or `--token-file` given to a shared server.
+    #[error(
+        "a shared server picks its own endpoint and token: drop --listen, --socket and --token-file"
+    )]
+    SharedServerFlags,
+    /// `http` without an upstream.
+    #[error("give at least one --upstream NAME=URL, e.g. --upstream openai=https://api.openai.com")]
+    NoUpstreamApi,
+    /// A flag's value is not `NAME=VALUE`.
+    #[error("{flag} {value:?} is not NAME=VALUE{example}")]
+    NotAPair {
+        /// The flag, e.g. `--upstream`.
+        flag: &'static str,
+        /// What it was given.
+        value: String,
+        /// What ends the message: nothing, or `, e.g. …`.
+        example: &'static str,
+    },
+    /// `--auth` with a key written out instead of read from the environment. (Worded so that the
+    /// redactor, which every stderr line passes, does not take the upstream's name for a key.)
+    #[error(
+        "the key for upstream `{upstream}` in --auth: give it as env:VAR, or HEADER:env:VAR (its value never goes on the command line)"
+    )]
+    AuthNotFromEnv {
+        /// The upstream's name.
+        upstream: String,
+    },
+    /// `--auth` names an environment variable that is unset or empty.
+    #[error(
+        "the key for upstream `{upstream}` in --auth: environment variable {var} is not set or empty"
+    )]
+    AuthVarUnset {
+        /// The upstream's name.
+        upstream: String,
+        /// The variable.
+        var: String,
+    },
+    /// The proxy's mode cannot be resolved from `--mode` or the environment.
     #[error("{0}")]
-    Usage(String),
+    Mode(String),
+    /// `http rm` of a file that is no cassette.
+    #[error(
+        "{} is not a cassette (its first line is not a cassette meta record); refusing to delete it",
+        .0.display()
+    )]
+    NotACassette(PathBuf),
+    /// A cassette or its sidecar folder cannot be removed.
+    #[error("cannot remove {}: {source}", path.display())]
+    Remove {
+        /// The file or folder.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: io::Error,
+    },
+    /// `http import` of a folder without recordings.
+    #[error("{} holds no *.json recordings to import", .0.display())]
+    NothingToImport(PathBuf),
+    /// `show` of a file in neither of calltape's formats.
+    #[error("{} is neither an MCP call recording nor an HTTP cassette: {reason}", path.display())]
+    NeitherFormat {
+        /// The file.
+        path: PathBuf,
+        /// Why not, as a clause ("it is empty").
+        reason: String,
+    },
+    /// `show` of a format this build cannot show.
+    #[error("{}: a format this calltape cannot show", .0.display())]
+    UnknownFormat(PathBuf),
     /// What failed, and the error that says why; exits as that error does.
     #[error("{context}: {source}")]
     Context {
@@ -146,17 +233,17 @@ mod tests {
     fn exit_codes() {
         let io = || io::Error::other("x");
         let cases: Vec<(Error, u8)> = vec![
-            (Error::Usage("x".into()), exit::USAGE),
+            (Error::NoServer, exit::USAGE),
             (Error::Stdout(io()), exit::USAGE),
-            (Error::upstream(Error::Usage("x".into())), exit::UPSTREAM),
+            (Error::upstream(Error::NoServer), exit::UPSTREAM),
             (Error::Runtime(io()), exit::UPSTREAM),
             (Error::Wait(io()), exit::UPSTREAM),
             (Error::Demo("x".into()), exit::UPSTREAM),
             (
-                Error::context("a", Error::upstream(Error::Usage("x".into()))),
+                Error::context("a", Error::upstream(Error::NoServer)),
                 exit::UPSTREAM,
             ),
-            (Error::context("a", Error::Usage("x".into())), exit::USAGE),
+            (Error::context("a", Error::NoServer), exit::USAGE),
         ];
         for (error, code) in cases {
             assert_eq!(error.exit_code(), code, "{error:?}");
@@ -165,7 +252,7 @@ mod tests {
 
     #[test]
     fn context_and_read_messages() {
-        let e = Error::context("cannot record to a.jsonl", Error::Usage("full".into()));
+        let e = Error::context("cannot record to a.jsonl", Error::Mode("full".into()));
         assert_eq!(e.to_string(), "cannot record to a.jsonl: full");
         let e = Error::Read {
             path: "m.log".into(),

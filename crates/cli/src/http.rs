@@ -276,10 +276,18 @@ pub(crate) fn run(args: HttpArgs) -> Outcome {
 }
 
 /// `NAME=VALUE` → (name, value); `example` ends the message when it is not that.
-fn split_pair<'a>(s: &'a str, what: &str, example: &str) -> Result<(&'a str, &'a str), Error> {
+fn split_pair<'a>(
+    s: &'a str,
+    flag: &'static str,
+    example: &'static str,
+) -> Result<(&'a str, &'a str), Error> {
     s.split_once('=')
         .filter(|(k, v)| !k.is_empty() && !v.is_empty())
-        .ok_or_else(|| Error::Usage(format!("{what} {s:?} is not NAME=VALUE{example}")))
+        .ok_or_else(|| Error::NotAPair {
+            flag,
+            value: s.to_owned(),
+            example,
+        })
 }
 
 /// `NAME=env:VAR` or `NAME=HEADER:env:VAR` → (upstream, the header if named, the variable's value).
@@ -289,30 +297,26 @@ fn resolve_auth(spec: &str) -> Result<(&str, Option<&str>, String), Error> {
         Some(("", var)) => (None, var),
         Some((h, var)) => (Some(h.trim_end_matches(':')), var),
         None => {
-            return Err(Error::Usage(format!(
-                "--auth {name}=…: give the key as env:VAR (the value never goes on the command line)"
-            )));
+            return Err(Error::AuthNotFromEnv {
+                upstream: name.to_owned(),
+            });
         }
     };
     let value = std::env::var(var)
         .ok()
         .filter(|v| !v.is_empty())
-        .ok_or_else(|| {
-            Error::Usage(format!(
-                "--auth {name}: environment variable {var} is not set"
-            ))
+        .ok_or_else(|| Error::AuthVarUnset {
+            upstream: name.to_owned(),
+            var: var.to_owned(),
         })?;
     Ok((name, header, value))
 }
 
 fn serve(args: ServeArgs) -> Outcome {
     if args.upstreams.is_empty() {
-        return Err(Error::Usage(
-            "give at least one --upstream NAME=URL, e.g. --upstream openai=https://api.openai.com"
-                .into(),
-        ));
+        return Err(Error::NoUpstreamApi);
     }
-    let mode = Mode::resolve(args.mode).map_err(Error::Usage)?;
+    let mode = Mode::resolve(args.mode).map_err(Error::Mode)?;
     let mut builder = Proxy::builder()
         .listen(args.listen)
         .mode(mode)
@@ -498,18 +502,16 @@ fn human_size(n: u64) -> String {
 
 fn rm(path: &Path) -> Outcome {
     if !is_cassette(path) {
-        return Err(Error::Usage(format!(
-            "{} is not a cassette (its first line is not a cassette meta record); refusing to delete it",
-            path.display()
-        )));
+        return Err(Error::NotACassette(path.to_owned()));
     }
-    let cannot_remove = |path: &Path, e: std::io::Error| {
-        Error::Usage(format!("cannot remove {}: {e}", path.display()))
+    let cannot_remove = |path: &Path| {
+        let path = path.to_owned();
+        |source| Error::Remove { path, source }
     };
-    std::fs::remove_file(path).map_err(|e| cannot_remove(path, e))?;
+    std::fs::remove_file(path).map_err(cannot_remove(path))?;
     let blobs = blobs_dir(path);
     if blobs.exists() {
-        std::fs::remove_dir_all(&blobs).map_err(|e| cannot_remove(&blobs, e))?;
+        std::fs::remove_dir_all(&blobs).map_err(cannot_remove(&blobs))?;
     }
     println!("removed {}", path.display());
     Ok(exit::OK)
@@ -579,10 +581,7 @@ fn import_from_mastra(dir: &Path, out: &Path) -> Outcome {
         .collect();
     files.sort();
     if files.is_empty() {
-        return Err(Error::Usage(format!(
-            "{} holds no *.json recordings to import",
-            dir.display()
-        )));
+        return Err(Error::NothingToImport(dir.to_owned()));
     }
     let total = files.len();
     let mut failed = 0;

@@ -128,10 +128,7 @@ pub(crate) fn run(args: ServeArgs) -> Outcome {
     };
     let result: Result<StopReason, calltape_stdio_bridge::Error> = if let Some(key) = shared_key {
         if args.listen.is_some() || args.socket.is_some() || args.token_file.is_some() {
-            return Err(Error::Usage(
-                "a shared server picks its own endpoint and token: drop --listen, --socket and --token-file"
-                    .into(),
-            ));
+            return Err(Error::SharedServerFlags);
         }
         let (_, paths) = crate::shared::key_paths(&key)?;
         serve = serve.idle_exit(args.idle_exit.unwrap_or(Duration::from_secs(600)));

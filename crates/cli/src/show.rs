@@ -39,16 +39,13 @@ pub(crate) fn show(path: &Path) -> Outcome {
         FileKind::Cassette => cassette_summary(path, &Cassette::load(path)?),
         FileKind::Recording => recording_summary(&Recording::read(path)?),
         FileKind::Neither { reason } => {
-            return Err(Error::Usage(format!(
-                "{} is neither an MCP call recording nor an HTTP cassette: {reason}",
-                path.display()
-            )));
+            return Err(Error::NeitherFormat {
+                path: path.to_owned(),
+                reason,
+            });
         }
         _ => {
-            return Err(Error::Usage(format!(
-                "{}: a format this calltape cannot show",
-                path.display()
-            )));
+            return Err(Error::UnknownFormat(path.to_owned()));
         }
     };
     print!("{summary}");

@@ -36,6 +36,55 @@ const CASES: &[(&[&str], i32, &str)] = &[
         2,
         "invalid key `Bad Key`",
     ),
+    (
+        &[
+            "record", "-o", "a.jsonl", "--record", "b.jsonl", "--", "true",
+        ],
+        2,
+        "give the recording once: -o FILE or --record FILE, not both",
+    ),
+    (
+        &[
+            "http",
+            "--mode",
+            "record",
+            "--upstream",
+            "a=http://127.0.0.1:9",
+            "--auth",
+            "a=sk-1",
+        ],
+        2,
+        "the key for upstream `a` in --auth: give it as env:VAR, or HEADER:env:VAR",
+    ),
+    (
+        &[
+            "http",
+            "--mode",
+            "record",
+            "--upstream",
+            "a=http://127.0.0.1:9",
+            "--auth",
+            "a=env:CALLTAPE_UNSET_IN_TESTS",
+        ],
+        2,
+        "the key for upstream `a` in --auth: environment variable CALLTAPE_UNSET_IN_TESTS is not set",
+    ),
+    (
+        &["http", "rm", "/nonexistent/c.jsonl"],
+        2,
+        "/nonexistent/c.jsonl is not a cassette (its first line is not a cassette meta record)",
+    ),
+    (
+        &[
+            "http",
+            "import",
+            "--from",
+            "mastra",
+            "/nonexistent/recordings",
+        ],
+        2,
+        "cannot read /nonexistent/recordings: no such file",
+    ),
 ];
 
 #[test]
