@@ -1,14 +1,13 @@
 //! `calltape bridge`: a stdio MCP session that survives restarts of the server behind it.
 
-use std::{ffi::OsString, path::PathBuf, sync::Arc, time::Duration};
+use std::{path::PathBuf, sync::Arc, time::Duration};
 
-use calltape_stdio_bridge::{
-    Bridge, ChildUpstream, DEFAULT_HTTP_PATH, ExtraHeaders, HttpUpstream, UnixUpstream, Upstream,
-    Watcher, stdio,
-};
-use clap::{ArgGroup, Args};
+use calltape_stdio_bridge::{Bridge, Stderr, Upstream, Watcher, stdio};
+use clap::Args;
 
 use crate::{
+    args::UpstreamArgs,
+    error::{Error, Outcome},
     exit,
     units::{duration, size},
 };
@@ -20,7 +19,7 @@ Examples:
   calltape bridge --url http://127.0.0.1:3000/mcp --header-file ~/.config/mcp/headers
   calltape bridge --socket /run/user/1000/mcp.sock --path /mcp
 
-Put the first form in an editor's MCP configuration as the server command: the editor's session
+Put the first form in an editor's MCP configuration as the server command: the editor's session \
 survives every rebuild and restart of the server.
 
 Errors the bridge answers with (JSON-RPC codes, each with data.reason):
@@ -47,7 +46,6 @@ go to stderr or --log.";
 /// changed. stdout carries only JSON-RPC; logs go to stderr or `--log`.
 #[derive(Debug, Args)]
 #[command(after_help = EXAMPLES)]
-#[command(group(ArgGroup::new("upstream").required(true).args(["url", "socket", "command"])))]
 pub(crate) struct BridgeArgs {
     /// Restart the child when a file under PATH changes (repeatable; folders are watched recursively).
     #[arg(long = "watch", value_name = "PATH")]
@@ -56,14 +54,6 @@ pub(crate) struct BridgeArgs {
     /// Quiet time after a change before the restart.
     #[arg(long, value_name = "DUR", default_value = "200ms", value_parser = duration)]
     watch_debounce: Duration,
-
-    /// An HTTP header sent with every request to --url or --socket (repeatable), e.g. 'Authorization: Bearer …'.
-    #[arg(long = "header", value_name = "'K: V'")]
-    headers: Vec<String>,
-
-    /// A file of headers, one 'K: V' per line ('#' comments), which keeps secrets out of argv and ps.
-    #[arg(long, value_name = "FILE")]
-    header_file: Option<PathBuf>,
 
     /// Messages held while the server starts or restarts; beyond it requests get -32002.
     #[arg(long, value_name = "N", default_value_t = calltape_stdio_bridge::DEFAULT_BUFFER_MESSAGES)]
@@ -74,7 +64,7 @@ pub(crate) struct BridgeArgs {
     restart_deadline: Duration,
 
     /// Client lines longer than this are discarded unread and answered with -32700, e.g. 16MiB.
-    #[arg(long, value_name = "BYTES", default_value = "16MiB", value_parser = size)]
+    #[arg(long, value_name = "BYTES", default_value = "16MiB", value_parser = size::<usize>)]
     max_frame: usize,
 
     /// Write logs (the bridge's and the child's stderr, redacted) to FILE instead of stderr, appending;
@@ -82,164 +72,82 @@ pub(crate) struct BridgeArgs {
     #[arg(long, value_name = "FILE")]
     log: Option<PathBuf>,
 
-    /// A Streamable HTTP endpoint, e.g. http://127.0.0.1:3000/mcp.
-    #[arg(long, value_name = "URL")]
-    url: Option<String>,
-
-    /// A Unix socket serving Streamable HTTP.
-    #[arg(long, value_name = "PATH")]
-    socket: Option<PathBuf>,
-
-    /// The MCP endpoint's path on --socket.
-    #[arg(long = "path", value_name = "PATH", requires = "socket", default_value = DEFAULT_HTTP_PATH)]
-    http_path: String,
-
     /// Record every tools/call, resources/read and prompts/get with the answer the client received to
     /// FILE (created 0600, or extended; credentials redacted), as `calltape record -o FILE` does.
     #[arg(long, value_name = "FILE")]
     record: Option<PathBuf>,
 
     #[command(flatten)]
-    recording: crate::record::RecordOptions,
+    pub(crate) recording: crate::record::RecordOptions,
 
-    /// The server to run, with its arguments (no shell).
-    #[arg(last = true, value_name = "CMD")]
-    command: Vec<OsString>,
+    #[command(flatten)]
+    upstream: UpstreamArgs,
 }
 
-fn upstream(args: &BridgeArgs) -> Result<Arc<dyn Upstream>, String> {
-    let wants_headers = !args.headers.is_empty() || args.header_file.is_some();
-    if !args.command.is_empty() {
-        if wants_headers {
-            return Err(
-                "--header and --header-file apply to --url and --socket, not to a child command"
-                    .into(),
-            );
-        }
-        let mut child =
-            ChildUpstream::new(args.command.iter().cloned()).map_err(|e| e.to_string())?;
-        if args.log.is_some() {
-            child = child.stderr(crate::logging::redacted_child_stderr());
-        }
-        return Ok(Arc::new(child));
+fn upstream(args: &BridgeArgs) -> Result<Arc<dyn Upstream>, Error> {
+    if !args.upstream.is_child() && !args.watch.is_empty() {
+        return Err(Error::WatchWithoutChild);
     }
-    if !args.watch.is_empty() {
-        return Err("--watch restarts a child command: give one after `--`".into());
-    }
-    let mut headers = ExtraHeaders::new();
-    for line in &args.headers {
-        headers.push_line(line).map_err(|e| e.to_string())?;
-    }
-    if let Some(file) = &args.header_file {
-        headers.read_file(file).map_err(|e| e.to_string())?;
-    }
-    if let Some(url) = &args.url {
-        return Ok(Arc::new(
-            HttpUpstream::new(url, headers).map_err(|e| e.to_string())?,
-        ));
-    }
-    if let Some(socket) = &args.socket {
-        return Ok(Arc::new(
-            UnixUpstream::new(socket, &args.http_path, headers).map_err(|e| e.to_string())?,
-        ));
-    }
-    Err("give the server: `-- CMD ARGS…`, --url URL or --socket PATH".into())
+    let stderr = match &args.log {
+        Some(_) => crate::logging::redacted_child_stderr(),
+        None => Stderr::Inherit,
+    };
+    args.upstream.upstream(stderr)
 }
 
 /// Sends everything written to stderr (our logs, and the child's stderr, redacted on its way) to
 /// `path`: appended, owner-only, never through a link planted at the path.
-fn redirect_stderr(path: &PathBuf) -> Result<(), String> {
+fn redirect_stderr(path: &PathBuf) -> Result<(), Error> {
     let file = calltape_jsonl_store::fs::append(path)
-        .map_err(|e| format!("cannot open the log file: {e}"))?;
-    rustix::stdio::dup2_stderr(&file)
-        .map_err(|e| format!("cannot send logs to {}: {e}", path.display()))
+        .map_err(|e| Error::context("cannot open the log file", e))?;
+    rustix::stdio::dup2_stderr(&file).map_err(|e| Error::RedirectLogs {
+        path: path.clone(),
+        source: e.into(),
+    })
 }
 
-/// SIGTERM, SIGINT or SIGHUP: end the session as if stdin had ended, stopping the child gracefully.
-async fn termination() {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int), Ok(mut hup)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-        signal(SignalKind::hangup()),
-    ) else {
-        tracing::debug!("cannot listen for signals; only the end of stdin ends the session");
-        return std::future::pending().await;
-    };
-    tokio::select! {
-        _ = term.recv() => tracing::info!("SIGTERM: ending the session"),
-        _ = int.recv() => tracing::info!("SIGINT: ending the session"),
-        _ = hup.recv() => tracing::info!("SIGHUP: ending the session"),
-    }
-}
-
-pub(crate) fn run(args: BridgeArgs) -> u8 {
+pub(crate) fn run(args: BridgeArgs) -> Outcome {
     run_recording(args, None)
 }
 
 /// `calltape bridge`, recording to `output` (`calltape record -o FILE`) or to `--record FILE`.
-pub(crate) fn run_recording(args: BridgeArgs, output: Option<PathBuf>) -> u8 {
+pub(crate) fn run_recording(args: BridgeArgs, output: Option<PathBuf>) -> Outcome {
     let record_to = match (output, args.record.clone()) {
         (Some(_), Some(_)) => {
-            tracing::error!("give the recording once: -o FILE or --record FILE, not both");
-            return exit::USAGE;
+            return Err(Error::RecordingTwice);
         }
         (output, record) => output.or(record),
     };
-    if let Some(path) = &args.log
-        && let Err(message) = redirect_stderr(path)
-    {
-        tracing::error!("{message}");
-        return exit::USAGE;
+    if let Some(path) = &args.log {
+        redirect_stderr(path)?;
     }
-    let upstream = match upstream(&args) {
-        Ok(upstream) => upstream,
-        Err(message) => {
-            tracing::error!("{message}");
-            return exit::USAGE;
-        }
-    };
-    let Some(runtime) = crate::single_thread_runtime() else {
-        return exit::UPSTREAM;
-    };
+    let upstream = upstream(&args)?;
+    let runtime = crate::single_thread_runtime()?;
     let mut builder = Bridge::builder()
         .upstream_arc(upstream)
         .buffer_messages(args.buffer)
         .restart_deadline(args.restart_deadline)
         .max_frame(args.max_frame)
-        .shutdown_on(termination());
+        // As if stdin had ended: the child is stopped gracefully.
+        .shutdown_on(crate::signals::termination("ending the session"));
     let recording = match &record_to {
         Some(path) => {
-            match runtime.block_on(crate::record::ActiveRecording::start(path, &args.recording)) {
-                Ok((recording, tap)) => {
-                    builder = builder.tap(tap);
-                    Some(recording)
-                }
-                Err(message) => {
-                    tracing::error!("{message}");
-                    return exit::USAGE;
-                }
-            }
+            let recording =
+                runtime.block_on(crate::record::ActiveRecording::start(path, &args.recording))?;
+            builder = builder.tap(recording.session());
+            Some(recording)
         }
         None => None,
     };
-    let bridge = match builder.build() {
-        Ok(bridge) => bridge,
-        Err(e) => {
-            tracing::error!("{e}");
-            return exit::USAGE;
-        }
-    };
+    let bridge = builder.build()?;
     let watcher = if args.watch.is_empty() {
         None
     } else {
-        match Watcher::start(&args.watch, args.watch_debounce, bridge.restart_handle()) {
-            Ok(watcher) => Some(watcher),
-            Err(e) => {
-                tracing::error!("{e}");
-                return exit::USAGE;
-            }
-        }
+        Some(Watcher::start(
+            &args.watch,
+            args.watch_debounce,
+            bridge.restart_handle(),
+        )?)
     };
     // Pipes and sockets are polled directly; a terminal or a file goes through tokio's handles.
     let result = runtime.block_on(async { bridge.run(stdio::stdin(), stdio::stdout()).await });
@@ -249,18 +157,11 @@ pub(crate) fn run_recording(args: BridgeArgs, output: Option<PathBuf>) -> u8 {
     }
     // A blocked stdin read must not hold the process open.
     runtime.shutdown_timeout(Duration::from_millis(100));
-    match result {
-        Ok(summary) => {
-            tracing::debug!(
-                connects = summary.connects,
-                reinitializations = summary.reinitializations,
-                "session ended"
-            );
-            exit::OK
-        }
-        Err(e) => {
-            tracing::error!("{e}");
-            exit::UPSTREAM
-        }
-    }
+    let summary = result.map_err(Error::upstream)?;
+    tracing::debug!(
+        connects = summary.connects,
+        reinitializations = summary.reinitializations,
+        "session ended"
+    );
+    Ok(exit::OK)
 }

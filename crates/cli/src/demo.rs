@@ -22,6 +22,7 @@ use calltape_stdio_bridge::{ChildUpstream, Stderr, Upstream};
 use clap::Args;
 use serde_json::{Value, json};
 
+use crate::error::{Error, Outcome};
 use crate::exit;
 
 /// The secret the scripted client sends in `pay`'s input; the recording must not hold it.
@@ -30,9 +31,17 @@ const SECRET: &str = "tok_live_4eC39HqLyjWDarjtT1zdp7dc";
 /// The fields that vary per call in the demo server's quotes.
 const VOLATILE: &str = "**.quotedAt,**.quoteId";
 
+const EXAMPLES: &str = "\
+Examples:
+  calltape demo
+  calltape demo --dir /tmp/calltape-demo
+
+Runs offline in a few seconds, with calltape's own demo server (the hidden `calltape demo-server 1` \
+and `2`): exit 0 when every step went as described, 1 when one did not.";
+
 /// The arguments of `calltape demo`.
 #[derive(Debug, Args)]
-#[command(after_help = "Example:\n  cargo run --release -p calltape -- demo")]
+#[command(after_help = EXAMPLES)]
 pub(crate) struct DemoArgs {
     /// Put the files in DIR (created 0700 if missing; not a symbolic link) instead of a new temporary
     /// folder.
@@ -52,7 +61,7 @@ pub(crate) struct DemoServerArgs {
 // The demo server.
 
 /// Runs the demo MCP server on stdin and stdout until stdin closes.
-pub(crate) fn run_server(args: DemoServerArgs) -> u8 {
+pub(crate) fn run_server(args: DemoServerArgs) -> Outcome {
     let stdin = std::io::stdin().lock();
     let mut stdout = std::io::stdout().lock();
     let mut payments = Payments::new();
@@ -72,7 +81,7 @@ pub(crate) fn run_server(args: DemoServerArgs) -> u8 {
             break;
         }
     }
-    exit::OK
+    Ok(exit::OK)
 }
 
 fn handle(version: u8, payments: &mut Payments, message: &Value) -> Option<Value> {
@@ -278,14 +287,10 @@ fn with_payment(params: Value, payment: &str) -> Value {
     }
 }
 
-pub(crate) fn run(args: DemoArgs) -> u8 {
-    match demo(args) {
-        Ok(true) => exit::OK,
-        Ok(false) => exit::DIFFERENCES,
-        Err(message) => {
-            eprintln!("calltape demo: {message}");
-            exit::UPSTREAM
-        }
+pub(crate) fn run(args: DemoArgs) -> Outcome {
+    match demo(args).map_err(Error::Demo)? {
+        true => Ok(exit::OK),
+        false => Ok(exit::DIFFERENCES),
     }
 }
 
@@ -296,7 +301,7 @@ fn demo(args: DemoArgs) -> Result<bool, String> {
     let dir = folder(args.dir)?;
     let path = dir.join("calls.jsonl");
     let _ = std::fs::remove_file(&path);
-    let color = crate::replay::color_wanted(std::io::stdout().is_terminal());
+    let color = crate::logging::color_enabled(std::io::stdout().is_terminal());
 
     println!("calltape demo: files in {}", dir.display());
     println!();

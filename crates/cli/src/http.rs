@@ -7,11 +7,13 @@ use std::time::Duration;
 
 use calltape_recorder::http::{Cassette, Normalizer, Scrubber};
 use calltape_recorder::http::{blobs_dir, import_mastra, scan_file};
-use calltape_recorder::inspect::{FileKind, sniff};
+use calltape_recorder::inspect::{FileKind, find_cassettes, sniff};
 use calltape_replay::http::{Exhaustion, Mode, Proxy, RecordTiming, ReplayTiming};
 use clap::{Args, Subcommand, ValueEnum};
 
+use crate::error::{Error, Outcome};
 use crate::exit;
+use crate::signals::{Signal, Signals};
 
 pub(crate) const EXAMPLES: &str = "\
 Examples:
@@ -23,21 +25,22 @@ Examples:
   calltape http scan tests/cassettes
   calltape http show tests/cassettes/chat.jsonl
 
-Requests to http://127.0.0.1:PORT/<name>/<rest> go to that upstream's <rest>. A test can choose its own
-cassette under --cassette-dir with the header `x-calltape-cassette: NAME` or the path prefix
-/_cassette/NAME/.
+Requests to http://127.0.0.1:PORT/<name>/<rest> go to that upstream's <rest>. A test can choose \
+its own cassette under --cassette-dir with the header `x-calltape-cassette: NAME` or the path \
+prefix /_cassette/NAME/.
 
-Loopback only, as `calltape serve`: a request with an Origin header gets 403 unless --allow-origin
-names that origin, and a Host that is not 127.0.0.1, localhost or [::1] with the proxy's port gets
-421. With --auth the proxy holds a real key, so it serves only under a random per-run path prefix,
-http://127.0.0.1:PORT/ct-<32 hex digits>/<name>/<rest>: the URLs --env and CALLTAPE_PROXY_URL give
-the command, and the URLs printed on stdout without a command, include it (--path-token FILE also
-writes it to an owner-only file). A request without it gets 404 and never goes upstream.
+Loopback only, as `calltape serve`: a request with an Origin header gets 403 unless \
+--allow-origin names that origin, and a Host that is not 127.0.0.1, localhost or [::1] with the \
+proxy's port gets 421. With --auth the proxy holds a real key, so it serves only under a random \
+per-run path prefix, http://127.0.0.1:PORT/ct-<32 hex digits>/<name>/<rest>: the URLs --env and \
+CALLTAPE_PROXY_URL give the command, and the URLs printed on stdout without a command, include it \
+(--path-token FILE also writes it to an owner-only file). A request without it gets 404 and never \
+goes upstream.
 
-Modes (--mode, else CALLTAPE_MODE, else LLM_TEST_MODE / UPDATE_RECORDINGS=true, else replay
-when CI is set to anything but empty, 0 or false, else auto):
-  auto     the local default: replay hits, record misses. The cassette answers what it can (an
-           unused recording of the request, then --exhaustion and --fuzzy); the rest is
+Modes (--mode, else CALLTAPE_MODE, else LLM_TEST_MODE / UPDATE_RECORDINGS=true, else replay when \
+CI is set to anything but empty, 0 or false, else auto):
+  auto     the local default: replay what the cassette holds, record the rest. A request gets an
+           unused recording of it, then what --exhaustion and --fuzzy allow; the rest is
            forwarded and added
   replay   strict: a miss is a 404 and no upstream is ever contacted (the default when CI is set)
   record   re-record every cassette the run touches from scratch (alias: update); the previous
@@ -48,13 +51,15 @@ when CI is set to anything but empty, 0 or false, else auto):
   verify   forward, compare each answer's structure with the recording, report drift; write
            nothing
 
-A miss answers 404 in the provider's error shape with `x-should-retry: false`; stderr names the closest
-recordings with a diff. The exit status is the command's, with two exceptions when it succeeded: in
-replay and verify modes a miss, a refused fuzzy match or drift exits 1, even when the application
-swallowed the 404 (--allow-misses keeps the command's status), and any mode exits 1 when an
-interaction was refused because a line or blob of it still held a credential (nothing of it is
-stored). --report FILE writes what the run did per cassette (hits, misses with their closest
-recordings, fuzzy hits, drift) as JSON or, with --report-format junit, one testcase per cassette.";
+A miss answers 404 in the provider's error shape with `x-should-retry: false`; stderr names the \
+closest recordings with a diff. The exit status is the command's, with two exceptions when it \
+succeeded: in replay and verify modes a miss, a refused fuzzy match or drift exits 1, even when the \
+application swallowed the 404 (--allow-misses keeps the command's status), and any mode exits 1 \
+when an interaction was refused because a line or blob of it still held a credential (nothing of \
+it is stored).
+
+--report FILE writes what the run did per cassette (hits, misses with their closest recordings, \
+fuzzy hits, drift) as JSON or, with --report-format junit, one testcase per cassette.";
 
 /// The arguments of `calltape http`.
 #[derive(Debug, Args)]
@@ -70,28 +75,39 @@ pub(crate) struct HttpArgs {
 #[derive(Debug, Subcommand)]
 enum HttpAction {
     /// List the cassettes under a folder (default: the current one).
+    #[command(after_help = "Examples:\n  calltape http ls\n  calltape http ls tests/cassettes")]
     Ls {
         /// The folder to search, recursively.
         dir: Option<PathBuf>,
     },
     /// Summarise and validate a cassette: interactions, models, sizes (the same as `calltape show`).
+    #[command(after_help = "Example:\n  calltape http show tests/cassettes/chat.jsonl")]
     Show {
         /// The cassette file.
         cassette: PathBuf,
     },
     /// Delete a cassette and its sidecar blobs.
+    #[command(after_help = "Example:\n  calltape http rm tests/cassettes/chat.jsonl")]
     Rm {
         /// The cassette file.
         cassette: PathBuf,
     },
     /// Check cassettes and their sidecar blobs for credentials (for pre-commit hooks and CI); exits 1
     /// when one is found.
+    #[command(after_help = "\
+Examples:
+  calltape http scan tests/cassettes
+  git diff --cached --name-only -- '*.jsonl' | xargs calltape http scan")]
     Scan {
         /// Cassette files or folders (searched recursively for *.jsonl).
         #[arg(required = true)]
         paths: Vec<PathBuf>,
     },
     /// Convert another recorder's recordings into cassettes.
+    #[command(after_help = "\
+Examples:
+  calltape http import --from mastra src/__recordings__
+  calltape http import --from mastra src/__recordings__ --out tests/cassettes")]
     Import {
         /// The format to read.
         #[arg(long, value_enum)]
@@ -159,7 +175,8 @@ struct ServeArgs {
     envs: Vec<String>,
 
     /// A key the proxy sends upstream itself, so the command never holds it (record-side modes):
-    /// NAME=env:VAR or NAME=HEADER:env:VAR (repeatable).
+    /// NAME=env:VAR sends it the way the upstream's provider reads it (x-api-key for Anthropic,
+    /// Authorization: Bearer for others), NAME=HEADER:env:VAR in HEADER (repeatable).
     #[arg(long = "auth", value_name = "NAME=env:VAR")]
     auth: Vec<String>,
 
@@ -199,13 +216,8 @@ struct ServeArgs {
     #[arg(long, value_enum, default_value = "bucketed")]
     timing: Timing,
 
-    /// Another field name to redact (repeatable).
-    #[arg(long = "redact-name", value_name = "NAME")]
-    redact_names: Vec<String>,
-
-    /// A field name never to redact (repeatable), e.g. max_tokens.
-    #[arg(long = "keep-name", value_name = "NAME")]
-    keep_names: Vec<String>,
+    #[command(flatten)]
+    names: crate::args::RedactNames,
 
     /// A response header to drop from recordings although it is kept by default (repeatable;
     /// `prefix*` allowed), e.g. x-request-id.
@@ -252,7 +264,7 @@ struct ServeArgs {
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 enum ReportFormat {
-    /// `{"version":1,"mode":…,"cassettes":[{"path":…,"hits":N,"misses":[…],"fuzzy":[…],"drift":[…]}]}`.
+    /// JSON: per cassette, its hits, its misses with their closest recordings, fuzzy hits and drift.
     Json,
     /// JUnit XML: one testcase per cassette, one failure per miss, refused fuzzy match or drift.
     Junit,
@@ -266,7 +278,15 @@ fn parse_exhaustion(s: &str) -> Result<Exhaustion, String> {
     s.parse()
 }
 
-pub(crate) fn run(args: HttpArgs) -> u8 {
+impl HttpArgs {
+    /// The redaction names given to the proxy.
+    #[cfg(test)]
+    pub(crate) fn names(&self) -> &crate::args::RedactNames {
+        &self.serve.names
+    }
+}
+
+pub(crate) fn run(args: HttpArgs) -> Outcome {
     match args.action {
         Some(HttpAction::Ls { dir }) => ls(dir.as_deref().unwrap_or(Path::new("."))),
         Some(HttpAction::Show { cassette }) => crate::show::show(&cassette),
@@ -281,61 +301,55 @@ pub(crate) fn run(args: HttpArgs) -> u8 {
     }
 }
 
-fn split_pair<'a>(s: &'a str, what: &str) -> Result<(&'a str, &'a str), String> {
+/// `NAME=VALUE` → (name, value); `example` ends the message when it is not that.
+fn split_pair<'a>(
+    s: &'a str,
+    flag: &'static str,
+    example: &'static str,
+) -> Result<(&'a str, &'a str), Error> {
     s.split_once('=')
         .filter(|(k, v)| !k.is_empty() && !v.is_empty())
-        .ok_or_else(|| format!("{what} {s:?} is not NAME=VALUE"))
+        .ok_or_else(|| Error::NotAPair {
+            flag,
+            value: s.to_owned(),
+            example,
+        })
 }
 
-/// `NAME=env:VAR` or `NAME=HEADER:env:VAR` → (upstream, header, value).
-fn resolve_auth(spec: &str) -> Result<(String, String, String), String> {
-    let (name, rest) = split_pair(spec, "--auth")?;
+/// `NAME=env:VAR` or `NAME=HEADER:env:VAR` → (upstream, the header if named, the variable's value).
+fn resolve_auth(spec: &str) -> Result<(&str, Option<&str>, String), Error> {
+    let (name, rest) = split_pair(spec, "--auth", "")?;
     let (header, var) = match rest.split_once("env:") {
         Some(("", var)) => (None, var),
         Some((h, var)) => (Some(h.trim_end_matches(':')), var),
         None => {
-            return Err(format!(
-                "--auth {name}=…: give the key as env:VAR (the value never goes on the command line)"
-            ));
+            return Err(Error::AuthNotFromEnv {
+                upstream: name.to_owned(),
+            });
         }
     };
     let value = std::env::var(var)
         .ok()
         .filter(|v| !v.is_empty())
-        .ok_or_else(|| format!("--auth {name}: environment variable {var} is not set"))?;
-    let anthropic = name.contains("anthropic") || name.contains("claude");
-    Ok(match header {
-        Some(h) => (name.to_owned(), h.to_owned(), value),
-        None if anthropic => (name.to_owned(), "x-api-key".to_owned(), value),
-        None => (
-            name.to_owned(),
-            "authorization".to_owned(),
-            format!("Bearer {value}"),
-        ),
-    })
+        .ok_or_else(|| Error::AuthVarUnset {
+            upstream: name.to_owned(),
+            var: var.to_owned(),
+        })?;
+    Ok((name, header, value))
 }
 
-fn serve(args: ServeArgs) -> u8 {
+fn serve(args: ServeArgs) -> Outcome {
     if args.upstreams.is_empty() {
-        tracing::error!(
-            "give at least one --upstream NAME=URL, e.g. --upstream openai=https://api.openai.com"
-        );
-        return exit::USAGE;
+        return Err(Error::NoUpstreamApi);
     }
-    let mode = match Mode::resolve(args.mode) {
-        Ok(m) => m,
-        Err(e) => {
-            tracing::error!("{e}");
-            return exit::USAGE;
-        }
-    };
+    let mode = Mode::resolve(args.mode).map_err(Error::Mode)?;
     let mut builder = Proxy::builder()
         .listen(args.listen)
         .mode(mode)
         .exhaustion(args.exhaustion)
         .allow_fuzzy(args.allow_fuzzy)
-        .redact_names(args.redact_names)
-        .keep_names(args.keep_names)
+        .redact_names(args.names.redact)
+        .keep_names(args.names.keep)
         .replay_timing(match args.replay_timing {
             Pace::Fast => ReplayTiming::Fast,
             Pace::Realtime => ReplayTiming::Realtime {
@@ -349,13 +363,8 @@ fn serve(args: ServeArgs) -> u8 {
             Timing::Off => RecordTiming::Off,
         });
     for spec in &args.upstreams {
-        match split_pair(spec, "--upstream") {
-            Ok((name, url)) => builder = builder.upstream(name, url),
-            Err(e) => {
-                tracing::error!("{e}, e.g. openai=https://api.openai.com");
-                return exit::USAGE;
-            }
-        }
+        let (name, url) = split_pair(spec, "--upstream", ", e.g. openai=https://api.openai.com")?;
+        builder = builder.upstream(name, url);
     }
     let mut hint = String::from("calltape http --mode record");
     for u in &args.upstreams {
@@ -398,44 +407,21 @@ fn serve(args: ServeArgs) -> u8 {
     }
     if mode != Mode::Replay {
         for spec in &args.auth {
-            match resolve_auth(spec) {
-                Ok((up, header, value)) => builder = builder.auth(up, header, value),
-                Err(e) => {
-                    tracing::error!("{e}");
-                    return exit::USAGE;
-                }
-            }
+            builder = match resolve_auth(spec)? {
+                (up, Some(header), value) => builder.auth(up, header, value),
+                // The header the upstream's provider reads: the proxy knows which.
+                (up, None, key) => builder.auth_key(up, key),
+            };
         }
     }
     let mut envs = Vec::new();
     for spec in &args.envs {
-        match split_pair(spec, "--env") {
-            Ok((k, v)) => envs.push((k.to_owned(), v.trim_start_matches('/').to_owned())),
-            Err(e) => {
-                tracing::error!("{e}, e.g. OPENAI_BASE_URL=openai/v1");
-                return exit::USAGE;
-            }
-        }
+        let (k, v) = split_pair(spec, "--env", ", e.g. OPENAI_BASE_URL=openai/v1")?;
+        envs.push((k.to_owned(), v.trim_start_matches('/').to_owned()));
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
-        Ok(r) => r,
-        Err(e) => {
-            tracing::error!("cannot start the async runtime: {e}");
-            return exit::UPSTREAM;
-        }
-    };
+    let runtime = crate::multi_thread_runtime()?;
     runtime.block_on(async move {
-        let proxy = match builder.start().await {
-            Ok(p) => p,
-            Err(e) => {
-                tracing::error!("{e}");
-                return exit::USAGE;
-            }
-        };
+        let proxy = builder.start().await?;
         // The address only: the path prefix goes to stdout or to the command, not to logs.
         tracing::info!(mode = %proxy.mode(), addr = %proxy.local_addr(), "calltape http proxy listening");
         let code = if args.command.is_empty() {
@@ -445,18 +431,12 @@ fn serve(args: ServeArgs) -> u8 {
                 }
             }
             println!("{}", proxy.url());
-            wait_for_signal().await;
+            crate::signals::termination("stopping the proxy").await;
             exit::OK
         } else {
-            run_child(&args.command, &envs, &proxy.url()).await
+            run_child(&args.command, &envs, &proxy.url()).await?
         };
-        let report = match proxy.shutdown().await {
-            Ok(r) => r,
-            Err(e) => {
-                tracing::error!("{e}");
-                return exit::UPSTREAM;
-            }
-        };
+        let report = proxy.shutdown().await.map_err(Error::upstream)?;
         let summary = report.summary();
         if report.misses.is_empty()
             && report.fuzzy_hits.is_empty()
@@ -474,108 +454,54 @@ fn serve(args: ServeArgs) -> u8 {
                 ReportFormat::Json => format!("{:#}\n", report.to_json()),
                 ReportFormat::Junit => report.to_junit(),
             };
-            if let Err(e) = calltape_jsonl_store::fs::write_atomic(file, text) {
-                tracing::error!("cannot write the report: {e}");
-                return exit::USAGE;
-            }
+            calltape_jsonl_store::fs::write_atomic(file, text)
+                .map_err(|e| Error::context("cannot write the report", e))?;
         }
         // A miss the application swallowed still fails the run; a refused interaction failed
         // closed, so the run fails even when the command passed.
         let missed = report.has_failures() && !args.allow_misses;
         if code == exit::OK && (missed || !report.refused.is_empty()) {
-            return exit::DIFFERENCES;
+            return Ok(exit::DIFFERENCES);
         }
-        code
+        Ok(code)
     })
 }
 
-async fn wait_for_signal() {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut term = signal(SignalKind::terminate()).ok();
-    let term_recv = async {
-        match term.as_mut() {
-            Some(t) => {
-                t.recv().await;
-            }
-            None => std::future::pending().await,
-        }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term_recv => {}
-    }
-}
-
-async fn run_child(command: &[OsString], envs: &[(String, String)], base: &str) -> u8 {
+/// Runs the command against the proxy and gives its exit status (128 + the signal that ended it).
+async fn run_child(command: &[OsString], envs: &[(String, String)], base: &str) -> Outcome {
     let mut cmd = tokio::process::Command::new(&command[0]);
     cmd.args(&command[1..]);
     cmd.env("CALLTAPE_PROXY_URL", base);
     for (k, v) in envs {
         cmd.env(k, format!("{base}/{v}"));
     }
-    let mut child = match cmd.spawn() {
-        Ok(c) => c,
-        Err(e) => {
-            tracing::error!("cannot run {}: {e}", command[0].to_string_lossy());
-            return exit::USAGE;
-        }
-    };
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut term = signal(SignalKind::terminate()).ok();
+    let mut child = cmd.spawn().map_err(|source| Error::Spawn {
+        program: command[0].to_string_lossy().into_owned(),
+        source,
+    })?;
+    let mut signals = Signals::new();
     let status = loop {
-        let term_recv = async {
-            match term.as_mut() {
-                Some(t) => {
-                    t.recv().await;
-                }
-                None => std::future::pending().await,
-            }
-        };
         tokio::select! {
             status = child.wait() => break status,
-            _ = term_recv => {
-                // Pass the request on; the child's exit ends the loop.
-                if let Some(pid) = child.id().and_then(|p| rustix::process::Pid::from_raw(p as i32)) {
-                    let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+            signal = signals.next() => match signal {
+                // Passed on; the child's exit ends the loop.
+                Signal::Term => {
+                    if let Some(pid) = child.id().and_then(|p| rustix::process::Pid::from_raw(p as i32)) {
+                        let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+                    }
                 }
-            }
-            _ = tokio::signal::ctrl_c() => {
-                // The terminal sent SIGINT to the child too; wait for it to finish.
-            }
+                // The terminal sent it to the child too: wait for the child to finish.
+                Signal::Int | Signal::Hup => {}
+            },
         }
     };
-    match status {
-        Ok(s) => {
-            use std::os::unix::process::ExitStatusExt;
-            match (s.code(), s.signal()) {
-                (Some(c), _) => u8::try_from(c).unwrap_or(1),
-                (None, Some(sig)) => u8::try_from(128 + sig).unwrap_or(1),
-                _ => 1,
-            }
-        }
-        Err(e) => {
-            tracing::error!("waiting for the command failed: {e}");
-            exit::UPSTREAM
-        }
-    }
-}
-
-/// Cassette files under `dir`: `*.jsonl` whose first line is a cassette meta record.
-fn find_cassettes(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    let mut entries: Vec<_> = entries.flatten().map(|e| e.path()).collect();
-    entries.sort();
-    for p in entries {
-        if p.is_dir() {
-            if !p.to_string_lossy().ends_with(".blobs") {
-                find_cassettes(&p, out);
-            }
-        } else if p.extension().is_some_and(|e| e == "jsonl") && is_cassette(&p) {
-            out.push(p);
-        }
-    }
+    use std::os::unix::process::ExitStatusExt;
+    let status = status.map_err(Error::Wait)?;
+    Ok(match (status.code(), status.signal()) {
+        (Some(c), _) => u8::try_from(c).unwrap_or(1),
+        (None, Some(sig)) => u8::try_from(128 + sig).unwrap_or(1),
+        _ => 1,
+    })
 }
 
 /// Whether the file's first line is a cassette's meta line.
@@ -583,10 +509,8 @@ fn is_cassette(path: &Path) -> bool {
     matches!(sniff(path), Ok(FileKind::Cassette))
 }
 
-fn ls(dir: &Path) -> u8 {
-    let mut found = Vec::new();
-    find_cassettes(dir, &mut found);
-    for p in &found {
+fn ls(dir: &Path) -> Outcome {
+    for p in &find_cassettes(dir) {
         match Cassette::load(p) {
             Ok(c) => {
                 let size = std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
@@ -600,7 +524,7 @@ fn ls(dir: &Path) -> u8 {
             Err(e) => println!("{}  unreadable: {e}", p.display()),
         }
     }
-    exit::OK
+    Ok(exit::OK)
 }
 
 fn human_size(n: u64) -> String {
@@ -613,47 +537,35 @@ fn human_size(n: u64) -> String {
     }
 }
 
-fn rm(path: &Path) -> u8 {
+fn rm(path: &Path) -> Outcome {
     if !is_cassette(path) {
-        tracing::error!(
-            "{} is not a cassette (its first line is not a cassette meta record); refusing to delete it",
-            path.display()
-        );
-        return exit::USAGE;
+        return Err(Error::NotACassette(path.to_owned()));
     }
-    if let Err(e) = std::fs::remove_file(path) {
-        tracing::error!("cannot remove {}: {e}", path.display());
-        return exit::USAGE;
-    }
+    let cannot_remove = |path: &Path| {
+        let path = path.to_owned();
+        |source| Error::Remove { path, source }
+    };
+    std::fs::remove_file(path).map_err(cannot_remove(path))?;
     let blobs = blobs_dir(path);
-    if blobs.exists()
-        && let Err(e) = std::fs::remove_dir_all(&blobs)
-    {
-        tracing::error!("cannot remove {}: {e}", blobs.display());
-        return exit::USAGE;
+    if blobs.exists() {
+        std::fs::remove_dir_all(&blobs).map_err(cannot_remove(&blobs))?;
     }
     println!("removed {}", path.display());
-    exit::OK
+    Ok(exit::OK)
 }
 
-fn scan(paths: &[PathBuf]) -> u8 {
-    let scrubber = match Scrubber::builder().secrets_from_env(true).build() {
-        Ok(s) => s,
-        Err(e) => {
-            tracing::error!("{e}");
-            return exit::USAGE;
-        }
-    };
+fn scan(paths: &[PathBuf]) -> Outcome {
+    let scrubber = Scrubber::builder().secrets_from_env(true).build()?;
     let mut files = Vec::new();
     for p in paths {
         if p.is_dir() {
-            find_cassettes(p, &mut files);
+            files.extend(find_cassettes(p));
         } else {
             files.push(p.clone());
         }
     }
     let mut found = 0;
-    let mut code = exit::OK;
+    let mut failed = 0;
     for f in &files {
         match scan_file(f, &scrubber) {
             Ok(findings) => {
@@ -669,8 +581,8 @@ fn scan(paths: &[PathBuf]) -> u8 {
                 }
             }
             Err(e) => {
-                tracing::error!("{e}");
-                code = exit::USAGE;
+                Error::from(e).report();
+                failed += 1;
             }
         }
     }
@@ -679,38 +591,37 @@ fn scan(paths: &[PathBuf]) -> u8 {
             "calltape http scan: {found} possible credential(s) in {} file(s) checked; redact them or re-record",
             files.len()
         );
-        return exit::DIFFERENCES;
+        return Ok(exit::DIFFERENCES);
+    }
+    if failed > 0 {
+        return Err(Error::Partly {
+            failed,
+            total: files.len(),
+            what: "cassettes could not be read",
+        });
     }
     tracing::info!("calltape http scan: {} file(s) clean", files.len());
-    code
+    Ok(exit::OK)
 }
 
-fn import_from_mastra(dir: &Path, out: &Path) -> u8 {
-    let scrubber = match Scrubber::builder().secrets_from_env(true).build() {
-        Ok(s) => s,
-        Err(e) => {
-            tracing::error!("{e}");
-            return exit::USAGE;
-        }
-    };
+fn import_from_mastra(dir: &Path, out: &Path) -> Outcome {
+    let scrubber = Scrubber::builder().secrets_from_env(true).build()?;
     let normalizer = Normalizer::new();
-    let mut files: Vec<PathBuf> = match std::fs::read_dir(dir) {
-        Ok(entries) => entries
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| p.extension().is_some_and(|e| e == "json"))
-            .collect(),
-        Err(e) => {
-            tracing::error!("cannot read {}: {e}", dir.display());
-            return exit::USAGE;
-        }
-    };
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|source| Error::Read {
+            path: dir.to_owned(),
+            source,
+        })?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
     files.sort();
     if files.is_empty() {
-        tracing::error!("{} holds no *.json recordings to import", dir.display());
-        return exit::USAGE;
+        return Err(Error::NothingToImport(dir.to_owned()));
     }
-    let mut code = exit::OK;
+    let total = files.len();
+    let mut failed = 0;
     for file in files {
         let stem = file
             .file_stem()
@@ -727,10 +638,17 @@ fn import_from_mastra(dir: &Path, out: &Path) -> u8 {
                 target.display()
             ),
             Err(e) => {
-                tracing::error!("{e}");
-                code = exit::USAGE;
+                Error::from(e).report();
+                failed += 1;
             }
         }
     }
-    code
+    match failed {
+        0 => Ok(exit::OK),
+        failed => Err(Error::Partly {
+            failed,
+            total,
+            what: "recordings could not be imported",
+        }),
+    }
 }

@@ -6,8 +6,10 @@
 // Doc comments here are `--help` text, where a URL must stay plain.
 #![allow(rustdoc::bare_urls)]
 
+mod args;
 mod bridge;
 mod demo;
+mod error;
 mod http;
 mod logging;
 mod record;
@@ -16,11 +18,16 @@ mod replay;
 mod serve;
 mod shared;
 mod show;
+mod signals;
 mod units;
 
 use std::process::ExitCode;
 
+#[cfg(test)]
+use clap::CommandFactory;
 use clap::{Parser, Subcommand};
+
+use crate::error::Error;
 
 /// Exit codes shared by every subcommand.
 pub(crate) mod exit {
@@ -35,22 +42,31 @@ pub(crate) mod exit {
 }
 
 /// The async runtime of a command that runs child processes: one thread, because children are
-/// forked from it and their parent-death signal is tied to that thread. `None`, said on stderr,
-/// when it cannot be made.
-pub(crate) fn single_thread_runtime() -> Option<tokio::runtime::Runtime> {
-    match tokio::runtime::Builder::new_current_thread()
+/// forked from it and their parent-death signal is tied to that thread.
+pub(crate) fn single_thread_runtime() -> Result<tokio::runtime::Runtime, Error> {
+    tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-    {
-        Ok(runtime) => Some(runtime),
-        Err(e) => {
-            tracing::error!("cannot start the async runtime: {e}");
-            None
-        }
-    }
+        .map_err(Error::Runtime)
+}
+
+/// The async runtime of a command that serves or replays on its own: two worker threads.
+pub(crate) fn multi_thread_runtime() -> Result<tokio::runtime::Runtime, Error> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(Error::Runtime)
 }
 
 const AFTER_HELP: &str = "\
+Examples:
+  calltape record -o calls.jsonl -- node server.js
+  calltape replay calls.jsonl -- node server.js
+  calltape bridge --watch src -- cargo run -q
+  calltape http --upstream openai=https://api.openai.com --cassette chat.jsonl -- pytest
+  calltape demo
+
 Exit codes:
   0  success
   1  differences found (replay)
@@ -98,7 +114,7 @@ enum Command {
     /// Attach this stdio session to the key's shared server, starting it if none proves itself.
     #[command(after_help = shared::EXAMPLES)]
     Shared(shared::SharedArgs),
-    /// Summarise and validate a call recording.
+    /// Summarise and validate a call recording or an HTTP cassette.
     Show(show::ShowArgs),
     /// Record a session against a built-in demo server v1, replay it against v2, print the report.
     Demo(demo::DemoArgs),
@@ -110,7 +126,7 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     logging::init(cli.verbose, cli.quiet);
-    let code: u8 = match cli.command {
+    let outcome = match cli.command {
         Command::Bridge(args) => bridge::run(args),
         Command::Http(args) => http::run(args),
         Command::Redact(args) => redact::run(args),
@@ -122,5 +138,125 @@ fn main() -> ExitCode {
         Command::Demo(args) => demo::run(args),
         Command::DemoServer(args) => demo::run_server(args),
     };
-    ExitCode::from(code)
+    ExitCode::from(outcome.unwrap_or_else(|error| {
+        error.report();
+        error.exit_code()
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The redaction names of a command line, for every command that takes them.
+    fn names(argv: &[&str]) -> args::RedactNames {
+        let cli = Cli::try_parse_from(std::iter::once("calltape").chain(argv.iter().copied()))
+            .unwrap_or_else(|e| panic!("{argv:?}: {e}"));
+        match cli.command {
+            Command::Bridge(args) => args.recording.names,
+            Command::Http(args) => args.names().clone(),
+            Command::Record(args) => args.bridge.recording.names,
+            Command::Redact(args) => args.names,
+            Command::Replay(args) => args.names,
+            Command::Serve(args) => args.recording.names,
+            other => panic!("{other:?} takes no redaction names"),
+        }
+    }
+
+    #[test]
+    fn every_command_that_redacts_takes_redact_and_keep_and_its_old_spellings() {
+        // (the command line before the names, after them, the command's earlier spellings)
+        let commands: &[(&[&str], &[&str], &[&str])] = &[
+            (&["bridge"], &["--", "srv"], &[]),
+            (&["record", "-o", "c.jsonl"], &["--", "srv"], &[]),
+            (&["replay", "c.jsonl"], &["--", "srv"], &[]),
+            (&["serve", "--record", "c.jsonl"], &["--", "srv"], &[]),
+            (&["redact"], &[], &["--name", "a", "--keep", "b"]),
+            (
+                &["http", "--upstream", "a=http://127.0.0.1:9"],
+                &[],
+                &["--redact-name", "a", "--keep-name", "b"],
+            ),
+        ];
+        let want = args::RedactNames {
+            redact: vec!["a".into()],
+            keep: vec!["b".into()],
+        };
+        for (before, after, old) in commands {
+            let spellings: &[&[&str]] = &[&["--redact", "a", "--keep", "b"], old];
+            for spelling in spellings.iter().filter(|s| !s.is_empty()) {
+                let argv = [*before, *spelling, *after].concat();
+                assert_eq!(names(&argv), want, "{argv:?}");
+            }
+        }
+    }
+
+    /// The help's width: clap wraps to the terminal, and to at most this many columns.
+    const WIDTH: usize = 100;
+
+    /// Every command's `--help` as clap prints it at [`WIDTH`] columns, with its path.
+    fn every_help() -> Vec<(String, String)> {
+        let mut root = Cli::command().term_width(WIDTH);
+        root.build();
+        let mut helps = Vec::new();
+        let mut stack = vec![("calltape".to_owned(), root)];
+        while let Some((path, mut command)) = stack.pop() {
+            helps.push((path.clone(), command.render_long_help().to_string()));
+            for sub in command.get_subcommands().filter(|s| s.get_name() != "help") {
+                stack.push((format!("{path} {}", sub.get_name()), sub.clone()));
+            }
+        }
+        helps
+    }
+
+    #[test]
+    fn every_help_fits_in_100_columns_shows_an_example_and_wraps_prose_only_where_full() {
+        let helps = every_help();
+        assert!(helps.len() > 10, "{helps:?}");
+        for (path, help) in &helps {
+            let lines: Vec<&str> = help.lines().collect();
+            for line in &lines {
+                assert!(
+                    line.chars().count() <= WIDTH,
+                    "{path}: over {WIDTH}: {line:?}"
+                );
+            }
+            if path != "calltape demo-server" {
+                assert!(
+                    help.contains("\nExample"),
+                    "{path} shows no example:\n{help}"
+                );
+            }
+            // Two lines of prose in a row are one paragraph wrapped: the first must be full, that
+            // is the next word would not have fitted on it. A line broken by hand before then
+            // reads as a sentence broken mid-phrase once clap wraps it again.
+            for pair in lines.windows(2) {
+                let prose = |l: &str| l.starts_with(|c: char| !c.is_whitespace());
+                if prose(pair[0]) && prose(pair[1]) {
+                    let next = pair[1].split(' ').next().unwrap_or("");
+                    assert!(
+                        pair[0].chars().count() + 1 + next.chars().count() > WIDTH,
+                        "{path}: a line broken before it was full:\n{}\n{}",
+                        pair[0],
+                        pair[1]
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_old_spellings_are_hidden_from_help() {
+        for command in ["redact", "http"] {
+            let help = Cli::command()
+                .find_subcommand_mut(command)
+                .expect(command)
+                .render_long_help()
+                .to_string();
+            assert!(help.contains("--redact <NAME>"), "{command}:\n{help}");
+            for old in ["--name", "--redact-name", "--keep-name"] {
+                assert!(!help.contains(old), "{command} shows {old}:\n{help}");
+            }
+        }
+    }
 }

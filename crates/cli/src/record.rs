@@ -4,7 +4,10 @@
 use std::path::{Path, PathBuf};
 
 use calltape_recorder::mcp::{DEFAULT_METHODS, Recorder, RecorderOptions, SessionRecorder};
+use calltape_stdio_bridge::Tap;
 use clap::Args;
+
+use crate::error::{Error, Outcome};
 
 pub(crate) const EXAMPLES: &str = "\
 Examples:
@@ -12,10 +15,10 @@ Examples:
   calltape record -o calls.jsonl --methods tools/call --keep pageToken -- python -m my_server
   calltape record -o calls.jsonl --url http://127.0.0.1:3000/mcp
 
-Put the first form in an MCP client's configuration as the server command and use the client as
-usual: every tools/call, resources/read and prompts/get it makes is appended to calls.jsonl (created
-0600) with the answer it received, credentials redacted. Review the file, commit it, and run
-`calltape replay calls.jsonl -- node server.js` in CI.";
+Put the first form in an MCP client's configuration as the server command and use the client as \
+usual: every tools/call, resources/read and prompts/get it makes is appended to calls.jsonl \
+(created 0600) with the answer it received, credentials redacted. Review the file, commit it, and \
+run `calltape replay calls.jsonl -- node server.js` in CI.";
 
 /// What is recorded and how: shared by `calltape record` and `calltape bridge --record`.
 #[derive(Debug, Clone, Args)]
@@ -25,20 +28,11 @@ pub(crate) struct RecordOptions {
     methods: Vec<String>,
 
     /// The most the recording may grow to; later calls are dropped and reported, e.g. 10MiB.
-    #[arg(long, value_name = "BYTES", default_value = "10MiB", value_parser = size)]
+    #[arg(long, value_name = "BYTES", default_value = "10MiB", value_parser = crate::units::size::<u64>)]
     max_bytes: u64,
 
-    /// Also redact the value of every field with this name (repeatable).
-    #[arg(long = "redact", value_name = "NAME")]
-    redact: Vec<String>,
-
-    /// Never redact a field with this name by its name, e.g. pageToken (repeatable).
-    #[arg(long = "keep", value_name = "NAME")]
-    keep: Vec<String>,
-}
-
-fn size(input: &str) -> Result<u64, String> {
-    crate::units::size(input).map(|n| n as u64)
+    #[command(flatten)]
+    pub(crate) names: crate::args::RedactNames,
 }
 
 impl RecordOptions {
@@ -55,8 +49,8 @@ impl RecordOptions {
         RecorderOptions::default()
             .methods(methods)
             .max_bytes(self.max_bytes)
-            .redact_names(self.redact.iter().cloned())
-            .keep_names(self.keep.iter().cloned())
+            .redact_names(self.names.redact.iter().cloned())
+            .keep_names(self.names.keep.iter().cloned())
     }
 }
 
@@ -69,52 +63,55 @@ pub(crate) struct RecordArgs {
     output: PathBuf,
 
     #[command(flatten)]
-    bridge: crate::bridge::BridgeArgs,
+    pub(crate) bridge: crate::bridge::BridgeArgs,
 }
 
-pub(crate) fn run(args: RecordArgs) -> u8 {
+pub(crate) fn run(args: RecordArgs) -> Outcome {
     crate::bridge::run_recording(args.bridge, Some(args.output))
 }
 
-/// A recording in progress: hand [`tap`](ActiveRecording::start)'s tap to the bridge, then call
-/// [`finish`](ActiveRecording::finish) once the bridge has returned (or was stopped by a signal): by
-/// then the tap has seen every frame.
+/// A recording in progress: hand its taps to the bridge ([`session`](Self::session)) or the server
+/// ([`sessions`](Self::sessions)), then call [`finish`](Self::finish) once they have returned (or
+/// were stopped by a signal): by then every tap has seen its last frame.
 pub(crate) struct ActiveRecording {
     recorder: Recorder,
     path: PathBuf,
 }
 
 impl ActiveRecording {
-    /// Opens `path` and returns the recording with the tap for the bridge. Must run inside the Tokio
-    /// runtime that will run the bridge.
-    pub(crate) async fn start(
-        path: &Path,
-        options: &RecordOptions,
-    ) -> Result<(Self, SessionRecorder), String> {
+    /// Opens `path`, created 0600 or extended. Must run inside the Tokio runtime that will run the
+    /// bridge or the server.
+    pub(crate) async fn start(path: &Path, options: &RecordOptions) -> Result<Self, Error> {
         let recorder = Recorder::open(path, options.recorder_options())
             .await
-            .map_err(|e| e.to_string())?;
-        let tap = recorder.session();
-        tracing::debug!(path = %path.display(), session = tap.id(), "recording");
-        Ok((
-            Self {
-                recorder,
-                path: path.to_owned(),
-            },
-            tap,
-        ))
+            .map_err(|e| Error::context(format!("cannot record to {}", path.display()), e))?;
+        Ok(Self {
+            recorder,
+            path: path.to_owned(),
+        })
     }
 
-    /// Writes everything to disk and prints one summary line on stderr. Returns whether every call
-    /// reached the file.
-    pub(crate) async fn finish(self) -> bool {
+    /// The tap of one session.
+    pub(crate) fn session(&self) -> SessionRecorder {
+        let tap = self.recorder.session();
+        tracing::debug!(path = %self.path.display(), session = tap.id(), "recording");
+        tap
+    }
+
+    /// What makes a tap for each session of a server.
+    pub(crate) fn sessions(&self) -> impl Fn() -> Box<dyn Tap> + Send + Sync + 'static {
+        let recorder = self.recorder.clone();
+        move || Box::new(recorder.session())
+    }
+
+    /// Writes everything to disk and says in one line on stderr what was recorded: at info level
+    /// when every call reached the file, else whatever the log level.
+    pub(crate) async fn finish(self) {
         let report = self.recorder.close().await;
         if report.is_complete() {
             tracing::info!("{}: {report}", self.path.display());
         } else {
-            // Drops and failures: always said, whatever the log level.
             eprintln!("calltape: {}: {report}", self.path.display());
         }
-        report.is_complete()
     }
 }

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use calltape_redact::{RedactingWriter, Redactor};
 use clap::Args;
 
+use crate::error::{Error, Outcome};
 use crate::exit;
 
 /// The longest line redacted whole (as JSON when it is JSON); a longer one is redacted as text in
@@ -17,7 +18,7 @@ const EXAMPLES: &str = "\
 Examples:
   calltape redact server.log > server.redacted.log
   kubectl logs my-pod | calltape redact
-  calltape redact --keep pageToken --name x-tenant calls.jsonl";
+  calltape redact --keep pageToken --redact x-tenant calls.jsonl";
 
 /// Redact credentials from text, JSON or JSONL files (or stdin) and write the result to stdout.
 ///
@@ -30,78 +31,56 @@ pub(crate) struct RedactArgs {
     #[arg(value_name = "FILE")]
     files: Vec<PathBuf>,
 
-    /// A field name never to redact (repeatable), e.g. pageToken.
-    #[arg(long = "keep", value_name = "NAME")]
-    keep: Vec<String>,
-
-    /// An extra field name to redact (repeatable), e.g. x-tenant-id.
-    #[arg(long = "name", value_name = "NAME")]
-    names: Vec<String>,
+    #[command(flatten)]
+    pub(crate) names: crate::args::RedactNames,
 }
 
-pub(crate) fn run(args: RedactArgs) -> u8 {
-    let redactor = match Redactor::builder()
-        .keep_names(args.keep)
-        .redact_names(args.names)
-        .build()
-    {
-        Ok(r) => r,
-        Err(e) => {
-            tracing::error!("{e}");
-            return exit::USAGE;
-        }
-    };
+pub(crate) fn run(args: RedactArgs) -> Outcome {
+    let redactor = Redactor::builder()
+        .keep_names(args.names.keep)
+        .redact_names(args.names.redact)
+        .build()?;
     let stdout = io::stdout();
     let mut out = io::BufWriter::with_capacity(256 * 1024, stdout.lock());
     let mut stream = LineRedactor::new(&redactor);
-    let mut code = exit::OK;
 
     let files = if args.files.is_empty() {
         vec![PathBuf::from("-")]
     } else {
         args.files
     };
+    let total = files.len();
+    let mut failed = 0;
     for path in files {
         let result = if path.as_os_str() == "-" {
             stream.run(io::stdin().lock(), &mut out)
         } else {
-            match File::open(&path) {
-                Ok(file) => stream.run(file, &mut out),
-                Err(e) => {
-                    tracing::error!("cannot read {}: {}", path.display(), describe(&e));
-                    code = exit::USAGE;
-                    continue;
-                }
-            }
+            File::open(&path)
+                .map_err(StreamError::Read)
+                .and_then(|file| stream.run(file, &mut out))
         };
         match result {
             Ok(()) => {}
-            Err(StreamError::Read(e)) => {
-                tracing::error!("cannot read {}: {}", path.display(), describe(&e));
-                code = exit::USAGE;
+            // One unreadable file does not stop the others: it is said, and the exit says it.
+            Err(StreamError::Read(source)) => {
+                Error::Read { path, source }.report();
+                failed += 1;
             }
-            Err(StreamError::Write(e)) if e.kind() == io::ErrorKind::BrokenPipe => return code,
-            Err(StreamError::Write(e)) => {
-                tracing::error!("cannot write to stdout: {e}");
-                return exit::USAGE;
-            }
+            Err(StreamError::Write(e)) if e.kind() == io::ErrorKind::BrokenPipe => break,
+            Err(StreamError::Write(e)) => return Err(Error::Stdout(e)),
         }
     }
-    if let Err(e) = out.flush()
-        && e.kind() != io::ErrorKind::BrokenPipe
-    {
-        tracing::error!("cannot write to stdout: {e}");
-        return exit::USAGE;
+    match out.flush() {
+        Err(e) if e.kind() != io::ErrorKind::BrokenPipe => return Err(Error::Stdout(e)),
+        _ => {}
     }
-    code
-}
-
-fn describe(e: &io::Error) -> String {
-    match e.kind() {
-        io::ErrorKind::NotFound => "no such file".to_owned(),
-        io::ErrorKind::PermissionDenied => "permission denied".to_owned(),
-        io::ErrorKind::IsADirectory => "is a directory".to_owned(),
-        _ => e.to_string(),
+    match failed {
+        0 => Ok(exit::OK),
+        failed => Err(Error::Partly {
+            failed,
+            total,
+            what: "inputs could not be read",
+        }),
     }
 }
 

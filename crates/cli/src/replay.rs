@@ -1,6 +1,5 @@
 //! `calltape replay`: replay a recording against a server and report what changed.
 
-use std::ffi::OsString;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -11,12 +10,15 @@ use calltape_redact::Redactor;
 use calltape_replay::mcp::{
     Comparer, FillSpec, Fills, Format, ReplayOptions, replay, update_recording,
 };
-use calltape_stdio_bridge::{
-    ChildUpstream, DEFAULT_HTTP_PATH, ExtraHeaders, HttpUpstream, Stderr, UnixUpstream, Upstream,
-};
-use clap::{ArgGroup, Args};
+use calltape_stdio_bridge::Stderr;
+use clap::Args;
 
-use crate::{exit, units::duration};
+use crate::{
+    args::UpstreamArgs,
+    error::{Error, Outcome},
+    exit,
+    units::duration,
+};
 
 pub(crate) const EXAMPLES: &str = "\
 Examples:
@@ -26,28 +28,32 @@ Examples:
   calltape replay calls.jsonl --update -- node server.js     # accept the new answers
   calltape replay calls.jsonl --fill cardToken=env:CARD --fill apiKey=file:key.txt -- node server.js
 
-Each recorded session is replayed through a fresh connection (a new child process, a new HTTP
-session) with the recorded client info, its calls in recorded order. A call is same, changed (with
-each differing path), new-error or gone-error. A recorded \"[REDACTED]\" matches any value.
---fill sends a value in place of a recorded \"[REDACTED]\" at a field of that name, anywhere in an
-input; the value comes from an environment variable or a file and appears in no report. A call
-that still holds \"[REDACTED]\" is sent as recorded, noted \"unfilled: NAME\". A string of 6
-characters or more that an earlier answer created (a payment id) and a later input uses is sent
-as the replayed answer holds it, noted \"input.PATH: old → new (from call N, PATH)\"; answers that
-echo the new value compare equal to the recorded one. --no-follow turns this off.
-A task-augmented call was recorded as a plain one with its result; when the server runs the tool
+Each recorded session is replayed through a fresh connection (a new child process, a new HTTP \
+session) with the recorded client info, its calls in recorded order. A call is same, changed \
+(with each differing path), new-error or gone-error. A recorded \"[REDACTED]\" matches any value.
+
+--fill sends a value in place of a recorded \"[REDACTED]\" at a field of that name, anywhere in \
+an input; the value comes from an environment variable or a file and appears in no report. A call \
+that still holds \"[REDACTED]\" is sent as recorded, noted \"unfilled: NAME\".
+
+A string of 6 characters or more that an earlier answer created (a payment id) and a later input \
+uses is sent as the replayed answer holds it, noted \"input.PATH: old → new (from call N, \
+PATH)\"; answers that echo the new value compare equal to the recorded one. --no-follow turns \
+this off.
+
+A task-augmented call was recorded as a plain one with its result; when the server runs the tool \
 only as a task, the replay runs it as one and polls it to its end within --timeout.
-A session recorded with the stateless protocol (2026-07-28) sends no initialize: each request
-carries the recorded client info in its _meta. The server's ping is answered; its sampling,
+
+A session recorded with the stateless protocol (2026-07-28) sends no initialize: each request \
+carries the recorded client info in its _meta. The server's ping is answered; its sampling, \
 elicitation and roots requests get an error, since a replay has no client to ask.
 
-Exit codes: 0 no difference (or --update rewrote the recording), 1 differences, 2 unreadable or
+Exit codes: 0 no difference (or --update rewrote the recording), 1 differences, 2 unreadable or \
 invalid recording or bad arguments, 3 the server could not be started or stopped answering.";
 
 /// The arguments of `calltape replay`.
 #[derive(Debug, Args)]
 #[command(after_help = EXAMPLES)]
-#[command(group(ArgGroup::new("server").required(true).args(["url", "socket", "command"])))]
 pub(crate) struct ReplayArgs {
     /// The recording to replay.
     #[arg(value_name = "FILE")]
@@ -91,67 +97,12 @@ pub(crate) struct ReplayArgs {
     #[arg(long, value_name = "DUR", default_value = "30s", value_parser = duration)]
     timeout: Duration,
 
-    /// Also redact fields with this name in the replayed answers (repeatable); use the recording's.
-    #[arg(long = "redact", value_name = "NAME")]
-    redact: Vec<String>,
+    /// The names the recording was made with, so that the replayed answers are redacted alike.
+    #[command(flatten)]
+    pub(crate) names: crate::args::RedactNames,
 
-    /// Never redact fields with this name by name (repeatable); use the recording's.
-    #[arg(long = "keep", value_name = "NAME")]
-    keep: Vec<String>,
-
-    /// An HTTP header sent with every request to --url or --socket (repeatable).
-    #[arg(long = "header", value_name = "'K: V'")]
-    headers: Vec<String>,
-
-    /// A file of headers, one 'K: V' per line.
-    #[arg(long, value_name = "FILE")]
-    header_file: Option<PathBuf>,
-
-    /// A Streamable HTTP endpoint, e.g. http://127.0.0.1:3000/mcp.
-    #[arg(long, value_name = "URL")]
-    url: Option<String>,
-
-    /// A Unix socket serving Streamable HTTP.
-    #[arg(long, value_name = "PATH")]
-    socket: Option<PathBuf>,
-
-    /// The MCP endpoint's path on --socket.
-    #[arg(long = "path", value_name = "PATH", requires = "socket", default_value = DEFAULT_HTTP_PATH)]
-    http_path: String,
-
-    /// The server to run for each session, with its arguments (no shell).
-    #[arg(last = true, value_name = "CMD")]
-    command: Vec<OsString>,
-}
-
-fn upstream(args: &ReplayArgs) -> Result<Arc<dyn Upstream>, String> {
-    if !args.command.is_empty() {
-        if !args.headers.is_empty() || args.header_file.is_some() {
-            return Err(
-                "--header and --header-file apply to --url and --socket, not to a command".into(),
-            );
-        }
-        let child = ChildUpstream::new(args.command.iter().cloned()).map_err(|e| e.to_string())?;
-        return Ok(Arc::new(child.stderr(Stderr::Inherit)));
-    }
-    let mut headers = ExtraHeaders::new();
-    for line in &args.headers {
-        headers.push_line(line).map_err(|e| e.to_string())?;
-    }
-    if let Some(file) = &args.header_file {
-        headers.read_file(file).map_err(|e| e.to_string())?;
-    }
-    if let Some(url) = &args.url {
-        return Ok(Arc::new(
-            HttpUpstream::new(url, headers).map_err(|e| e.to_string())?,
-        ));
-    }
-    if let Some(socket) = &args.socket {
-        return Ok(Arc::new(
-            UnixUpstream::new(socket, &args.http_path, headers).map_err(|e| e.to_string())?,
-        ));
-    }
-    Err("give the server: `-- CMD ARGS…`, --url URL or --socket PATH".into())
+    #[command(flatten)]
+    upstream: UpstreamArgs,
 }
 
 /// The values of `--fill`, parsed here rather than by clap, whose error would repeat a value put on
@@ -164,55 +115,19 @@ fn fills(specs: &[String]) -> Result<Fills, calltape_replay::Error> {
     Fills::resolve(&specs)
 }
 
-/// Whether the report may use colour: a terminal, and `NO_COLOR` unset.
-pub(crate) fn color_wanted(to_terminal: bool) -> bool {
-    to_terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
-}
-
-pub(crate) fn run(args: ReplayArgs) -> u8 {
-    let recording = match Recording::read(&args.file) {
-        Ok(recording) => recording,
-        Err(e) => {
-            eprintln!("calltape: {e}");
-            return exit::USAGE;
-        }
-    };
-    let comparer = match Comparer::builder()
+pub(crate) fn run(args: ReplayArgs) -> Outcome {
+    let recording = Recording::read(&args.file)?;
+    let comparer = Comparer::builder()
         .ignore(&args.ignore)
         .shape(args.shape)
         .build()
-    {
-        Ok(comparer) => comparer,
-        Err(e) => {
-            eprintln!("calltape: --ignore: {e}");
-            return exit::USAGE;
-        }
-    };
-    let redactor = match Redactor::builder()
-        .redact_names(args.redact.iter().map(String::as_str))
-        .keep_names(args.keep.iter().map(String::as_str))
-        .build()
-    {
-        Ok(redactor) => redactor,
-        Err(e) => {
-            eprintln!("calltape: {e}");
-            return exit::USAGE;
-        }
-    };
-    let fills = match fills(&args.fill) {
-        Ok(fills) => fills,
-        Err(e) => {
-            eprintln!("calltape: {e}");
-            return exit::USAGE;
-        }
-    };
-    let upstream = match upstream(&args) {
-        Ok(upstream) => upstream,
-        Err(message) => {
-            eprintln!("calltape: {message}");
-            return exit::USAGE;
-        }
-    };
+        .map_err(|e| Error::context("--ignore", e))?;
+    let redactor = Redactor::builder()
+        .redact_names(args.names.redact.iter().map(String::as_str))
+        .keep_names(args.names.keep.iter().map(String::as_str))
+        .build()?;
+    let fills = fills(&args.fill)?;
+    let upstream = args.upstream.upstream(Stderr::Inherit)?;
     let format: Format = args.format.parse().unwrap_or_default();
     let mut options = ReplayOptions::default()
         .comparer(comparer)
@@ -224,59 +139,38 @@ pub(crate) fn run(args: ReplayArgs) -> u8 {
     if std::io::stderr().is_terminal() {
         options = options.progress(progress_bar());
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(e) => {
-            eprintln!("calltape: cannot start the async runtime: {e}");
-            return exit::UPSTREAM;
-        }
-    };
+    let runtime = crate::multi_thread_runtime()?;
     let result = runtime.block_on(replay(&recording, upstream, &options));
     if std::io::stderr().is_terminal() {
         eprint!("\r\x1b[2K");
     }
-    let replayed = match result {
-        Ok(replayed) => replayed,
-        Err(e) => {
-            eprintln!("calltape: {e}");
-            return exit::UPSTREAM;
-        }
-    };
+    let replayed = result.map_err(Error::upstream)?;
     let report = &replayed.report;
     if args.update {
-        if let Err(e) = update_recording(&recording, &replayed.outcomes) {
-            eprintln!("calltape: {e}");
-            return exit::USAGE;
-        }
+        update_recording(&recording, &replayed.outcomes)?;
         eprintln!(
             "calltape: {}: rewritten with the replayed answers ({})",
             args.file.display(),
             report.summary()
         );
-        return exit::OK;
+        return Ok(exit::OK);
     }
     let to_terminal = args.output.is_none() && std::io::stdout().is_terminal();
-    let text = report.render(format, color_wanted(to_terminal));
+    let text = report.render(format, crate::logging::color_enabled(to_terminal));
     match &args.output {
         Some(path) => {
             // Replaced whole and owner-only, never through a link at the path: a report quotes
             // answers, redacted as the recording is, but still nobody else's to read.
-            if let Err(e) = calltape_jsonl_store::fs::write_atomic(path, &text) {
-                eprintln!("calltape: cannot write the report: {e}");
-                return exit::USAGE;
-            }
+            calltape_jsonl_store::fs::write_atomic(path, &text)
+                .map_err(|e| Error::context("cannot write the report", e))?;
             eprintln!("calltape: {}", report.summary());
         }
         None => print!("{text}"),
     }
     if report.has_differences() {
-        exit::DIFFERENCES
+        Ok(exit::DIFFERENCES)
     } else {
-        exit::OK
+        Ok(exit::OK)
     }
 }
 

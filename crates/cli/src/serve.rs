@@ -2,15 +2,19 @@
 
 use std::{ffi::OsString, io::Write, net::SocketAddr, path::PathBuf, time::Duration};
 
-use calltape_recorder::mcp::{Recorder, RecorderOptions};
 use calltape_stdio_bridge::{
-    ChildUpstream, Error, Stderr,
+    ChildUpstream, ErrorKind, Stderr,
     serve::{Serve, StopReason},
     shared::{SERVE_KEY_ENV, Secret, Transport, serve_shared},
 };
 use clap::Args;
 
-use crate::{exit, units::duration};
+use crate::{
+    error::{Error, Outcome},
+    exit,
+    record::{ActiveRecording, RecordOptions},
+    units::duration,
+};
 
 pub(crate) const EXAMPLES: &str = "\
 Examples:
@@ -19,21 +23,22 @@ Examples:
   calltape serve --socket /run/user/1000/mcp.sock -- node server.js
   calltape serve --listen 127.0.0.1:8808 --record calls.jsonl -- python server.py
 
-MCP is served at /mcp over HTTP/1.1. The server runs CMD once and multiplexes every session onto it:
-the first initialize is forwarded and its answer reused, request ids and progress tokens are remapped,
-list changes go to every session, and a crashed CMD is restarted and re-initialized.
+MCP is served at /mcp over HTTP/1.1. The server runs CMD once and multiplexes every session onto \
+it: the first initialize is forwarded and its answer reused, request ids and progress tokens are \
+remapped, list changes go to every session, and a crashed CMD is restarted and re-initialized.
 
-Limits: a connection gets 10 s to send a request's headers; at most --max-connections are open (past
-that, the oldest one still waiting for its headers is closed) and at most --max-sessions sessions
-(an initialize past that gets 503). A GET stream whose client leaves 1,024 messages or 16 MiB unread
-is closed; the client resumes with Last-Event-ID from the session's last 1,024 events.
+Limits: a connection gets 10 s to send a request's headers; at most --max-connections are open \
+(past that, the oldest one still waiting for its headers is closed) and at most --max-sessions \
+sessions (an initialize past that gets 503). A GET stream whose client leaves 1,024 messages or \
+16 MiB unread is closed; the client resumes with Last-Event-ID from the session's last 1,024 \
+events.
 
-Loopback only: any request with an Origin header gets 403, a Host that is not 127.0.0.1, localhost or
-[::1] gets 421, and there is no CORS. With --token-file a fresh token is written to that file (0600) and
-every /mcp request must carry it as `Authorization: Bearer <token>`.
+Loopback only: any request with an Origin header gets 403, a Host that is not 127.0.0.1, \
+localhost or [::1] gets 421, and there is no CORS. With --token-file a fresh token is written to \
+that file (0600) and every /mcp request must carry it as `Authorization: Bearer <token>`.
 
-What cannot be shared: the log level (logging/setLevel applies to every session) and roots that differ
-between sessions (a roots/list request goes to the session whose request is in flight).";
+What cannot be shared: the log level (logging/setLevel applies to every session) and roots that \
+differ between sessions (a roots/list request goes to the session whose request is in flight).";
 
 /// The arguments of `calltape serve`.
 #[derive(Debug, Args)]
@@ -58,6 +63,9 @@ pub(crate) struct ServeArgs {
     /// Record every session's calls (credentials redacted) to FILE, created 0600 or extended.
     #[arg(long, value_name = "FILE")]
     record: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub(crate) recording: RecordOptions,
 
     /// Hold at most N connections open; past that, the oldest one still waiting for a request's
     /// headers is closed (a connection gets 10 s to send them).
@@ -85,34 +93,14 @@ pub(crate) fn transport(input: &str) -> Result<Transport, String> {
     input.parse::<Transport>().map_err(|e| e.to_string())
 }
 
-async fn signalled() {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) else {
-        return std::future::pending().await;
-    };
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = int.recv() => {}
-    }
-}
-
 /// Writes the token owner-only, replacing the file whole; a link at the path is refused, not removed.
-fn write_token_file(path: &PathBuf, token: &str) -> Result<(), String> {
+fn write_token_file(path: &PathBuf, token: &str) -> Result<(), Error> {
     calltape_jsonl_store::fs::write_atomic(path, token)
-        .map_err(|e| format!("cannot write the token file: {e}"))
+        .map_err(|e| Error::context("cannot write the token file", e))
 }
 
-pub(crate) fn run(args: ServeArgs) -> u8 {
-    let mut child = match ChildUpstream::new(args.command.iter().cloned()) {
-        Ok(child) => child,
-        Err(e) => {
-            tracing::error!("{e}");
-            return exit::USAGE;
-        }
-    };
+pub(crate) fn run(args: ServeArgs) -> Outcome {
+    let mut child = ChildUpstream::new(args.command.iter().cloned())?;
     let shared_key = std::env::var(SERVE_KEY_ENV)
         .ok()
         .filter(|key| !key.is_empty());
@@ -129,51 +117,34 @@ pub(crate) fn run(args: ServeArgs) -> u8 {
         .json_response(args.json_response)
         .max_connections(args.max_connections)
         .max_sessions(args.max_sessions);
-    let Some(runtime) = crate::single_thread_runtime() else {
-        return exit::UPSTREAM;
-    };
-    let recorder = match &args.record {
-        Some(path) => match runtime.block_on(Recorder::open(path, RecorderOptions::default())) {
-            Ok(recorder) => {
-                let for_sessions = recorder.clone();
-                serve = serve.tap_sessions(move || Box::new(for_sessions.session()));
-                Some((recorder, path.clone()))
-            }
-            Err(e) => {
-                tracing::error!("cannot record to {}: {e}", path.display());
-                return exit::USAGE;
-            }
-        },
+    let runtime = crate::single_thread_runtime()?;
+    let recording = match &args.record {
+        Some(path) => {
+            let recording = runtime.block_on(ActiveRecording::start(path, &args.recording))?;
+            serve = serve.tap_sessions(recording.sessions());
+            Some(recording)
+        }
         None => None,
     };
-    let result: Result<StopReason, Error> = if let Some(key) = shared_key {
+    let result: Result<StopReason, calltape_stdio_bridge::Error> = if let Some(key) = shared_key {
         if args.listen.is_some() || args.socket.is_some() || args.token_file.is_some() {
-            tracing::error!(
-                "a shared server picks its own endpoint and token: drop --listen, --socket and --token-file"
-            );
-            return exit::USAGE;
+            return Err(Error::SharedServerFlags);
         }
-        let Some((_, paths)) = crate::shared::key_paths(&key) else {
-            return exit::USAGE;
-        };
+        let (_, paths) = crate::shared::key_paths(&key)?;
         serve = serve.idle_exit(args.idle_exit.unwrap_or(Duration::from_secs(600)));
-        runtime.block_on(serve_shared(&paths, args.transport, serve, signalled()))
+        runtime.block_on(serve_shared(
+            &paths,
+            args.transport,
+            serve,
+            crate::signals::termination("stopping the server"),
+        ))
     } else {
         if let Some(idle) = args.idle_exit {
             serve = serve.idle_exit(idle);
         }
         if let Some(path) = &args.token_file {
-            let token = match Secret::generate() {
-                Ok(secret) => secret.to_hex(),
-                Err(e) => {
-                    tracing::error!("{e}");
-                    return exit::UPSTREAM;
-                }
-            };
-            if let Err(message) = write_token_file(path, &token) {
-                tracing::error!("{message}");
-                return exit::USAGE;
-            }
+            let token = Secret::generate().map_err(Error::upstream)?.to_hex();
+            write_token_file(path, &token)?;
             serve = serve.bearer_token(token);
         }
         runtime.block_on(async {
@@ -198,31 +169,23 @@ pub(crate) fn run(args: ServeArgs) -> u8 {
             }
             let _ = std::io::stdout().flush();
             tracing::info!("serving at {}", server.endpoint());
-            server.run_until(signalled()).await
+            server.run_until(crate::signals::termination("stopping the server")).await
         })
     };
-    if let Some((recorder, path)) = recorder {
+    if let Some(recording) = recording {
         // The server has returned: every session's observer has seen its last frame.
-        let report = runtime.block_on(recorder.close());
-        if report.is_complete() {
-            tracing::info!("{}: {report}", path.display());
-        } else {
-            eprintln!("calltape: {}: {report}", path.display());
-        }
+        runtime.block_on(recording.finish());
     }
     runtime.shutdown_timeout(Duration::from_millis(200));
     match result {
         Ok(reason) => {
             tracing::debug!("stopped ({reason:?})");
-            exit::OK
+            Ok(exit::OK)
         }
-        Err(e) => {
-            tracing::error!("{e}");
-            match e.kind() {
-                calltape_stdio_bridge::ErrorKind::Io { .. }
-                | calltape_stdio_bridge::ErrorKind::Spawn { .. } => exit::UPSTREAM,
-                _ => exit::USAGE,
-            }
+        // The server could not run or stopped: an upstream failure; anything else is the user's to fix.
+        Err(e) if matches!(e.kind(), ErrorKind::Io { .. } | ErrorKind::Spawn { .. }) => {
+            Err(Error::upstream(e))
         }
+        Err(e) => Err(e.into()),
     }
 }

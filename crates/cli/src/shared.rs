@@ -9,33 +9,39 @@ use calltape_stdio_bridge::{
 };
 use clap::Args;
 
-use crate::{exit, serve::transport, units::duration};
+use crate::{
+    error::{Error, Outcome},
+    exit,
+    serve::transport,
+    units::duration,
+};
 
 pub(crate) const EXAMPLES: &str = "\
 Examples:
   calltape shared --key notes -- npx -y some-mcp-server
   calltape shared --key notes --transport http --idle-exit 30m -- python server.py
 
-Put it in each MCP client's configuration as the server command: the first session starts one server
-for the key (`calltape serve` of this binary, detached), every later one attaches to it.
+Put it in each MCP client's configuration as the server command: the first session starts one \
+server for the key (`calltape serve` of this binary, detached), every later one attaches to it.
 
-A server is bound to what it runs: a session whose command (or calltape version) differs never attaches
-to it. It starts a server for its own command, which becomes the key's server, and says so on stderr;
-the old server takes no new session, serves the ones it has and exits after the last one.
+A server is bound to what it runs: a session whose command (or calltape version) differs never \
+attaches to it. It starts a server for its own command, which becomes the key's server, and says \
+so on stderr; the old server takes no new session, serves the ones it has and exits after the \
+last one.
 
-Files: $CALLTAPE_HOME/shared/<key>/ (default $XDG_RUNTIME_DIR/calltape, else ~/.calltape), a 0700
-folder with server.json (0600), server.sock (0600), server.log (0600; the server's stderr, with what its
-command logs redacted) and lock files (0600). A folder that others can write to, a record that others can
-read, and a symbolic link in place of any of these files are refused.
+Files: $CALLTAPE_HOME/shared/<key>/ (default $XDG_RUNTIME_DIR/calltape, else ~/.calltape), a \
+0700 folder with server.json (0600), server.sock (0600), server.log (0600; the server's stderr, \
+with what its command logs redacted) and lock files (0600). A folder that others can write to, a \
+record that others can read, and a symbolic link in place of any of these files are refused.
 
-A session sends its bearer token only to a server that proved it holds the record's secret (a fresh
-challenge per connection on the socket, per request over loopback HTTP).
+A session sends its bearer token only to a server that proved it holds the record's secret (a \
+fresh challenge per connection on the socket, per request over loopback HTTP).
 
-When no server can be attached (it cannot be started, it exits early, or the process at its endpoint
-cannot prove itself), the session says why on stderr and answers each request at once with an error
-carrying the request's id: code -32000, data.reason shared_server_unavailable and the reason in
-data.upstream.message. On the first attach the session then exits with status 3; later (the server
-went away mid-session) it tries again after a pause.";
+When no server can be attached (it cannot be started, it exits early, or the process at its \
+endpoint cannot prove itself), the session says why on stderr and answers each request at once \
+with an error carrying the request's id: code -32000, data.reason shared_server_unavailable and \
+the reason in data.upstream.message. On the first attach the session then exits with status 3; \
+later (the server went away mid-session) it tries again after a pause.";
 
 /// The arguments of `calltape shared`.
 #[derive(Debug, Args)]
@@ -62,9 +68,8 @@ pub(crate) struct SharedArgs {
     command: Vec<OsString>,
 }
 
-fn launcher(args: &SharedArgs) -> Result<Launcher, String> {
-    let program =
-        std::env::current_exe().map_err(|e| format!("cannot find this program's path: {e}"))?;
+fn launcher(args: &SharedArgs) -> Result<Launcher, Error> {
+    let program = std::env::current_exe().map_err(Error::CurrentExe)?;
     let mut argv: Vec<OsString> = vec![
         "serve".into(),
         "--transport".into(),
@@ -80,45 +85,25 @@ fn launcher(args: &SharedArgs) -> Result<Launcher, String> {
     })
 }
 
-/// The key and its files; `None`, said on stderr, for an invalid key or an unusable home folder.
-pub(crate) fn key_paths(key: &str) -> Option<(SharedKey, SharedPaths)> {
-    let key = SharedKey::new(key)
-        .inspect_err(|e| tracing::error!("{e}"))
-        .ok()?;
-    let paths = SharedPaths::from_env(&key)
-        .inspect_err(|e| tracing::error!("{e}"))
-        .ok()?;
-    Some((key, paths))
+/// The key and its files: an invalid key or an unusable home folder is an error.
+pub(crate) fn key_paths(key: &str) -> Result<(SharedKey, SharedPaths), Error> {
+    let key = SharedKey::new(key)?;
+    let paths = SharedPaths::from_env(&key)?;
+    Ok((key, paths))
 }
 
-pub(crate) fn run(args: SharedArgs) -> u8 {
+pub(crate) fn run(args: SharedArgs) -> Outcome {
     // Every check that touches no server comes first, so a mistake is said before anything starts.
-    let Some((key, paths)) = key_paths(&args.key) else {
-        return exit::USAGE;
-    };
-    if args.transport == Transport::Unix
-        && let Err(e) = paths.check_socket_len()
-    {
-        tracing::error!("{e}");
-        return exit::USAGE;
+    let (key, paths) = key_paths(&args.key)?;
+    if args.transport == Transport::Unix {
+        paths.check_socket_len()?;
     }
-    if let Err(e) = paths.prepare() {
-        tracing::error!("{e}");
-        return exit::USAGE;
-    }
-    let launcher = match launcher(&args) {
-        Ok(launcher) => launcher,
-        Err(message) => {
-            tracing::error!("{message}");
-            return exit::UPSTREAM;
-        }
-    };
+    paths.prepare()?;
+    let launcher = launcher(&args)?;
     let upstream =
         SharedUpstream::new(paths, args.transport, launcher).start_timeout(args.start_timeout);
-    let Some(runtime) = crate::single_thread_runtime() else {
-        return exit::UPSTREAM;
-    };
-    let code = runtime.block_on(async {
+    let runtime = crate::single_thread_runtime()?;
+    let outcome = runtime.block_on(async {
         match upstream.attach().await {
             Ok(attached) => {
                 tracing::debug!(
@@ -129,29 +114,24 @@ pub(crate) fn run(args: SharedArgs) -> u8 {
                 );
             }
             Err(e) => {
-                tracing::error!("cannot attach to the shared server: {e}");
-                // Until stdin ends or stays quiet for 2 s.
                 let reason = e.to_string();
+                let error =
+                    Error::context("cannot attach to the shared server", Error::upstream(e));
+                // Said now, not once the held requests are answered (until stdin ends or stays
+                // quiet for 2 s): a client may end this process at its first error answer.
+                error.report();
                 let quiet = Duration::from_secs(2);
                 answer_held_requests(stdio::stdin(), stdio::stdout(), &reason, quiet).await;
-                return exit::UPSTREAM;
+                return Ok(error.exit_code());
             }
         }
-        let bridge = match Bridge::builder().upstream(upstream).build() {
-            Ok(bridge) => bridge,
-            Err(e) => {
-                tracing::error!("{e}");
-                return exit::USAGE;
-            }
-        };
-        match bridge.run(stdio::stdin(), stdio::stdout()).await {
-            Ok(_) => exit::OK,
-            Err(e) => {
-                tracing::error!("{e}");
-                exit::UPSTREAM
-            }
-        }
+        let bridge = Bridge::builder().upstream(upstream).build()?;
+        bridge
+            .run(stdio::stdin(), stdio::stdout())
+            .await
+            .map_err(Error::upstream)?;
+        Ok(exit::OK)
     });
     runtime.shutdown_timeout(Duration::from_millis(100));
-    code
+    outcome
 }

@@ -7,6 +7,7 @@ use calltape_recorder::inspect::{FileKind, cassette_summary, recording_summary, 
 use calltape_recorder::mcp::Recording;
 use clap::Args;
 
+use crate::error::{Error, Outcome};
 use crate::exit;
 
 pub(crate) const EXAMPLES: &str = "\
@@ -14,10 +15,10 @@ Examples:
   calltape show calls.jsonl
   calltape show tests/cassettes/chat.jsonl
 
-Prints the calls per method and name (with their errors), the sessions and clients, and the time
-span of an MCP call recording; or the fingerprints, interactions and models of an HTTP cassette
-(`calltape http show` is the same command). Exit 2 when the file is neither, or not valid, each bad
-line named as FILE:LINE.";
+Prints the calls per method and name (with their errors), the sessions and clients, and the time \
+span of an MCP call recording; or the fingerprints, interactions and models of an HTTP cassette \
+(`calltape http show` is the same command). Exit 2 when the file is neither, or not valid, each \
+bad line named as FILE:LINE.";
 
 /// The arguments of `calltape show`.
 #[derive(Debug, Args)]
@@ -28,41 +29,25 @@ pub(crate) struct ShowArgs {
     file: PathBuf,
 }
 
-pub(crate) fn run(args: ShowArgs) -> u8 {
+pub(crate) fn run(args: ShowArgs) -> Outcome {
     show(&args.file)
 }
 
 /// Summarises and validates `path`, whichever of calltape's formats it is.
-pub(crate) fn show(path: &Path) -> u8 {
-    let summary = match sniff(path) {
-        Ok(FileKind::Cassette) => {
-            Cassette::load(path).map(|cassette| cassette_summary(path, &cassette))
+pub(crate) fn show(path: &Path) -> Outcome {
+    let summary = match sniff(path)? {
+        FileKind::Cassette => cassette_summary(path, &Cassette::load(path)?),
+        FileKind::Recording => recording_summary(&Recording::read(path)?),
+        FileKind::Neither { reason } => {
+            return Err(Error::NeitherFormat {
+                path: path.to_owned(),
+                reason,
+            });
         }
-        Ok(FileKind::Recording) => Recording::read(path).map(|r| recording_summary(&r)),
-        Ok(FileKind::Neither { reason }) => {
-            eprintln!(
-                "calltape: {} is neither an MCP call recording nor an HTTP cassette: {reason}",
-                path.display()
-            );
-            return exit::USAGE;
+        _ => {
+            return Err(Error::UnknownFormat(path.to_owned()));
         }
-        Ok(_) => {
-            eprintln!(
-                "calltape: {}: a format this calltape cannot show",
-                path.display()
-            );
-            return exit::USAGE;
-        }
-        Err(e) => Err(e),
     };
-    match summary {
-        Ok(summary) => {
-            print!("{summary}");
-            exit::OK
-        }
-        Err(e) => {
-            eprintln!("calltape: {e}");
-            exit::USAGE
-        }
-    }
+    print!("{summary}");
+    Ok(exit::OK)
 }

@@ -28,8 +28,8 @@ pub(crate) fn duration(input: &str) -> Result<Duration, String> {
 }
 
 /// Parses a size in bytes: a plain number, or one with a unit `k`/`KiB`, `M`/`MiB` or `G`/`GiB`
-/// (powers of 1024; `KB`, `MB` and `GB` are read the same way).
-pub(crate) fn size(input: &str) -> Result<usize, String> {
+/// (powers of 1024; `KB`, `MB` and `GB` are read the same way), as the type the flag wants.
+pub(crate) fn size<T: TryFrom<u64>>(input: &str) -> Result<T, String> {
     let invalid = || {
         format!(
             "invalid size `{input}`: write a number of bytes, optionally with a unit like 64KiB or 16MiB"
@@ -40,15 +40,16 @@ pub(crate) fn size(input: &str) -> Result<usize, String> {
         .find(|c: char| !c.is_ascii_digit())
         .unwrap_or(text.len());
     let (number, unit) = text.split_at(split);
-    let factor: usize = match unit.trim().to_ascii_lowercase().as_str() {
+    let factor: u64 = match unit.trim().to_ascii_lowercase().as_str() {
         "" | "b" => 1,
         "k" | "kb" | "kib" => 1 << 10,
         "m" | "mb" | "mib" => 1 << 20,
         "g" | "gb" | "gib" => 1 << 30,
         _ => return Err(invalid()),
     };
-    let value: usize = number.parse().map_err(|_| invalid())?;
-    value.checked_mul(factor).ok_or_else(invalid)
+    let value: u64 = number.parse().map_err(|_| invalid())?;
+    let bytes = value.checked_mul(factor).ok_or_else(invalid)?;
+    T::try_from(bytes).map_err(|_| invalid())
 }
 
 #[cfg(test)]
@@ -79,7 +80,7 @@ mod tests {
 
     #[test]
     fn sizes() {
-        let good: &[(&str, usize)] = &[
+        let good: &[(&str, u64)] = &[
             ("0", 0),
             ("1000", 1000),
             ("64k", 65536),
@@ -87,7 +88,7 @@ mod tests {
             ("1 GB", 1 << 30),
         ];
         for (input, want) in good {
-            assert_eq!(size(input).unwrap(), *want, "{input}");
+            assert_eq!(size::<u64>(input).unwrap(), *want, "{input}");
         }
         for bad in [
             "",
@@ -96,9 +97,17 @@ mod tests {
             "-1",
             "12 parsecs",
             "99999999999999999999G",
+            "17179869184G",
         ] {
-            let err = size(bad).unwrap_err();
+            let err = size::<u64>(bad).unwrap_err();
             assert!(err.starts_with(&format!("invalid size `{bad}`")), "{bad}");
         }
+        // A size the flag's type cannot hold is refused, not cut.
+        assert!(
+            size::<u16>("64k")
+                .unwrap_err()
+                .starts_with("invalid size `64k`")
+        );
+        assert_eq!(size::<u16>("63k"), Ok(63 * 1024));
     }
 }

@@ -1,7 +1,8 @@
 //! Telling the crate's two file formats apart, and summarising a file of either.
 //!
 //! [`sniff`] reads the first line of a file and says whether it is an MCP call recording, an HTTP
-//! cassette, or neither (and why), and needs no feature; `recording_summary` (feature `mcp`) and
+//! cassette, or neither (and why), and needs no feature, nor does [`find_cassettes`], which finds
+//! the cassettes under a folder by it; `recording_summary` (feature `mcp`) and
 //! `cassette_summary` (feature `http`) are the texts `calltape show` prints for each.
 
 #[cfg(any(feature = "mcp", feature = "http"))]
@@ -9,7 +10,7 @@ use std::collections::BTreeMap;
 #[cfg(any(feature = "mcp", feature = "http"))]
 use std::fmt::Write as _;
 use std::io::{BufRead as _, BufReader, Read as _};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
@@ -57,6 +58,36 @@ pub fn sniff(path: impl AsRef<Path>) -> Result<FileKind> {
         });
     }
     Ok(sniff_line(&first))
+}
+
+/// The HTTP cassettes under `dir`, in path order: every `*.jsonl` file whose first line
+/// [`sniff`]s as a cassette, in `dir` and the folders below it. A cassette's sidecar folder
+/// (`<cassette>.blobs`) is not entered, nor a symbolic link to a folder (so a link cannot make the
+/// walk loop); a folder that cannot be read is passed over.
+pub fn find_cassettes(dir: impl AsRef<Path>) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    walk(dir.as_ref(), &mut found);
+    found
+}
+
+fn walk(dir: &Path, found: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut entries: Vec<_> = entries.flatten().collect();
+    entries.sort_by_key(|entry| entry.path());
+    for entry in entries {
+        let path = entry.path();
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            if !path.to_string_lossy().ends_with(".blobs") {
+                walk(&path, found);
+            }
+        } else if path.extension().is_some_and(|e| e == "jsonl")
+            && matches!(sniff(&path), Ok(FileKind::Cassette))
+        {
+            found.push(path);
+        }
+    }
 }
 
 /// [`sniff`] of a first line as read, its newline included when it has one.
@@ -371,6 +402,37 @@ mod tests {
                 String::from_utf8_lossy(content)
             );
         }
+    }
+
+    #[test]
+    fn find_cassettes_walks_folders_in_order_and_keeps_only_cassettes() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        // (path under the root, content, whether it is found)
+        let files: &[(&str, &str, bool)] = &[
+            ("b.jsonl", META, true),
+            ("a.jsonl", META, true),
+            ("calls.jsonl", RECORD, false),
+            ("meta.json", META, false),
+            ("empty.jsonl", "", false),
+            ("sub/deeper/c.jsonl", META, true),
+            ("a.jsonl.blobs/copy.jsonl", META, false),
+        ];
+        for (path, content, _) in files {
+            let path = root.join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, content).unwrap();
+        }
+        // A link back to the root is not followed, so the walk ends.
+        std::os::unix::fs::symlink(root, root.join("sub/loop")).unwrap();
+        let mut want: Vec<PathBuf> = files
+            .iter()
+            .filter(|(_, _, found)| *found)
+            .map(|(path, _, _)| root.join(path))
+            .collect();
+        want.sort();
+        assert_eq!(find_cassettes(root), want);
+        assert!(find_cassettes(root.join("missing")).is_empty());
     }
 
     #[test]

@@ -13,8 +13,8 @@
 //!   line that still holds one.
 //!
 //! Both halves share the crate's [`Error`], the dot-path [`glob`]s, and [`inspect`], which tells the
-//! two formats apart by a file's first line ([`inspect::sniff`], with no feature) and summarises a
-//! file of either.
+//! two formats apart by a file's first line ([`inspect::sniff`], with no feature), finds the
+//! cassettes under a folder ([`inspect::find_cassettes`]) and summarises a file of either.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 

@@ -3,6 +3,7 @@
 mod bridge;
 mod bridge_http;
 mod demo;
+mod errors;
 mod fill_follow;
 mod http;
 mod http_ci;

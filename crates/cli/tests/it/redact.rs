@@ -84,13 +84,22 @@ fn stdin_json_and_text_lines() {
 #[test]
 fn keep_and_extra_names() {
     let input = b"{\"pageToken\":\"cursor-1\",\"tenant\":\"acme\",\"token\":\"t\"}\n";
-    let out = run_with_stdin(&["--keep", "pageToken", "--name", "tenant"], input);
-    assert_eq!(out.status.code(), Some(0));
-    let text = String::from_utf8(out.stdout).expect("utf-8");
-    assert_eq!(
-        text.trim_end(),
-        r#"{"pageToken":"cursor-1","tenant":"[REDACTED]","token":"[REDACTED]"}"#
-    );
+    // --redact and --keep, and the spellings of earlier versions.
+    let spellings: &[&[&str]] = &[
+        &["--keep", "pageToken", "--redact", "tenant"],
+        &["--keep", "pageToken", "--name", "tenant"],
+        &["--keep-name", "pageToken", "--redact-name", "tenant"],
+    ];
+    for args in spellings {
+        let out = run_with_stdin(args, input);
+        assert_eq!(out.status.code(), Some(0), "{args:?}");
+        let text = String::from_utf8(out.stdout).expect("utf-8");
+        assert_eq!(
+            text.trim_end(),
+            r#"{"pageToken":"cursor-1","tenant":"[REDACTED]","token":"[REDACTED]"}"#,
+            "{args:?}"
+        );
+    }
 }
 
 #[test]

@@ -122,6 +122,7 @@ impl Drop for Served {
     fn drop(&mut self) {
         let _ = std::process::Command::new("kill")
             .arg(self.child.id().to_string())
+            .stderr(Stdio::null())
             .status();
         let _ = self.child.wait();
     }
@@ -248,4 +249,41 @@ fn serve_closes_a_get_stream_whose_client_does_not_read_and_stays_small() {
     assert!(served.echo(&caller, "still served"));
     // The stream fell behind and was closed: what the server wrote before ends in the end of it.
     assert!(closed_by_server(&mut stream));
+}
+
+#[test]
+fn serve_records_with_the_redaction_names_and_finishes_the_recording_on_each_signal() {
+    for signal in ["TERM", "INT", "HUP"] {
+        let tmp = tempfile::tempdir().unwrap();
+        let file = tmp.path().join("calls.jsonl");
+        let mut served = Served::start(
+            tmp.path(),
+            &[
+                "--listen",
+                "127.0.0.1:0",
+                "--record",
+                file.to_str().unwrap(),
+                "--redact",
+                "text",
+            ],
+        );
+        let session = served.initialize().expect("a session");
+        assert!(served.echo(&session, "hello-there"), "{}", served.stderr());
+        let status = std::process::Command::new("kill")
+            .args([&format!("-{signal}"), &served.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let status = served.child.wait().unwrap();
+        assert_eq!(status.code(), Some(0), "SIG{signal}: {}", served.stderr());
+        let text = std::fs::read_to_string(&file).unwrap();
+        let lines: Vec<serde_json::Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 1, "SIG{signal}: {text}");
+        assert_eq!(lines[0]["name"], "echo", "{text}");
+        assert_eq!(lines[0]["input"]["text"], "[REDACTED]", "{text}");
+        assert!(!text.contains("hello-there"), "{text}");
+    }
 }

@@ -26,6 +26,14 @@ impl Provider {
             Self::OpenAi
         }
     }
+
+    /// The header this provider's API reads a key from, and its value for `key`.
+    pub(crate) fn key_header(self, key: &str) -> (String, String) {
+        match self {
+            Self::Anthropic => ("x-api-key".to_owned(), key.to_owned()),
+            Self::OpenAi => ("authorization".to_owned(), format!("Bearer {key}")),
+        }
+    }
 }
 
 /// An error response in the provider's shape, with `x-should-retry: false`.

@@ -13,7 +13,7 @@
 //! `Origin` header (403) unless that origin was [allowed](ProxyBuilder::allow_origin), and a `Host`
 //! that does not name the listener (421), as `serve` does
 //! (`calltape_stdio_bridge::guard::LoopbackGuard`). A proxy that adds a key itself
-//! ([`auth`](ProxyBuilder::auth)) also serves only under a random per-run path prefix
+//! ([`auth`](ProxyBuilder::auth), [`auth_key`](ProxyBuilder::auth_key)) also serves only under a random per-run path prefix
 //! (`/ct-<32 hex digits>/`), which its [`url`](ProxyHandle::url) and
 //! [`base_url`](ProxyHandle::base_url) include: a request without it gets 404 and never goes
 //! upstream. The prefix is never stored in a cassette.
@@ -106,7 +106,8 @@ pub struct ProxyBuilder {
     allow_fuzzy: bool,
     ignore_body: Vec<String>,
     ignore_query: Vec<String>,
-    auth: Vec<(String, String, String)>,
+    /// (upstream, header or `None` for the provider's, value).
+    auth: Vec<(String, Option<String>, String)>,
     redact_names: Vec<String>,
     keep_names: Vec<String>,
     drop_headers: Vec<String>,
@@ -229,7 +230,17 @@ impl ProxyBuilder {
         value: impl Into<String>,
     ) -> Self {
         self.auth
-            .push((upstream.into(), header.into(), value.into()));
+            .push((upstream.into(), Some(header.into()), value.into()));
+        self
+    }
+
+    /// Sends `key` to the upstream `name` on every forwarded request in the header its provider's
+    /// API reads: `x-api-key: <key>` for Anthropic's (an upstream whose name or URL says
+    /// `anthropic`, or whose name says `claude`), `Authorization: Bearer <key>` for any other. As
+    /// with [`auth`](Self::auth), the client never holds the key and it is scrubbed from everything
+    /// recorded.
+    pub fn auth_key(mut self, upstream: impl Into<String>, key: impl Into<String>) -> Self {
+        self.auth.push((upstream.into(), None, key.into()));
         self
     }
 
@@ -282,7 +293,7 @@ impl ProxyBuilder {
     }
 
     /// Whether to serve only under a random per-run path prefix (`/ct-<32 hex digits>/`). On by
-    /// default when an [`auth`](Self::auth) key or a [`path_token_file`](Self::path_token_file) is
+    /// default when an [`auth`](Self::auth) or [`auth_key`](Self::auth_key) key or a [`path_token_file`](Self::path_token_file) is
     /// configured, off otherwise.
     pub fn path_token(mut self, yes: bool) -> Self {
         self.path_token = Some(yes);
@@ -367,13 +378,17 @@ impl ProxyBuilder {
         let normalizer = Normalizer::with_rules(&self.ignore_body, &self.ignore_query)?;
         let mut auth = HashMap::new();
         for (up, header, value) in self.auth {
-            if !upstreams.contains_key(&up) {
+            let Some(upstream) = upstreams.get(&up) else {
                 return Err(ErrorKind::Upstream {
                     name: up,
                     reason: "auth given for an upstream that is not configured".into(),
                 }
                 .into());
-            }
+            };
+            let (header, value) = match header {
+                Some(header) => (header, value),
+                None => upstream.provider.key_header(&value),
+            };
             scrubber.add_header_secret(&header, &value);
             let name =
                 HeaderName::from_bytes(header.to_ascii_lowercase().as_bytes()).map_err(|_| {

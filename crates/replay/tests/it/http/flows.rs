@@ -836,6 +836,54 @@ async fn the_proxy_can_hold_the_key_itself() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auth_key_sends_the_key_in_the_header_of_the_upstreams_provider() {
+    const HELD: &str = "sk-held-by-proxy-0123456789";
+    // (the upstream's name, the header the upstream sees, its value)
+    let cases = [
+        ("openai", "authorization", format!("Bearer {HELD}")),
+        ("anthropic", "x-api-key", HELD.to_owned()),
+        ("my-claude", "x-api-key", HELD.to_owned()),
+        ("llm", "authorization", format!("Bearer {HELD}")),
+    ];
+    let client = reqwest::Client::builder()
+        .no_proxy()
+        .tls_backend_preconfigured(calltape_stdio_bridge::tls_client_config().unwrap())
+        .build()
+        .unwrap();
+    for (name, header, value) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let cassette = dir.path().join("c.jsonl");
+        let fake = FakeUpstream::start().await;
+        let proxy = Proxy::builder()
+            .upstream(name, fake.url())
+            .cassette(&cassette)
+            .mode(Mode::Record)
+            .auth_key(name, HELD)
+            .start()
+            .await
+            .unwrap();
+        let resp = client
+            .post(format!("{}/v1/chat/completions", proxy.base_url(name)))
+            .header("content-type", "application/json")
+            .body(serde_json::to_vec(&chat("x", false)).unwrap())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 200, "{name}");
+        proxy.shutdown().await.unwrap();
+        let seen = fake.seen.lock().unwrap().clone();
+        let keys: Vec<(String, String)> = seen[0]
+            .headers
+            .iter()
+            .filter(|(k, _)| k == "authorization" || k == "x-api-key")
+            .cloned()
+            .collect();
+        assert_eq!(keys, [(header.to_owned(), value)], "{name}");
+        assert!(!read(&cassette).contains(HELD), "{name}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fuzzy_hits_are_opt_in_and_refused_in_replay_unless_allowed() {
     let dir = tempfile::tempdir().unwrap();
     let cassette = dir.path().join("c.jsonl");

@@ -1,0 +1,92 @@
+//! Argument groups that several commands share, each flattened where it is used, so that a flag is
+//! spelled, documented and checked the same way everywhere.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use calltape_stdio_bridge::{
+    ChildUpstream, DEFAULT_HTTP_PATH, ExtraHeaders, HttpUpstream, Stderr, UnixUpstream, Upstream,
+};
+use clap::{ArgGroup, Args};
+
+use crate::error::Error;
+
+/// The redaction names: `--redact NAME` and `--keep NAME`, on every command that redacts. The
+/// spellings of earlier versions (`redact --name`, `http --redact-name` and `--keep-name`) are
+/// hidden aliases.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Args)]
+pub(crate) struct RedactNames {
+    /// Also redact the value of every field with this name (repeatable), e.g. x-tenant-id.
+    #[arg(long = "redact", value_name = "NAME", aliases = ["name", "redact-name"])]
+    pub(crate) redact: Vec<String>,
+
+    /// Never redact a field by its name (repeatable), e.g. pageToken.
+    #[arg(long = "keep", value_name = "NAME", alias = "keep-name")]
+    pub(crate) keep: Vec<String>,
+}
+
+/// The MCP server a session talks to: a child process (`-- CMD…`), a Streamable HTTP endpoint
+/// (`--url`) or HTTP over a Unix socket (`--socket`), with the headers sent to the last two.
+#[derive(Debug, Args)]
+#[command(group(ArgGroup::new("upstream").required(true).args(["url", "socket", "command"])))]
+pub(crate) struct UpstreamArgs {
+    /// An HTTP header sent with every request to --url or --socket (repeatable), e.g.
+    /// 'Authorization: Bearer …'.
+    #[arg(long = "header", value_name = "'K: V'")]
+    pub(crate) headers: Vec<String>,
+
+    /// A file of headers, one 'K: V' per line ('#' comments), which keeps secrets out of argv and ps.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) header_file: Option<PathBuf>,
+
+    /// A Streamable HTTP endpoint, e.g. http://127.0.0.1:3000/mcp.
+    #[arg(long, value_name = "URL")]
+    pub(crate) url: Option<String>,
+
+    /// A Unix socket serving Streamable HTTP.
+    #[arg(long, value_name = "PATH")]
+    pub(crate) socket: Option<PathBuf>,
+
+    /// The MCP endpoint's path on --socket.
+    #[arg(long = "path", value_name = "PATH", requires = "socket", default_value = DEFAULT_HTTP_PATH)]
+    pub(crate) http_path: String,
+
+    /// The server to run, with its arguments (no shell).
+    #[arg(last = true, value_name = "CMD")]
+    pub(crate) command: Vec<OsString>,
+}
+
+impl UpstreamArgs {
+    /// Whether the server is a child process this command runs.
+    pub(crate) fn is_child(&self) -> bool {
+        !self.command.is_empty()
+    }
+
+    /// The upstream these flags name; a child's stderr goes to `stderr`.
+    pub(crate) fn upstream(&self, stderr: Stderr) -> Result<Arc<dyn Upstream>, Error> {
+        if self.is_child() {
+            if !self.headers.is_empty() || self.header_file.is_some() {
+                return Err(Error::HeadersForChild);
+            }
+            let child = ChildUpstream::new(self.command.iter().cloned())?;
+            return Ok(Arc::new(child.stderr(stderr)));
+        }
+        let mut headers = ExtraHeaders::new();
+        for line in &self.headers {
+            headers.push_line(line)?;
+        }
+        if let Some(file) = &self.header_file {
+            headers.read_file(file)?;
+        }
+        match (&self.url, &self.socket) {
+            (Some(url), _) => Ok(Arc::new(HttpUpstream::new(url, headers)?)),
+            (None, Some(socket)) => Ok(Arc::new(UnixUpstream::new(
+                socket,
+                &self.http_path,
+                headers,
+            )?)),
+            (None, None) => Err(Error::NoServer),
+        }
+    }
+}
