@@ -308,9 +308,8 @@ impl ProxyBuilder {
         self
     }
 
-    /// Binds the listener and starts serving.
-    pub async fn start(self) -> Result<ProxyHandle> {
-        let mode = Mode::resolve(self.mode).map_err(ErrorKind::Config)?;
+    /// Refuses settings that cannot work together, and warns of those that do not apply.
+    fn check(&self, mode: Mode) -> Result<()> {
         if !self.listen.ip().is_loopback() {
             return Err(ErrorKind::NotLoopback(self.listen).into());
         }
@@ -337,86 +336,24 @@ impl ProxyBuilder {
                 "append mode records every request without an exact unused recording; the fuzzy and exhaustion settings do not apply"
             );
         }
-        let mut upstreams = HashMap::new();
-        for (name, url) in &self.upstreams {
-            if name.is_empty() || name.contains('/') || name.starts_with('_') {
-                return Err(ErrorKind::Upstream {
-                    name: name.clone(),
-                    reason: "names must be non-empty, without `/`, and not start with `_`".into(),
-                }
-                .into());
-            }
-            let parsed: http::Uri = url.parse().map_err(|e| ErrorKind::Upstream {
-                name: name.clone(),
-                reason: format!("{url:?} is not a URL: {e}"),
-            })?;
-            if !matches!(parsed.scheme_str(), Some("http" | "https")) || parsed.host().is_none() {
-                return Err(ErrorKind::Upstream {
-                    name: name.clone(),
-                    reason: format!("{url:?} must be an http:// or https:// URL with a host"),
-                }
-                .into());
-            }
-            let base = url.trim_end_matches('/').to_owned();
-            let provider = Provider::guess(name, &base);
-            if upstreams
-                .insert(name.clone(), UpstreamCfg { base, provider })
-                .is_some()
-            {
-                return Err(ErrorKind::Upstream {
-                    name: name.clone(),
-                    reason: "given twice".into(),
-                }
-                .into());
-            }
-        }
+        Ok(())
+    }
+
+    /// Binds the listener and starts serving.
+    pub async fn start(self) -> Result<ProxyHandle> {
+        let mode = Mode::resolve(self.mode).map_err(ErrorKind::Config)?;
+        self.check(mode)?;
+        let upstreams = upstream_table(&self.upstreams)?;
         let scrubber = Scrubber::builder()
             .redact_names(self.redact_names)
             .keep_names(self.keep_names)
             .secrets_from_env(self.secrets_from_env)
             .build()?;
         let normalizer = Normalizer::with_rules(&self.ignore_body, &self.ignore_query)?;
-        let mut auth = HashMap::new();
-        for (up, header, value) in self.auth {
-            let Some(upstream) = upstreams.get(&up) else {
-                return Err(ErrorKind::Upstream {
-                    name: up,
-                    reason: "auth given for an upstream that is not configured".into(),
-                }
-                .into());
-            };
-            let (header, value) = match header {
-                Some(header) => (header, value),
-                None => upstream.provider.key_header(&value),
-            };
-            scrubber.add_header_secret(&header, &value);
-            let name =
-                HeaderName::from_bytes(header.to_ascii_lowercase().as_bytes()).map_err(|_| {
-                    ErrorKind::Config(format!(
-                        "auth header name {header:?} is not a valid header name"
-                    ))
-                })?;
-            let mut v = HeaderValue::from_str(&value).map_err(|_| {
-                ErrorKind::Config(format!(
-                    "the auth value for {up:?} is not a valid header value"
-                ))
-            })?;
-            v.set_sensitive(true);
-            auth.insert(up, (name, v));
-        }
+        let auth = auth_headers(self.auth, &upstreams, &scrubber)?;
         // Replay mode never talks to an upstream, so it builds no client at all.
         let client = if mode.forwards() {
-            Some(
-                reqwest::Client::builder()
-                    .redirect(reqwest::redirect::Policy::none())
-                    .no_proxy()
-                    .tls_backend_preconfigured(
-                        calltape_stdio_bridge::tls_client_config()
-                            .map_err(|e| ErrorKind::Client(Box::new(e)))?,
-                    )
-                    .build()
-                    .map_err(|e| ErrorKind::Client(Box::new(e)))?,
-            )
+            Some(client()?)
         } else {
             None
         };
@@ -486,6 +423,96 @@ impl ProxyBuilder {
             finished: false,
         })
     }
+}
+
+/// The upstreams by name, each URL checked: `http` or `https` with a host, each name once.
+fn upstream_table(upstreams: &[(String, String)]) -> Result<HashMap<String, UpstreamCfg>> {
+    let mut table = HashMap::new();
+    for (name, url) in upstreams {
+        if name.is_empty() || name.contains('/') || name.starts_with('_') {
+            return Err(ErrorKind::Upstream {
+                name: name.clone(),
+                reason: "names must be non-empty, without `/`, and not start with `_`".into(),
+            }
+            .into());
+        }
+        let parsed: http::Uri = url.parse().map_err(|e| ErrorKind::Upstream {
+            name: name.clone(),
+            reason: format!("{url:?} is not a URL: {e}"),
+        })?;
+        if !matches!(parsed.scheme_str(), Some("http" | "https")) || parsed.host().is_none() {
+            return Err(ErrorKind::Upstream {
+                name: name.clone(),
+                reason: format!("{url:?} must be an http:// or https:// URL with a host"),
+            }
+            .into());
+        }
+        let base = url.trim_end_matches('/').to_owned();
+        let provider = Provider::guess(name, &base);
+        if table
+            .insert(name.clone(), UpstreamCfg { base, provider })
+            .is_some()
+        {
+            return Err(ErrorKind::Upstream {
+                name: name.clone(),
+                reason: "given twice".into(),
+            }
+            .into());
+        }
+    }
+    Ok(table)
+}
+
+/// Each upstream's key as the header its provider expects; every key becomes a secret the scrubber
+/// hides wherever it appears.
+fn auth_headers(
+    keys: Vec<(String, Option<String>, String)>,
+    upstreams: &HashMap<String, UpstreamCfg>,
+    scrubber: &Scrubber,
+) -> Result<HashMap<String, (HeaderName, HeaderValue)>> {
+    let mut auth = HashMap::new();
+    for (up, header, value) in keys {
+        let Some(upstream) = upstreams.get(&up) else {
+            return Err(ErrorKind::Upstream {
+                name: up,
+                reason: "auth given for an upstream that is not configured".into(),
+            }
+            .into());
+        };
+        let (header, value) = match header {
+            Some(header) => (header, value),
+            None => upstream.provider.key_header(&value),
+        };
+        scrubber.add_header_secret(&header, &value);
+        let name =
+            HeaderName::from_bytes(header.to_ascii_lowercase().as_bytes()).map_err(|_| {
+                ErrorKind::Config(format!(
+                    "auth header name {header:?} is not a valid header name"
+                ))
+            })?;
+        let mut v = HeaderValue::from_str(&value).map_err(|_| {
+            ErrorKind::Config(format!(
+                "the auth value for {up:?} is not a valid header value"
+            ))
+        })?;
+        v.set_sensitive(true);
+        auth.insert(up, (name, v));
+    }
+    Ok(auth)
+}
+
+/// The HTTP client for forwarding modes: no redirects followed, no proxy from the environment, the
+/// bridge's TLS settings.
+fn client() -> Result<reqwest::Client> {
+    Ok(reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .no_proxy()
+        .tls_backend_preconfigured(
+            calltape_stdio_bridge::tls_client_config()
+                .map_err(|e| ErrorKind::Client(Box::new(e)))?,
+        )
+        .build()
+        .map_err(|e| ErrorKind::Client(Box::new(e)))?)
 }
 
 #[derive(Debug)]
