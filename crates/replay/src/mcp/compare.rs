@@ -427,6 +427,7 @@ mod tests {
 
     #[test]
     fn comparison_table() {
+        // One piece: a data table, a row per case, read top to bottom.
         let quote = |price: i64, at: &str| {
             json!({"content": [{"type": "text", "text": format!("{{\"price\":{price},\"quotedAt\":\"{at}\"}}")}],
                    "structuredContent": {"price": price, "quotedAt": at}})

@@ -50,6 +50,7 @@ async fn records(frames: &[(bool, &str)], by_value: bool) -> Vec<Value> {
 
 #[tokio::test]
 async fn reading_raw_text_records_what_reading_values_records() {
+    // One piece: a data table of frames, a row per case, then one loop over it.
     let frames: &[(bool, &str)] = &[
         (
             true,
