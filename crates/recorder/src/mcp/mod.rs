@@ -47,7 +47,7 @@
 //! ```
 
 mod format;
-mod raw;
+mod json_text;
 mod read;
 mod recorder;
 mod redaction;
@@ -61,6 +61,3 @@ pub use recorder::{
     DEFAULT_METHODS, Recorder, RecorderOptions, RecorderReport, SessionRecorder, request_params,
 };
 pub use redaction::redact_outcome;
-
-#[cfg(feature = "fuzzing")]
-pub(crate) use raw::agreement::check_message_reading;
