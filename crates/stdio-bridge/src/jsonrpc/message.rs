@@ -78,18 +78,11 @@ impl<'a> Message<'a> {
                     message.params = Some(CallParams::read(scan)?);
                     return Some(());
                 }
-                _ => return scan.value().map(drop),
+                _ => return scan.skip().map(drop),
             };
             fill(slot, scan.value()?.text)
         };
-        // Nearly every message opens with its version, a member whose value is not needed: it is
-        // taken in one comparison.
-        if scan.literal(VERSION) {
-            scan.blanks();
-            scan.more_members(each)?;
-        } else {
-            scan.members(each)?;
-        }
+        scan.message_members(each)?;
         Some(message)
     }
 }
@@ -103,16 +96,13 @@ impl<'a> CallParams<'a> {
                 b"uri" => &mut params.uri,
                 b"_meta" => &mut params.meta,
                 b"arguments" => return fill(&mut params.arguments, scan.value()?),
-                _ => return scan.value().map(drop),
+                _ => return scan.skip().map(drop),
             };
             fill(slot, scan.value()?.text)
         })?;
         Some(params)
     }
 }
-
-/// How a message nearly always opens.
-const VERSION: &[u8] = br#"{"jsonrpc":"2.0","#;
 
 #[cfg(test)]
 mod tests {

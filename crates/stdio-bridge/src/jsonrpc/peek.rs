@@ -3,7 +3,11 @@
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::{Message, is_null, scan::Scan, string};
+use super::{
+    is_null,
+    scan::{Scan, fill},
+    string,
+};
 use crate::frame::InvalidLine;
 
 /// What routing needs from one JSON-RPC message.
@@ -81,9 +85,9 @@ impl Peek {
 /// Reads what routing needs from a frame, checking that all of it is JSON and that it is an object
 /// or an array: [`InvalidLine::ParseError`] or [`InvalidLine::NotObject`] otherwise.
 ///
-/// It reads the frame in one pass of the [scanner](Message::parse), building no value; a frame the
-/// scanner leaves to `serde_json` (a repeated or escaped key, bytes that are not UTF-8) is read the
-/// same way by `serde_json`.
+/// It reads the frame in one pass of the [scanner](super::Message::parse), building no value; a frame
+/// the scanner leaves to `serde_json` (a repeated `id` or `method`, a key with an escape, an `id` or
+/// `method` or batch that is not UTF-8) is read the same way by `serde_json`.
 ///
 /// ```
 /// use calltape_stdio_bridge::jsonrpc::{Peek, peek};
@@ -94,26 +98,27 @@ impl Peek {
 /// assert!(info.is_request());
 /// ```
 pub fn peek(frame: &[u8]) -> Result<Peek, InvalidLine> {
-    match std::str::from_utf8(frame).ok().and_then(scan_peek) {
+    match scan_peek(frame) {
         Some(peek) => Ok(peek),
         None => serde_peek(frame),
     }
 }
 
 /// The scanner's reading of a frame; `None` when it does not cover the frame exactly.
-fn scan_peek(text: &str) -> Option<Peek> {
-    let mut scan = Scan::new(text);
+fn scan_peek(frame: &[u8]) -> Option<Peek> {
+    let mut scan = Scan::bytes(frame);
     scan.blanks();
-    let info = |m: Message<'_>| Info::of(m.id, m.method);
     let peek = match scan.peek()? {
-        b'{' => Peek::One(info(Message::read(&mut scan)?)),
+        b'{' => Peek::One(read_info(&mut scan)?),
         b'[' => {
+            // `serde_json` reads each item of a batch as text, so all of it must be UTF-8.
+            std::str::from_utf8(frame).ok()?;
             let mut infos = Vec::new();
             scan.items(|scan| {
                 infos.push(if scan.peek()? == b'{' {
-                    info(Message::read(scan)?)
+                    read_info(scan)?
                 } else {
-                    scan.value()?;
+                    scan.skip()?;
                     Info::MALFORMED
                 });
                 Some(())
@@ -123,6 +128,27 @@ fn scan_peek(text: &str) -> Option<Peek> {
         _ => return None,
     };
     scan.finish().then_some(peek)
+}
+
+/// Reads a message's `id` and `method` from its opening bracket, skipping the rest as `serde_json`
+/// skips what it does not read; `None` when either is repeated or is not UTF-8, or a key holds an
+/// escape.
+fn read_info(scan: &mut Scan<'_>) -> Option<Info> {
+    let (mut id, mut method) = (None, None);
+    scan.message_members(|scan, key| {
+        let slot = match key {
+            b"id" => &mut id,
+            b"method" => &mut method,
+            _ => return scan.skip().map(drop),
+        };
+        fill(slot, scan.span()?)
+    })?;
+    Some(Info::of(utf8(id)?, utf8(method)?))
+}
+
+/// A span as text: `Some(None)` when there is none, `None` when it is not UTF-8.
+fn utf8(span: Option<&[u8]>) -> Option<Option<&str>> {
+    span.map(std::str::from_utf8).transpose().ok()
 }
 
 #[derive(Deserialize)]
@@ -176,7 +202,7 @@ fn serde_peek(frame: &[u8]) -> Result<Peek, InvalidLine> {
 /// disagree; whether the scanner read it.
 #[cfg(any(test, feature = "fuzzing"))]
 pub(crate) fn check_peek(frame: &[u8]) -> bool {
-    let Some(ours) = std::str::from_utf8(frame).ok().and_then(scan_peek) else {
+    let Some(ours) = scan_peek(frame) else {
         return false;
     };
     let theirs = serde_peek(frame);
@@ -325,7 +351,7 @@ mod tests {
             (
                 b"{\"id\":1,\"method\":\"a\",\"x\":\"\xff\xfe\"}".to_vec(),
                 request.clone(),
-                false,
+                true,
             ),
             (
                 b"{\"id\":\"\xff\",\"method\":\"a\"}".to_vec(),
@@ -366,12 +392,12 @@ mod tests {
             (
                 br#"{"id":1,"method":"a","params":{},"params":[]}"#.to_vec(),
                 request.clone(),
-                false,
+                true,
             ),
             (
                 br#"{"id":1,"result":1,"result":2}"#.to_vec(),
                 Read::One(Some("1"), None, false),
-                false,
+                true,
             ),
             (
                 br#"[{"id":1,"id":2,"method":"a"},{"id":3,"method":"b"}]"#.to_vec(),
@@ -424,7 +450,7 @@ mod tests {
             (
                 br#"{"id":1,"method":"a","params":[1,2]}"#.to_vec(),
                 request.clone(),
-                false,
+                true,
             ),
             (
                 b" \t{ \"id\" : 1 ,\r\n\"method\":\"a\" }\n".to_vec(),

@@ -10,7 +10,9 @@
 //! open around a point as one bit each, so a deep value costs neither recursion nor a stack per level.
 //!
 //! The routing peeks (the session's [`peek`](super::peek), the HTTP upstream's) take the id, the method
-//! and the few `params` they route by from those spans. The recorder redacts arguments and answers
+//! and the few `params` they route by from those spans. The session's peek reads a frame as bytes, as
+//! `serde_json::from_slice` does: it checks the UTF-8 of the id and method it takes (and of a batch,
+//! whose items `serde_json` reads as text), not of the strings it skips. The recorder redacts arguments and answers
 //! with `Redactor::redact_json_text`, drops the blanks between tokens, and writes the line without
 //! building a `serde_json::Value`, so a recorded input or answer keeps the key order the peer sent.
 //!
@@ -92,6 +94,9 @@ pub(crate) fn fill<T>(slot: &mut Option<T>, value: T) -> Option<()> {
     }
 }
 
+/// How a message nearly always opens.
+const VERSION: &[u8] = br#"{"jsonrpc":"2.0","#;
+
 /// The brackets open around a point of a value: one bit per bracket, set for an object.
 #[derive(Default)]
 struct Nesting {
@@ -129,7 +134,8 @@ impl Nesting {
 /// A strict JSON reader over one text, as `serde_json` reads it: any byte it does not expect ends
 /// the reading with `None`.
 pub(crate) struct Scan<'a> {
-    text: &'a str,
+    /// The text, when it is known to be UTF-8: [`value`](Self::value) hands out spans of it.
+    text: Option<&'a str>,
     bytes: &'a [u8],
     at: usize,
 }
@@ -137,8 +143,19 @@ pub(crate) struct Scan<'a> {
 impl<'a> Scan<'a> {
     pub(crate) fn new(text: &'a str) -> Self {
         Self {
-            text,
+            text: Some(text),
             bytes: text.as_bytes(),
+            at: 0,
+        }
+    }
+
+    /// A reader over bytes not checked as UTF-8, as `serde_json::from_slice` reads them: it checks
+    /// the JSON, not the UTF-8 of the strings it skips. [`span`](Self::span) hands out byte spans;
+    /// [`value`](Self::value) always fails.
+    pub(crate) fn bytes(bytes: &'a [u8]) -> Self {
+        Self {
+            text: None,
+            bytes,
             at: 0,
         }
     }
@@ -224,6 +241,20 @@ impl<'a> Scan<'a> {
         }
     }
 
+    /// [`members`](Self::members) of a message: nearly every message opens with its version, a
+    /// member whose value no reader needs, so it is taken in one comparison.
+    pub(crate) fn message_members(
+        &mut self,
+        each: impl FnMut(&mut Self, &'a [u8]) -> Option<()>,
+    ) -> Option<()> {
+        if self.literal(VERSION) {
+            self.blanks();
+            self.more_members(each)
+        } else {
+            self.members(each)
+        }
+    }
+
     /// Reads an array's items, handing each to `each`, which reads it; blanks around items are
     /// skipped here.
     pub(crate) fn items(&mut self, mut each: impl FnMut(&mut Self) -> Option<()>) -> Option<()> {
@@ -259,17 +290,29 @@ impl<'a> Scan<'a> {
     /// Reads any value, checking all of it.
     pub(crate) fn value(&mut self) -> Option<Json<'a>> {
         let start = self.at;
-        let compact = match self.peek()? {
-            b'{' | b'[' => self.nested()?,
-            _ => {
-                self.scalar()?;
-                true
-            }
-        };
+        let compact = self.skip()?;
         Some(Json {
-            text: &self.text[start..self.at],
+            text: self.text?.get(start..self.at)?,
             compact,
         })
+    }
+
+    /// Reads any value, checking all of it; its bytes.
+    pub(crate) fn span(&mut self) -> Option<&'a [u8]> {
+        let start = self.at;
+        self.skip()?;
+        self.bytes.get(start..self.at)
+    }
+
+    /// Reads any value, checking all of it; whether it has no blank between tokens.
+    pub(crate) fn skip(&mut self) -> Option<bool> {
+        match self.peek()? {
+            b'{' | b'[' => self.nested(),
+            _ => {
+                self.scalar()?;
+                Some(true)
+            }
+        }
     }
 
     /// A string, a number or a literal.
