@@ -284,7 +284,7 @@ mod tests {
     }
 
     /// Hostile frames: the peek reads each as `serde_json` does (the table holds what both give), and
-    /// the scanner takes those it covers exactly.
+    /// the scanner takes those it covers exactly. One table of rows, over 120 lines: a case is a row.
     #[test]
     fn hostile_frames_are_read_as_serde_json_reads_them() {
         use InvalidLine::{NotObject, ParseError};
