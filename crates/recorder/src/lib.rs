@@ -29,14 +29,3 @@ pub mod inspect;
 pub mod mcp;
 
 pub use error::{Error, ErrorKind, Result};
-
-/// Entry points for the fuzz targets (feature `fuzzing`); not a stable API.
-#[cfg(feature = "fuzzing")]
-#[doc(hidden)]
-pub mod fuzzing {
-    /// Reads `text` as a JSON-RPC message with the recorder's one-pass scanner and with
-    /// `serde_json`, and panics where they disagree.
-    pub fn check_message_reading(text: &str) {
-        crate::mcp::check_message_reading(text);
-    }
-}

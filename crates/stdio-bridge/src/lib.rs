@@ -23,6 +23,9 @@
 //!   a slow tap loses frames (counted in [`Summary::tap_dropped`]), never slows the session, and
 //!   [`Bridge::run`] returns once the tap has seen the last frame.
 //! - **Hot reload** ([`Watcher`], [`RestartHandle`]): restart the upstream when files change.
+//! - **Reading messages** ([`jsonrpc`]): a JSON-RPC message as borrowed JSON text, in one pass of a
+//!   strict scanner that builds no value ([`jsonrpc::Message`]), and what routing reads from a frame
+//!   ([`jsonrpc::peek`]).
 //!
 //! # Features
 //!
@@ -106,7 +109,7 @@ mod error;
 mod frame;
 #[cfg(any(feature = "http", feature = "serve"))]
 pub mod guard;
-mod jsonrpc;
+pub mod jsonrpc;
 #[cfg(feature = "serve")]
 pub mod serve;
 mod session;
@@ -137,6 +140,27 @@ pub use upstream::{
 };
 #[cfg(feature = "watch")]
 pub use watch::{DEFAULT_DEBOUNCE, Watcher};
+
+/// Entry points for the fuzz targets (feature `fuzzing`); not a stable API.
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing {
+    /// Reads `text` as a JSON-RPC message with the one-pass scanner ([`Message::parse`]) and with
+    /// `serde_json`, and panics where they disagree.
+    ///
+    /// [`Message::parse`]: crate::jsonrpc::Message::parse
+    pub fn check_message_reading(text: &str) {
+        crate::jsonrpc::agreement::check_message_reading(text);
+    }
+
+    /// Peeks at `frame` ([`peek`]) with the scanner and with `serde_json`, and panics where both read
+    /// it and disagree.
+    ///
+    /// [`peek`]: crate::jsonrpc::peek
+    pub fn check_peek(frame: &[u8]) {
+        crate::jsonrpc::check_peek(frame);
+    }
+}
 
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]

@@ -379,16 +379,7 @@ impl<M: JsonText + ?Sized, V: JsonText + ?Sized> RecordLine<'_, M, V> {
 
 /// Appends `s` as a JSON string, escaped as `serde_json` escapes it.
 fn json_string(out: &mut Vec<u8>, s: &str) {
-    let mut words = s.as_bytes().chunks_exact(8);
-    let plain = words.all(|word| {
-        let mut w = [0; 8];
-        w.copy_from_slice(word);
-        crate::mcp::raw::string_stops(u64::from_le_bytes(w)) == 0
-    }) && words
-        .remainder()
-        .iter()
-        .all(|&b| b >= 0x20 && b != b'"' && b != b'\\');
-    if plain {
+    if calltape_stdio_bridge::jsonrpc::is_plain(s) {
         out.push(b'"');
         out.extend_from_slice(s.as_bytes());
         out.push(b'"');

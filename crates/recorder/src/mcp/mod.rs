@@ -47,9 +47,9 @@
 //! ```
 
 mod format;
+mod json_text;
 mod options;
 mod params;
-mod raw;
 mod read;
 mod recorder;
 mod redaction;
@@ -65,6 +65,3 @@ pub use read::{LineProblem, MAX_PROBLEMS, RecordedCall, Recording};
 pub use recorder::{Recorder, SessionRecorder};
 pub use redaction::{hide_sent_values, redact_outcome};
 pub use tasks::{RELATED_TASK_META, TASKS_RESULT, strip_related_task};
-
-#[cfg(feature = "fuzzing")]
-pub(crate) use raw::agreement::check_message_reading;

@@ -12,15 +12,16 @@ use std::time::SystemTime;
 
 use calltape_jsonl_store::{JsonlWriter, Options};
 use calltape_redact::Redactor;
+use calltape_stdio_bridge::jsonrpc::{self, Json, Message};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::echo::EchoedSecrets;
 use crate::error::Error;
 use crate::mcp::format::{CallError, Outcome, RecordLine};
+use crate::mcp::json_text::{self, IdKey, IdMap};
 use crate::mcp::options::{DEFAULT_METHODS, RecorderOptions, RecorderReport};
 use crate::mcp::params::{meta_info, name_and_input, raw_of, uri_input};
-use crate::mcp::raw::{self, IdKey, IdMap, Json};
 use crate::mcp::redaction::{hide_echoes, redact_name, redact_outcome};
 use crate::mcp::tasks::{TASKS_RESULT, created_task, fetched_task, strip_related_task};
 use crate::mcp::time::{Rfc3339, new_session_id};
@@ -195,13 +196,13 @@ impl SessionRecorder {
     /// One message from the client, read as raw JSON text where it has a shape that reading covers,
     /// else as a `Value`.
     fn client_message(&self, text: &str, at: SystemTime) {
-        let Some(message) = raw::Message::parse(text) else {
+        let Some(message) = Message::parse(text) else {
             return self.client_value(text, at);
         };
-        let Some(method) = message.method.and_then(raw::string) else {
+        let Some(method) = message.method.and_then(jsonrpc::string) else {
             return;
         };
-        let Some(id) = message.id.filter(|id| !raw::is_null(id)) else {
+        let Some(id) = message.id.filter(|id| !jsonrpc::is_null(id)) else {
             return;
         };
         let inner = &self.recorder.inner;
@@ -219,7 +220,7 @@ impl SessionRecorder {
             "resources/read" => (params.uri, None),
             _ => return self.client_value(text, at),
         };
-        let name = name.and_then(raw::string).unwrap_or_default();
+        let name = name.and_then(jsonrpc::string).unwrap_or_default();
         let name = redact_name(&inner.redactor, &method, &name);
         let mut secrets = EchoedSecrets::default();
         let input = match input {
@@ -335,7 +336,7 @@ impl SessionRecorder {
 
     /// One message to the client: the answer to a recorded call is written as a record.
     fn server_message(&self, state: &mut SessionState, text: &str, at: SystemTime) {
-        let Some(message) = raw::Message::parse(text) else {
+        let Some(message) = Message::parse(text) else {
             return self.server_value(state, text, at);
         };
         if message.method.is_some() {
@@ -386,7 +387,7 @@ impl SessionRecorder {
     /// a secret of the input, which the `Value` reading deals with.
     fn answer_ending<'a>(&self, result: Json<'a>, secrets: &EchoedSecrets) -> Option<Ending<'a>> {
         let redactor = &self.recorder.inner.redactor;
-        if secrets.is_empty() && !raw::may_be_tool_error(result.text) {
+        if secrets.is_empty() && !json_text::may_be_tool_error(result.text) {
             let redacted = redactor.redact_json_text(result.text);
             if let Some(answer) = compacted(redacted, result.compact) {
                 return Some(Ending::Answer(answer));
@@ -581,7 +582,7 @@ fn compacted(redacted: Cow<'_, str>, compact: bool) -> Option<Cow<'_, str>> {
     Some(if compact {
         redacted
     } else {
-        raw::compact_redacted(redacted)
+        json_text::compact_redacted(redacted)
     })
 }
 

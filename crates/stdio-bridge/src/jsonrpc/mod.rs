@@ -1,22 +1,36 @@
 //! JSON-RPC 2.0 as the bridge, `serve` and `shared` speak it, in one place.
 //!
-//! - **Peeking**: what routing reads from a frame ([`peek`], without building a value) or from a parsed
-//!   message ([`id_of`], [`method_of`], [`request_ids`]).
-//! - **Error answers**: [`error_frame`] for a raw id, [`error`] for a parsed one, both with
-//!   `data.reason` (and `data.upstream` where known, [`data`]); the messages of the errors more than one
-//!   side sends ([`EXITED_IN_FLIGHT`], [`CONNECTION_LOST`], [`NOT_MCP`]).
-//! - **Handshake replay**: the client's `initialize` again under the bridge's id ([`with_id`],
-//!   [`initialize`]), then [`INITIALIZED`], then the client hears [`list_changed`] for each list the
-//!   server said can change ([`notification`]).
+//! - **Reading**: a message as borrowed JSON text, in one pass of a strict scanner that checks it as
+//!   `serde_json` would and builds no value ([`Message::parse`], with [`string`], [`is_null`] and
+//!   [`Json`] for the spans it hands out); the recorder reads every message it records this way.
+//! - **Peeking**: what routing reads from a frame ([`peek`], with the scanner) or from a parsed
+//!   message (`id_of`, `method_of`, `request_ids`).
+//! - **Error answers** (within the crate): `error_frame` for a raw id, `error` for a parsed one, both
+//!   with `data.reason` (and `data.upstream` where known); the messages of the errors more than one
+//!   side sends.
+//! - **Handshake replay** (within the crate): the client's `initialize` again under the bridge's id,
+//!   then `notifications/initialized`, then the client hears `list_changed` for each list the server
+//!   said can change.
 //!
 //! It needs no feature: the child-process bridge uses it as much as `serve` and `shared` do. What works
-//! on parsed messages ([`error`], [`id_of`], …) is built with `serve`, the only side that parses them.
+//! on parsed messages (`error`, `id_of`, …) is built with `serve`, the only side that parses them.
 
 use bytes::Bytes;
-use serde::Deserialize;
-use serde_json::{Value, json, value::RawValue};
+use serde_json::{Value, json};
 
-use crate::{frame::InvalidLine, upstream::Frame};
+use crate::upstream::Frame;
+
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) mod agreement;
+mod message;
+mod peek;
+pub(crate) mod scan;
+
+pub use message::{CallParams, Message};
+#[cfg(feature = "fuzzing")]
+pub(crate) use peek::check_peek;
+pub use peek::{Info, Peek, peek};
+pub use scan::{Json, is_null, is_plain, string};
 
 /// The method of the notification that ends a handshake.
 pub(crate) const INITIALIZED: &str = "notifications/initialized";
@@ -41,115 +55,6 @@ pub(crate) const CONNECTION_LOST: &str =
 /// What a request gets when the upstream answered it with something that is not MCP (code
 /// [`UPSTREAM_PROTOCOL_ERROR`](crate::UPSTREAM_PROTOCOL_ERROR)).
 pub(crate) const NOT_MCP: &str = "the upstream answered with something that is not MCP";
-
-/// What routing needs from one JSON-RPC message.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct Info {
-    /// The id as raw JSON text (`1`, `"a"`), when present and not null.
-    pub(crate) id: Option<Box<str>>,
-    /// The method, for requests and notifications.
-    pub(crate) method: Option<Box<str>>,
-    /// Not an object, or its `id` is an object, an array or a boolean: never forwarded.
-    pub(crate) malformed: bool,
-}
-
-impl Info {
-    /// A request: a method and an id.
-    pub(crate) fn is_request(&self) -> bool {
-        self.method.is_some() && self.id.is_some()
-    }
-
-    /// A response: an id and no method.
-    pub(crate) fn is_response(&self) -> bool {
-        self.method.is_none() && self.id.is_some()
-    }
-}
-
-/// A single message or a batch.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Peek {
-    One(Info),
-    Batch(Vec<Info>),
-}
-
-impl Peek {
-    /// Whether it is not a request to forward: an empty batch, or a message that is malformed.
-    pub(crate) fn is_invalid_request(&self) -> bool {
-        match self {
-            Self::One(info) => info.malformed,
-            Self::Batch(infos) => infos.is_empty() || infos.iter().any(|i| i.malformed),
-        }
-    }
-
-    /// Every message in it.
-    pub(crate) fn infos(&self) -> &[Info] {
-        match self {
-            Self::One(info) => std::slice::from_ref(info),
-            Self::Batch(infos) => infos,
-        }
-    }
-}
-
-#[derive(Deserialize)]
-struct RawFields<'a> {
-    #[serde(borrow, default)]
-    id: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    method: Option<&'a RawValue>,
-}
-
-fn info_of(fields: RawFields<'_>) -> Info {
-    let raw_id = fields.id.map(RawValue::get).filter(|id| *id != "null");
-    // Only a string or a number identifies a request.
-    let malformed = raw_id
-        .is_some_and(|id| !id.starts_with(|c: char| c == '"' || c == '-' || c.is_ascii_digit()));
-    let id = raw_id.filter(|_| !malformed).map(Box::from);
-    let method = fields
-        .method
-        .and_then(|m| serde_json::from_str::<String>(m.get()).ok())
-        .map(String::into_boxed_str);
-    Info {
-        id,
-        method,
-        malformed,
-    }
-}
-
-/// Reads what routing needs from a frame, checking that it is a JSON object or array.
-pub(crate) fn peek(frame: &[u8]) -> Result<Peek, InvalidLine> {
-    let first = frame.iter().find(|b| !b.is_ascii_whitespace());
-    match first {
-        Some(b'{') => serde_json::from_slice::<RawFields<'_>>(frame)
-            .map(|fields| Peek::One(info_of(fields)))
-            .map_err(|_| InvalidLine::ParseError),
-        Some(b'[') => {
-            let items: Vec<&RawValue> =
-                serde_json::from_slice(frame).map_err(|_| InvalidLine::ParseError)?;
-            Ok(Peek::Batch(
-                items
-                    .into_iter()
-                    .map(|item| {
-                        let malformed = Info {
-                            malformed: true,
-                            ..Info::default()
-                        };
-                        if item.get().starts_with('{') {
-                            serde_json::from_str::<RawFields<'_>>(item.get())
-                                .map(info_of)
-                                .unwrap_or(malformed)
-                        } else {
-                            malformed
-                        }
-                    })
-                    .collect(),
-            ))
-        }
-        _ => match serde_json::from_slice::<serde::de::IgnoredAny>(frame) {
-            Ok(_) => Err(InvalidLine::NotObject),
-            Err(_) => Err(InvalidLine::ParseError),
-        },
-    }
-}
 
 /// A JSON-RPC error answer. `id` is raw JSON text; `None` writes `null`.
 pub(crate) fn error_frame(id: Option<&str>, code: i64, message: &str, data: Value) -> Frame {
@@ -249,41 +154,6 @@ pub(crate) fn to_frame(value: &Value) -> Frame {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn peek_reads_ids_and_methods() {
-        let cases: &[(&str, Option<&str>, Option<&str>)] = &[
-            (
-                r#"{"jsonrpc":"2.0","id":7,"method":"tools/list"}"#,
-                Some("7"),
-                Some("tools/list"),
-            ),
-            (r#"{"id":"a\"b","result":{}}"#, Some(r#""a\"b""#), None),
-            (
-                r#"{"method":"notifications/initialized"}"#,
-                None,
-                Some("notifications/initialized"),
-            ),
-            (r#"{"id":null,"error":{}}"#, None, None),
-            (r#"{"id":1,"method":5}"#, Some("1"), None),
-        ];
-        for (input, id, method) in cases {
-            let Peek::One(info) = peek(input.as_bytes()).unwrap() else {
-                panic!("{input} is not one message");
-            };
-            assert_eq!(info.id.as_deref(), *id, "{input}");
-            assert_eq!(info.method.as_deref(), *method, "{input}");
-        }
-        let Peek::Batch(infos) = peek(br#"[{"id":1,"method":"a"},3,{"method":"b"}]"#).unwrap()
-        else {
-            panic!("not a batch");
-        };
-        assert_eq!(infos.len(), 3);
-        assert!(infos[0].is_request());
-        assert!(infos[1].malformed);
-        assert!(!infos[0].malformed && !infos[2].malformed);
-        assert_eq!(infos[2].method.as_deref(), Some("b"));
-    }
 
     #[test]
     fn error_frames_carry_the_id_code_message_and_data() {
