@@ -8,6 +8,7 @@ mod fill_follow;
 mod http;
 mod http_ci;
 mod private_files;
+mod pytest_plugin;
 mod record;
 mod redact;
 mod replay;
