@@ -16,3 +16,4 @@ mod serve;
 mod shared;
 mod support;
 mod tasks;
+mod vitest_helper;
