@@ -72,6 +72,26 @@ def test_live(calltape):
     assert ask("live") == "echo: live"
 "#;
 
+/// A test with no marker: the plugin leaves it alone unless `calltape_mode = "auto"`, and then it
+/// reaches the `echo` upstream a conftest.py adds.
+const PLAIN: &str = r#"import os
+
+import openai
+
+
+def test_unmarked():
+    url = os.environ.get("ECHO_BASE_URL")
+    if url is None:
+        return
+    client = openai.OpenAI(api_key="sk-proj-pluginTestKey0123456789abcdef", max_retries=0, base_url=url)
+    r = client.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": "plain"}])
+    assert r.choices[0].message.content == "echo: plain"
+"#;
+
+const CONFTEST: &str = r#"def pytest_calltape_upstreams(config):
+    return {"echo": {"url": "http://127.0.0.1:9", "env": "ECHO_BASE_URL", "path": "v1"}}
+"#;
+
 /// Installs the plugin with pip into a folder of its own (from a copy, so the build leaves nothing
 /// in the repository) and returns that folder, for PYTHONPATH.
 fn install_plugin(dir: &Path) -> PathBuf {
@@ -122,6 +142,8 @@ fn write_project(dir: &Path) -> PathBuf {
     std::fs::create_dir_all(project.join("tests")).unwrap();
     std::fs::write(project.join("pyproject.toml"), PYPROJECT).unwrap();
     std::fs::write(project.join("tests/test_chat.py"), TESTS).unwrap();
+    std::fs::write(project.join("tests/test_plain.py"), PLAIN).unwrap();
+    std::fs::write(project.join("tests/conftest.py"), CONFTEST).unwrap();
     project
 }
 
@@ -268,7 +290,7 @@ fn pytest_records_a_cassette_per_test_and_replays_offline() {
         &["-k", "not live", "-p", "xdist", "-n", "2"],
     );
     assert!(out.status.success(), "{text}");
-    assert_eq!(outcomes(&text).len(), 5, "{text}");
+    assert_eq!(outcomes(&text).len(), 6, "{text}");
 
     // A changed request fails exactly the test that sent it, with the proxy's diagnosis, although
     // the test swallowed the 404.
@@ -283,6 +305,7 @@ fn pytest_records_a_cassette_per_test_and_replays_offline() {
             "PASSED tests/test_chat.py::test_hello",
             "PASSED tests/test_chat.py::test_topic[cats]",
             "PASSED tests/test_chat.py::test_topic[dogs/wolves]",
+            "PASSED tests/test_plain.py::test_unmarked",
         ],
         "{text}"
     );
@@ -310,6 +333,35 @@ fn pytest_records_a_cassette_per_test_and_replays_offline() {
         recorded,
         "a failed replay changed a cassette"
     );
+
+    // A renamed test has no cassette yet: it fails, alone.
+    let renamed = TESTS.replace("def test_hello(", "def test_hello_again(");
+    std::fs::write(project.join("tests/test_chat.py"), renamed).unwrap();
+    let (out, text) = pytest(
+        &site,
+        &project,
+        dead,
+        &[("CI", "true")],
+        &["-k", "not live"],
+    );
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert_eq!(
+        outcomes(&text),
+        [
+            "FAILED tests/test_chat.py::test_hello_again",
+            "PASSED tests/test_chat.py::test_anthropic",
+            "PASSED tests/test_chat.py::test_swallowed",
+            "PASSED tests/test_chat.py::test_topic[cats]",
+            "PASSED tests/test_chat.py::test_topic[dogs/wolves]",
+            "PASSED tests/test_plain.py::test_unmarked",
+        ],
+        "{text}"
+    );
+    assert!(
+        text.contains("test_chat/test_hello_again.jsonl: POST openai /v1/chat/completions: no recording\n  the cassette holds no recordings"),
+        "{text}"
+    );
+    assert_eq!(files(&cassettes), recorded, "a miss wrote a cassette");
 }
 
 #[test]
@@ -317,14 +369,22 @@ fn pytest_sends_a_live_test_live_and_re_records_byte_identically() {
     let dir = tempfile::tempdir().unwrap();
     let site = install_plugin(dir.path());
     let project = write_project(dir.path());
+    // Every test gets a cassette, the unmarked one too, and it reaches the conftest's upstream.
+    let auto = PYPROJECT.replace(
+        "[tool.pytest.ini_options]\n",
+        "[tool.pytest.ini_options]\ncalltape_mode = \"auto\"\n",
+    );
+    std::fs::write(project.join("pyproject.toml"), auto).unwrap();
     let cassettes = project.join("tests/cassettes");
     let fake = FakeApi::start(dir.path());
+    let echo = [("CALLTAPE_UPSTREAM_ECHO", fake.url())];
+    let echo: Vec<(&str, &str)> = echo.iter().map(|(k, v)| (*k, v.as_str())).collect();
 
     let (out, text) = pytest(
         &site,
         &project,
         &fake.url(),
-        &[],
+        &echo,
         &["--calltape-mode", "record"],
     );
     assert!(out.status.success(), "{text}");
@@ -334,12 +394,17 @@ fn pytest_sends_a_live_test_live_and_re_records_byte_identically() {
         "{:?}",
         first.keys()
     );
+    let plain = String::from_utf8_lossy(&first["test_plain/test_unmarked.jsonl"]);
+    assert!(
+        plain.contains(r#""upstream":"echo""#) && plain.contains("echo: plain"),
+        "{plain}"
+    );
 
     let (out, text) = pytest(
         &site,
         &project,
         &fake.url(),
-        &[],
+        &echo,
         &["--calltape-mode", "record"],
     );
     assert!(out.status.success(), "{text}");
