@@ -301,4 +301,27 @@ fn vitest_records_a_cassette_per_test_replays_offline_and_fails_the_test_that_mi
         "{text}"
     );
     assert_eq!(files(&cassettes), recorded);
+
+    // A renamed test has no cassette yet: it fails, alone.
+    let renamed = CHAT.replace("it(\"says hello\"", "it(\"says hello again\"");
+    std::fs::write(project.join("tests/chat.test.js"), renamed).unwrap();
+    let (ok, tests, text) = vitest(&project, dead, &[("CI", "true")], NOT_LIVE);
+    assert!(!ok, "{text}");
+    assert_eq!(
+        tests,
+        [
+            "failed chat says hello again",
+            "passed chat swallows errors",
+            "passed chat takes its base URL from calltape",
+            "passed other file runs in its own thread",
+        ],
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "chat.test/chat/says_hello_again.jsonl: POST openai /v1/chat/completions: no recording"
+        ),
+        "{text}"
+    );
+    assert_eq!(files(&cassettes), recorded, "a miss wrote a cassette");
 }
