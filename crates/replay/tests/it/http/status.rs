@@ -194,3 +194,48 @@ async fn the_cassette_query_passes_the_front_door_like_any_request() {
     assert_eq!(status, 200, "{body}");
     proxy.shutdown().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cassette_query_counts_the_drift_of_the_last_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("t.jsonl");
+    // A stream, whose drift is counted when it ends: the query right after it already sees it.
+    let mut stream = chat("hi");
+    stream["stream"] = true.into();
+    let fake = FakeUpstream::start().await;
+    let recorder = start(Mode::Record, &fake.url(), &file).await;
+    post(&recorder, "openai", "/v1/chat/completions", &stream).await;
+    recorder.shutdown().await.unwrap();
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(text.contains(r#""status":200"#), "{text}");
+    std::fs::write(&file, text.replace(r#""status":200"#, r#""status":201"#)).unwrap();
+
+    let proxy = Proxy::builder()
+        .upstream("openai", fake.url())
+        .cassette_dir(dir.path())
+        .mode(Mode::Verify)
+        .start()
+        .await
+        .unwrap();
+    // Each answer counts as soon as the client has read it, however quickly the test asks.
+    for round in 1..=20 {
+        let answer = post(
+            &proxy,
+            "_cassette/t/openai",
+            "/v1/chat/completions",
+            &stream,
+        )
+        .await;
+        assert_eq!(answer.status, 200);
+        let v = cassette(&proxy, "t").await;
+        assert_eq!(v["failures"], round, "{v}");
+    }
+    let v = cassette(&proxy, "t").await;
+    assert_eq!(v["mode"], "verify");
+    let text = v["text"].as_str().unwrap();
+    assert!(
+        text.contains("POST openai /v1/chat/completions: status: recorded 201, live 200"),
+        "{text}"
+    );
+    proxy.shutdown().await.unwrap();
+}
