@@ -428,3 +428,40 @@ fn pytest_sends_a_live_test_live_and_re_records_byte_identically() {
     assert_eq!(fake.connections(), before + 1, "{text}");
     assert_eq!(files(&cassettes), first);
 }
+
+#[test]
+fn pytest_says_what_is_wrong_with_its_setup() {
+    let dir = tempfile::tempdir().unwrap();
+    let site = install_plugin(dir.path());
+    let project = write_project(dir.path());
+    let missing = dir.path().join("no-such-calltape");
+    let missing = missing.to_str().unwrap();
+
+    // A binary that is not there: each marked test errors, saying what to set.
+    let (out, text) = pytest(
+        &site,
+        &project,
+        "http://127.0.0.1:9",
+        &[("CALLTAPE_BIN", missing)],
+        &["-k", "hello"],
+    );
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains(&format!(
+            "calltape: CALLTAPE_BIN={missing} is not an executable file; point it at the calltape binary"
+        )),
+        "{text}"
+    );
+
+    // An upstream without its variable: a usage error before any test runs.
+    let broken = format!(
+        "{PYPROJECT}\n[tool.calltape.upstreams]\nmistral = {{ url = \"http://127.0.0.1:9\" }}\n"
+    );
+    std::fs::write(project.join("pyproject.toml"), broken).unwrap();
+    let (out, text) = pytest(&site, &project, "http://127.0.0.1:9", &[], &[]);
+    assert_eq!(out.status.code(), Some(4), "{text}");
+    assert!(
+        text.contains("upstream 'mistral' needs url and env, e.g. mistral = { url = \"https://api.example.com\", env = \"MISTRAL_BASE_URL\" }"),
+        "{text}"
+    );
+}
