@@ -142,8 +142,10 @@ fn write_project(dir: &Path) -> PathBuf {
     std::fs::create_dir_all(project.join("tests")).unwrap();
     std::fs::write(project.join("pyproject.toml"), PYPROJECT).unwrap();
     std::fs::write(project.join("tests/test_chat.py"), TESTS).unwrap();
-    std::fs::write(project.join("tests/test_plain.py"), PLAIN).unwrap();
-    std::fs::write(project.join("tests/conftest.py"), CONFTEST).unwrap();
+    // A conftest.py below the test folder: pytest loads it only when it collects that folder.
+    std::fs::create_dir_all(project.join("tests/plain")).unwrap();
+    std::fs::write(project.join("tests/plain/test_plain.py"), PLAIN).unwrap();
+    std::fs::write(project.join("tests/plain/conftest.py"), CONFTEST).unwrap();
     project
 }
 
@@ -301,11 +303,11 @@ fn pytest_records_a_cassette_per_test_and_replays_offline() {
         outcomes(&text),
         [
             "FAILED tests/test_chat.py::test_swallowed",
+            "PASSED tests/plain/test_plain.py::test_unmarked",
             "PASSED tests/test_chat.py::test_anthropic",
             "PASSED tests/test_chat.py::test_hello",
             "PASSED tests/test_chat.py::test_topic[cats]",
             "PASSED tests/test_chat.py::test_topic[dogs/wolves]",
-            "PASSED tests/test_plain.py::test_unmarked",
         ],
         "{text}"
     );
@@ -349,11 +351,11 @@ fn pytest_records_a_cassette_per_test_and_replays_offline() {
         outcomes(&text),
         [
             "FAILED tests/test_chat.py::test_hello_again",
+            "PASSED tests/plain/test_plain.py::test_unmarked",
             "PASSED tests/test_chat.py::test_anthropic",
             "PASSED tests/test_chat.py::test_swallowed",
             "PASSED tests/test_chat.py::test_topic[cats]",
             "PASSED tests/test_chat.py::test_topic[dogs/wolves]",
-            "PASSED tests/test_plain.py::test_unmarked",
         ],
         "{text}"
     );

@@ -45,15 +45,25 @@ class Calltape:
 class _Session:
     def __init__(self, config: pytest.Config):
         self.config = config
-        extra = [t for t in config.hook.pytest_calltape_upstreams(config=config) if t]
-        self.settings: Settings = load(config.rootpath, extra)
+        # Read now so a broken [tool.calltape] stops the run before any test; read again with the
+        # conftest.py files' upstreams when the proxy starts, once collection has loaded them all.
+        self.settings: Settings = load(config.rootpath)
         self.proxy: Proxy | None = None
+        self.failed: ProxyError | None = None
         self.report: dict | None = None
 
     def started(self) -> Proxy:
         """The session's proxy, started by the first test that needs it."""
+        if self.failed is not None:
+            raise self.failed
         if self.proxy is None:
-            self.proxy = Proxy(self.settings, self.config.getoption("calltape_mode"), self.config.rootpath)
+            try:
+                extra = [t for t in self.config.hook.pytest_calltape_upstreams(config=self.config) if t]
+                self.settings = load(self.config.rootpath, extra)
+                self.proxy = Proxy(self.settings, self.config.getoption("calltape_mode"), self.config.rootpath)
+            except (ConfigError, ProxyError) as e:
+                self.failed = e if isinstance(e, ProxyError) else ProxyError(str(e))
+                raise self.failed from None
         return self.proxy
 
 
