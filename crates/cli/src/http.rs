@@ -27,7 +27,8 @@ Examples:
 
 Requests to http://127.0.0.1:PORT/<name>/<rest> go to that upstream's <rest>. A test can choose \
 its own cassette under --cassette-dir with the header `x-calltape-cassette: NAME` or the path \
-prefix /_cassette/NAME/.
+prefix /_cassette/NAME/ (a / in NAME written %2F); GET /_calltape/cassette/NAME answers, as JSON, \
+what the run did with that cassette so far.
 
 Loopback only, as `calltape serve`: a request with an Origin header gets 403 unless \
 --allow-origin names that origin, and a Host that is not 127.0.0.1, localhost or [::1] with the \

@@ -57,7 +57,7 @@ impl FakeApi {
         format!("http://127.0.0.1:{}", self.port)
     }
 
-    fn connections(&self) -> usize {
+    pub(crate) fn connections(&self) -> usize {
         std::fs::read_to_string(&self.log)
             .unwrap_or_default()
             .lines()

@@ -6,8 +6,10 @@
 //! arrive and stored one event per line; replay gives back the same bytes.
 //!
 //! A test may pick its own cassette with the `x-calltape-cassette: NAME` header or the path prefix
-//! `/_cassette/NAME/`, resolved under the [`cassette_dir`](ProxyBuilder::cassette_dir), so one proxy
-//! serves a parallel test run.
+//! `/_cassette/NAME/` (a `/` of the name written `%2F` there), resolved under the
+//! [`cassette_dir`](ProxyBuilder::cassette_dir), so one proxy serves a parallel test run. `GET /_calltape/cassette/NAME` answers, as JSON, what the run did so
+//! far with that cassette (hits, misses with their closest recordings, fuzzy hits, drift, and the
+//! failure text), so a test runner's plugin can fail the very test whose request missed.
 //!
 //! The proxy listens on loopback only and refuses what a web page could send it: a request with an
 //! `Origin` header (403) unless that origin was [allowed](ProxyBuilder::allow_origin), and a `Host`
@@ -48,6 +50,7 @@ mod options;
 mod reply;
 mod report;
 mod server;
+mod status;
 mod stream;
 mod tape;
 mod verify;

@@ -24,6 +24,7 @@ use super::flush::{CountingIo, FlushBeforeError};
 use super::miss::{self, Provider, error_response, request_diff};
 use super::options::{Exhaustion, Mode};
 use super::report::{Closest, FuzzyHit};
+use super::status;
 use super::tape::{Lookup, Tape};
 use super::{CASSETTE_HEADER, ProxyBody, State, UpstreamCfg};
 
@@ -98,7 +99,7 @@ fn split_path(path: &str) -> (Option<&str>, &str, &str) {
     (cassette, up, if rest.is_empty() { "/" } else { rest })
 }
 
-fn cassette_path(state: &State, chosen: Option<&str>) -> Result<PathBuf, String> {
+pub(crate) fn cassette_path(state: &State, chosen: Option<&str>) -> Result<PathBuf, String> {
     let Some(name) = chosen else {
         return state.cassette.clone().ok_or_else(|| {
             format!("this request names no cassette: send the {CASSETTE_HEADER} header or use the /_cassette/NAME/ path prefix")
@@ -139,18 +140,33 @@ struct Target<'s> {
     cassette: Option<PathBuf>,
 }
 
-/// Resolves a request's upstream and cassette from its path and headers.
-fn target<'s>(state: &'s State, parts: &Parts) -> Result<Target<'s>, Box<HttpResponse>> {
-    let path = match &state.path_token {
+/// The request's path after the per-run path prefix, if the proxy serves under one.
+fn request_path<'p>(state: &State, parts: &'p Parts) -> Result<&'p str, Box<HttpResponse>> {
+    match &state.path_token {
         Some(token) => strip_path_token(parts.uri.path(), token).ok_or_else(|| {
             Box::new(refuse(
                 StatusCode::NOT_FOUND,
                 "this proxy adds an API key upstream, so it serves only under its per-run path \
                  prefix; use the URL it printed or gave the command (CALLTAPE_PROXY_URL)",
             ))
-        })?,
-        None => parts.uri.path(),
-    };
+        }),
+        None => Ok(parts.uri.path()),
+    }
+}
+
+/// A cassette name as a path carries it: one segment of the `/_cassette/NAME/` prefix holds a name's
+/// `/` as `%2F`, so `NAME` may name a cassette in a subfolder (`suite%2Ftest` is `suite/test`).
+pub(crate) fn cassette_name(raw: &str) -> std::borrow::Cow<'_, str> {
+    if raw.contains('%') {
+        raw.replace("%2F", "/").replace("%2f", "/").into()
+    } else {
+        raw.into()
+    }
+}
+
+/// Resolves a request's upstream and cassette from its path and headers.
+fn target<'s>(state: &'s State, parts: &Parts) -> Result<Target<'s>, Box<HttpResponse>> {
+    let path = request_path(state, parts)?;
     let (prefix_cassette, upstream_name, rest) = split_path(path);
     let Some(upstream) = state.upstreams.get(upstream_name) else {
         let mut names: Vec<&str> = state.upstreams.keys().map(String::as_str).collect();
@@ -172,7 +188,8 @@ fn target<'s>(state: &'s State, parts: &Parts) -> Result<Target<'s>, Box<HttpRes
     let cassette = if state.mode == Mode::Live {
         None
     } else {
-        let chosen = header_cassette.or(prefix_cassette);
+        let prefix_cassette = prefix_cassette.map(cassette_name);
+        let chosen = header_cassette.or(prefix_cassette.as_deref());
         Some(cassette_path(state, chosen).map_err(|m| {
             Box::new(error_response(
                 upstream.provider,
@@ -253,6 +270,9 @@ async fn route(
     req: hyper::Request<Incoming>,
 ) -> Result<HttpResponse, Box<HttpResponse>> {
     let (parts, body) = req.into_parts();
+    if let Some(name) = request_path(state, &parts)?.strip_prefix(status::PREFIX) {
+        return Ok(status::answer(state, &parts.method, name));
+    }
     let target = target(state, &parts)?;
     let (upstream, provider) = (target.upstream, target.upstream.provider);
     let body = read_body(body, provider).await?;
@@ -465,6 +485,21 @@ mod tests {
         ];
         for (path, cassette, up, rest) in table {
             assert_eq!(split_path(path), (cassette, up, rest), "{path}");
+        }
+    }
+
+    #[test]
+    fn a_prefix_segment_carries_the_slashes_of_a_cassette_name_as_2f() {
+        let table = [
+            ("t1", "t1"),
+            ("suite%2Ftest", "suite/test"),
+            ("a%2fb%2Fc", "a/b/c"),
+            ("%2E%2E%2Fescape", "%2E%2E/escape"),
+            ("..%2Fescape", "../escape"),
+            ("100%25", "100%25"),
+        ];
+        for (raw, name) in table {
+            assert_eq!(cassette_name(raw), name, "{raw}");
         }
     }
 }

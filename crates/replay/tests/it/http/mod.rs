@@ -7,4 +7,5 @@ mod load;
 mod misses;
 mod rerecord;
 mod reset;
+mod status;
 mod stored;

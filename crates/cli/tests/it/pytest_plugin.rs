@@ -1,0 +1,469 @@
+//! The pytest plugin (`integrations/pytest`) installed with pip and run by pytest against the
+//! official OpenAI and Anthropic Python SDKs, with the local fake API as the upstream: a cassette per
+//! test, replay offline, a changed request failing exactly its test, a live test, byte-identical
+//! re-records, and parallel workers.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use crate::http::{FakeApi, python};
+use crate::support::repo_root;
+
+const PYPROJECT: &str = r#"[project]
+name = "chat-app"
+version = "0"
+
+[tool.pytest.ini_options]
+addopts = "-p no:cacheprovider"
+
+[tool.calltape]
+cassette_dir = "tests/cassettes"
+"#;
+
+const TESTS: &str = r#"import os
+
+import anthropic
+import openai
+import pytest
+
+pytestmark = pytest.mark.calltape
+
+
+def ask(text):
+    client = openai.OpenAI(api_key="sk-proj-pluginTestKey0123456789abcdef", max_retries=0)
+    r = client.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": text}])
+    return r.choices[0].message.content
+
+
+def test_hello():
+    assert ask("hello") == "echo: hello"
+
+
+@pytest.mark.parametrize("topic", ["cats", "dogs/wolves"])
+def test_topic(topic):
+    assert ask(topic) == "echo: " + topic
+
+
+def test_swallowed():
+    # The application swallows a failed call, as many do: the plugin must still fail this test.
+    try:
+        ask(os.environ.get("QUESTION", "what is calltape?"))
+    except openai.APIStatusError:
+        pass
+
+
+def test_anthropic(calltape):
+    client = anthropic.Anthropic(api_key="sk-ant-api03-pluginTestKey0123456789", max_retries=0)
+    assert str(client.base_url).rstrip("/") == calltape.base_url("anthropic")
+    text = ""
+    for event in client.messages.create(
+        model="claude-test-model", max_tokens=20, stream=True, messages=[{"role": "user", "content": "hi"}]
+    ):
+        if event.type == "content_block_delta":
+            text += event.delta.text
+    assert text == "You said hi"
+
+
+@pytest.mark.calltape(live=True)
+def test_live(calltape):
+    assert calltape.live
+    assert "_cassette" not in os.environ["OPENAI_BASE_URL"]
+    assert ask("live") == "echo: live"
+"#;
+
+/// A test with no marker: the plugin leaves it alone unless `calltape_mode = "auto"`, and then it
+/// reaches the `echo` upstream a conftest.py adds.
+const PLAIN: &str = r#"import os
+
+import openai
+
+
+def test_unmarked():
+    url = os.environ.get("ECHO_BASE_URL")
+    if url is None:
+        return
+    client = openai.OpenAI(api_key="sk-proj-pluginTestKey0123456789abcdef", max_retries=0, base_url=url)
+    r = client.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": "plain"}])
+    assert r.choices[0].message.content == "echo: plain"
+"#;
+
+const CONFTEST: &str = r#"def pytest_calltape_upstreams(config):
+    return {"echo": {"url": "http://127.0.0.1:9", "env": "ECHO_BASE_URL", "path": "v1"}}
+"#;
+
+/// Installs the plugin with pip into a folder of its own (from a copy, so the build leaves nothing
+/// in the repository) and returns that folder, for PYTHONPATH.
+fn install_plugin(dir: &Path) -> PathBuf {
+    let source = dir.join("src-copy");
+    copy_dir(&repo_root().join("integrations/pytest"), &source);
+    let site = dir.join("site");
+    let out = Command::new(python())
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+        ])
+        .args([
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "--target",
+        ])
+        .arg(&site)
+        .arg(&source)
+        .output()
+        .expect("run pip");
+    assert!(
+        out.status.success(),
+        "pip install failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    site
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+fn write_project(dir: &Path) -> PathBuf {
+    let project = dir.join("project");
+    std::fs::create_dir_all(project.join("tests")).unwrap();
+    std::fs::write(project.join("pyproject.toml"), PYPROJECT).unwrap();
+    std::fs::write(project.join("tests/test_chat.py"), TESTS).unwrap();
+    // A conftest.py below the test folder: pytest loads it only when it collects that folder.
+    std::fs::create_dir_all(project.join("tests/plain")).unwrap();
+    std::fs::write(project.join("tests/plain/test_plain.py"), PLAIN).unwrap();
+    std::fs::write(project.join("tests/plain/conftest.py"), CONFTEST).unwrap();
+    project
+}
+
+/// Runs pytest in `project` with the plugin on PYTHONPATH, the upstream `openai` and `anthropic`
+/// at `upstream`, and the given extra environment; returns its output (stdout then stderr).
+fn pytest(
+    site: &Path,
+    project: &Path,
+    upstream: &str,
+    env: &[(&str, &str)],
+    args: &[&str],
+) -> (Output, String) {
+    let mut cmd = Command::new(python());
+    cmd.args(["-m", "pytest", "-v", "-rA"])
+        .args(args)
+        .current_dir(project)
+        .env("PYTHONPATH", site)
+        .env("CALLTAPE_BIN", env!("CARGO_BIN_EXE_calltape"))
+        .env("CALLTAPE_UPSTREAM_OPENAI", upstream)
+        .env("CALLTAPE_UPSTREAM_ANTHROPIC", upstream)
+        .env("NO_COLOR", "1")
+        .env_remove("CALLTAPE_LOG");
+    for var in [
+        "CI",
+        "CALLTAPE_MODE",
+        "LLM_TEST_MODE",
+        "UPDATE_RECORDINGS",
+        "RECORD_LLM",
+        "OPENAI_BASE_URL",
+        "ANTHROPIC_BASE_URL",
+        "PYTEST_ADDOPTS",
+    ] {
+        cmd.env_remove(var);
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("run pytest");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out, text)
+}
+
+/// Every file under `dir`, by its path relative to `dir`, with its bytes.
+fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    let mut all = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let name = path.strip_prefix(dir).unwrap().display().to_string();
+                all.insert(name, std::fs::read(&path).unwrap());
+            }
+        }
+    }
+    all
+}
+
+/// The outcome pytest -rA printed for each test, e.g. `PASSED tests/test_chat.py::test_hello`.
+fn outcomes(text: &str) -> Vec<&str> {
+    let mut v: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("PASSED ") || l.starts_with("FAILED ") || l.starts_with("ERROR "))
+        .map(|l| l.split(" - ").next().unwrap())
+        .collect();
+    v.sort_unstable();
+    v
+}
+
+#[test]
+fn pytest_records_a_cassette_per_test_and_replays_offline() {
+    let dir = tempfile::tempdir().unwrap();
+    let site = install_plugin(dir.path());
+    let project = write_project(dir.path());
+    let cassettes = project.join("tests/cassettes");
+    let fake = FakeApi::start(dir.path());
+
+    let (out, text) = pytest(
+        &site,
+        &project,
+        &fake.url(),
+        &[],
+        &["--calltape-mode", "record"],
+    );
+    assert!(out.status.success(), "{text}");
+    let recorded = files(&cassettes);
+    let names: Vec<&str> = recorded.keys().map(String::as_str).collect();
+    assert_eq!(
+        names,
+        [
+            "test_chat/test_anthropic.jsonl",
+            "test_chat/test_hello.jsonl",
+            "test_chat/test_swallowed.jsonl",
+            "test_chat/test_topic-cats.jsonl",
+            "test_chat/test_topic-dogs_wolves.jsonl",
+        ],
+        "{text}"
+    );
+    let hello = String::from_utf8(recorded["test_chat/test_hello.jsonl"].clone()).unwrap();
+    assert!(
+        hello.contains("echo: hello") && !hello.contains("dogs"),
+        "{hello}"
+    );
+    assert!(
+        !recorded
+            .values()
+            .any(|b| String::from_utf8_lossy(b).contains("pluginTestKey")),
+        "a key reached a cassette"
+    );
+    assert!(
+        text.contains("calltape: record mode, 5 cassettes"),
+        "{text}"
+    );
+
+    // Replay with the upstream gone; CI alone chooses replay mode.
+    drop(fake);
+    let dead = "http://127.0.0.1:9";
+    let (out, text) = pytest(
+        &site,
+        &project,
+        dead,
+        &[("CI", "true")],
+        &["-k", "not live"],
+    );
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("calltape: replay mode, 5 cassettes, 5 replayed, 0 with failures"),
+        "{text}"
+    );
+    assert_eq!(files(&cassettes), recorded, "replay changed a cassette");
+
+    // The same tests on two xdist workers, each with its own proxy.
+    let (out, text) = pytest(
+        &site,
+        &project,
+        dead,
+        &[("CI", "true")],
+        &["-k", "not live", "-p", "xdist", "-n", "2"],
+    );
+    assert!(out.status.success(), "{text}");
+    assert_eq!(outcomes(&text).len(), 6, "{text}");
+
+    // A changed request fails exactly the test that sent it, with the proxy's diagnosis, although
+    // the test swallowed the 404.
+    let env = [("CI", "true"), ("QUESTION", "what is calltape, really?")];
+    let (out, text) = pytest(&site, &project, dead, &env, &["-k", "not live"]);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert_eq!(
+        outcomes(&text),
+        [
+            "FAILED tests/test_chat.py::test_swallowed",
+            "PASSED tests/plain/test_plain.py::test_unmarked",
+            "PASSED tests/test_chat.py::test_anthropic",
+            "PASSED tests/test_chat.py::test_hello",
+            "PASSED tests/test_chat.py::test_topic[cats]",
+            "PASSED tests/test_chat.py::test_topic[dogs/wolves]",
+        ],
+        "{text}"
+    );
+    assert!(
+        text.contains("calltape: 1 request(s) of this test failed against cassette"),
+        "{text}"
+    );
+    assert!(text.contains("miss in "), "{text}");
+    assert!(
+        text.contains(
+            "test_chat/test_swallowed.jsonl: POST openai /v1/chat/completions: no recording"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("closest recording: POST openai /v1/chat/completions"),
+        "{text}"
+    );
+    assert!(
+        text.contains("+      \"content\": \"what is calltape, really?\""),
+        "{text}"
+    );
+    assert_eq!(
+        files(&cassettes),
+        recorded,
+        "a failed replay changed a cassette"
+    );
+
+    // A renamed test has no cassette yet: it fails, alone.
+    let renamed = TESTS.replace("def test_hello(", "def test_hello_again(");
+    std::fs::write(project.join("tests/test_chat.py"), renamed).unwrap();
+    let (out, text) = pytest(
+        &site,
+        &project,
+        dead,
+        &[("CI", "true")],
+        &["-k", "not live"],
+    );
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert_eq!(
+        outcomes(&text),
+        [
+            "FAILED tests/test_chat.py::test_hello_again",
+            "PASSED tests/plain/test_plain.py::test_unmarked",
+            "PASSED tests/test_chat.py::test_anthropic",
+            "PASSED tests/test_chat.py::test_swallowed",
+            "PASSED tests/test_chat.py::test_topic[cats]",
+            "PASSED tests/test_chat.py::test_topic[dogs/wolves]",
+        ],
+        "{text}"
+    );
+    assert!(
+        text.contains("test_chat/test_hello_again.jsonl: POST openai /v1/chat/completions: no recording\n  the cassette holds no recordings"),
+        "{text}"
+    );
+    assert_eq!(files(&cassettes), recorded, "a miss wrote a cassette");
+}
+
+#[test]
+fn pytest_sends_a_live_test_live_and_re_records_byte_identically() {
+    let dir = tempfile::tempdir().unwrap();
+    let site = install_plugin(dir.path());
+    let project = write_project(dir.path());
+    // Every test gets a cassette, the unmarked one too, and it reaches the conftest's upstream.
+    let auto = PYPROJECT.replace(
+        "[tool.pytest.ini_options]\n",
+        "[tool.pytest.ini_options]\ncalltape_mode = \"auto\"\n",
+    );
+    std::fs::write(project.join("pyproject.toml"), auto).unwrap();
+    let cassettes = project.join("tests/cassettes");
+    let fake = FakeApi::start(dir.path());
+    let echo = [("CALLTAPE_UPSTREAM_ECHO", fake.url())];
+    let echo: Vec<(&str, &str)> = echo.iter().map(|(k, v)| (*k, v.as_str())).collect();
+
+    let (out, text) = pytest(
+        &site,
+        &project,
+        &fake.url(),
+        &echo,
+        &["--calltape-mode", "record"],
+    );
+    assert!(out.status.success(), "{text}");
+    let first = files(&cassettes);
+    assert!(
+        !first.keys().any(|k| k.contains("live")),
+        "{:?}",
+        first.keys()
+    );
+    let plain = String::from_utf8_lossy(&first["test_plain/test_unmarked.jsonl"]);
+    assert!(
+        plain.contains(r#""upstream":"echo""#) && plain.contains("echo: plain"),
+        "{plain}"
+    );
+
+    let (out, text) = pytest(
+        &site,
+        &project,
+        &fake.url(),
+        &echo,
+        &["--calltape-mode", "record"],
+    );
+    assert!(out.status.success(), "{text}");
+    assert_eq!(files(&cassettes), first, "re-recording changed a cassette");
+
+    // In strict replay, the live test still reaches the upstream, straight and not through a cassette.
+    let before = fake.connections();
+    let (out, text) = pytest(
+        &site,
+        &project,
+        &fake.url(),
+        &[],
+        &["--calltape-mode", "replay", "-k", "live"],
+    );
+    assert!(out.status.success(), "{text}");
+    assert_eq!(
+        outcomes(&text),
+        ["PASSED tests/test_chat.py::test_live"],
+        "{text}"
+    );
+    assert_eq!(fake.connections(), before + 1, "{text}");
+    assert_eq!(files(&cassettes), first);
+}
+
+#[test]
+fn pytest_says_what_is_wrong_with_its_setup() {
+    let dir = tempfile::tempdir().unwrap();
+    let site = install_plugin(dir.path());
+    let project = write_project(dir.path());
+    let missing = dir.path().join("no-such-calltape");
+    let missing = missing.to_str().unwrap();
+
+    // A binary that is not there: each marked test errors, saying what to set.
+    let (out, text) = pytest(
+        &site,
+        &project,
+        "http://127.0.0.1:9",
+        &[("CALLTAPE_BIN", missing)],
+        &["-k", "hello"],
+    );
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains(&format!(
+            "calltape: CALLTAPE_BIN={missing} is not an executable file; point it at the calltape binary"
+        )),
+        "{text}"
+    );
+
+    // An upstream without its variable: a usage error before any test runs.
+    let broken = format!(
+        "{PYPROJECT}\n[tool.calltape.upstreams]\nmistral = {{ url = \"http://127.0.0.1:9\" }}\n"
+    );
+    std::fs::write(project.join("pyproject.toml"), broken).unwrap();
+    let (out, text) = pytest(&site, &project, "http://127.0.0.1:9", &[], &[]);
+    assert_eq!(out.status.code(), Some(4), "{text}");
+    assert!(
+        text.contains("upstream 'mistral' needs url and env, e.g. mistral = { url = \"https://api.example.com\", env = \"MISTRAL_BASE_URL\" }"),
+        "{text}"
+    );
+}

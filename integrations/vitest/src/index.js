@@ -1,0 +1,99 @@
+// useCalltape(): each test of a describe block gets a cassette of its own,
+// <test file>/<describe path>/<test name>.jsonl under the cassette folder, through per-test base URLs.
+
+import path from "node:path";
+
+import { afterEach, beforeEach, inject } from "vitest";
+
+import { baseURL, fileSafe, loadSettings } from "./config.js";
+
+/** The cassette name of a Vitest test: its file (without extension), its describe blocks, its name. */
+export function cassetteName(task, root) {
+  const file = task.file?.filepath ? path.relative(root, task.file.filepath) : task.file?.name ?? "unknown";
+  const parts = [fileSafe(path.basename(file).replace(/\.[cm]?[jt]sx?$/, ""))];
+  const suites = [];
+  for (let s = task.suite; s && s.type === "suite" && s !== task.file && s.name; s = s.suite) suites.unshift(s.name);
+  for (const s of suites) parts.push(fileSafe(s));
+  parts.push(fileSafe(task.name));
+  return parts.join("/");
+}
+
+async function query(url, name) {
+  const resp = await fetch(`${url}/_calltape/cassette/${name}`);
+  if (!resp.ok) throw new Error(`calltape: cannot ask the proxy about cassette ${name}: ${resp.status} ${await resp.text()}`);
+  return resp.json();
+}
+
+/**
+ * Call inside a describe block. Each test then runs with the upstreams' base-URL variables
+ * (OPENAI_BASE_URL, ...) pointing at its own cassette; `{ live: true }` points them at the real API.
+ * A request that found no recording (or drifted) fails the test that sent it.
+ */
+export function useCalltape(options = {}) {
+  const live = Boolean(options.live);
+  const state = { current: null };
+  const handle = {
+    get cassette() {
+      return state.current?.cassette;
+    },
+    get mode() {
+      return state.current?.mode;
+    },
+    get live() {
+      return live;
+    },
+    baseURL(upstream = "openai") {
+      const urls = state.current?.urls;
+      if (!urls) throw new Error("calltape: baseURL() is only known while a test of this describe block runs");
+      if (!(upstream in urls)) throw new Error(`calltape: no upstream named ${upstream}; calltape knows ${Object.keys(urls).join(", ")}`);
+      return urls[upstream];
+    },
+  };
+
+  beforeEach(async (ctx) => {
+    const proxy = inject("calltape");
+    if (!proxy) throw new Error('calltape: the proxy is not running; add globalSetup: ["calltape-vitest/setup"] to the test config');
+    const settings = loadSettings(proxy.root);
+    const name = cassetteName(ctx.task, proxy.root);
+    const urls = {};
+    const env = {};
+    for (const [up, u] of Object.entries(settings.upstreams)) {
+      // The name's `/` written `%2F`, so the name stays one path segment.
+      urls[up] = baseURL(u, live ? u.url : `${proxy.url}/_cassette/${name.replaceAll("/", "%2F")}/${up}`);
+      env[u.env] = urls[up];
+    }
+    const saved = Object.fromEntries(Object.keys(env).map((k) => [k, process.env[k]]));
+    const before = live ? 0 : (await query(proxy.url, name)).failures;
+    Object.assign(process.env, env);
+    state.current = {
+      name,
+      urls,
+      saved,
+      before,
+      proxy,
+      mode: live ? "live" : proxy.mode,
+      cassette: path.join(settings.cassetteDir, `${name}.jsonl`),
+    };
+  });
+
+  afterEach(async () => {
+    const cur = state.current;
+    state.current = null;
+    if (!cur) return;
+    for (const [k, v] of Object.entries(cur.saved)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+    if (live) return;
+    const answer = await query(cur.proxy.url, cur.name);
+    const failed = answer.failures - cur.before;
+    if (failed > 0) {
+      throw new Error(
+        `calltape: ${failed} request(s) of this test failed against cassette ${cur.cassette} (${answer.mode} mode); ` +
+          `record it again with CALLTAPE_MODE=record if the change is intended\n${answer.text}`,
+      );
+    }
+  });
+
+  return handle;
+}

@@ -1,0 +1,16 @@
+/** The proxy the global setup started. */
+export interface CalltapeProxy {
+  readonly url: string;
+  readonly mode: string;
+  stop(): Promise<void>;
+  log(): string;
+}
+
+/** Vitest global setup: starts one `calltape http` proxy for the run and stops it at the end. */
+export default function setup(project: { provide(key: string, value: unknown): void; config?: { root?: string } }): Promise<() => Promise<void>>;
+
+/** Starts a proxy for the project rooted at `root`, configured from its package.json "calltape" field. */
+export function startProxy(root: string, env?: Record<string, string | undefined>): Promise<CalltapeProxy>;
+
+/** `CALLTAPE_BIN`, else `calltape` on PATH. */
+export function findBinary(env?: Record<string, string | undefined>): string;

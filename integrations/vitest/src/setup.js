@@ -1,0 +1,81 @@
+// Vitest global setup: one `calltape http` proxy per run, on a free loopback port, stopped at the end.
+//
+//   // vitest.config.ts
+//   export default defineConfig({ test: { globalSetup: ["calltape-vitest/setup"] } });
+
+import { spawn } from "node:child_process";
+import { accessSync, constants, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { createInterface } from "node:readline";
+
+import { loadSettings } from "./config.js";
+
+const MODES = ["auto", "replay", "record", "update", "append", "live", "verify"];
+
+/** `CALLTAPE_BIN`, else `calltape` on PATH. */
+export function findBinary(env = process.env) {
+  if (env.CALLTAPE_BIN) {
+    try {
+      accessSync(env.CALLTAPE_BIN, constants.X_OK);
+    } catch {
+      throw new Error(`calltape: CALLTAPE_BIN=${env.CALLTAPE_BIN} is not an executable file; point it at the calltape binary`);
+    }
+    return env.CALLTAPE_BIN;
+  }
+  for (const dir of (env.PATH ?? "").split(path.delimiter)) {
+    const candidate = path.join(dir || ".", "calltape");
+    try {
+      accessSync(candidate, constants.X_OK);
+      return candidate;
+    } catch {}
+  }
+  throw new Error("calltape: the calltape binary is not on PATH; install it (cargo install --path crates/cli in a calltape checkout) or set CALLTAPE_BIN to its path");
+}
+
+/** Starts the proxy and resolves to `{ url, mode, stop() }`. */
+export async function startProxy(root, env = process.env) {
+  const settings = loadSettings(root, env);
+  if (env.CALLTAPE_MODE && !MODES.includes(env.CALLTAPE_MODE)) {
+    throw new Error(`calltape: CALLTAPE_MODE=${env.CALLTAPE_MODE} is not a mode; use one of ${MODES.join(", ")}`);
+  }
+  mkdirSync(settings.cassetteDir, { recursive: true });
+  const work = mkdtempSync(path.join(tmpdir(), "calltape-vitest-"));
+  const logPath = path.join(work, "proxy.log");
+  const args = ["http", "--listen", "127.0.0.1:0", "--cassette-dir", settings.cassetteDir, "--allow-misses"];
+  for (const [name, u] of Object.entries(settings.upstreams)) args.push("--upstream", `${name}=${u.url}`);
+  const child = spawn(findBinary(env), args, { cwd: root, env, stdio: ["ignore", "pipe", openSync(logPath, "w")] });
+  const log = () => readFileSync(logPath, "utf8");
+  const lines = [];
+  const want = Object.keys(settings.upstreams).length + 1;
+  const url = await new Promise((resolve, reject) => {
+    child.once("error", (e) => reject(new Error(`calltape: cannot start the proxy: ${e.message}`)));
+    child.once("exit", () => reject(new Error(`calltape: calltape http did not start:\n${log()}`)));
+    // One `NAME URL` line per upstream, then the proxy's root URL.
+    createInterface({ input: child.stdout }).on("line", (line) => {
+      lines.push(line);
+      if (lines.length === want) resolve(line.trim());
+    });
+  });
+  child.removeAllListeners("exit");
+  const probe = await fetch(`${url}/_calltape/cassette/_`);
+  const { mode } = await probe.json();
+  const stop = async () => {
+    if (child.exitCode === null) {
+      const exited = new Promise((resolve) => child.once("exit", resolve));
+      child.kill("SIGTERM");
+      await exited;
+    }
+    rmSync(work, { recursive: true, force: true });
+  };
+  return { url, mode, settings, stop, log };
+}
+
+export default async function setup(project) {
+  const root = project?.config?.root ?? process.cwd();
+  const proxy = await startProxy(root);
+  project.provide("calltape", { url: proxy.url, mode: proxy.mode, root });
+  return async () => {
+    await proxy.stop();
+  };
+}
