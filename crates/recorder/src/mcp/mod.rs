@@ -65,6 +65,7 @@ pub use read::{LineProblem, MAX_PROBLEMS, RecordedCall, Recording};
 pub use recorder::{Recorder, SessionRecorder};
 pub use redaction::{hide_sent_values, redact_outcome};
 pub use tasks::{RELATED_TASK_META, TASKS_RESULT, strip_related_task};
+pub use time::timestamp;
 
 #[cfg(feature = "fuzzing")]
 pub(crate) use raw::agreement::check_message_reading;
