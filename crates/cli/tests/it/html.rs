@@ -120,6 +120,26 @@ fn the_demo_writes_a_report_page_that_a_browser_shows_with_its_counts_and_change
         "{quote}"
     );
     assert!(dom.contains("<dd>calltape demo-server 2</dd>"), "{dom}");
+
+    // Without its script (as with JavaScript off: --dump-dom itself needs JavaScript) the page
+    // reads the same; only the filters, which need the script, stay hidden.
+    let text = std::fs::read_to_string(&page).unwrap();
+    let (head, rest) = text.split_once("<script>").unwrap();
+    let (_, tail) = rest.split_once("</script>").unwrap();
+    let scriptless = dir.path().join("scriptless.html");
+    std::fs::write(&scriptless, format!("{head}{tail}")).unwrap();
+    let out = chromium(&scriptless, &["--dump-dom"]);
+    let plain = String::from_utf8_lossy(&out.stdout);
+    assert!(!plain.contains("data-js=\"on\""), "{plain}");
+    assert!(
+        plain.contains("<div id=\"filters\" hidden=\"\">"),
+        "{plain}"
+    );
+    assert!(
+        row(&plain, "quote").contains("price: 12 → 15 (+1 more)</td>"),
+        "{plain}"
+    );
+    assert_eq!(plain.matches("<details open=\"\">").count(), 3, "{plain}");
     assert!(dom.contains("<dd>cardToken</dd>"), "{dom}");
     assert!(!dom.contains("tok_live_"), "{dom}");
 }
