@@ -112,9 +112,13 @@ dl.meta dt{color:#666}dl.meta dd{margin:0;font-family:ui-monospace,monospace;wor
 .s-drift{color:var(--gone-error)}.s-hit,.s-ok{color:var(--same)}
 .bar .s-same,.bar .s-hit{background:var(--same)}.bar .s-changed,.bar .s-fuzzy{background:var(--changed)}
 .bar .s-new-error,.bar .s-miss{background:var(--new-error)}.bar .s-gone-error,.bar .s-drift{background:var(--gone-error)}
-table.calls{border-collapse:collapse;width:100%}
-table.calls th,table.calls td{text-align:left;padding:.25em .6em;border-bottom:1px solid var(--line);vertical-align:top}
-table.calls th{background:#f4f4f4;position:sticky;top:0}
+.calls .row{display:grid;gap:0 .8em;padding:.25em .4em}
+.calls.mcp .row{grid-template-columns:7em 8em minmax(8em,1fr) 6em 4em 2fr}
+.calls.http .row{grid-template-columns:5em minmax(12em,1fr) 5em 5em 6em 5em}
+.calls .head{font-weight:600;background:#f4f4f4;position:sticky;top:0}
+.calls .row>span{overflow-wrap:anywhere}
+.grp{border-bottom:1px solid var(--line);content-visibility:auto;contain-intrinsic-size:auto 1.8em}
+.detail{padding:0 .4em .5em}
 .status{font-weight:600;white-space:nowrap}
 code,pre{font-family:ui-monospace,monospace;font-size:13px}
 pre{white-space:pre-wrap;word-break:break-word;margin:0}
@@ -127,7 +131,7 @@ del{background:#fdd;text-decoration:line-through}ins{background:#dfd;text-decora
 .notes{color:#555;margin:.3em 0 0;padding-left:1.2em}
 #filters{display:flex;gap:1em;flex-wrap:wrap;align-items:center;margin:.5em 0}
 #filters input[type=search]{padding:.2em .4em;min-width:16em}
-tbody.hide{display:none}
+.grp.hide{display:none}
 footer{margin-top:2em;color:#888;font-size:12px}
 ";
 
@@ -138,7 +142,7 @@ const SCRIPT: &str = "\
 (function(){
 var d=document,f=d.getElementById('filters');if(!f)return;
 d.documentElement.setAttribute('data-js','on');f.hidden=false;
-var q=d.getElementById('q'),boxes=f.querySelectorAll('input[type=checkbox]'),rows=d.querySelectorAll('tbody[data-status]');
+var q=d.getElementById('q'),boxes=f.querySelectorAll('input[type=checkbox]'),rows=d.querySelectorAll('.grp[data-status]');
 function apply(){var on={};boxes.forEach(function(b){on[b.value]=b.checked});var t=q.value.toLowerCase();
 rows.forEach(function(r){var show=on[r.getAttribute('data-status')]!==false&&(t===''||(r.getAttribute('data-name')||'').toLowerCase().indexOf(t)>=0);
 r.classList.toggle('hide',!show)})}

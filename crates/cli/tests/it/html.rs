@@ -63,8 +63,8 @@ pub(crate) fn row<'a>(dom: &'a str, name: &str) -> &'a str {
     let start = dom
         .find(&format!("data-name=\"{name}\""))
         .unwrap_or_else(|| panic!("no row {name} in {dom}"));
-    // Up to the next row group or the table's end (the browser adds a tbody to every inner table).
-    let end = ["data-status=", "</table>\n<footer"]
+    // Up to the next row group or the end of the rows.
+    let end = ["data-status=", "</div>\n<footer"]
         .iter()
         .filter_map(|next| dom[start + 1..].find(next))
         .min()
@@ -111,10 +111,10 @@ fn the_demo_writes_a_report_page_that_a_browser_shows_with_its_counts_and_change
     }
     let quote = row(&dom, "quote");
     assert!(
-        quote.contains("<td class=\"status s-changed\">changed</td>"),
+        quote.contains("<span class=\"status s-changed\">changed</span>"),
         "{quote}"
     );
-    assert!(quote.contains("price: 12 → 15 (+1 more)</td>"), "{quote}");
+    assert!(quote.contains("price: 12 → 15 (+1 more)</span>"), "{quote}");
     assert!(
         quote.contains("<td><pre>12</pre></td><td><pre>15</pre></td>"),
         "{quote}"
@@ -136,7 +136,7 @@ fn the_demo_writes_a_report_page_that_a_browser_shows_with_its_counts_and_change
         "{plain}"
     );
     assert!(
-        row(&plain, "quote").contains("price: 12 → 15 (+1 more)</td>"),
+        row(&plain, "quote").contains("price: 12 → 15 (+1 more)</span>"),
         "{plain}"
     );
     assert_eq!(plain.matches("<details open=\"\">").count(), 3, "{plain}");

@@ -102,11 +102,11 @@ fn a_miss_the_application_swallows_fails_the_run_unless_allowed() {
     let dom = crate::html::dom(&page);
     let row = crate::html::row(&dom, &c.to_string());
     assert!(
-        row.contains("<td class=\"status s-miss\">miss</td>"),
+        row.contains("<span class=\"status s-miss\">miss</span>"),
         "{row}"
     );
     assert!(
-        row.contains("<td>0</td><td>2</td><td>0</td><td>0</td>"),
+        row.contains("<span>0</span><span>2</span><span>0</span><span>0</span>"),
         "{row}"
     );
     assert_eq!(row.matches("closest recording: <code>").count(), 2, "{row}");

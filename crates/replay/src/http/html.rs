@@ -63,13 +63,13 @@ impl Report {
         );
         html::filters(&mut out, &STATUSES, "search cassettes");
         out.push_str(
-            "<table class=\"calls\">\n<thead><tr><th>status</th><th>cassette</th><th>hits</th>\
-             <th>misses</th><th>fuzzy hits</th><th>drift</th></tr></thead>\n",
+            "<div class=\"calls http\">\n<div class=\"row head\"><span>status</span><span>cassette</span>\
+             <span>hits</span><span>misses</span><span>fuzzy hits</span><span>drift</span></div>\n",
         );
         for cassette in &self.cassettes {
             write_cassette(&mut out, cassette);
         }
-        out.push_str("</table>\n");
+        out.push_str("</div>\n");
         html::end(&mut out);
         out
     }
@@ -107,29 +107,32 @@ fn status(c: &CassetteReport) -> &'static str {
 fn write_cassette(out: &mut String, c: &CassetteReport) {
     let status = status(c);
     let path = c.path.display().to_string();
-    let _ = write!(out, "<tbody data-status=\"{status}\" data-name=\"");
+    let _ = write!(
+        out,
+        "<div class=\"grp\" data-status=\"{status}\" data-name=\""
+    );
     push_escaped(out, &path);
     let _ = write!(
         out,
-        "\"><tr class=\"call\"><td class=\"status s-{status}\">{status}</td><td class=\"name\"><code>"
+        "\"><div class=\"row\"><span class=\"status s-{status}\">{status}</span><span class=\"name\"><code>"
     );
     push_escaped(out, &path);
     let _ = writeln!(
         out,
-        "</code></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+        "</code></span><span>{}</span><span>{}</span><span>{}</span><span>{}</span></div>",
         c.hits,
         c.misses.len(),
         c.fuzzy.len(),
         c.drift.len()
     );
     if status == "ok" {
-        out.push_str("</tbody>\n");
+        out.push_str("</div>\n");
         return;
     }
     let open = if c.failures() > 0 { " open" } else { "" };
     let _ = writeln!(
         out,
-        "<tr class=\"detail\"><td colspan=\"6\"><details{open}><summary>details</summary>"
+        "<div class=\"detail\"><details{open}><summary>details</summary>"
     );
     for m in &c.misses {
         out.push_str("<h2 class=\"s-miss\">miss: <code>");
@@ -166,7 +169,7 @@ fn write_cassette(out: &mut String, c: &CassetteReport) {
         }
         out.push_str("</ul>\n");
     }
-    out.push_str("</details></td></tr></tbody>\n");
+    out.push_str("</details></div></div>\n");
 }
 
 /// A recording close to a request, and the unified diff from it, its lines marked removed or added.
@@ -263,8 +266,8 @@ mod tests {
             "<span class=\"s-hit\" data-count=\"hit\"><b>3</b> hit</span>",
             "<span class=\"s-miss\" data-count=\"miss\"><b>1</b> miss</span>",
             "<p id=\"summary\">3 replayed, 0 recorded, 0 forwarded; 2 cassettes, 1 failing</p>",
-            "<td class=\"status s-miss\">miss</td><td class=\"name\"><code>a/chat&lt;script&gt;alert(1)&lt;/script&gt;.jsonl</code></td><td>2</td><td>1</td><td>1</td><td>1</td>",
-            "<td class=\"status s-ok\">ok</td><td class=\"name\"><code>b.jsonl</code></td><td>1</td><td>0</td><td>0</td><td>0</td></tr>\n</tbody>",
+            "<span class=\"status s-miss\">miss</span><span class=\"name\"><code>a/chat&lt;script&gt;alert(1)&lt;/script&gt;.jsonl</code></span><span>2</span><span>1</span><span>1</span><span>1</span>",
+            "<span class=\"status s-ok\">ok</span><span class=\"name\"><code>b.jsonl</code></span><span>1</span><span>0</span><span>0</span><span>0</span></div>\n</div>",
             "<p>no recording</p>",
             "closest recording: <code>POST openai /v1/chat/completions (key k1, seq 0, 80% similar)</code>",
             "<del>-  &quot;content&quot;: &quot;hi&quot;</del>\n<ins>+  &quot;content&quot;: &quot;\\&quot;&gt;&lt;img src=x onerror=alert(1)&gt;&quot;</ins>",

@@ -42,14 +42,16 @@ pub(super) fn render(report: &ReplayReport, context: &ReportContext) -> String {
     html::counts(&mut out, &counts);
     let _ = writeln!(out, "<p id=\"summary\">{summary}</p>");
     html::filters(&mut out, &Status::ALL.map(Status::as_str), "search names");
+    // Rows of a grid rather than a table: a browser lays out only the rows in view
+    // (`content-visibility`), where a table of 10,000 rows is laid out whole before it shows.
     out.push_str(
-        "<table class=\"calls\">\n<thead><tr><th>status</th><th>method</th><th>name</th>\
-         <th>session</th><th>line</th><th>first difference</th></tr></thead>\n",
+        "<div class=\"calls mcp\">\n<div class=\"row head\"><span>status</span><span>method</span>\
+         <span>name</span><span>session</span><span>line</span><span>first difference</span></div>\n",
     );
     for call in &report.calls {
         write_call(&mut out, call);
     }
-    out.push_str("</table>\n");
+    out.push_str("</div>\n");
     html::end(&mut out);
     out
 }
@@ -57,18 +59,25 @@ pub(super) fn render(report: &ReplayReport, context: &ReportContext) -> String {
 /// One call's row group: its row, then its differences and notes when it has any.
 fn write_call(out: &mut String, call: &CallReport) {
     let status = call.status.as_str();
-    let _ = write!(out, "<tbody data-status=\"{status}\" data-name=\"");
+    let _ = write!(
+        out,
+        "<div class=\"grp\" data-status=\"{status}\" data-name=\""
+    );
     push_escaped(out, &call.name);
     let _ = write!(
         out,
-        "\"><tr class=\"call\"><td class=\"status s-{status}\">{status}</td><td>"
+        "\"><div class=\"row\"><span class=\"status s-{status}\">{status}</span><span>"
     );
     push_escaped(out, &call.method);
-    out.push_str("</td><td class=\"name\"><code>");
+    out.push_str("</span><span class=\"name\"><code>");
     push_escaped(out, &call.name);
-    out.push_str("</code></td><td>");
+    out.push_str("</code></span><span>");
     push_escaped(out, &call.session);
-    let _ = write!(out, "</td><td>{}</td><td class=\"first\">", call.line);
+    let _ = write!(
+        out,
+        "</span><span>{}</span><span class=\"first\">",
+        call.line
+    );
     if let Some(first) = call.differences.first() {
         let line = format!(
             "{}: {} → {}",
@@ -81,9 +90,9 @@ fn write_call(out: &mut String, call: &CallReport) {
             let _ = write!(out, " (+{} more)", call.differences.len() - 1);
         }
     }
-    out.push_str("</td></tr>\n");
+    out.push_str("</span></div>\n");
     if call.differences.is_empty() && !call.has_notes() {
-        out.push_str("</tbody>\n");
+        out.push_str("</div>\n");
         return;
     }
     let open = if call.status == Status::Same {
@@ -94,7 +103,7 @@ fn write_call(out: &mut String, call: &CallReport) {
     let n = call.differences.len();
     let _ = writeln!(
         out,
-        "<tr class=\"detail\"><td colspan=\"6\"><details{open}><summary>{n} difference{}</summary>",
+        "<div class=\"detail\"><details{open}><summary>{n} difference{}</summary>",
         if n == 1 { "" } else { "s" }
     );
     if n > 0 {
@@ -117,7 +126,7 @@ fn write_call(out: &mut String, call: &CallReport) {
         }
         out.push_str("</ul>\n");
     }
-    out.push_str("</details></td></tr></tbody>\n");
+    out.push_str("</details></div></div>\n");
 }
 
 /// One difference: its path, then both values side by side, or one word or line diff across both
@@ -292,8 +301,8 @@ mod tests {
             "<dd>2026-12-01T18:00:00.000Z</dd>",
             "<dd>**.quotedAt, **.quoteId</dd>",
             "<dt>filled fields</dt><dd>cardToken</dd>",
-            "<td class=\"status s-changed\">changed</td><td>tools/call</td><td class=\"name\"><code>quote</code></td><td>3f9a1c2e</td><td>1</td>\
-             <td class=\"first\">structuredContent.price: 12 → 15 (+2 more)</td>",
+            "<span class=\"status s-changed\">changed</span><span>tools/call</span><span class=\"name\"><code>quote</code></span>\
+             <span>3f9a1c2e</span><span>1</span><span class=\"first\">structuredContent.price: 12 → 15 (+2 more)</span>",
             "<tr><td><code>structuredContent.price</code></td><td><pre>12</pre></td><td><pre>15</pre></td></tr>",
             "The quick <del>brown</del><ins>red</ins> fox",
             "<li>input.paymentId: pay_1001 → pay_2002 (from call 1, structuredContent.paymentId)</li><li>unfilled: cardToken</li>",
@@ -302,7 +311,7 @@ mod tests {
         ] {
             assert!(page.contains(want), "{want}\n{page}");
         }
-        assert_eq!(page.matches("<tbody data-status=").count(), 3);
+        assert_eq!(page.matches("<div class=\"grp\" data-status=").count(), 3);
         // Differing calls are expanded, a same call's notes are not.
         assert_eq!(page.matches("<details open>").count(), 2, "{page}");
         assert_eq!(page.matches("<details>").count(), 1, "{page}");
