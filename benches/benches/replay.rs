@@ -3,7 +3,9 @@
 //! Claims: redacting 10,000 replayed answers, comparing them with the recorded ones and producing the
 //! text and JSON reports takes under 100 ms, the work `calltape replay` does once every call is
 //! answered (baseline in the same run: plain `serde_json::Value` equality over the same pairs, the
-//! floor any comparison pays); recording costs the bridge at most 10% of its pipelined throughput in
+//! floor any comparison pays); the HTML report of those 10,000 calls is under 5 MB and renders in
+//! a small multiple of the JSON report's time (baseline in the same run: the JSON report of the same
+//! calls), and it is written to `target/tmp/replay-10k.html` for opening in a browser by hand; recording costs the bridge at most 10% of its pipelined throughput in
 //! front of a real MCP server, the reference server `mcp-server-everything` (baseline in the same run:
 //! the same bridge without a recorder), when `CALLTAPE_PEERS` says where it is installed.
 //!
@@ -30,6 +32,7 @@ use calltape_benches::paired::{paired_rounds, selected, timed};
 use calltape_benches::stdio_peer::{Peer, ROLE, echo_server};
 use calltape_recorder::mcp::{CallError, ErrorCode, Outcome, Recorder, RecorderOptions, Recording};
 use calltape_redact::Redactor;
+use calltape_replay::ReportContext;
 use calltape_replay::mcp::{Comparer, Format, ReplayOptions, compare_outcomes};
 use calltape_stdio_bridge::{Bridge, ChildUpstream, Direction, TapEvent, stdio};
 use criterion::measurement::WallTime;
@@ -52,6 +55,7 @@ fn main() {
     }
     let mut criterion = Criterion::default().configure_from_args();
     compare_and_report(&mut criterion);
+    html_report(&mut criterion);
     recording_throughput(&mut criterion);
     recording_latency(&mut criterion);
     recorder_alone(&mut criterion);
@@ -141,6 +145,56 @@ fn compare_and_report(c: &mut Criterion) {
     group.finish();
     let replayed = compare_outcomes(&recording, replayed, &options);
     eprintln!("replay/compare_10k_calls: {}", replayed.report.summary());
+}
+
+/// The HTML report of the 10,000 compared calls against the JSON report of the same calls, each
+/// group's throughput in the bytes it writes.
+fn html_report(c: &mut Criterion) {
+    if !selected("replay/report_10k_calls") {
+        return;
+    }
+    let (recording, replayed) = fixture();
+    let comparer = Comparer::builder()
+        .ignore(["**.quotedAt", "**.quoteId"])
+        .build()
+        .expect("globs");
+    let options = ReplayOptions::default()
+        .comparer(comparer)
+        .redactor(Redactor::new());
+    let report = compare_outcomes(&recording, replayed, &options).report;
+    let context = ReportContext::new()
+        .server("node server.js")
+        .date("2026-12-01T18:00:00.000Z")
+        .ignore(["**.quotedAt", "**.quoteId"]);
+    let json = report.render(Format::Json, false);
+    let html = report.to_html(&context);
+    let mut group = c.benchmark_group("replay/report_10k_calls");
+    group.sample_size(20);
+    group.throughput(Throughput::Bytes(json.len() as u64));
+    group.bench_function("baseline_json", |b| {
+        b.iter(|| black_box(report.render(Format::Json, false).len()));
+    });
+    group.throughput(Throughput::Bytes(html.len() as u64));
+    group.bench_function("html", |b| {
+        b.iter(|| black_box(report.to_html(&context).len()));
+    });
+    group.finish();
+    let page = Path::new(env!("CARGO_TARGET_TMPDIR")).join("replay-10k.html");
+    let written = std::fs::write(&page, &html).map_or_else(
+        |e| format!("not written: {e}"),
+        |()| page.display().to_string(),
+    );
+    eprintln!(
+        "replay/report_10k_calls: {}; JSON {} bytes, HTML {} bytes (limit 5,000,000); the page: {written}",
+        report.summary(),
+        json.len(),
+        html.len()
+    );
+    assert!(
+        html.len() < 5_000_000,
+        "the HTML report is {} bytes",
+        html.len()
+    );
 }
 
 // ---------------------------------------------------------------------------------------------------

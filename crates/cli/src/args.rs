@@ -63,6 +63,24 @@ impl UpstreamArgs {
         !self.command.is_empty()
     }
 
+    /// The server as a report names it: the command line, the URL, or the socket and path; never
+    /// a header.
+    pub(crate) fn describe(&self) -> String {
+        if self.is_child() {
+            let words: Vec<String> = self
+                .command
+                .iter()
+                .map(|w| w.to_string_lossy().into_owned())
+                .collect();
+            return words.join(" ");
+        }
+        match (&self.url, &self.socket) {
+            (Some(url), _) => url.clone(),
+            (None, Some(socket)) => format!("{} {}", socket.display(), self.http_path),
+            (None, None) => String::new(),
+        }
+    }
+
     /// The upstream these flags name; a child's stderr goes to `stderr`.
     pub(crate) fn upstream(&self, stderr: Stderr) -> Result<Arc<dyn Upstream>, Error> {
         if self.is_child() {

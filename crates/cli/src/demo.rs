@@ -15,6 +15,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use calltape_recorder::mcp::Recording;
+use calltape_replay::ReportContext;
 use calltape_replay::mcp::{
     CallReport, Comparer, Fills, ReplayOptions, ReplayReport, Replayed, Status, replay,
 };
@@ -505,6 +506,18 @@ impl Replayer {
             }
         }
         println!("   → exit 1: CI fails and shows this report");
+        let page = self.recording.path.with_file_name("report.html");
+        let context = ReportContext::new()
+            .server("calltape demo-server 2")
+            .date(calltape_recorder::mcp::timestamp(SystemTime::now()))
+            .ignore(VOLATILE.split(','))
+            .fills(["cardToken"]);
+        calltape_jsonl_store::fs::write_atomic(&page, v2.report.to_html(&context))
+            .map_err(|e| format!("cannot write {}: {e}", page.display()))?;
+        println!(
+            "   the same report as a page to open in a browser: {}",
+            page.display()
+        );
         let want = [
             ("quote", Status::Changed),
             ("pay", Status::NewError),

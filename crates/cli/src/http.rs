@@ -8,6 +8,8 @@ use std::time::Duration;
 use calltape_recorder::http::{Cassette, Normalizer, Scrubber};
 use calltape_recorder::http::{blobs_dir, import_mastra, scan_file};
 use calltape_recorder::inspect::{FileKind, find_cassettes, sniff};
+use calltape_redact::Redactor;
+use calltape_replay::ReportContext;
 use calltape_replay::http::{Exhaustion, Mode, Proxy, RecordTiming, ReplayTiming};
 use clap::{Args, Subcommand, ValueEnum};
 
@@ -60,7 +62,8 @@ when an interaction was refused because a line or blob of it still held a creden
 it is stored).
 
 --report FILE writes what the run did per cassette (hits, misses with their closest recordings, \
-fuzzy hits, drift) as JSON or, with --report-format junit, one testcase per cassette.";
+fuzzy hits, drift) as JSON, with --report-format junit as one testcase per cassette, or with \
+--report-format html as one self-contained page to open in a browser.";
 
 /// The arguments of `calltape http`.
 #[derive(Debug, Args)]
@@ -269,6 +272,8 @@ enum ReportFormat {
     Json,
     /// JUnit XML: one testcase per cassette, one failure per miss, refused fuzzy match or drift.
     Junit,
+    /// One self-contained HTML page: a row per cassette, each miss with its closest recording.
+    Html,
 }
 
 fn parse_mode(s: &str) -> Result<Mode, String> {
@@ -454,6 +459,11 @@ fn serve(args: ServeArgs) -> Outcome {
             let text = match args.report_format {
                 ReportFormat::Json => format!("{:#}\n", report.to_json()),
                 ReportFormat::Junit => report.to_junit(),
+                ReportFormat::Html => report.to_html(
+                    &ReportContext::new()
+                        .server(Redactor::new().redact_text(&args.upstreams.join(", ")))
+                        .date(calltape_recorder::mcp::timestamp(std::time::SystemTime::now())),
+                ),
             };
             calltape_jsonl_store::fs::write_atomic(file, text)
                 .map_err(|e| Error::context("cannot write the report", e))?;

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use calltape_recorder::mcp::Recording;
 use calltape_redact::Redactor;
+use calltape_replay::ReportContext;
 use calltape_replay::mcp::{
     Comparer, FillSpec, Fills, Format, ReplayOptions, replay, update_recording,
 };
@@ -25,6 +26,7 @@ Examples:
   calltape replay calls.jsonl -- node server.js
   calltape replay calls.jsonl --ignore '**.quotedAt,**.requestId' -- python -m my_server
   calltape replay calls.jsonl --format junit --output replay.xml --url http://127.0.0.1:3000/mcp
+  calltape replay calls.jsonl --format html --output report.html -- node server.js
   calltape replay calls.jsonl --update -- node server.js     # accept the new answers
   calltape replay calls.jsonl --fill cardToken=env:CARD --fill apiKey=file:key.txt -- node server.js
 
@@ -81,8 +83,8 @@ pub(crate) struct ReplayArgs {
     #[arg(long)]
     update: bool,
 
-    /// The report's format.
-    #[arg(long, value_name = "FORMAT", default_value = "text", value_parser = ["text", "json", "junit"])]
+    /// The report's format: html is one self-contained page to open in a browser.
+    #[arg(long, value_name = "FORMAT", default_value = "text", value_parser = ["text", "json", "junit", "html"])]
     format: String,
 
     /// Write the report to FILE (0600, replaced whole, never through a symbolic link) instead of stdout.
@@ -127,6 +129,19 @@ pub(crate) fn run(args: ReplayArgs) -> Outcome {
         .keep_names(args.names.keep.iter().map(String::as_str))
         .build()?;
     let fills = fills(&args.fill)?;
+    let context = ReportContext::new()
+        .server(redactor.redact_text(&args.upstream.describe()))
+        .date(calltape_recorder::mcp::timestamp(
+            std::time::SystemTime::now(),
+        ))
+        .ignore(
+            args.ignore
+                .iter()
+                .flat_map(|arg| arg.split(','))
+                .map(str::trim)
+                .filter(|g| !g.is_empty()),
+        )
+        .fills(fills.names());
     let upstream = args.upstream.upstream(Stderr::Inherit)?;
     let format: Format = args.format.parse().unwrap_or_default();
     let mut options = ReplayOptions::default()
@@ -156,7 +171,10 @@ pub(crate) fn run(args: ReplayArgs) -> Outcome {
         return Ok(exit::OK);
     }
     let to_terminal = args.output.is_none() && std::io::stdout().is_terminal();
-    let text = report.render(format, crate::logging::color_enabled(to_terminal));
+    let text = match format {
+        Format::Html => report.to_html(&context),
+        _ => report.render(format, crate::logging::color_enabled(to_terminal)),
+    };
     match &args.output {
         Some(path) => {
             // Replaced whole and owner-only, never through a link at the path: a report quotes

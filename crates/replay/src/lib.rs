@@ -16,6 +16,8 @@
 #![deny(missing_docs)]
 
 mod error;
+#[cfg(any(feature = "http", feature = "mcp"))]
+mod html;
 #[cfg(feature = "http")]
 pub mod http;
 #[cfg(feature = "mcp")]
@@ -24,3 +26,5 @@ pub mod mcp;
 mod xml;
 
 pub use error::{Error, ErrorKind, Result};
+#[cfg(any(feature = "http", feature = "mcp"))]
+pub use html::ReportContext;

@@ -88,6 +88,34 @@ fn a_miss_the_application_swallows_fails_the_run_unless_allowed() {
     assert_eq!(xml.matches("<testcase ").count(), 1, "{xml}");
     assert_eq!(xml.matches("<failure type=\"miss\"").count(), 2, "{xml}");
 
+    // HTML, read in a browser: the cassette's row, its misses and the closest recording's diff.
+    let page = dir.path().join("report.html");
+    let options = [
+        "--report",
+        page.to_str().unwrap(),
+        "--report-format",
+        "html",
+    ];
+    let (status, _, stderr) = run_client_with("replay", &options, offline, &cassette, "miss");
+    assert_eq!(status, 1, "{stderr}");
+    read_report(&page);
+    let dom = crate::html::dom(&page);
+    let row = crate::html::row(&dom, &c.to_string());
+    assert!(
+        row.contains("<span class=\"status s-miss\">miss</span>"),
+        "{row}"
+    );
+    assert!(
+        row.contains("<span>0</span><span>2</span><span>0</span><span>0</span>"),
+        "{row}"
+    );
+    assert_eq!(row.matches("closest recording: <code>").count(), 2, "{row}");
+    assert!(
+        row.contains("<ins>+      \"content\": \"a question never recorded\""),
+        "{row}"
+    );
+    assert!(dom.contains("<dd>replay</dd>"), "{dom}");
+
     // --allow-misses keeps the command's own status.
     let (status, _, stderr) =
         run_client_with("replay", &["--allow-misses"], offline, &cassette, "miss");

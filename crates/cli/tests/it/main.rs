@@ -5,6 +5,7 @@ mod bridge_http;
 mod demo;
 mod errors;
 mod fill_follow;
+mod html;
 mod http;
 mod http_ci;
 mod private_files;

@@ -62,6 +62,19 @@ impl Rfc3339 {
     }
 }
 
+/// `time` as an RFC 3339 UTC timestamp with milliseconds, e.g. `2026-11-29T20:46:45.123Z`: the form
+/// of a call record's `at`, for anything else that dates what it writes (a report).
+///
+/// ```
+/// use std::time::{Duration, UNIX_EPOCH};
+///
+/// let at = UNIX_EPOCH + Duration::from_millis(1_764_441_605_123);
+/// assert_eq!(calltape_recorder::mcp::timestamp(at), "2025-11-29T18:40:05.123Z");
+/// ```
+pub fn timestamp(time: SystemTime) -> String {
+    Rfc3339::of(time).as_str().to_owned()
+}
+
 /// The proleptic Gregorian date of a day count since 1970-01-01 (Howard Hinnant's algorithm).
 fn civil_from_days(days: i64) -> (i64, u32, u32) {
     let z = days + 719_468;

@@ -45,6 +45,7 @@ mod access;
 mod capture;
 mod exchange;
 mod flush;
+mod html;
 mod miss;
 mod options;
 mod reply;

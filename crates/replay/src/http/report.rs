@@ -161,7 +161,7 @@ impl Closest {
         })
     }
 
-    fn describe(&self) -> String {
+    pub(super) fn describe(&self) -> String {
         format!(
             "{} {} {} (key {}, seq {}, {:.0}% similar)",
             self.method,

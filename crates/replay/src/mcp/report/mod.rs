@@ -1,6 +1,7 @@
-//! The replay report: one [`CallReport`] per call, rendered as text (readable without colour), JSON
-//! or JUnit, each format in a module of its own.
+//! The replay report: one [`CallReport`] per call, rendered as text (readable without colour), JSON,
+//! JUnit or a self-contained HTML page, each format in a module of its own.
 
+mod html;
 mod json;
 mod junit;
 mod text;
@@ -10,6 +11,7 @@ use std::str::FromStr;
 
 use serde_json::Value;
 
+use crate::ReportContext;
 use crate::mcp::compare::{Difference, Status};
 use crate::mcp::follow::Substitution;
 
@@ -148,6 +150,8 @@ pub enum Format {
     Json,
     /// JUnit XML: one testcase per call, a failure per difference.
     Junit,
+    /// One self-contained HTML page: counts, a row per call, the differences side by side.
+    Html,
 }
 
 impl FromStr for Format {
@@ -158,8 +162,9 @@ impl FromStr for Format {
             "text" => Ok(Self::Text),
             "json" => Ok(Self::Json),
             "junit" => Ok(Self::Junit),
+            "html" => Ok(Self::Html),
             other => Err(format!(
-                "unknown report format {other:?}; use text, json or junit"
+                "unknown report format {other:?}; use text, json, junit or html"
             )),
         }
     }
@@ -203,12 +208,14 @@ impl ReplayReport {
         self.calls.iter().any(|c| c.status != Status::Same)
     }
 
-    /// The report in `format`; `color` applies to text only.
+    /// The report in `format`; `color` applies to text only. An HTML page made here knows only what
+    /// the report holds: [`to_html`](Self::to_html) adds the server, date and options.
     pub fn render(&self, format: Format, color: bool) -> String {
         match format {
             Format::Text => self.to_text(color),
             Format::Json => json::render(self),
             Format::Junit => self.to_junit(),
+            Format::Html => self.to_html(&ReportContext::default()),
         }
     }
 
@@ -227,6 +234,14 @@ impl ReplayReport {
     /// The JUnit XML report: one testcase per call, one failure per difference.
     pub fn to_junit(&self) -> String {
         junit::render(self)
+    }
+
+    /// The HTML report: one self-contained page (inline style, no fetch of any kind, readable with
+    /// JavaScript off) with the counts, a row per call, and each differing call expanded with the
+    /// recorded and replayed values side by side. Every value is HTML-escaped; `context` adds what
+    /// the report does not hold (server, date, ignore globs, filled field names).
+    pub fn to_html(&self, context: &ReportContext) -> String {
+        html::render(self, context)
     }
 }
 
@@ -456,9 +471,10 @@ gone-error tools/call refund  (call 3, line 3, session 3f9a1c2e)
     #[test]
     fn formats_parse() {
         assert_eq!("junit".parse::<Format>(), Ok(Format::Junit));
+        assert_eq!("html".parse::<Format>(), Ok(Format::Html));
         assert_eq!(
             "xml".parse::<Format>(),
-            Err("unknown report format \"xml\"; use text, json or junit".to_owned())
+            Err("unknown report format \"xml\"; use text, json, junit or html".to_owned())
         );
     }
 }
