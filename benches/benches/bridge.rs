@@ -1,26 +1,34 @@
 //! calltape-stdio-bridge: what the bridge adds to a `tools/call` round trip, pipelined throughput, the
-//! bridge's CPU per call and idle memory, each beside the same Rust echo server spoken to directly in
-//! the same run; and the routing peek the bridge runs on every frame, beside the `serde_json` peek it
-//! replaced.
+//! bridge's CPU and instructions per call and idle memory, each beside the same Rust echo server spoken
+//! to directly in the same run; the bridge's CPU and instructions per call beside a baseline build of
+//! calltape in the same run; and the routing peek the bridge runs on every frame, beside the
+//! `serde_json` peek it replaced.
 //!
 //! Claims: added latency (median) at most 50 µs; pipelined throughput at least 50,000 messages/s; idle
-//! RSS of the bridge at most 15 MB. Target: with the scanner's peek, a call costs the bridge 30 % less
-//! CPU than with the `serde_json` peek (the bridge's README says what it reaches).
+//! RSS of the bridge at most 15 MB. Target: a call costs the bridge 30 % less CPU than it did at
+//! commit abb27ad, before the routing peek used the scanner (the bridge's README says what it
+//! reaches).
 //!
 //! This binary plays three roles, chosen by `CALLTAPE_BENCH_ROLE`: the bench itself (unset), the echo
 //! server (`echo`), and the bridge (`bridge`: `Bridge` over stdio in front of the echo server, composed
 //! exactly as `calltape bridge -- CMD` composes it). Set `CALLTAPE_BIN` to a built `calltape` binary to
-//! measure `calltape bridge` itself instead.
+//! measure `calltape bridge` itself instead, and `CALLTAPE_BASELINE_BIN` to the `calltape` binary of
+//! an earlier commit (`benches/scripts/baseline-bin.sh` builds abb27ad's) to measure it beside.
 
+use std::ffi::OsString;
 use std::hint::black_box;
 use std::process::Command;
 use std::time::Duration;
 
+use calltape_benches::instructions::{Callgrind, Counter, perf_around};
 use calltape_benches::paired::{paired_rounds, timed};
 use calltape_benches::stdio_peer::{Peer, ROLE, echo_server};
 use calltape_stdio_bridge::{Bridge, ChildUpstream, jsonrpc, stdio};
 use criterion::{Criterion, Throughput};
 use serde_json::json;
+
+/// The environment variable that names the baseline `calltape` binary.
+const BASELINE_BIN: &str = "CALLTAPE_BASELINE_BIN";
 
 /// Messages per pipelined iteration.
 const PIPELINED: u64 = 10_000;
@@ -32,11 +40,13 @@ fn main() {
         _ => {}
     }
     let mut criterion = Criterion::default().configure_from_args();
-    let peek_per_call = peek(&mut criterion);
+    peek(&mut criterion);
     round_trip(&mut criterion);
     pipelined(&mut criterion);
     criterion.final_summary();
-    cpu_per_call(peek_per_call);
+    if calltape_benches::paired::selected("bridge/cpu_per_call") {
+        compare();
+    }
     idle_rss();
 }
 
@@ -63,17 +73,62 @@ fn direct() -> Peer {
 }
 
 fn bridged() -> Peer {
-    let command = match std::env::var_os("CALLTAPE_BIN") {
-        Some(calltape) => {
-            let exe = std::env::current_exe().expect("own path");
-            let mut command = Command::new(calltape);
-            // calltape ignores the role; the echo server it starts inherits it.
-            command.arg("bridge").arg("--").arg(exe).env(ROLE, "echo");
-            command
+    Peer::start(current_bin().command())
+}
+
+/// A bridge binary to measure: how to start it in front of the echo server.
+struct BridgeBin {
+    name: String,
+    program: OsString,
+    args: Vec<OsString>,
+    /// The role in its environment: `bridge` for this binary, `echo` (inherited by the echo server
+    /// it starts) for a `calltape` binary.
+    role: &'static str,
+}
+
+impl BridgeBin {
+    /// `calltape bridge -- <this binary as the echo server>`.
+    fn calltape(name: String, calltape: OsString) -> Self {
+        let exe = std::env::current_exe().expect("own path");
+        Self {
+            name,
+            program: calltape,
+            args: vec!["bridge".into(), "--".into(), exe.into()],
+            role: "echo",
         }
-        None => Peer::own_binary("bridge"),
-    };
-    Peer::start(command)
+    }
+
+    fn command(&self) -> Command {
+        let mut command = Command::new(&self.program);
+        command.args(&self.args).env(ROLE, self.role);
+        command
+    }
+}
+
+/// `CALLTAPE_BIN`'s `calltape bridge`, or this binary in the bridge role.
+fn current_bin() -> BridgeBin {
+    match std::env::var_os("CALLTAPE_BIN") {
+        Some(calltape) => BridgeBin::calltape("current (CALLTAPE_BIN)".to_owned(), calltape),
+        None => BridgeBin {
+            name: "current".to_owned(),
+            program: std::env::current_exe().expect("own path").into(),
+            args: Vec::new(),
+            role: "bridge",
+        },
+    }
+}
+
+/// The current bridge, then the baseline when `CALLTAPE_BASELINE_BIN` names one.
+fn bridge_bins() -> Vec<BridgeBin> {
+    let mut bins = vec![current_bin()];
+    if let Some(baseline) = std::env::var_os(BASELINE_BIN) {
+        eprintln!(
+            "bridge/cpu_per_call: baseline: {}",
+            std::path::Path::new(&baseline).display()
+        );
+        bins.push(BridgeBin::calltape("baseline".to_owned(), baseline));
+    }
+    bins
 }
 
 fn call(peer: &mut Peer) -> usize {
@@ -162,45 +217,145 @@ fn clock_ticks_per_second() -> f64 {
         .unwrap_or(100.0)
 }
 
-/// The bridge's CPU per call in pipelined calls, and what it was with the `serde_json` peek: the same
-/// bridge, plus what the `serde_json` peeks of a call cost more than the scanner's, measured above in
-/// this run.
-fn cpu_per_call(peek: Option<PeekPerCall>) {
-    const ROUNDS: usize = 20;
-    let requests: Vec<u8> = (0..PIPELINED)
+/// `count` pipelined `tools/call` lines.
+fn requests(count: usize) -> Vec<u8> {
+    (0..count)
         .flat_map(|_| CALL.iter().copied().chain([b'\n']))
-        .collect();
-    let mut bridged = bridged();
-    // Warm up, then measure.
-    bridged.pipeline(&requests, PIPELINED as usize);
-    let before = cpu_time(bridged.pid());
-    for _ in 0..ROUNDS {
-        bridged.pipeline(&requests, PIPELINED as usize);
-    }
-    let per_call =
-        (cpu_time(bridged.pid()) - before).as_secs_f64() / (ROUNDS as f64 * PIPELINED as f64);
-    eprintln!(
-        "bridge/cpu_per_call: {:.2} µs of the bridge's CPU per pipelined tools/call ({} calls)",
-        per_call * 1e6,
-        ROUNDS as u64 * PIPELINED
-    );
-    if let Some(peek) = peek {
-        let before = per_call + peek.serde - peek.scanner;
-        eprintln!(
-            "bridge/cpu_per_call: with the serde_json peek {:.2} µs (+{:.2} µs for the peeks of a call); \
-             the scanner saves {:.0} % (target: 30 %)",
-            before * 1e6,
-            (peek.serde - peek.scanner) * 1e6,
-            (1.0 - per_call / before) * 100.0
-        );
-    }
+        .collect()
 }
 
-/// What the peeks of one call (its request once, its answer twice) cost, in seconds, each way.
-#[derive(Clone, Copy)]
-struct PeekPerCall {
-    serde: f64,
-    scanner: f64,
+/// The bridge's CPU per pipelined call, from `/proc`, for each bridge binary: the rounds alternate
+/// between the binaries, so that each sees the same moments of a shared machine. `/proc` counts in
+/// clock ticks, so the figure is the sum over all rounds.
+fn cpu_per_call(bins: &[BridgeBin]) -> Vec<f64> {
+    const ROUNDS: usize = 20;
+    let requests = requests(PIPELINED as usize);
+    let mut peers: Vec<Peer> = bins.iter().map(|bin| Peer::start(bin.command())).collect();
+    for peer in &mut peers {
+        peer.pipeline(&requests, PIPELINED as usize);
+    }
+    let mut cpu = vec![Duration::ZERO; peers.len()];
+    for round in 0..ROUNDS {
+        for n in 0..peers.len() {
+            let i = if round % 2 == 0 {
+                n
+            } else {
+                peers.len() - 1 - n
+            };
+            let before = cpu_time(peers[i].pid());
+            peers[i].pipeline(&requests, PIPELINED as usize);
+            cpu[i] += cpu_time(peers[i].pid()) - before;
+        }
+    }
+    let calls = ROUNDS as f64 * PIPELINED as f64;
+    let per_call: Vec<f64> = cpu.iter().map(|t| t.as_secs_f64() / calls).collect();
+    for (bin, per_call) in bins.iter().zip(&per_call) {
+        eprintln!(
+            "bridge/cpu_per_call: {}: {:.2} µs of the bridge's CPU per pipelined tools/call ({} calls)",
+            bin.name,
+            per_call * 1e6,
+            calls
+        );
+    }
+    per_call
+}
+
+/// The instructions the bridge runs per pipelined call, for each bridge binary; `None` when this
+/// machine can count none (said on stderr).
+fn instructions_per_call(bins: &[BridgeBin]) -> Option<Vec<f64>> {
+    let counter = match Counter::detect() {
+        Ok(counter) => counter,
+        Err(why) => {
+            eprintln!("bridge/instructions_per_call: not measured: {why}");
+            return None;
+        }
+    };
+    let mut per_call = Vec::new();
+    for bin in bins {
+        let count = match counter {
+            Counter::Perf => perf_per_call(bin),
+            Counter::Callgrind => callgrind_per_call(bin),
+        };
+        let Some(count) = count else {
+            eprintln!(
+                "bridge/instructions_per_call: {}: {counter:?} counted nothing",
+                bin.name
+            );
+            return None;
+        };
+        eprintln!(
+            "bridge/instructions_per_call: {}: {count:.0} instructions per pipelined tools/call ({counter:?})",
+            bin.name
+        );
+        per_call.push(count);
+    }
+    Some(per_call)
+}
+
+fn perf_per_call(bin: &BridgeBin) -> Option<f64> {
+    const ROUNDS: usize = 5;
+    let requests = requests(PIPELINED as usize);
+    let mut peer = Peer::start(bin.command());
+    peer.pipeline(&requests, PIPELINED as usize);
+    let pid = peer.pid();
+    let count = perf_around(pid, || {
+        for _ in 0..ROUNDS {
+            peer.pipeline(&requests, PIPELINED as usize);
+        }
+    })?;
+    Some(count as f64 / (ROUNDS as f64 * PIPELINED as f64))
+}
+
+/// Under callgrind, a session of few calls and one of more: the difference per call, so that the
+/// start, the handshake and the end cancel out.
+fn callgrind_per_call(bin: &BridgeBin) -> Option<f64> {
+    const CHUNK: usize = 500;
+    const FEW: usize = 2;
+    const MORE: usize = 8;
+    let requests = requests(CHUNK);
+    let total = |chunks: usize| {
+        let (mut command, callgrind) = Callgrind::command(&bin.program, &bin.args);
+        command.env(ROLE, bin.role);
+        let mut peer = Peer::start(command);
+        for _ in 0..chunks {
+            peer.pipeline(&requests, CHUNK);
+        }
+        drop(peer);
+        callgrind.total()
+    };
+    let (few, more) = (total(FEW)?, total(MORE)?);
+    Some(more.saturating_sub(few) as f64 / ((MORE - FEW) * CHUNK) as f64)
+}
+
+/// The bridge's CPU and instructions per call, the baseline binary's beside the current one's when
+/// `CALLTAPE_BASELINE_BIN` names one, in the same run.
+fn compare() {
+    let bins = bridge_bins();
+    if bins.len() == 1 {
+        eprintln!(
+            "bridge/cpu_per_call: {BASELINE_BIN} is not set: the current bridge alone, with no \
+             baseline (benches/README.md says how to build one)"
+        );
+    }
+    let cpu = cpu_per_call(&bins);
+    let instructions = instructions_per_call(&bins);
+    if let [current, baseline] = bins.as_slice() {
+        let less = |now: f64, before: f64| (1.0 - now / before) * 100.0;
+        eprintln!(
+            "bridge/cpu_per_call: {} against {}: {:.0} % less CPU per call (target: 30 %)",
+            current.name,
+            baseline.name,
+            less(cpu[0], cpu[1])
+        );
+        if let Some(instructions) = instructions {
+            eprintln!(
+                "bridge/instructions_per_call: {} against {}: {:.0} % fewer instructions per call",
+                current.name,
+                baseline.name,
+                less(instructions[0], instructions[1])
+            );
+        }
+    }
 }
 
 /// Realistic frames: a `tools/call` request, its short answer, a large tool result, a progress
@@ -239,8 +394,8 @@ fn frames() -> Vec<(&'static str, Vec<u8>)> {
 }
 
 /// The routing peek on each frame, the scanner's beside the `serde_json` baseline's; then both on a
-/// call's two frames in paired rounds, for the CPU figure.
-fn peek(c: &mut Criterion) -> Option<PeekPerCall> {
+/// call's two frames in paired rounds.
+fn peek(c: &mut Criterion) {
     let frames = frames();
     let mut group = c.benchmark_group("bridge/peek");
     for (name, frame) in &frames {
@@ -254,11 +409,12 @@ fn peek(c: &mut Criterion) -> Option<PeekPerCall> {
     }
     group.finish();
     if !calltape_benches::paired::selected("bridge/peek") {
-        return None;
+        return;
     }
     const PEEKS: u32 = 20_000;
-    // A call through a child-process bridge: the session peeks at the request; the answer is peeked
-    // at by the child's line reader (which checks that the line is a message) and by the session.
+    // A call through a child-process bridge at abb27ad: the session peeked at the request; the answer
+    // was peeked at by the child's line reader (which checked that the line is a message) and by the
+    // session.
     let (request, answer) = (frames[0].1.as_slice(), frames[1].1.as_slice());
     let call = [request, answer, answer];
     type PeekFn = fn(&[u8]) -> bool;
@@ -276,11 +432,6 @@ fn peek(c: &mut Criterion) -> Option<PeekPerCall> {
         })
     });
     eprintln!("{}", rounds.report("bridge/peek/call"));
-    let per_call = |i| rounds.median(i).as_secs_f64() / f64::from(PEEKS);
-    Some(PeekPerCall {
-        serde: per_call(0),
-        scanner: per_call(1),
-    })
 }
 
 /// The routing peek the bridge ran before the scanner, kept here as the baseline: `serde_json` with a

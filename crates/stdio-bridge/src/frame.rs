@@ -12,7 +12,7 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader
 
 use crate::{
     INVALID_REQUEST, PARSE_ERROR,
-    jsonrpc::{Peek, error_frame, peek},
+    jsonrpc::{Peek, check, error_frame, peek},
     upstream::Frame,
 };
 
@@ -109,10 +109,14 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
 
     /// The next message or invalid line; `None` at the end of the stream.
     pub async fn next(&mut self) -> io::Result<Option<Incoming>> {
-        Ok(self.next_message().await?.map(|m| match m {
-            Ok(message) => Incoming::Frame(message.frame),
-            Err(invalid) => Incoming::Invalid(invalid),
-        }))
+        loop {
+            let Some(line) = self.next_line().await? else {
+                return Ok(None);
+            };
+            if let Some(incoming) = incoming(line) {
+                return Ok(Some(incoming));
+            }
+        }
     }
 
     /// Like [`next`](Self::next), with what routing needs already read from the frame.
@@ -158,15 +162,7 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
                         Err(InvalidLine::TooLarge)
                     } else if self.line.is_empty() {
                         // The common case: the whole line is in the buffer.
-                        let mut line = &available[..end];
-                        if let [head @ .., b'\r'] = line {
-                            line = head;
-                        }
-                        if line.len() > self.max_frame {
-                            Err(InvalidLine::TooLarge)
-                        } else {
-                            Ok(Bytes::copy_from_slice(line))
-                        }
+                        whole_line(&available[..end], self.max_frame)
                     } else {
                         self.line.extend_from_slice(&available[..end]);
                         take(&mut self.line, self.max_frame)
@@ -188,6 +184,38 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
                 }
             }
         }
+    }
+}
+
+impl<R: AsyncRead + Unpin> FrameReader<R> {
+    /// The next line when a whole one is already buffered, read as [`next`](Self::next) reads it;
+    /// `None` when more must be read first. A reader that loops over what one read brought in pays
+    /// for one wake per read rather than one per line.
+    pub(crate) fn next_buffered(&mut self) -> Option<Incoming> {
+        loop {
+            if self.discarding || !self.line.is_empty() {
+                return None;
+            }
+            let available = self.inner.buffer();
+            let end = memchr::memchr(b'\n', available)?;
+            let line = whole_line(&available[..end], self.max_frame);
+            self.inner.consume(end + 1);
+            if let Some(incoming) = incoming(line) {
+                return Some(incoming);
+            }
+        }
+    }
+}
+
+/// A line that came whole in the buffer (without its `\n`), `\r` stripped, or `TooLarge`.
+fn whole_line(mut line: &[u8], max_frame: usize) -> Result<Bytes, InvalidLine> {
+    if let [head @ .., b'\r'] = line {
+        line = head;
+    }
+    if line.len() > max_frame {
+        Err(InvalidLine::TooLarge)
+    } else {
+        Ok(Bytes::copy_from_slice(line))
     }
 }
 
@@ -250,10 +278,27 @@ pub(crate) struct Message {
 
 /// `None` for a blank line, else the message or why it is not one.
 fn classify(line: Bytes) -> Option<Result<Message, InvalidLine>> {
-    if line.iter().all(u8::is_ascii_whitespace) {
+    if is_blank(&line) {
         return None;
     }
     Some(peek(&line).map(|peek| Message { frame: line, peek }))
+}
+
+/// [`classify`] for a reader that only passes messages on: `None` for a blank line, else the line
+/// as [`Incoming`], checked as `classify` checks it but with nothing read from it.
+fn incoming(line: Result<Bytes, InvalidLine>) -> Option<Incoming> {
+    Some(match line {
+        Err(invalid) => Incoming::Invalid(invalid),
+        Ok(line) if is_blank(&line) => return None,
+        Ok(line) => match check(&line) {
+            Ok(()) => Incoming::Frame(line),
+            Err(invalid) => Incoming::Invalid(invalid),
+        },
+    })
+}
+
+fn is_blank(line: &[u8]) -> bool {
+    line.iter().all(u8::is_ascii_whitespace)
 }
 
 #[cfg(test)]
@@ -314,6 +359,52 @@ mod tests {
     async fn frames_split_at_every_byte_read_the_same() {
         let got = read_all(FrameReader::new(Trickle(INPUT.as_bytes().to_vec(), 0))).await;
         assert_eq!(got, expected());
+    }
+
+    /// Lines taken from the buffer without a read come out as `next` gives them; a line cut by the
+    /// buffer's end waits for the read.
+    #[tokio::test]
+    async fn buffered_lines_read_as_next_reads_them() {
+        let at_limit = format!("{{\"x\":\"{}\"}}", "b".repeat(90));
+        let two = format!("{{\"id\":1}}\n{at_limit}\r\n \n{at_limit}\n[]");
+        let cases = [
+            (INPUT.to_owned(), DEFAULT_MAX_FRAME, expected(), 5),
+            (
+                two.clone(),
+                at_limit.len(),
+                vec![
+                    frame("{\"id\":1}"),
+                    frame(&at_limit),
+                    frame(&at_limit),
+                    frame("[]"),
+                ],
+                2,
+            ),
+            (
+                two,
+                at_limit.len() - 1,
+                vec![
+                    frame("{\"id\":1}"),
+                    Incoming::Invalid(InvalidLine::TooLarge),
+                    Incoming::Invalid(InvalidLine::TooLarge),
+                    frame("[]"),
+                ],
+                2,
+            ),
+        ];
+        for (input, max_frame, want, buffered) in cases {
+            let mut reader = FrameReader::with_max_frame(input.as_bytes(), max_frame);
+            let (mut got, mut from_buffer) = (Vec::new(), 0);
+            while let Some(item) = reader.next().await.unwrap() {
+                got.push(item);
+                while let Some(item) = reader.next_buffered() {
+                    got.push(item);
+                    from_buffer += 1;
+                }
+            }
+            assert_eq!(got, want, "{input:?}");
+            assert_eq!(from_buffer, buffered, "{input:?}");
+        }
     }
 
     #[tokio::test]

@@ -25,7 +25,7 @@ use tokio::{
 use crate::{
     Error,
     frame::{FrameReader, FrameWriter, InvalidLine, Message},
-    jsonrpc::{self, Info, Peek, error_frame},
+    jsonrpc::{self, Peek, error_frame},
     tap::{Direction, TapSender},
     upstream::{BoxFuture, Frame, Link, Upstream, UpstreamEvent},
 };
@@ -68,17 +68,18 @@ enum Phase {
 /// A client message waiting to be sent upstream.
 struct Held {
     frame: Frame,
-    infos: Vec<Info>,
+    /// What routing read from it; none for a message the bridge made.
+    peek: Peek,
     since: Instant,
     /// Made by the bridge (re-initialization): sent before anything else, never expires.
     control: bool,
 }
 
 impl Held {
-    fn new(frame: Frame, infos: Vec<Info>) -> Self {
+    fn new(frame: Frame, peek: Peek) -> Self {
         Self {
             frame,
-            infos,
+            peek,
             since: Instant::now(),
             control: false,
         }
@@ -87,14 +88,15 @@ impl Held {
     fn control(frame: Frame) -> Self {
         Self {
             frame,
-            infos: Vec::new(),
+            peek: Peek::Batch(Vec::new()),
             since: Instant::now(),
             control: true,
         }
     }
 
     fn requests(&self) -> impl Iterator<Item = &str> {
-        self.infos
+        self.peek
+            .infos()
             .iter()
             .filter(|i| i.is_request())
             .filter_map(|i| i.id.as_deref())
@@ -254,6 +256,10 @@ struct Core {
     last_connect_error: Option<String>,
 }
 
+/// The most client messages, or upstream events, taken in one wake of the session: a busy session
+/// then pays for one wake per batch, and neither side waits long for the other.
+const DRAIN: usize = 32;
+
 fn backoff(attempts: u32) -> Duration {
     Duration::from_millis(100u64 << attempts.min(4)).min(Duration::from_secs(1))
 }
@@ -266,6 +272,10 @@ impl Core {
         mut shutdown: Option<BoxFuture<'static, ()>>,
     ) -> Counts {
         let mut restart_open = true;
+        // One timer for the session, moved only when the next deadline moves.
+        let timer_sleep = sleep_until(Instant::now() + Duration::from_secs(3600));
+        tokio::pin!(timer_sleep);
+        let mut armed = None;
         loop {
             let now = Instant::now();
             if let Some(eof) = self.eof_at {
@@ -288,8 +298,13 @@ impl Core {
             self.expire_held(now).await;
 
             let timer = self.next_timer();
-            let accepting = self.eof_at.is_none()
-                && !(self.sending() && self.pending.len() >= self.config.buffer_messages);
+            if let Some(at) = timer
+                && armed != Some(at)
+            {
+                timer_sleep.as_mut().reset(at);
+                armed = Some(at);
+            }
+            let accepting = self.accepting();
             let dispatch = if self.can_dispatch() {
                 self.link.as_ref().map(|l| l.outgoing.clone())
             } else {
@@ -304,12 +319,19 @@ impl Core {
                 permit = async { dispatch.expect("guarded").reserve_owned().await.map_err(|_| mpsc::error::SendError(())) }, if dispatch.is_some() => Wake::Permit(permit),
                 request = restart.recv(), if restart_open => Wake::Restart(request),
                 () = async { shutdown.as_mut().expect("guarded").await }, if shutdown.is_some() && self.eof_at.is_none() => Wake::Shutdown,
-                () = sleep_until(timer.unwrap_or_else(|| now + Duration::from_secs(3600))), if timer.is_some() => Wake::Timer,
+                () = &mut timer_sleep, if timer.is_some() => Wake::Timer,
             };
             match wake {
-                Wake::Client(Some(ClientInput::Message(message))) => self.on_client(message).await,
-                Wake::Client(Some(ClientInput::Invalid(invalid))) => {
-                    self.send_to_client(invalid.error_frame()).await;
+                Wake::Client(Some(input)) => {
+                    self.on_client_input(input).await;
+                    // What else is waiting, as further wakes would take it, without a wake each.
+                    for _ in 0..DRAIN {
+                        if !self.accepting() {
+                            break;
+                        }
+                        let Ok(input) = client.try_recv() else { break };
+                        self.on_client_input(input).await;
+                    }
                 }
                 Wake::Client(None) => {
                     tracing::debug!("stdin ended; waiting for answers still in flight");
@@ -320,7 +342,17 @@ impl Core {
                     shutdown = None;
                     self.eof_at = Some(Instant::now());
                 }
-                Wake::Upstream(Some(event)) => self.on_upstream(event).await,
+                Wake::Upstream(Some(event)) => {
+                    self.on_upstream(event).await;
+                    for _ in 0..DRAIN {
+                        let Some(live) = &mut self.link else { break };
+                        // Closed or empty: the next wake tells.
+                        let Ok(event) = live.events.try_recv() else {
+                            break;
+                        };
+                        self.on_upstream(event).await;
+                    }
+                }
                 Wake::Upstream(None) => self.on_link_gone("closed the connection").await,
                 Wake::Connected(result) => self.on_connected(result),
                 Wake::Permit(Ok(permit)) => self.dispatch(permit),
@@ -337,6 +369,21 @@ impl Core {
         }
         self.finish().await;
         self.counts
+    }
+
+    /// Whether the client's next message is taken now.
+    fn accepting(&self) -> bool {
+        self.eof_at.is_none()
+            && !(self.sending() && self.pending.len() >= self.config.buffer_messages)
+    }
+
+    async fn on_client_input(&mut self, input: ClientInput) {
+        match input {
+            ClientInput::Message(message) => self.on_client(message).await,
+            ClientInput::Invalid(invalid) => {
+                self.send_to_client(invalid.error_frame()).await;
+            }
+        }
     }
 
     /// Whether client messages go straight upstream.
@@ -402,38 +449,34 @@ impl Core {
         if let Some(tap) = &self.tap {
             tap.send(Direction::FromClient, &message.frame);
         }
-        let infos = match message.peek {
-            Peek::One(info) => {
-                match info.method.as_deref() {
-                    Some("initialize") if info.id.is_some() => {
-                        self.handshake = Some(Handshake {
-                            initialize: message.frame.clone(),
-                            id: info.id.clone(),
-                            answered: false,
-                            initialized: false,
-                            list_changed: Vec::new(),
-                        });
-                    }
-                    Some(jsonrpc::INITIALIZED) => {
-                        if let Some(handshake) = &mut self.handshake {
-                            handshake.initialized = true;
-                        }
-                    }
-                    _ => {}
+        if let Peek::One(info) = &message.peek {
+            match info.method.as_deref() {
+                Some("initialize") if info.id.is_some() => {
+                    self.handshake = Some(Handshake {
+                        initialize: message.frame.clone(),
+                        id: info.id.clone(),
+                        answered: false,
+                        initialized: false,
+                        list_changed: Vec::new(),
+                    });
                 }
-                if info.is_response() {
-                    let id = info.id.as_deref().unwrap_or_default();
-                    if !self.server_requests.remove(id) {
-                        tracing::debug!(
-                            "dropped the client's answer to {id}: the upstream that asked is gone"
-                        );
-                        return;
+                Some(jsonrpc::INITIALIZED) => {
+                    if let Some(handshake) = &mut self.handshake {
+                        handshake.initialized = true;
                     }
                 }
-                vec![info]
+                _ => {}
             }
-            Peek::Batch(infos) => infos,
-        };
-        self.hold(Held::new(message.frame, infos)).await;
+            if info.is_response() {
+                let id = info.id.as_deref().unwrap_or_default();
+                if !self.server_requests.remove(id) {
+                    tracing::debug!(
+                        "dropped the client's answer to {id}: the upstream that asked is gone"
+                    );
+                    return;
+                }
+            }
+        }
+        self.hold(Held::new(message.frame, message.peek)).await;
     }
 }

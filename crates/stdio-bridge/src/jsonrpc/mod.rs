@@ -27,6 +27,7 @@ mod peek;
 pub(crate) mod scan;
 
 pub use message::{CallParams, Message};
+pub(crate) use peek::check;
 #[cfg(feature = "fuzzing")]
 pub(crate) use peek::check_peek;
 pub use peek::{Info, Peek, peek};

@@ -134,6 +134,12 @@ fn scan_peek(frame: &[u8]) -> Option<Peek> {
 /// skips what it does not read; `None` when either is repeated or is not UTF-8, or a key holds an
 /// escape.
 fn read_info(scan: &mut Scan<'_>) -> Option<Info> {
+    let (id, method) = read_raw(scan)?;
+    Some(Info::of(id, method))
+}
+
+/// [`read_info`]'s reading of the raw `id` and `method`, before anything is made of them.
+fn read_raw<'a>(scan: &mut Scan<'a>) -> Option<(Option<&'a str>, Option<&'a str>)> {
     let (mut id, mut method) = (None, None);
     scan.message_members(|scan, key| {
         let slot = match key {
@@ -143,7 +149,18 @@ fn read_info(scan: &mut Scan<'_>) -> Option<Info> {
         };
         fill(slot, scan.span()?)
     })?;
-    Some(Info::of(utf8(id)?, utf8(method)?))
+    Some((utf8(id)?, utf8(method)?))
+}
+
+/// Whether [`peek`] takes `frame` for a message, with the same error when not; for a reader that
+/// only checks the frame, a single message costs no allocation.
+pub(crate) fn check(frame: &[u8]) -> Result<(), InvalidLine> {
+    let mut scan = Scan::bytes(frame);
+    scan.blanks();
+    if scan.peek() == Some(b'{') && read_raw(&mut scan).is_some() && scan.finish() {
+        return Ok(());
+    }
+    peek(frame).map(drop)
 }
 
 /// A span as text: `Some(None)` when there is none, `None` when it is not UTF-8.
@@ -485,6 +502,7 @@ mod tests {
             assert_eq!(read(peek(&frame)), expected, "{shown}");
             assert_eq!(read(serde_peek(&frame)), expected, "serde_json: {shown}");
             assert_eq!(check_peek(&frame), scanned, "scanned: {shown}");
+            assert_eq!(check(&frame), peek(&frame).map(drop), "check: {shown}");
         }
     }
 
@@ -501,6 +519,8 @@ mod tests {
                 format!("[{text}]"),
             ] {
                 scanned += usize::from(check_peek(frame.as_bytes()));
+                let frame = frame.as_bytes();
+                assert_eq!(check(frame), peek(frame).map(drop), "check: {text}");
             }
             previous = text.to_owned();
         });

@@ -8,7 +8,11 @@ use serde_json::Value;
 use tokio::{sync::mpsc, time::Instant};
 
 use super::{Core, Held};
-use crate::{BUFFER_FULL, RESTART_DEADLINE, jsonrpc, upstream::Frame};
+use crate::{
+    BUFFER_FULL, RESTART_DEADLINE,
+    jsonrpc::{self, Info, Peek},
+    upstream::Frame,
+};
 
 impl Core {
     /// Sends a client message upstream, or holds it while the upstream is not ready.
@@ -17,7 +21,7 @@ impl Core {
             let link = self.link.as_ref().expect("sending");
             // Full or closed: hold it.
             if link.outgoing.try_send(held.frame.clone()).is_ok() {
-                self.register(&held);
+                self.register(held);
                 return;
             }
         } else if !self.sending()
@@ -73,7 +77,7 @@ impl Core {
     ) {
         let data = jsonrpc::data(reason, upstream);
         let ids: Vec<Box<str>> = held.requests().map(Box::from).collect();
-        for info in held.infos.iter().filter(|i| !i.is_request()) {
+        for info in held.peek.infos().iter().filter(|i| !i.is_request()) {
             if let Some(method) = &info.method {
                 tracing::warn!("dropped the client's notification {method} ({reason})");
             }
@@ -83,15 +87,21 @@ impl Core {
         }
     }
 
-    fn register(&mut self, held: &Held) {
+    /// Counts the requests of a message sent upstream as in flight, taking their ids.
+    fn register(&mut self, held: Held) {
         if held.control {
             return;
         }
-        for info in &held.infos {
-            if let (true, Some(id)) = (info.is_request(), &info.id) {
-                self.in_flight
-                    .insert(id.clone(), info.method.as_deref() == Some("initialize"));
-            }
+        match held.peek {
+            Peek::One(info) => self.register_one(info),
+            Peek::Batch(infos) => infos.into_iter().for_each(|info| self.register_one(info)),
+        }
+    }
+
+    fn register_one(&mut self, info: Info) {
+        if let (true, Some(id)) = (info.is_request(), info.id) {
+            self.in_flight
+                .insert(id, info.method.as_deref() == Some("initialize"));
         }
     }
 
@@ -103,7 +113,7 @@ impl Core {
             return;
         };
         permit.send(held.frame.clone());
-        self.register(&held);
+        self.register(held);
     }
 
     /// Errors for held messages older than the restart deadline, while nothing is being sent.

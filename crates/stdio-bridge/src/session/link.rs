@@ -133,7 +133,9 @@ impl Core {
                 self.finish_reinit(&frame).await;
                 return;
             }
-            self.retried.remove(id);
+            if !self.retried.is_empty() {
+                self.retried.remove(id);
+            }
             if self.in_flight.remove(id) == Some(true) {
                 self.on_initialize_answer(id, &frame);
             }
@@ -192,8 +194,8 @@ impl Core {
             if let (true, Some(handshake)) = (first_handshake, &self.handshake) {
                 // Nothing has happened yet: the client's initialize can safely go to the next process.
                 let frame = handshake.initialize.clone();
-                let infos = peek(&frame).map(|p| p.infos().to_vec()).unwrap_or_default();
-                self.push_front(vec![Held::new(frame, infos)]);
+                let read = peek(&frame).unwrap_or(Peek::Batch(Vec::new()));
+                self.push_front(vec![Held::new(frame, read)]);
                 continue;
             }
             self.error_to(&id, UPSTREAM_EXITED, EXITED_IN_FLIGHT, data.clone())
@@ -225,16 +227,15 @@ impl Core {
 
     async fn on_session_expired(&mut self, frame: Frame) {
         let Ok(peek) = peek(&frame) else { return };
-        let infos = peek.infos().to_vec();
         if let Phase::Reinit { id } = &self.phase
-            && infos.iter().any(|i| i.id.as_deref() == Some(&**id))
+            && peek.infos().iter().any(|i| i.id.as_deref() == Some(&**id))
         {
             tracing::warn!("the upstream refused the replayed initialize as an expired session");
             self.phase = Phase::Ready;
             return;
         }
         let mut retry = true;
-        for info in &infos {
+        for info in peek.infos() {
             if let (true, Some(id)) = (info.is_request(), &info.id) {
                 self.in_flight.remove(id);
                 if !self.retried.insert(id.clone()) {
@@ -242,9 +243,10 @@ impl Core {
                 }
             }
         }
-        let notification = infos.iter().all(|i| !i.is_request());
+        let notification = peek.infos().iter().all(|i| !i.is_request());
         if notification
-            && infos
+            && peek
+                .infos()
                 .iter()
                 .any(|i| i.method.as_deref() == Some(jsonrpc::INITIALIZED))
         {
@@ -255,7 +257,7 @@ impl Core {
             return;
         }
         if !retry {
-            let held = Held::new(frame, infos);
+            let held = Held::new(frame, peek);
             self.reject(
                 held,
                 UPSTREAM_UNREACHABLE,
@@ -271,7 +273,7 @@ impl Core {
         let mut rest: Vec<Held> = self.pending.drain(after_control..).collect();
         let rest_bytes: usize = rest.iter().map(|h| h.frame.len()).sum();
         self.pending_bytes -= rest_bytes;
-        rest.insert(0, Held::new(frame, infos));
+        rest.insert(0, Held::new(frame, peek));
         for held in rest {
             self.push_back(held);
         }
@@ -282,10 +284,9 @@ impl Core {
 
     async fn on_undelivered(&mut self, frame: Frame, maybe_delivered: bool, reason: &str) {
         let Ok(peek) = peek(&frame) else { return };
-        let infos = peek.infos().to_vec();
         let pause = Instant::now() + backoff(self.attempts);
         if let Phase::Reinit { id } = &self.phase
-            && infos.iter().any(|i| i.id.as_deref() == Some(&**id))
+            && peek.infos().iter().any(|i| i.id.as_deref() == Some(&**id))
         {
             // Replaying initialize is safe whatever happened to it.
             tracing::debug!("the replayed initialize was not delivered ({reason}); retrying");
@@ -294,13 +295,13 @@ impl Core {
             self.attempts = self.attempts.saturating_add(1);
             return;
         }
-        for info in &infos {
+        for info in peek.infos() {
             if let Some(id) = &info.id {
                 self.in_flight.remove(id);
             }
         }
         if maybe_delivered {
-            let held = Held::new(frame, infos);
+            let held = Held::new(frame, peek);
             let upstream = serde_json::json!({ "message": reason });
             self.reject(
                 held,
@@ -316,7 +317,7 @@ impl Core {
                 self.describe
             );
             let after_control = self.pending.iter().take_while(|h| h.control).count();
-            let mut held = Held::new(frame, infos);
+            let mut held = Held::new(frame, peek);
             held.since = Instant::now();
             self.pending_bytes += held.frame.len();
             self.pending.insert(after_control, held);
@@ -327,25 +328,24 @@ impl Core {
 
     async fn on_protocol_error(&mut self, frame: Frame, status: Option<u16>, message: &str) {
         let Ok(peek) = peek(&frame) else { return };
-        let infos = peek.infos().to_vec();
         tracing::warn!(
             "{} answered with something that is not MCP: {message}",
             self.describe
         );
         if let Phase::Reinit { id } = &self.phase
-            && infos.iter().any(|i| i.id.as_deref() == Some(&**id))
+            && peek.infos().iter().any(|i| i.id.as_deref() == Some(&**id))
         {
             self.phase = Phase::Ready;
             return;
         }
-        for info in &infos {
+        for info in peek.infos() {
             if let Some(id) = &info.id {
                 self.in_flight.remove(id);
             }
         }
         let upstream = serde_json::json!({ "status": status, "message": message });
         self.reject(
-            Held::new(frame, infos),
+            Held::new(frame, peek),
             UPSTREAM_PROTOCOL_ERROR,
             NOT_MCP,
             "upstream_protocol_error",

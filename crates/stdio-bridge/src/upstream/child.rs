@@ -443,11 +443,13 @@ impl Supervisor {
             });
             tokio::select! {
                 line = reader.next(), if stdout_open => match line {
-                    Ok(Some(Incoming::Frame(frame))) => self.emit(UpstreamEvent::Message(frame)).await,
-                    Ok(Some(Incoming::Invalid(invalid))) => tracing::warn!(
-                        "the child wrote a line that is not a JSON-RPC message ({}); dropped it",
-                        invalid.reason()
-                    ),
+                    Ok(Some(incoming)) => {
+                        self.on_line(incoming).await;
+                        // The lines the same read brought in, without a wake each.
+                        while let Some(incoming) = reader.next_buffered() {
+                            self.on_line(incoming).await;
+                        }
+                    }
                     Ok(None) | Err(_) => {
                         stdout_open = false;
                         if status.is_none() && stopping.is_none() {
@@ -510,6 +512,16 @@ impl Supervisor {
         self.emit(UpstreamEvent::Closed { reason }).await;
         for waiter in self.waiters.drain(..) {
             let _ = waiter.send(());
+        }
+    }
+
+    async fn on_line(&mut self, incoming: Incoming) {
+        match incoming {
+            Incoming::Frame(frame) => self.emit(UpstreamEvent::Message(frame)).await,
+            Incoming::Invalid(invalid) => tracing::warn!(
+                "the child wrote a line that is not a JSON-RPC message ({}); dropped it",
+                invalid.reason()
+            ),
         }
     }
 
