@@ -397,15 +397,21 @@ impl Inner {
         }
         if let Some((cs, ce, after)) = quoted_value(b, v, &mut memory.quotes) {
             if b[cs..ce].starts_with(REDACTED.as_bytes()) {
-                // Redacted before: the scan went on right after the span then.
+                // Redacted before: the scan went on right after the span
+                // then, and after the closing quote when the span was the
+                // whole value.
+                if ce == cs + REDACTED.len() {
+                    return Some(after.max(ce));
+                }
                 return Some(cs + REDACTED.len());
             }
             if b[cs..].starts_with(b"-----BEGIN ")
                 && let Some(end) = private_key(b, cs, &mut memory.open, out)
             {
                 // A key block whose lines the text breaks with `\n` or with
-                // line breaks: the whole block goes.
-                return Some(end);
+                // line breaks: the whole block goes (with its closing quote
+                // when it fills the value, as for any other value).
+                return Some(if end == ce { after.max(ce) } else { end });
             }
             // An unterminated quote runs to the end of the line.
             push_text(b, cs, ce, out);
