@@ -392,6 +392,12 @@ impl Inner {
         }
     }
 
+    /// Scans `text` as a stream of JSON values, with `lines` each within a
+    /// line (JSON Lines); false (with spans to discard) when it is not.
+    pub(crate) fn scan_json_lines(&self, text: &str, lines: bool, out: &mut Vec<Span>) -> bool {
+        self.scan_json_values(text, 0, lines, out)
+    }
+
     /// Scans `text` as a stream of JSON values; false (with spans to discard)
     /// when it is not JSON.
     ///
@@ -403,7 +409,16 @@ impl Inner {
     /// is also why it is one long function: split, the places would become a
     /// state passed between the pieces.
     fn scan_json(&self, text: &str, embed: u8, out: &mut Vec<Span>) -> bool {
+        self.scan_json_values(text, embed, false, out)
+    }
+
+    /// [`scan_json`](Inner::scan_json); with `lines`, also false when a
+    /// value at the top level spans a line break.
+    #[inline(always)]
+    fn scan_json_values(&self, text: &str, embed: u8, lines: bool, out: &mut Vec<Span>) -> bool {
         let b = text.as_bytes();
+        // Where the value at the top level being read starts.
+        let mut top = 0;
         let mark = out.len();
         // Closing bracket of every open container.
         let mut stack = Closers::new();
@@ -431,6 +446,9 @@ impl Inner {
             };
             step!(1);
             let depth = stack.len();
+            if depth == 0 {
+                top = i;
+            }
             if suppress.is_none() && (redact_next || depth > max_depth) {
                 suppress = Some((depth, i));
             }
@@ -520,6 +538,9 @@ impl Inner {
                 }
                 pairs.value_end(depth, end);
                 let Some(close) = stack.last() else {
+                    if lines && memchr::memchr(b'\n', &b[top..end]).is_some() {
+                        return false;
+                    }
                     saw_value = true;
                     i = end;
                     continue 'value;

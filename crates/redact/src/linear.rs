@@ -119,6 +119,10 @@ const FAMILIES: &[&str] = &[
     "token: |\n  a\n",
     ": |\n ",
     "name=token /><",
+    "{\"token\":1}\na\n",
+    "[1]\n-----BEGIN PRIVATE KEY-----\n",
+    "{\n",
+    "[x]\n<password>\n",
 ];
 
 fn text_steps(redactor: &Redactor, unit: &str, n: usize) -> (u64, u64) {

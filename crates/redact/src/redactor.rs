@@ -10,6 +10,7 @@ use crate::error::{Error, ErrorKind, NameList};
 use crate::names::is_default_redacted;
 use crate::pairs;
 use crate::span::{self, Span};
+use crate::writer::{self, DEFAULT_LINE_LIMIT};
 use crate::{REDACTED, step};
 
 type NameTest = Arc<dyn Fn(&str) -> bool + Send + Sync>;
@@ -110,7 +111,6 @@ impl Default for Redactor {
 }
 
 impl Redactor {
-    #[cfg(test)]
     pub(crate) fn inner(&self) -> &Inner {
         &self.inner
     }
@@ -289,10 +289,17 @@ impl Redactor {
     /// `text` with every credential the text rules find replaced by
     /// `[REDACTED]`; borrowed when nothing was found.
     ///
-    /// A text that is JSON (it starts with `{` or `[`, maybe after blanks, and
-    /// parses) is redacted as JSON, as [`redact_json_text`](Redactor::redact_json_text)
-    /// does.
+    /// A text of one line that is JSON (it starts with `{` or `[`, maybe
+    /// after blanks, and parses) is redacted as JSON, as
+    /// [`redact_json_text`](Redactor::redact_json_text) does. In a text of
+    /// several lines, each line that looks like JSON is redacted on its own,
+    /// as JSON when it is, and the runs of other lines between them by the
+    /// text rules, together: what a [`RedactingWriter`](crate::RedactingWriter)
+    /// writes for the same text.
     pub fn redact_text<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        if several_lines(text) {
+            return self.redact_lines(text);
+        }
         let mut spans = Vec::new();
         self.inner.scan_any(text, 0, false, &mut spans);
         span::apply(text, &spans)
@@ -304,8 +311,29 @@ impl Redactor {
     /// Text that is not JSON is redacted as [`redact_text`](Redactor::redact_text) does.
     pub fn redact_json_text<'a>(&self, text: &'a str) -> Cow<'a, str> {
         let mut spans = Vec::new();
+        if several_lines(text) {
+            if self.inner.scan_json_lines(text, false, &mut spans) {
+                return span::apply(text, &spans);
+            }
+            return self.redact_lines(text);
+        }
         self.inner.scan_any(text, 0, true, &mut spans);
         span::apply(text, &spans)
+    }
+
+    /// `redact_text` on a text of several lines: as JSON when it is JSON
+    /// Lines (every line that is not blank looks like JSON, and the whole
+    /// reads as JSON), else line by line as [`RedactingWriter`] reads it.
+    ///
+    /// [`RedactingWriter`]: crate::RedactingWriter
+    fn redact_lines<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        if json_lines(text) {
+            let mut spans = Vec::new();
+            if self.inner.scan_json_lines(text, true, &mut spans) {
+                return span::apply(text, &spans);
+            }
+        }
+        writer::redact_lines(self, text)
     }
 
     /// The spans `redact_text` would replace (used by the writer to carry a
@@ -327,6 +355,31 @@ impl Redactor {
         let open = self.inner.scan_text_open(text, &mut spans);
         (spans, open)
     }
+}
+
+/// Whether `text` holds a line break before its last byte.
+fn several_lines(text: &str) -> bool {
+    memchr::memchr(b'\n', text.as_bytes()).is_some_and(|p| p + 1 < text.len())
+}
+
+/// Whether every line of `text` that is not blank looks like JSON on its own
+/// and fits in the writer's line limit: then the writer reads each as JSON,
+/// as reading the whole text as JSON Lines does.
+fn json_lines(text: &str) -> bool {
+    let b = text.as_bytes();
+    let mut start = 0;
+    while start < b.len() {
+        let end = memchr::memchr(b'\n', &b[start..]).map_or(b.len(), |p| start + p);
+        step!(end - start + 1);
+        let line = &text[start..end];
+        if end - start > DEFAULT_LINE_LIMIT
+            || !(line.trim_ascii().is_empty() || crate::json::looks_like_json(line))
+        {
+            return false;
+        }
+        start = end + 1;
+    }
+    true
 }
 
 enum Frame<'a> {
