@@ -315,7 +315,17 @@ impl Redactor {
             if self.inner.scan_json_lines(text, false, &mut spans) {
                 return span::apply(text, &spans);
             }
-            return self.redact_lines(text);
+            spans.clear();
+            let out = self.redact_lines(text);
+            // Text that was not JSON can become JSON once redacted: read it
+            // so now, as redacting again would (idempotence).
+            if let Cow::Owned(redacted) = &out
+                && self.inner.scan_json_lines(redacted, false, &mut spans)
+                && !spans.is_empty()
+            {
+                return Cow::Owned(span::apply(redacted, &spans).into_owned());
+            }
+            return out;
         }
         self.inner.scan_any(text, 0, true, &mut spans);
         span::apply(text, &spans)
