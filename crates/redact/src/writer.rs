@@ -229,7 +229,12 @@ impl<W: Write> RedactingWriter<W> {
             return Ok(());
         }
         self.waiting = 0;
-        let out = span::apply(&text, &spans);
+        let mut out = span::apply(&text, &spans);
+        if joins_lines(&text, &spans) {
+            // As `redact_text` reads a value hidden over several lines.
+            let again = line_spans(&self.redactor, &out);
+            out = Cow::Owned(span::apply(&out, &again).into_owned());
+        }
         if !text.ends_with('\n') {
             // A partial line, flushed: what comes next continues it, scanned
             // after its end, and the rest of a secret cut here is dropped.
@@ -276,7 +281,31 @@ impl<W: Write> RedactingWriter<W> {
 /// together, as the writer reads the lines it holds. A private key block left
 /// open at the end of a run drops the lines after the JSON line that ended
 /// it, up to its `END` marker, as the writer does.
+///
+/// A value hidden over several lines joins them into one, which may then look
+/// like JSON: the result is then read once more, as redacting it again would
+/// read it (redacting stays idempotent).
 pub(crate) fn redact_lines<'a>(redactor: &Redactor, text: &'a str) -> Cow<'a, str> {
+    let spans = line_spans(redactor, text);
+    let out = span::apply(text, &spans);
+    if !joins_lines(text, &spans) {
+        return out;
+    }
+    let again = line_spans(redactor, &out);
+    Cow::Owned(span::apply(&out, &again).into_owned())
+}
+
+/// Whether a text span replaces a line break (a span that drops lines
+/// leaves the lines around it apart).
+fn joins_lines(text: &str, spans: &[Span]) -> bool {
+    spans.iter().any(|span| {
+        span.rewrite.is_none()
+            && memchr::memchr(b'\n', &text.as_bytes()[span.start..span.end]).is_some()
+    })
+}
+
+/// The spans of [`redact_lines`], read once.
+fn line_spans(redactor: &Redactor, text: &str) -> Vec<Span> {
     let b = text.as_bytes();
     let mut spans: Vec<Span> = Vec::new();
     let mut run = 0;
@@ -323,7 +352,7 @@ pub(crate) fn redact_lines<'a>(redactor: &Redactor, text: &'a str) -> Cow<'a, st
         i = next;
     }
     redact_run(redactor, text, run, b.len(), &mut spans);
-    span::apply(text, &spans)
+    spans
 }
 
 /// Pushes the spans the text rules find in the run of lines `text[from..to]`;
