@@ -392,8 +392,9 @@ impl Inner {
         }
     }
 
-    /// Scans `text` as a stream of JSON values, with `lines` each within a
-    /// line (JSON Lines); false (with spans to discard) when it is not.
+    /// Scans `text` as a stream of JSON values, with `lines` objects and
+    /// arrays each within a line (JSON Lines); false (with spans to
+    /// discard) when it is not.
     pub(crate) fn scan_json_lines(&self, text: &str, lines: bool, out: &mut Vec<Span>) -> bool {
         self.scan_json_values(text, 0, lines, out)
     }
@@ -413,7 +414,7 @@ impl Inner {
     }
 
     /// [`scan_json`](Inner::scan_json); with `lines`, also false when a
-    /// value at the top level spans a line break.
+    /// value at the top level is no object or array, or spans a line break.
     #[inline(always)]
     fn scan_json_values(&self, text: &str, embed: u8, lines: bool, out: &mut Vec<Span>) -> bool {
         let b = text.as_bytes();
@@ -447,6 +448,11 @@ impl Inner {
             step!(1);
             let depth = stack.len();
             if depth == 0 {
+                // JSON Lines hold objects and arrays: a line of another
+                // value does not look like JSON, and is read as text.
+                if lines && c != b'{' && c != b'[' {
+                    return false;
+                }
                 top = i;
             }
             if suppress.is_none() && (redact_next || depth > max_depth) {

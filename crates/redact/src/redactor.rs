@@ -10,7 +10,7 @@ use crate::error::{Error, ErrorKind, NameList};
 use crate::names::is_default_redacted;
 use crate::pairs;
 use crate::span::{self, Span};
-use crate::writer::{self, DEFAULT_LINE_LIMIT};
+use crate::writer;
 use crate::{REDACTED, step};
 
 type NameTest = Arc<dyn Fn(&str) -> bool + Send + Sync>;
@@ -332,12 +332,13 @@ impl Redactor {
     }
 
     /// `redact_text` on a text of several lines: as JSON when it is JSON
-    /// Lines (every line that is not blank looks like JSON, and the whole
-    /// reads as JSON), else line by line as [`RedactingWriter`] reads it.
+    /// Lines (objects and arrays, each within a line: every line that is not
+    /// blank looks like JSON, and the writer reads each as JSON), else line
+    /// by line as [`RedactingWriter`] reads it.
     ///
     /// [`RedactingWriter`]: crate::RedactingWriter
     fn redact_lines<'a>(&self, text: &'a str) -> Cow<'a, str> {
-        if json_lines(text) {
+        if crate::json::looks_like_json(text) {
             let mut spans = Vec::new();
             if self.inner.scan_json_lines(text, true, &mut spans) {
                 return span::apply(text, &spans);
@@ -370,26 +371,6 @@ impl Redactor {
 /// Whether `text` holds a line break before its last byte.
 fn several_lines(text: &str) -> bool {
     memchr::memchr(b'\n', text.as_bytes()).is_some_and(|p| p + 1 < text.len())
-}
-
-/// Whether every line of `text` that is not blank looks like JSON on its own
-/// and fits in the writer's line limit: then the writer reads each as JSON,
-/// as reading the whole text as JSON Lines does.
-fn json_lines(text: &str) -> bool {
-    let b = text.as_bytes();
-    let mut start = 0;
-    while start < b.len() {
-        let end = memchr::memchr(b'\n', &b[start..]).map_or(b.len(), |p| start + p);
-        step!(end - start + 1);
-        let line = &text[start..end];
-        if end - start > DEFAULT_LINE_LIMIT
-            || !(line.trim_ascii().is_empty() || crate::json::looks_like_json(line))
-        {
-            return false;
-        }
-        start = end + 1;
-    }
-    true
 }
 
 enum Frame<'a> {

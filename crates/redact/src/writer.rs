@@ -18,9 +18,8 @@ use crate::span::{self, Span};
 use crate::text::{OPEN_ELEMENT, OPEN_KEY};
 
 /// The default bound on a buffered line (a longer line is redacted in
-/// chunks) and on held lines: part of the text rules, which `redact_text`
-/// reads a text of several lines by as this writer does.
-pub(crate) const DEFAULT_LINE_LIMIT: usize = 64 * 1024;
+/// chunks) and on held lines.
+const DEFAULT_LINE_LIMIT: usize = 64 * 1024;
 /// The smallest line limit accepted.
 const MIN_LINE_LIMIT: usize = 256;
 /// Bytes of the previous chunk that the next chunk is scanned with, so that a
@@ -295,13 +294,46 @@ pub(crate) fn redact_lines<'a>(redactor: &Redactor, text: &'a str) -> Cow<'a, st
     Cow::Owned(span::apply(&out, &again).into_owned())
 }
 
-/// Whether a text span replaces a line break (a span that drops lines
-/// leaves the lines around it apart).
+/// Whether a text span replaces a line break and the line it joins may look
+/// like JSON once redacted (a span that drops lines leaves the lines around
+/// it apart). Spans are in order; a line that two such spans join counts as
+/// one that may.
 fn joins_lines(text: &str, spans: &[Span]) -> bool {
-    spans.iter().any(|span| {
-        span.rewrite.is_none()
-            && memchr::memchr(b'\n', &text.as_bytes()[span.start..span.end]).is_some()
-    })
+    let b = text.as_bytes();
+    let is_blank = |c: u8| matches!(c, b' ' | b'\t' | b'\r');
+    let mut joined_to = 0;
+    for span in spans {
+        if span.rewrite.is_some() || memchr::memchr(b'\n', &b[span.start..span.end]).is_none() {
+            continue;
+        }
+        let line_start = memchr::memrchr(b'\n', &b[..span.start]).map_or(0, |p| p + 1);
+        let line_end = memchr::memchr(b'\n', &b[span.end..]).map_or(b.len(), |p| span.end + p);
+        crate::step!(line_end - line_start + 1);
+        if line_start < joined_to {
+            return true;
+        }
+        joined_to = line_end;
+        let mut first = line_start;
+        while first < span.start && is_blank(b[first]) {
+            first += 1;
+        }
+        let mut last = line_end;
+        while last > span.end && is_blank(b[last - 1]) {
+            last -= 1;
+        }
+        // The placeholder starts with `[` and ends with `]`, as may a span
+        // at either end of the line.
+        let opens = first == span.start
+            || matches!(b[first], b'{' | b'[')
+            || spans.binary_search_by_key(&first, |s| s.start).is_ok();
+        let closes = last == span.end
+            || matches!(b[last - 1], b'}' | b']')
+            || spans.binary_search_by_key(&last, |s| s.end).is_ok();
+        if opens && closes {
+            return true;
+        }
+    }
+    false
 }
 
 /// The spans of [`redact_lines`], read once.
