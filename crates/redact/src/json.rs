@@ -396,7 +396,11 @@ impl Inner {
     /// arrays each within a line (JSON Lines); false (with spans to
     /// discard) when it is not.
     pub(crate) fn scan_json_lines(&self, text: &str, lines: bool, out: &mut Vec<Span>) -> bool {
-        self.scan_json_values(text, 0, lines, out)
+        if lines {
+            self.scan_json_values::<true>(text, 0, out)
+        } else {
+            self.scan_json_values::<false>(text, 0, out)
+        }
     }
 
     /// Scans `text` as a stream of JSON values; false (with spans to discard)
@@ -410,13 +414,17 @@ impl Inner {
     /// is also why it is one long function: split, the places would become a
     /// state passed between the pieces.
     fn scan_json(&self, text: &str, embed: u8, out: &mut Vec<Span>) -> bool {
-        self.scan_json_values(text, embed, false, out)
+        self.scan_json_values::<false>(text, embed, out)
     }
 
-    /// [`scan_json`](Inner::scan_json); with `lines`, also false when a
+    /// [`scan_json`](Inner::scan_json); with `LINES`, also false when a
     /// value at the top level is no object or array, or spans a line break.
-    #[inline(always)]
-    fn scan_json_values(&self, text: &str, embed: u8, lines: bool, out: &mut Vec<Span>) -> bool {
+    fn scan_json_values<const LINES: bool>(
+        &self,
+        text: &str,
+        embed: u8,
+        out: &mut Vec<Span>,
+    ) -> bool {
         let b = text.as_bytes();
         // Where the value at the top level being read starts.
         let mut top = 0;
@@ -447,10 +455,10 @@ impl Inner {
             };
             step!(1);
             let depth = stack.len();
-            if depth == 0 {
+            if LINES && depth == 0 {
                 // JSON Lines hold objects and arrays: a line of another
                 // value does not look like JSON, and is read as text.
-                if lines && c != b'{' && c != b'[' {
+                if c != b'{' && c != b'[' {
                     return false;
                 }
                 top = i;
@@ -544,7 +552,7 @@ impl Inner {
                 }
                 pairs.value_end(depth, end);
                 let Some(close) = stack.last() else {
-                    if lines && memchr::memchr(b'\n', &b[top..end]).is_some() {
+                    if LINES && memchr::memchr(b'\n', &b[top..end]).is_some() {
                         return false;
                     }
                     saw_value = true;
