@@ -178,15 +178,45 @@ fn escaped_at(b: &[u8], q: usize, floor: usize) -> bool {
 /// Whether the unquoted value at `v` is a call expression (`get_token()`,
 /// `os.getenv("TOKEN")`, `Secret::new(…)`): code that computes the secret,
 /// not the secret.
-fn call_at(b: &[u8], v: usize) -> bool {
+///
+/// The callee is walked ahead over name characters and `:`, which a chain of
+/// names (`token:token:…:f(`) shares with every value in it: `memo` keeps the
+/// last walk, and a value that starts inside it ends where it ended.
+// Out of line: it runs only for a credential name's value, and inlined it
+// slows every assignment the scan looks at (a JSON Lines text by a third).
+#[inline(never)]
+fn call_at(b: &[u8], v: usize, memo: &mut CalleeMemo) -> bool {
     if !(b[v].is_ascii_alphabetic() || b[v] == b'_') {
         return false;
     }
-    let mut e = v;
+    if !(memo.start..memo.end).contains(&v) {
+        *memo = callee(b, v);
+    }
+    let e = memo.end;
+    // `Key:(` is no call: the `Key:` before the parenthesis is a name of its
+    // own, whose value a second pass would see redacted.
+    if b.get(e) == Some(&b'(') {
+        return b[e - 1] != b':' || b[e - 2] == b':';
+    }
+    // A placeholder right after a `:` was the value of a name inside the
+    // call (`x:1(…`), which decided it as it did the first time.
+    memo.inner > v
+}
+
+/// The walk of a callee from `start`: where it ends, and where the last
+/// placeholder right after a `:` sits in it (0 for none).
+#[derive(Default)]
+pub(crate) struct CalleeMemo {
+    start: usize,
+    end: usize,
+    inner: usize,
+}
+
+fn callee(b: &[u8], start: usize) -> CalleeMemo {
+    let mut e = start;
+    let mut inner = 0;
     // A placeholder in the callee stands for the name characters it replaced
-    // (`a.[REDACTED](`); one right after a `:` was the value of a name inside
-    // the call (`x:1(…`), which decided it as it did the first time.
-    let mut inner = false;
+    // (`a.[REDACTED](`).
     loop {
         let from = e;
         while e < b.len() && (has(b[e], NAME) || b[e] == b':') {
@@ -196,15 +226,16 @@ fn call_at(b: &[u8], v: usize) -> bool {
         if !b[e..].starts_with(REDACTED.as_bytes()) {
             break;
         }
-        inner |= b[e - 1] == b':';
+        if b[e - 1] == b':' {
+            inner = e;
+        }
         e += REDACTED.len();
     }
-    // `Key:(` is no call: the `Key:` before the parenthesis is a name of its
-    // own, whose value a second pass would see redacted.
-    if b.get(e) == Some(&b'(') {
-        return b[e - 1] != b':' || b[e - 2] == b':';
+    CalleeMemo {
+        start,
+        end: e,
+        inner,
     }
-    inner
 }
 
 /// A YAML block scalar (`key: |` or `key: >`, maybe with a chomping or
@@ -369,15 +400,21 @@ impl Inner {
         }
         if let Some((cs, ce, after)) = quoted_value(b, v, &mut memory.quotes) {
             if b[cs..ce].starts_with(REDACTED.as_bytes()) {
-                // Redacted before: the scan went on right after the span then.
+                // Redacted before: the scan went on right after the span
+                // then, and after the closing quote when the span was the
+                // whole value.
+                if ce == cs + REDACTED.len() {
+                    return Some(after.max(ce));
+                }
                 return Some(cs + REDACTED.len());
             }
             if b[cs..].starts_with(b"-----BEGIN ")
                 && let Some(end) = private_key(b, cs, &mut memory.open, out)
             {
                 // A key block whose lines the text breaks with `\n` or with
-                // line breaks: the whole block goes.
-                return Some(end);
+                // line breaks: the whole block goes (with its closing quote
+                // when it fills the value, as for any other value).
+                return Some(if end == ce { after.max(ce) } else { end });
             }
             // An unterminated quote runs to the end of the line.
             push_text(b, cs, ce, out);
@@ -396,7 +433,7 @@ impl Inner {
             // A nested structure: its own names decide.
             return None;
         }
-        if call_at(b, v) {
+        if call_at(b, v, &mut memory.callee) {
             return None;
         }
         let header = &b[name.start..name.end];
@@ -510,7 +547,7 @@ impl Inner {
             Some((cs, ce, after)) if after > ce => (cs, ce, after),
             Some(_) => return None,
             None => {
-                let e = run_value(b, v);
+                let e = unquoted_name(b, v)?;
                 (v, e, e)
             }
         };
@@ -579,6 +616,34 @@ impl Inner {
         push_text(b, w, end, out);
         Some(end)
     }
+}
+
+/// Where an unquoted value at `v` ends when it is a name (name characters
+/// only, at most [`ENCODED_NAME`] of them, ending where [`run_value`] would
+/// end it); `None` when it is not. A longer value is no name, so a chain of
+/// `name=name=…` costs a bounded look at each.
+fn unquoted_name(b: &[u8], v: usize) -> Option<usize> {
+    let limit = b.len().min(v + ENCODED_NAME + 1);
+    let mut e = v;
+    while e < limit && has(b[e], NAME) {
+        e += 1;
+    }
+    step!(e - v + 1);
+    if e - v > ENCODED_NAME {
+        return None;
+    }
+    // Escaping backslashes before a quote end the value as the quote does.
+    let mut q = e;
+    while q < b.len() && b[q] == b'\\' {
+        q += 1;
+    }
+    step!(q - e + 1);
+    let ends = match b.get(q) {
+        None => q == e,
+        Some(b'"' | b'\'') => true,
+        Some(&c) => q == e && has(c, VALUE_END),
+    };
+    ends.then_some(e)
 }
 
 /// The value of an `Authorization` header that starts at `v`: the scheme

@@ -268,7 +268,16 @@ pub(crate) fn private_key(b: &[u8], i: usize, open: &mut u8, out: &mut Vec<Span>
     let body = private_key_label(b, i)?;
     let end = end_marker(b, body).unwrap_or_else(|| {
         *open |= OPEN_KEY;
-        b.len()
+        // Open to the end of the text, but the line break that ends the
+        // text stays: what comes after it starts a line of its own.
+        let mut end = b.len();
+        if b[..end].ends_with(b"\n") {
+            end -= 1;
+            if b[..end].ends_with(b"\r") {
+                end -= 1;
+            }
+        }
+        end.max(body)
     });
     step!(end - body + 1);
     push_text(b, i, end, out);

@@ -392,6 +392,17 @@ impl Inner {
         }
     }
 
+    /// Scans `text` as a stream of JSON values, with `lines` objects and
+    /// arrays each within a line (JSON Lines); false (with spans to
+    /// discard) when it is not.
+    pub(crate) fn scan_json_lines(&self, text: &str, lines: bool, out: &mut Vec<Span>) -> bool {
+        if lines {
+            self.scan_json_values::<true>(text, 0, out)
+        } else {
+            self.scan_json_values::<false>(text, 0, out)
+        }
+    }
+
     /// Scans `text` as a stream of JSON values; false (with spans to discard)
     /// when it is not JSON.
     ///
@@ -403,7 +414,20 @@ impl Inner {
     /// is also why it is one long function: split, the places would become a
     /// state passed between the pieces.
     fn scan_json(&self, text: &str, embed: u8, out: &mut Vec<Span>) -> bool {
+        self.scan_json_values::<false>(text, embed, out)
+    }
+
+    /// [`scan_json`](Inner::scan_json); with `LINES`, also false when a
+    /// value at the top level is no object or array, or spans a line break.
+    fn scan_json_values<const LINES: bool>(
+        &self,
+        text: &str,
+        embed: u8,
+        out: &mut Vec<Span>,
+    ) -> bool {
         let b = text.as_bytes();
+        // Where the value at the top level being read starts.
+        let mut top = 0;
         let mark = out.len();
         // Closing bracket of every open container.
         let mut stack = Closers::new();
@@ -431,6 +455,14 @@ impl Inner {
             };
             step!(1);
             let depth = stack.len();
+            if LINES && depth == 0 {
+                // JSON Lines hold objects and arrays: a line of another
+                // value does not look like JSON, and is read as text.
+                if c != b'{' && c != b'[' {
+                    return false;
+                }
+                top = i;
+            }
             if suppress.is_none() && (redact_next || depth > max_depth) {
                 suppress = Some((depth, i));
             }
@@ -520,6 +552,9 @@ impl Inner {
                 }
                 pairs.value_end(depth, end);
                 let Some(close) = stack.last() else {
+                    if LINES && memchr::memchr(b'\n', &b[top..end]).is_some() {
+                        return false;
+                    }
                     saw_value = true;
                     i = end;
                     continue 'value;

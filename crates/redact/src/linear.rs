@@ -119,6 +119,10 @@ const FAMILIES: &[&str] = &[
     "token: |\n  a\n",
     ": |\n ",
     "name=token /><",
+    "{\"token\":1}\na\n",
+    "[1]\n-----BEGIN PRIVATE KEY-----\n",
+    "{\n",
+    "[x]\n<password>\n",
 ];
 
 fn text_steps(redactor: &Redactor, unit: &str, n: usize) -> (u64, u64) {
@@ -208,6 +212,52 @@ fn provider_families_take_linear_steps() {
     );
     for (t, j, unit) in ratios.iter().take(5) {
         eprintln!("  {unit:?}: text {t:.3}, json {j:.3}");
+    }
+}
+
+/// Texts of a unit repeated, then a tail once: a chain that a rule walks
+/// ahead over from each of its units only to meet the tail at its end.
+const CHAINS: &[(&str, &str)] = &[
+    ("token:", "f("),
+    ("token:", "f"),
+    ("token:a.", "f("),
+    ("token:a:", "f("),
+    ("token=a:", "f("),
+    ("token:[REDACTED]", "("),
+    ("token:a[REDACTED]:", "f("),
+    ("token:a:[REDACTED]", "("),
+    ("key=", "f("),
+    ("api_key:=", "f("),
+    ("name=", "a"),
+    ("name:", "a"),
+    ("name=\"", "a"),
+    ("Name: ", "a"),
+    ("string=", "a"),
+    ("token string=", "a"),
+];
+
+#[test]
+fn chains_before_a_call_take_linear_steps() {
+    let redactor = Redactor::new();
+    let steps = |unit: &str, tail: &str, n: usize| {
+        let text = format!("{}{tail}", unit.repeat(n / unit.len() + 1));
+        let t = steps_of(|| {
+            let _ = redactor.redact_text(&text);
+        });
+        let j = steps_of(|| {
+            let _ = redactor.redact_json_text(&text);
+        });
+        (t, j)
+    };
+    for (unit, tail) in CHAINS {
+        let (t1, j1) = steps(unit, tail, N);
+        let (t4, j4) = steps(unit, tail, 4 * N);
+        assert_linear(&format!("redact_text({unit:?} x n + {tail:?})"), t1, t4);
+        assert_linear(
+            &format!("redact_json_text({unit:?} x n + {tail:?})"),
+            j1,
+            j4,
+        );
     }
 }
 

@@ -10,6 +10,7 @@ use crate::error::{Error, ErrorKind, NameList};
 use crate::names::is_default_redacted;
 use crate::pairs;
 use crate::span::{self, Span};
+use crate::writer;
 use crate::{REDACTED, step};
 
 type NameTest = Arc<dyn Fn(&str) -> bool + Send + Sync>;
@@ -110,7 +111,6 @@ impl Default for Redactor {
 }
 
 impl Redactor {
-    #[cfg(test)]
     pub(crate) fn inner(&self) -> &Inner {
         &self.inner
     }
@@ -289,10 +289,17 @@ impl Redactor {
     /// `text` with every credential the text rules find replaced by
     /// `[REDACTED]`; borrowed when nothing was found.
     ///
-    /// A text that is JSON (it starts with `{` or `[`, maybe after blanks, and
-    /// parses) is redacted as JSON, as [`redact_json_text`](Redactor::redact_json_text)
-    /// does.
+    /// A text of one line that is JSON (it starts with `{` or `[`, maybe
+    /// after blanks, and parses) is redacted as JSON, as
+    /// [`redact_json_text`](Redactor::redact_json_text) does. In a text of
+    /// several lines, each line that looks like JSON is redacted on its own,
+    /// as JSON when it is, and the runs of other lines between them by the
+    /// text rules, together: what a [`RedactingWriter`](crate::RedactingWriter)
+    /// writes for the same text.
     pub fn redact_text<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        if several_lines(text) {
+            return self.redact_lines(text);
+        }
         let mut spans = Vec::new();
         self.inner.scan_any(text, 0, false, &mut spans);
         span::apply(text, &spans)
@@ -304,8 +311,40 @@ impl Redactor {
     /// Text that is not JSON is redacted as [`redact_text`](Redactor::redact_text) does.
     pub fn redact_json_text<'a>(&self, text: &'a str) -> Cow<'a, str> {
         let mut spans = Vec::new();
+        if several_lines(text) {
+            if self.inner.scan_json_lines(text, false, &mut spans) {
+                return span::apply(text, &spans);
+            }
+            spans.clear();
+            let out = self.redact_lines(text);
+            // Text that was not JSON can become JSON once redacted: read it
+            // so now, as redacting again would (idempotence).
+            if let Cow::Owned(redacted) = &out
+                && self.inner.scan_json_lines(redacted, false, &mut spans)
+                && !spans.is_empty()
+            {
+                return Cow::Owned(span::apply(redacted, &spans).into_owned());
+            }
+            return out;
+        }
         self.inner.scan_any(text, 0, true, &mut spans);
         span::apply(text, &spans)
+    }
+
+    /// `redact_text` on a text of several lines: as JSON when it is JSON
+    /// Lines (objects and arrays, each within a line: every line that is not
+    /// blank looks like JSON, and the writer reads each as JSON), else line
+    /// by line as [`RedactingWriter`] reads it.
+    ///
+    /// [`RedactingWriter`]: crate::RedactingWriter
+    fn redact_lines<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        if crate::json::looks_like_json(text) {
+            let mut spans = Vec::new();
+            if self.inner.scan_json_lines(text, true, &mut spans) {
+                return span::apply(text, &spans);
+            }
+        }
+        writer::redact_lines(self, text)
     }
 
     /// The spans `redact_text` would replace (used by the writer to carry a
@@ -327,6 +366,11 @@ impl Redactor {
         let open = self.inner.scan_text_open(text, &mut spans);
         (spans, open)
     }
+}
+
+/// Whether `text` holds a line break before its last byte.
+fn several_lines(text: &str) -> bool {
+    memchr::memchr(b'\n', text.as_bytes()).is_some_and(|p| p + 1 < text.len())
 }
 
 enum Frame<'a> {

@@ -30,6 +30,16 @@ impl Span {
         }
     }
 
+    /// A span whose bytes are dropped.
+    pub(crate) fn deleted(start: usize, end: usize) -> Span {
+        Span {
+            start,
+            end,
+            quote: 0,
+            rewrite: Some("".into()),
+        }
+    }
+
     /// The span as seen from the JSON string that contains the text it was
     /// found in, once its bytes are escaped for that string.
     pub(crate) fn nested(&self, start: usize, end: usize) -> Span {

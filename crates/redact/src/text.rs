@@ -5,6 +5,7 @@
 //! region that no other firing of the same rule covers again, so the whole pass
 //! stays linear in the length of the text whatever the input.
 
+use crate::assign::CalleeMemo;
 use crate::context;
 use crate::name_cache::NameCache;
 use crate::provider;
@@ -283,6 +284,8 @@ pub(crate) struct Memory {
     pub(crate) mysql: (usize, usize),
     /// Where this scan's spans start in the span list.
     pub(crate) mark: usize,
+    /// The last callee walked ahead over, for `assign::call_at`.
+    pub(crate) callee: CalleeMemo,
     /// The constructs a rule met the end of the text inside, which more text
     /// could go on ([`OPEN_ELEMENT`], [`OPEN_KEY`], [`OPEN_OTHER`]): what the
     /// scan decided may change if text is added.
@@ -329,6 +332,7 @@ impl Inner {
             names: (n >= CACHED_TEXT).then(|| Box::new(NameCache::new())),
             mysql: (usize::MAX, 0),
             mark: out.len(),
+            callee: CalleeMemo::default(),
             open: 0,
         };
         // Look-behinds never reach before `floor`, the end of the last span.

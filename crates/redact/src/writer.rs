@@ -1,5 +1,6 @@
 //! A `Write` adapter that redacts what passes through it as `redact_text`
-//! redacts the whole text, line by line.
+//! redacts the whole text, line by line, and `redact_text`'s reading of a
+//! text of several lines, which is the writer's.
 //!
 //! The text scan reports whether a construct that spans lines is open at the
 //! end of the lines it is given (`Redactor::held_spans`):
@@ -7,15 +8,17 @@
 //! back over the last line break or ahead past it, so the lines are written,
 //! redacted, and what follows is scanned on its own.
 
+use std::borrow::Cow;
 use std::io::{self, Write};
 
 use crate::Redactor;
 use crate::context::{key_block_end, opens_key_block};
 use crate::json::looks_like_json;
-use crate::span;
+use crate::span::{self, Span};
 use crate::text::{OPEN_ELEMENT, OPEN_KEY};
 
-/// The default bound on a buffered line: a longer line is redacted in chunks.
+/// The default bound on a buffered line (a longer line is redacted in
+/// chunks) and on held lines.
 const DEFAULT_LINE_LIMIT: usize = 64 * 1024;
 /// The smallest line limit accepted.
 const MIN_LINE_LIMIT: usize = 256;
@@ -26,7 +29,8 @@ const CONTEXT: usize = 256;
 /// Wraps a log writer and redacts every line written through it.
 ///
 /// What it writes equals [`Redactor::redact_text`] on the whole text written
-/// through it, however the writes cut it, with these bounds:
+/// through it, however the writes cut it, up to the line limit (64 KiB by
+/// default):
 ///
 /// - A line is written when its line break arrives, unless a construct that
 ///   spans lines is open at its end (an XML element without its closing tag,
@@ -35,20 +39,22 @@ const CONTEXT: usize = 256;
 ///   held and written, redacted together, once a line closes it. A line
 ///   that cannot close what is open (no `<` after an element, no `-----END`
 ///   in a key block) is held without scanning the held lines again.
-/// - Held lines are kept up to the line limit (64 KiB by default); past it
-///   they are written out as the text rules read them then, and the lines
-///   after are read afresh (the lines of a private key block left open are
-///   still dropped up to its `END` marker). Each line added while lines are
-///   held rescans them, so holding costs at most the line limit per line.
-/// - A line that is JSON first settles the lines held before it, then is
-///   redacted on its own, as JSON; `redact_text` reads a text of several
-///   lines as JSON only when the whole text is JSON.
-/// - A line longer than the limit is redacted in chunks, cut at whitespace
-///   where possible, each chunk scanned together with the end of the one
-///   before, and a secret that runs over a chunk's end is hidden to its end.
+/// - A line that looks like JSON (it starts with `{` or `[` and ends with `}`
+///   or `]`) first settles the lines held before it, then is redacted on its
+///   own, as JSON when it is; `redact_text` reads a text of several lines so
+///   too.
 /// - `flush` (and drop) writes out everything held, a partial line included;
 ///   what is written after it continues that line, but a construct open
 ///   before the flush is not reopened.
+///
+/// The line limit bounds memory, and is where the two may part: held lines
+/// are kept up to it, then written out as the text rules read them then (the
+/// lines of a private key block left open are still dropped up to its `END`
+/// marker), and a line longer than it is redacted in chunks, cut at
+/// whitespace where possible, each chunk scanned together with the end of the
+/// one before, a secret that runs over a chunk's end hidden to its end. Each
+/// line added while lines are held rescans them, so holding costs at most the
+/// line limit per line.
 ///
 /// With `tracing_subscriber`, wrap the writer per event (a closure is a
 /// `MakeWriter`) or once behind a `Mutex`:
@@ -157,12 +163,12 @@ impl<W: Write> RedactingWriter<W> {
 
     /// Takes the buffered complete line (it ends with `\n`).
     ///
-    /// Inside a private key block that the lines before opened beyond the
-    /// carry bound, the line is dropped up to the block's `END` marker. A
-    /// line that ends an over-long line is redacted with the chunk before
-    /// it. A line that is JSON settles the lines held before it, then is
-    /// redacted on its own, as JSON. Another line joins the held lines,
-    /// which are written out as soon as no construct is open at their end.
+    /// Inside a private key block that the lines before left open, the line
+    /// is dropped up to the block's `END` marker. A line that ends an
+    /// over-long line is redacted with the chunk before it. A line that looks
+    /// like JSON settles the lines held before it, then is redacted on its
+    /// own, as JSON when it is. Another line joins the held lines, which are
+    /// written out as soon as no construct is open at their end.
     fn emit_line(&mut self) -> io::Result<()> {
         let mut end = self.buf.len() - 1;
         if end > 0 && self.buf[end - 1] == b'\r' {
@@ -216,20 +222,18 @@ impl<W: Write> RedactingWriter<W> {
             return Ok(());
         }
         let text = String::from_utf8_lossy(&self.pending);
-        let (mut spans, open) = self.redactor.held_spans(&text);
+        let (spans, open) = self.redactor.held_spans(&text);
         if open != 0 && !force && self.pending.len() <= self.limit {
             self.waiting = open;
             return Ok(());
         }
         self.waiting = 0;
-        if looks_like_json(&text)
-            || (!spans.is_empty() && looks_like_json(&span::apply(&text, &spans)))
-        {
-            // The lines read as JSON, maybe once redacted: `redact_text`
-            // reads them so.
-            spans = self.redactor.text_spans(&text);
+        let mut out = span::apply(&text, &spans);
+        if joins_lines(&text, &spans) {
+            // As `redact_text` reads a value hidden over several lines.
+            let again = line_spans(&self.redactor, &out);
+            out = Cow::Owned(span::apply(&out, &again).into_owned());
         }
-        let out = span::apply(&text, &spans);
         if !text.ends_with('\n') {
             // A partial line, flushed: what comes next continues it, scanned
             // after its end, and the rest of a secret cut here is dropped.
@@ -270,6 +274,141 @@ impl<W: Write> RedactingWriter<W> {
     }
 }
 
+/// `redact_text` on a text of several lines, by the writer's rules: a line
+/// that looks like JSON is redacted on its own (as JSON when it is), and the
+/// runs of other lines between such lines are read by the text rules
+/// together, as the writer reads the lines it holds. A private key block left
+/// open at the end of a run drops the lines after the JSON line that ended
+/// it, up to its `END` marker, as the writer does.
+///
+/// A value hidden over several lines joins them into one, which may then look
+/// like JSON: the result is then read once more, as redacting it again would
+/// read it (redacting stays idempotent).
+pub(crate) fn redact_lines<'a>(redactor: &Redactor, text: &'a str) -> Cow<'a, str> {
+    let spans = line_spans(redactor, text);
+    let out = span::apply(text, &spans);
+    if !joins_lines(text, &spans) {
+        return out;
+    }
+    let again = line_spans(redactor, &out);
+    Cow::Owned(span::apply(&out, &again).into_owned())
+}
+
+/// Whether a text span replaces a line break and the line it joins may look
+/// like JSON once redacted (a span that drops lines leaves the lines around
+/// it apart). Spans are in order; a line that two such spans join counts as
+/// one that may.
+fn joins_lines(text: &str, spans: &[Span]) -> bool {
+    let b = text.as_bytes();
+    let is_blank = |c: u8| matches!(c, b' ' | b'\t' | b'\r');
+    let mut joined_to = 0;
+    for span in spans {
+        if span.rewrite.is_some() || memchr::memchr(b'\n', &b[span.start..span.end]).is_none() {
+            continue;
+        }
+        let line_start = memchr::memrchr(b'\n', &b[..span.start]).map_or(0, |p| p + 1);
+        let line_end = memchr::memchr(b'\n', &b[span.end..]).map_or(b.len(), |p| span.end + p);
+        crate::step!(line_end - line_start + 1);
+        if line_start < joined_to {
+            return true;
+        }
+        joined_to = line_end;
+        let mut first = line_start;
+        while first < span.start && is_blank(b[first]) {
+            first += 1;
+        }
+        let mut last = line_end;
+        while last > span.end && is_blank(b[last - 1]) {
+            last -= 1;
+        }
+        // The placeholder starts with `[` and ends with `]`, as may a span
+        // at either end of the line.
+        let opens = first == span.start
+            || matches!(b[first], b'{' | b'[')
+            || spans.binary_search_by_key(&first, |s| s.start).is_ok();
+        let closes = last == span.end
+            || matches!(b[last - 1], b'}' | b']')
+            || spans.binary_search_by_key(&last, |s| s.end).is_ok();
+        if opens && closes {
+            return true;
+        }
+    }
+    false
+}
+
+/// The spans of [`redact_lines`], read once.
+fn line_spans(redactor: &Redactor, text: &str) -> Vec<Span> {
+    let b = text.as_bytes();
+    let mut spans: Vec<Span> = Vec::new();
+    let mut run = 0;
+    let mut in_key = false;
+    let mut i = 0;
+    while i < b.len() {
+        let next = memchr::memchr(b'\n', &b[i..]).map_or(b.len(), |p| i + p + 1);
+        if in_key {
+            let line_end = if b[next - 1] == b'\n' { next - 1 } else { next };
+            match key_block_end(&b[i..line_end]) {
+                Some(after) => {
+                    spans.push(Span::deleted(i, i + after));
+                    in_key = false;
+                    i += after;
+                    run = i;
+                }
+                None => {
+                    spans.push(Span::deleted(i, next));
+                    i = next;
+                    run = i;
+                    continue;
+                }
+            }
+        }
+        let mut end = next;
+        if b[end - 1] == b'\n' {
+            end -= 1;
+            if end > i && b[end - 1] == b'\r' {
+                end -= 1;
+            }
+        }
+        if looks_like_json(&text[i..end]) {
+            in_key = redact_run(redactor, text, run, i, &mut spans);
+            let mark = spans.len();
+            redactor
+                .inner()
+                .scan_any(&text[i..end], 0, false, &mut spans);
+            for span in &mut spans[mark..] {
+                span.start += i;
+                span.end += i;
+            }
+            run = next;
+        }
+        i = next;
+    }
+    redact_run(redactor, text, run, b.len(), &mut spans);
+    spans
+}
+
+/// Pushes the spans the text rules find in the run of lines `text[from..to]`;
+/// whether it leaves a private key block open.
+fn redact_run(
+    redactor: &Redactor,
+    text: &str,
+    from: usize,
+    to: usize,
+    spans: &mut Vec<Span>,
+) -> bool {
+    if from >= to {
+        return false;
+    }
+    let run = &text[from..to];
+    let (found, open) = redactor.held_spans(run);
+    spans.extend(found.into_iter().map(|mut span| {
+        span.start += from;
+        span.end += from;
+        span
+    }));
+    open & OPEN_KEY != 0 && opens_key_block(run.as_bytes())
+}
+
 impl<W: Write> Write for RedactingWriter<W> {
     fn write(&mut self, data: &[u8]) -> io::Result<usize> {
         let mut rest = data;
@@ -307,7 +446,12 @@ impl<W: Write> Write for RedactingWriter<W> {
                 None => self.buf.clear(),
             }
         }
-        if self.context.is_empty() && !self.carry {
+        // A partial line that looks like JSON is redacted on its own, as a
+        // complete one is.
+        if self.context.is_empty()
+            && !self.carry
+            && !looks_like_json(&String::from_utf8_lossy(&self.buf))
+        {
             self.pending.append(&mut self.buf);
         }
         self.settle(true)?;

@@ -177,12 +177,13 @@ fn a_private_key_written_line_by_line_is_hidden_whole() {
         "a line of the key leaked: {out:?}"
     );
     assert_eq!(out, Redactor::new().redact_text(text));
-    // A key block that never ends hides every later line, up to the flush.
+    // A key block that never ends hides every later line, up to the flush;
+    // the line break that ends the text stays.
     let out = written(|w| {
         w.write_all(b"-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBg\nabc\n")
             .expect("write");
     });
-    assert_eq!(out, "[REDACTED]");
+    assert_eq!(out, "[REDACTED]\n");
     let text =
         "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIAbc\n-----END EC PRIVATE KEY----- password=x";
     let out = written(|w| w.write_all(text.as_bytes()).expect("write"));
@@ -293,4 +294,50 @@ fn held_lines_are_written_past_the_carry_bound() {
     let whole = Redactor::new().redact_text(&text);
     assert_eq!(whole, "<apiToken>\n[REDACTED]\n</apiToken>\n");
     drop(w);
+}
+
+#[test]
+fn json_lines_among_text_lines_read_the_same_in_the_writer_and_redact_text() {
+    // A line that looks like JSON is read on its own, as JSON, by both; the
+    // lines around it by the text rules, together. A nested object under a
+    // credential name then goes whole, a key block left open before a JSON
+    // line still hides its lines up to its end, and a last line without its
+    // line break reads as a complete one.
+    let cases = [
+        (
+            "start\n{\"apiKey\": {\"id\": 7}, \"n\": 1}\npassword=x done\n",
+            "start\n{\"apiKey\": \"[REDACTED]\", \"n\": 1}\npassword=[REDACTED] done\n",
+        ),
+        (
+            "<password>\n{\"token\": [1, 2]}\r\nend</password>\n",
+            "<password>\n{\"token\": \"[REDACTED]\"}\r\nend</password>\n",
+        ),
+        (
+            "-----BEGIN RSA PRIVATE KEY-----\nMIIE\n[1]\nMIIE\n-----END RSA PRIVATE KEY----- after\n",
+            "[REDACTED]\n[1]\n after\n",
+        ),
+        (
+            "note\n{\"secret\": {\"a\": 1}}",
+            "note\n{\"secret\": \"[REDACTED]\"}",
+        ),
+    ];
+    let redactor = Redactor::new();
+    for (text, expected) in cases {
+        assert_eq!(
+            redactor.redact_text(text),
+            expected,
+            "redact_text of {text:?}"
+        );
+        for size in [1, 3, 7, text.len()] {
+            let out = written(|w| {
+                for piece in text.as_bytes().chunks(size) {
+                    w.write_all(piece).expect("write");
+                }
+            });
+            assert_eq!(
+                out, expected,
+                "the writer, in pieces of {size}, on {text:?}"
+            );
+        }
+    }
 }
