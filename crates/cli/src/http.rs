@@ -10,7 +10,7 @@ use calltape_recorder::http::{blobs_dir, import_mastra, scan_file};
 use calltape_recorder::inspect::{FileKind, find_cassettes, sniff};
 use calltape_redact::Redactor;
 use calltape_replay::ReportContext;
-use calltape_replay::http::{Exhaustion, Mode, Proxy, RecordTiming, ReplayTiming};
+use calltape_replay::http::{Exhaustion, Mode, Proxy, RecordTiming, ReplayTiming, Report};
 use clap::{Args, Subcommand, ValueEnum};
 
 use crate::error::{Error, Outcome};
@@ -354,8 +354,8 @@ fn serve(args: ServeArgs) -> Outcome {
         .mode(mode)
         .exhaustion(args.exhaustion)
         .allow_fuzzy(args.allow_fuzzy)
-        .redact_names(args.names.redact)
-        .keep_names(args.names.keep)
+        .redact_names(args.names.redact.clone())
+        .keep_names(args.names.keep.clone())
         .replay_timing(match args.replay_timing {
             Pace::Fast => ReplayTiming::Fast,
             Pace::Realtime => ReplayTiming::Realtime {
@@ -389,20 +389,20 @@ fn serve(args: ServeArgs) -> Outcome {
     if let Some(t) = args.fuzzy {
         builder = builder.fuzzy(t);
     }
-    for g in args.ignore_body {
-        builder = builder.ignore_body(g);
+    for g in &args.ignore_body {
+        builder = builder.ignore_body(g.clone());
     }
-    for q in args.ignore_query {
-        builder = builder.ignore_query(q);
+    for q in &args.ignore_query {
+        builder = builder.ignore_query(q.clone());
     }
-    for h in args.drop_headers {
-        builder = builder.drop_response_header(h);
+    for h in &args.drop_headers {
+        builder = builder.drop_response_header(h.clone());
     }
-    for h in args.keep_headers {
-        builder = builder.keep_response_header(h);
+    for h in &args.keep_headers {
+        builder = builder.keep_response_header(h.clone());
     }
-    for origin in args.allow_origins {
-        builder = builder.allow_origin(origin);
+    for origin in &args.allow_origins {
+        builder = builder.allow_origin(origin.clone());
     }
     if let Some(file) = &args.path_token {
         builder = builder.path_token_file(file);
@@ -443,39 +443,47 @@ fn serve(args: ServeArgs) -> Outcome {
             run_child(&args.command, &envs, &proxy.url()).await?
         };
         let report = proxy.shutdown().await.map_err(Error::upstream)?;
-        let summary = report.summary();
-        if report.misses.is_empty()
-            && report.fuzzy_hits.is_empty()
-            && report.errors.is_empty()
-            && report.drift.is_empty()
-            && report.refused.is_empty()
-        {
-            tracing::info!("{summary}");
-        } else {
-            eprintln!("{summary}");
-        }
-        eprint!("{}", report.failure_text());
-        if let Some(file) = &args.report {
-            let text = match args.report_format {
-                ReportFormat::Json => format!("{:#}\n", report.to_json()),
-                ReportFormat::Junit => report.to_junit(),
-                ReportFormat::Html => report.to_html(
-                    &ReportContext::new()
-                        .server(Redactor::new().redact_text(&args.upstreams.join(", ")))
-                        .date(calltape_recorder::mcp::timestamp(std::time::SystemTime::now())),
-                ),
-            };
-            calltape_jsonl_store::fs::write_atomic(file, text)
-                .map_err(|e| Error::context("cannot write the report", e))?;
-        }
-        // A miss the application swallowed still fails the run; a refused interaction failed
-        // closed, so the run fails even when the command passed.
-        let missed = report.has_failures() && !args.allow_misses;
-        if code == exit::OK && (missed || !report.refused.is_empty()) {
-            return Ok(exit::DIFFERENCES);
-        }
-        Ok(code)
+        finish(&report, &args, code)
     })
+}
+
+/// Says what the proxy's run did, writes `--report`, and gives the exit status: the command's, or 1
+/// when it passed but a request missed (unless `--allow-misses`) or an interaction was refused.
+fn finish(report: &Report, args: &ServeArgs, code: u8) -> Outcome {
+    let summary = report.summary();
+    if report.misses.is_empty()
+        && report.fuzzy_hits.is_empty()
+        && report.errors.is_empty()
+        && report.drift.is_empty()
+        && report.refused.is_empty()
+    {
+        tracing::info!("{summary}");
+    } else {
+        eprintln!("{summary}");
+    }
+    eprint!("{}", report.failure_text());
+    if let Some(file) = &args.report {
+        let text = match args.report_format {
+            ReportFormat::Json => format!("{:#}\n", report.to_json()),
+            ReportFormat::Junit => report.to_junit(),
+            ReportFormat::Html => report.to_html(
+                &ReportContext::new()
+                    .server(Redactor::new().redact_text(&args.upstreams.join(", ")))
+                    .date(calltape_recorder::mcp::timestamp(
+                        std::time::SystemTime::now(),
+                    )),
+            ),
+        };
+        calltape_jsonl_store::fs::write_atomic(file, text)
+            .map_err(|e| Error::context("cannot write the report", e))?;
+    }
+    // A miss the application swallowed still fails the run; a refused interaction failed
+    // closed, so the run fails even when the command passed.
+    let missed = report.has_failures() && !args.allow_misses;
+    if code == exit::OK && (missed || !report.refused.is_empty()) {
+        return Ok(exit::DIFFERENCES);
+    }
+    Ok(code)
 }
 
 /// Runs the command against the proxy and gives its exit status (128 + the signal that ended it).

@@ -304,6 +304,7 @@ mod tests {
     /// the scanner takes those it covers exactly. One table of rows, over 120 lines: a case is a row.
     #[test]
     fn hostile_frames_are_read_as_serde_json_reads_them() {
+        // One piece: a table of rows, a case per row.
         use InvalidLine::{NotObject, ParseError};
         let deep = 100_000;
         let huge = "x".repeat(4 << 20);
