@@ -96,7 +96,12 @@ pub(crate) fn run(args: SharedArgs) -> Outcome {
     // Every check that touches no server comes first, so a mistake is said before anything starts.
     let (key, paths) = key_paths(&args.key)?;
     if args.transport == Transport::Unix {
-        paths.check_socket_len()?;
+        paths.check_socket_len().map_err(|e| {
+            Error::context(
+                "cannot use a socket for the shared server (--transport http needs none)",
+                e,
+            )
+        })?;
     }
     paths.prepare()?;
     let launcher = launcher(&args)?;

@@ -104,7 +104,7 @@ pub enum ErrorKind {
     },
     /// A Unix socket path is longer than the platform allows.
     #[error(
-        "socket path {} is {len} bytes, over the {max}-byte limit; set CALLTAPE_HOME to a shorter folder or use --transport http",
+        "socket path {} is {len} bytes, over the {max}-byte limit; set CALLTAPE_HOME to a shorter folder or use the loopback HTTP transport",
         path.display()
     )]
     SocketPathTooLong {

@@ -420,7 +420,7 @@ mod tests {
             message.contains(&format!("{} bytes", long.as_os_str().len())),
             "{message}"
         );
-        assert!(message.contains("--transport http"), "{message}");
+        assert!(message.contains("loopback HTTP transport"), "{message}");
         let exact = PathBuf::from(format!("/{}", "s".repeat(MAX_SOCKET_PATH - 1)));
         check_socket_len(&exact).unwrap();
     }

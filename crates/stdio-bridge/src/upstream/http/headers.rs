@@ -52,12 +52,12 @@ impl ExtraHeaders {
     /// Adds one header written as `Name: value` (the form `--header` takes). Whitespace around the name
     /// and the value is dropped. A name given twice is sent twice.
     pub fn push_line(&mut self, line: &str) -> Result<(), Error> {
-        self.push_line_from(line, "--header")
+        self.push_line_from(line, "header")
     }
 
     /// Adds one header.
     pub fn push(&mut self, name: &str, value: &str) -> Result<(), Error> {
-        self.push_checked(name, value, "--header")
+        self.push_checked(name, value, "header")
     }
 
     /// Adds every header of a text holding one `Name: value` per line; empty lines and lines starting
@@ -206,27 +206,27 @@ mod tests {
         let errors: &[(&str, &str)] = &[
             (
                 "no colon here",
-                "--header: expected a header written as 'Name: value', found no ':'",
+                "header: expected a header written as 'Name: value', found no ':'",
             ),
             (
                 ": value",
-                "--header: '' is not a valid header name (letters, digits and !#$%&'*+-.^_`|~ only)",
+                "header: '' is not a valid header name (letters, digits and !#$%&'*+-.^_`|~ only)",
             ),
             (
                 "Bad Name: v",
-                "--header: 'Bad Name' is not a valid header name (letters, digits and !#$%&'*+-.^_`|~ only)",
+                "header: 'Bad Name' is not a valid header name (letters, digits and !#$%&'*+-.^_`|~ only)",
             ),
             (
                 "Mcp-Session-Id: abc",
-                "--header: header 'Mcp-Session-Id' is managed by the bridge and cannot be set by hand",
+                "header: header 'Mcp-Session-Id' is managed by the bridge and cannot be set by hand",
             ),
             (
                 "accept: */*",
-                "--header: header 'accept' is managed by the bridge and cannot be set by hand",
+                "header: header 'accept' is managed by the bridge and cannot be set by hand",
             ),
             (
                 "X-Token: a\u{7}b",
-                "--header: the value of header 'X-Token' holds a character a header cannot carry (a control character, a line break or non-ASCII)",
+                "header: the value of header 'X-Token' holds a character a header cannot carry (a control character, a line break or non-ASCII)",
             ),
         ];
         for (line, message) in errors {
