@@ -70,9 +70,13 @@ pub(crate) struct ReplayArgs {
     #[arg(long)]
     shape: bool,
 
-    /// Send a value where the recording holds "[REDACTED]" at a field named NAME (repeatable):
-    /// NAME=env:VAR or NAME=file:PATH, never the value itself.
-    #[arg(long = "fill", value_name = "NAME=env:VAR|NAME=file:PATH")]
+    // The help is an attribute, not a doc comment: rustdoc would read `[REDACTED]` as a link.
+    #[arg(
+        long = "fill",
+        value_name = "NAME=env:VAR|NAME=file:PATH",
+        help = "Send a value where the recording holds \"[REDACTED]\" at a field named NAME (repeatable): \
+                NAME=env:VAR or NAME=file:PATH, never the value itself."
+    )]
     fill: Vec<String>,
 
     /// Send every input as recorded: do not follow ids that earlier answers created.
