@@ -132,7 +132,7 @@ fn scan_peek(frame: &[u8]) -> Option<Peek> {
 
 /// Reads a message's `id` and `method` from its opening bracket, skipping the rest as `serde_json`
 /// skips what it does not read; `None` when either is repeated or is not UTF-8, or a key holds an
-/// escape.
+/// escape or is not UTF-8.
 fn read_info(scan: &mut Scan<'_>) -> Option<Info> {
     let (id, method) = read_raw(scan)?;
     Some(Info::of(id, method))
@@ -145,7 +145,11 @@ fn read_raw<'a>(scan: &mut Scan<'a>) -> Option<(Option<&'a str>, Option<&'a str>
         let slot = match key {
             b"id" => &mut id,
             b"method" => &mut method,
-            _ => return scan.skip().map(drop),
+            // `serde_json` reads every key of the message as text, skipped ones included.
+            _ => {
+                std::str::from_utf8(key).ok()?;
+                return scan.skip().map(drop);
+            }
         };
         fill(slot, scan.span()?)
     })?;
@@ -388,6 +392,11 @@ mod tests {
             ),
             (
                 b"{\"id\":1,\xff}".to_vec(),
+                Read::Invalid(ParseError),
+                false,
+            ),
+            (
+                b"{\"id\":1,\"\x89\x89password\":2}".to_vec(),
                 Read::Invalid(ParseError),
                 false,
             ),
