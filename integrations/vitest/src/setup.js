@@ -4,7 +4,7 @@
 //   export default defineConfig({ test: { globalSetup: ["calltape-vitest/setup"] } });
 
 import { spawn } from "node:child_process";
-import { accessSync, constants, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
+import { accessSync, constants, mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { createInterface } from "node:readline";
@@ -39,7 +39,6 @@ export async function startProxy(root, env = process.env) {
   if (env.CALLTAPE_MODE && !MODES.includes(env.CALLTAPE_MODE)) {
     throw new Error(`calltape: CALLTAPE_MODE=${env.CALLTAPE_MODE} is not a mode; use one of ${MODES.join(", ")}`);
   }
-  mkdirSync(settings.cassetteDir, { recursive: true });
   const work = mkdtempSync(path.join(tmpdir(), "calltape-vitest-"));
   const logPath = path.join(work, "proxy.log");
   const args = ["http", "--listen", "127.0.0.1:0", "--cassette-dir", settings.cassetteDir, "--allow-misses"];

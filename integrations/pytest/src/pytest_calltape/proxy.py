@@ -49,7 +49,6 @@ class Proxy:
         if mode:
             cmd += ["--mode", mode]
         cmd += ["--allow-misses", "--report", str(self.report_path), "--report-format", "json"]
-        settings.cassette_dir.mkdir(parents=True, exist_ok=True)
         self._stderr = self.stderr_path.open("wb")
         try:
             self._child = subprocess.Popen(
