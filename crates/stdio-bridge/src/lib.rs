@@ -105,6 +105,7 @@
 #![deny(missing_docs)]
 
 mod bridge;
+mod era;
 mod error;
 mod frame;
 #[cfg(any(feature = "http", feature = "serve"))]
@@ -125,6 +126,7 @@ pub use bridge::{
     Bridge, BridgeBuilder, DEFAULT_BUFFER_BYTES, DEFAULT_BUFFER_MESSAGES, DEFAULT_RESTART_DEADLINE,
     DEFAULT_TAP_CAPACITY, RestartHandle, Summary,
 };
+pub use era::{EraUpstream, MODERN_VERSION, Protocol};
 pub use error::{
     BUFFER_FULL, Error, ErrorKind, INVALID_REQUEST, PARSE_ERROR, RESTART_DEADLINE,
     TOO_MANY_SESSIONS, UPSTREAM_EXITED, UPSTREAM_PROTOCOL_ERROR, UPSTREAM_UNREACHABLE,

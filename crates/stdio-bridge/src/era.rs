@@ -1,0 +1,127 @@
+//! The two MCP protocol eras, and the adapter that lets a client of one talk to a server of the other.
+//!
+//! - **legacy**: the handshake era (up to 2025-11-25): `initialize`, a session, server-to-client
+//!   requests, `resources/subscribe`, `logging/setLevel`.
+//! - **modern**: 2026-07-28, stateless: `server/discover`, the client's info and capabilities in each
+//!   request's `_meta`, `subscriptions/listen`, `input_required` results, `resultType` on results.
+//!
+//! [`EraUpstream`] wraps any [`Upstream`]. On each connection it finds the upstream's era (or takes the
+//! one it was told), then translates every frame of the other era, in both directions: a client may even
+//! mix them on one link (as `serve`'s sessions do). Frames of the upstream's own era pass unchanged.
+
+mod pump;
+mod to_legacy;
+mod to_modern;
+
+use std::{fmt, str::FromStr, sync::Arc};
+
+use crate::{
+    Error,
+    upstream::{BoxFuture, Frame, Link, Upstream, UpstreamEvent},
+};
+
+/// The protocol version of the stateless era.
+pub const MODERN_VERSION: &str = "2026-07-28";
+
+/// Which era the upstream speaks, as the user asked: `--protocol auto|legacy|modern`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Protocol {
+    /// Find out on each connection: `server/discover` first, the legacy handshake if that is refused.
+    #[default]
+    Auto,
+    /// The upstream speaks the handshake era only.
+    Legacy,
+    /// The upstream speaks 2026-07-28 only.
+    Modern,
+}
+
+impl FromStr for Protocol {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self, Error> {
+        match s {
+            "auto" => Ok(Self::Auto),
+            "legacy" => Ok(Self::Legacy),
+            "modern" => Ok(Self::Modern),
+            other => Err(Error::config(format!(
+                "unknown protocol `{other}`: use auto, legacy or modern"
+            ))),
+        }
+    }
+}
+
+impl fmt::Display for Protocol {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Auto => "auto",
+            Self::Legacy => "legacy",
+            Self::Modern => "modern",
+        })
+    }
+}
+
+/// The era an upstream was found to speak.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Era {
+    Legacy,
+    Modern,
+}
+
+/// What a translator wants done: a frame sent upstream, or an event handed to the client side.
+#[derive(Debug)]
+pub(crate) enum Out {
+    Upstream(Frame),
+    Client(UpstreamEvent),
+}
+
+/// One link's translation, as a state machine with no I/O: the pump feeds it every frame from the client
+/// side and every event from the upstream, and carries out what it pushes onto `out`, in order.
+pub(crate) trait Translate: Send + 'static {
+    /// A frame from the client side (either era).
+    fn on_client(&mut self, frame: Frame, out: &mut Vec<Out>);
+    /// An event from the upstream.
+    fn on_upstream(&mut self, event: UpstreamEvent, out: &mut Vec<Out>);
+}
+
+/// An [`Upstream`] that speaks to clients of both eras, whatever era the wrapped upstream speaks.
+///
+/// ```
+/// use calltape_stdio_bridge::{ChildUpstream, EraUpstream, Protocol, Upstream};
+///
+/// let upstream = EraUpstream::new(ChildUpstream::new(["python", "server.py"])?, Protocol::Auto);
+/// assert_eq!(upstream.describe(), "child `python server.py`");
+/// # Ok::<(), calltape_stdio_bridge::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct EraUpstream {
+    inner: Arc<dyn Upstream>,
+    protocol: Protocol,
+}
+
+impl EraUpstream {
+    /// Wraps `inner`, whose era is `protocol` (or found on each connection with [`Protocol::Auto`]).
+    pub fn new(inner: impl Upstream, protocol: Protocol) -> Self {
+        Self {
+            inner: Arc::new(inner),
+            protocol,
+        }
+    }
+
+    /// Wraps an upstream that is already shared.
+    pub fn from_arc(inner: Arc<dyn Upstream>, protocol: Protocol) -> Self {
+        Self { inner, protocol }
+    }
+}
+
+impl Upstream for EraUpstream {
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+
+    fn connect(&self) -> BoxFuture<'_, Result<Link, Error>> {
+        Box::pin(async move {
+            let link = self.inner.connect().await?;
+            Ok(pump::start(link, self.protocol, self.inner.describe()))
+        })
+    }
+}
