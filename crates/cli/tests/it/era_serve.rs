@@ -94,7 +94,7 @@ impl Served {
     /// (modern); it runs until [`Running::wait`].
     fn client(&self, era: Era, steps: &[String]) -> Running {
         let child = Command::new(python(era))
-            .arg(peer("era_client.py"))
+            .arg(peer("era_serve_client.py"))
             .arg(era.name())
             .arg(&self.url)
             .args(steps)

@@ -1,8 +1,8 @@
 """An MCP client of either protocol era (the official Python SDK) for the era tests of `serve` and
 `shared`.
 
-Usage: python era_client.py legacy|modern URL STEP...
-       python era_client.py legacy|modern -- COMMAND... (a stdio server; the steps come from ERA_STEPS)
+Usage: python era_serve_client.py legacy|modern URL STEP...
+       python era_serve_client.py legacy|modern -- COMMAND... (a stdio server; the steps come from ERA_STEPS)
 
 `legacy` runs with the SDK 1.x (the initialize handshake); `modern` with the SDK 2.x pinned to
 2026-07-28 (no handshake: every request carries its own envelope). Each STEP is `NAME` or
