@@ -97,7 +97,11 @@ async fn run(protocol: Protocol, shown: String, said: Said, ends: Ends) {
                 DISCOVER_TIMEOUT,
             )
             .await;
-            said.era(found.era, &shown);
+            if found.ended {
+                tracing::debug!("the upstream {shown} went away before its era was found");
+            } else {
+                said.era(found.era, &shown);
+            }
             found
         }
     };
@@ -137,6 +141,7 @@ fn found(era: Era) -> Discovery {
         era,
         result: None,
         late: false,
+        ended: false,
     }
 }
 
@@ -178,4 +183,80 @@ async fn flush(
         }
     }
     true
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::*;
+
+    fn frame(message: &Value) -> Frame {
+        Frame::from(serde_json::to_vec(message).unwrap())
+    }
+
+    fn parse(frame: &Frame) -> Value {
+        serde_json::from_slice(frame).unwrap()
+    }
+
+    /// A pump over channels: the test plays the upstream on the far ends.
+    fn pump(protocol: Protocol) -> (Link, mpsc::Receiver<Frame>, mpsc::Sender<UpstreamEvent>) {
+        let (outgoing, sent) = mpsc::channel(8);
+        let (events_tx, events) = mpsc::channel(8);
+        let inner = Link {
+            outgoing,
+            events,
+            close: Box::new(|| Box::pin(async {})),
+        };
+        let link = start(inner, protocol, "test".into(), Said::default());
+        (link, sent, events_tx)
+    }
+
+    async fn message(events: &mut mpsc::Receiver<UpstreamEvent>) -> Value {
+        match events.recv().await {
+            Some(UpstreamEvent::Message(frame)) => parse(&frame),
+            other => panic!("expected a message, got {other:?}"),
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_late_discover_answer_is_dropped_and_early_events_kept_in_order() {
+        let (mut link, mut sent, upstream) = pump(Protocol::Auto);
+        let asked = parse(&sent.recv().await.unwrap());
+        assert_eq!(asked["method"], "server/discover");
+        let note = json!({"jsonrpc": "2.0", "method": "notifications/message",
+            "params": {"level": "info", "data": "starting"}});
+        upstream
+            .send(UpstreamEvent::Message(frame(&note)))
+            .await
+            .unwrap();
+        // No answer within the time: the handshake era, so initialize goes up as it is.
+        let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}});
+        link.outgoing.send(frame(&initialize)).await.unwrap();
+        assert_eq!(parse(&sent.recv().await.unwrap()), initialize);
+        assert_eq!(message(&mut link.events).await, note);
+        let late = json!({"jsonrpc": "2.0", "id": asked["id"], "error": {"code": -32601, "message": "no"}});
+        let answer =
+            json!({"jsonrpc": "2.0", "id": 1, "result": {"protocolVersion": "2025-06-18"}});
+        for message in [&late, &answer] {
+            upstream
+                .send(UpstreamEvent::Message(frame(message)))
+                .await
+                .unwrap();
+        }
+        assert_eq!(message(&mut link.events).await, answer);
+    }
+
+    #[tokio::test]
+    async fn protocol_modern_asks_nothing_before_the_client_does() {
+        let (link, mut sent, _upstream) = pump(Protocol::Modern);
+        let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+        link.outgoing.send(frame(&list)).await.unwrap();
+        let first = parse(&sent.recv().await.unwrap());
+        assert_eq!(first["method"], "tools/list", "{first}");
+        assert_eq!(
+            first["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"],
+            "2026-07-28"
+        );
+    }
 }

@@ -24,6 +24,8 @@ pub(in crate::era) struct Discovery {
     pub(in crate::era) result: Option<Value>,
     /// Whether the answer is still due (the time ran out): it is dropped when it comes.
     pub(in crate::era) late: bool,
+    /// Whether the link ended before the era was found (nothing was found, nothing is said).
+    pub(in crate::era) ended: bool,
 }
 
 /// The detection's request: the protocol version and empty client capabilities in `_meta`.
@@ -55,15 +57,20 @@ pub(in crate::era) async fn discover(
         era: Era::Legacy,
         result: None,
         late,
+        ended: false,
+    };
+    let ended = Discovery {
+        ended: true,
+        ..legacy(false)
     };
     if to_upstream.send(discover_frame()).await.is_err() {
-        return legacy(false);
+        return ended;
     }
     let deadline = Instant::now() + timeout;
     loop {
         let event = match tokio::time::timeout_at(deadline, from_upstream.recv()).await {
             Ok(Some(event)) => event,
-            Ok(None) => return legacy(false),
+            Ok(None) => return ended,
             Err(_) => return legacy(true),
         };
         match event {
@@ -73,6 +80,7 @@ pub(in crate::era) async fn discover(
                         era: Era::Modern,
                         result: Some(result),
                         late: false,
+                        ended: false,
                     },
                     _ => legacy(false),
                 };
@@ -86,7 +94,7 @@ pub(in crate::era) async fn discover(
             }
             UpstreamEvent::Closed { .. } => {
                 early.push(event);
-                return legacy(false);
+                return ended;
             }
             other => early.push(other),
         }
