@@ -7,11 +7,13 @@
 use std::{
     io::{BufRead, BufReader, Read, Write},
     net::TcpStream,
+    os::unix::fs::PermissionsExt,
     path::PathBuf,
     process::{Child, Command, Output, Stdio},
     time::Duration,
 };
 
+use calltape_stdio_bridge::shared::{Record, SharedKey, SharedPaths};
 use serde_json::Value;
 
 use crate::support::{calltape, peers, repo_root};
@@ -23,18 +25,21 @@ fn peer(name: &str) -> PathBuf {
 /// The Python of a client or server era: the SDK 1.x or the SDK 2.x.
 fn python(era: Era) -> PathBuf {
     match era {
+        Era::Legacy => peers().join("venv/bin/python"),
         Era::Modern => peers().join("venv2/bin/python"),
     }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Era {
+    Legacy,
     Modern,
 }
 
 impl Era {
     fn name(self) -> &'static str {
         match self {
+            Era::Legacy => "legacy",
             Era::Modern => "modern",
         }
     }
@@ -43,17 +48,53 @@ impl Era {
 /// The kinds of child a server runs.
 #[derive(Clone, Copy, Debug)]
 enum Kind {
+    /// The SDK 1.x FastMCP: the handshake era only.
+    FastMcp1,
+    /// server-everything (TypeScript SDK): the handshake era only.
+    Everything,
     /// The SDK 2.x over stdio: the first request decides the era.
     Dual,
     /// The SDK 2.x serving 2026-07-28 only.
     ModernOnly,
+    /// The bridge tests' 2026-07-28 server (the SDK 2.x, refusing `initialize` in a middleware).
+    ModernServer,
 }
 
 impl Kind {
+    const ALL: [Kind; 5] = [
+        Kind::FastMcp1,
+        Kind::Everything,
+        Kind::Dual,
+        Kind::ModernOnly,
+        Kind::ModernServer,
+    ];
+
     fn command(self) -> Vec<PathBuf> {
         match self {
+            Kind::FastMcp1 => vec![python(Era::Legacy), peer("shared_server.py")],
+            Kind::Everything => vec![
+                peers().join("node/node_modules/.bin/mcp-server-everything"),
+                "stdio".into(),
+            ],
             Kind::Dual => vec![python(Era::Modern), peer("era_server.py"), "dual".into()],
             Kind::ModernOnly => vec![python(Era::Modern), peer("era_server.py"), "modern".into()],
+            Kind::ModernServer => vec![
+                python(Era::Modern),
+                peer("modern_server.py"),
+                "stdio".into(),
+            ],
+        }
+    }
+
+    /// A step that calls the child's echo tool with `text`, and what it answers.
+    fn echo(self, text: &str) -> (String, String) {
+        match self {
+            Kind::Everything => (
+                format!(r#"echo={{"message":"{text}"}}"#),
+                format!("Echo: {text}"),
+            ),
+            Kind::ModernServer => (format!(r#"shout={{"text":"{text}"}}"#), text.to_uppercase()),
+            _ => (format!(r#"echo={{"text":"{text}"}}"#), text.to_owned()),
         }
     }
 }
@@ -207,4 +248,144 @@ fn era_serve_stateless_requests_keep_the_loopback_guards() {
     let served_ok = served.post(&format!("{host}{stateless}"), body);
     assert!(served_ok.starts_with("HTTP/1.1 200"), "{served_ok}");
     assert!(served_ok.contains(r#""name":"echo""#), "{served_ok}");
+}
+
+#[test]
+fn era_serve_both_eras_share_one_endpoint_whatever_the_childs_era() {
+    for kind in Kind::ALL {
+        let served = Served::start(kind, &[]);
+        let (legacy_step, legacy_text) = kind.echo("from a legacy client");
+        let (modern_step, modern_text) = kind.echo("from a modern client");
+        // Both at once, several calls each, so their requests interleave on the one child.
+        let legacy = served.client(
+            Era::Legacy,
+            &[legacy_step.clone(), legacy_step.clone(), legacy_step],
+        );
+        let modern = served.client(
+            Era::Modern,
+            &[modern_step.clone(), modern_step.clone(), modern_step],
+        );
+        let legacy = legacy.wait();
+        let modern = modern.wait();
+        assert_eq!(
+            legacy,
+            Ok(vec![legacy_text; 3]),
+            "{kind:?}: the legacy client"
+        );
+        assert_eq!(
+            modern,
+            Ok(vec![modern_text; 3]),
+            "{kind:?}: the modern client"
+        );
+    }
+}
+
+#[test]
+fn era_serve_a_legacy_initialize_after_a_stateless_request_still_works() {
+    // A child of both eras takes its era from its first request: forwarded as-is, a stateless request
+    // made it a 2026-07-28 connection, and the legacy initialize that followed got -32022.
+    for kind in [Kind::Dual, Kind::FastMcp1, Kind::ModernOnly] {
+        let served = Served::start(kind, &[]);
+        let first = served.client(Era::Modern, &steps(&["pid"])).wait();
+        let second = served.client(Era::Legacy, &steps(&["pid"])).wait();
+        let third = served.client(Era::Modern, &steps(&["pid"])).wait();
+        let first = first.unwrap_or_else(|e| panic!("{kind:?}: {e}"));
+        assert_eq!(
+            second,
+            Ok(first.clone()),
+            "{kind:?}: the legacy client, on the same child"
+        );
+        assert_eq!(third, Ok(first), "{kind:?}: a stateless request after it");
+    }
+}
+
+#[test]
+fn era_serve_a_child_restart_reinitializes_in_both_eras() {
+    for kind in [Kind::FastMcp1, Kind::Dual, Kind::ModernOnly] {
+        for opener in [Era::Legacy, Era::Modern] {
+            let served = Served::start(kind, &[]);
+            let pid = |era: Era| -> String {
+                let steps = served.client(era, &steps(&["pid"])).wait();
+                let steps = steps.unwrap_or_else(|e| panic!("{kind:?}, {opener:?} first: {e}"));
+                steps[0].clone()
+            };
+            // Only the opener's era reached the child before it dies.
+            let before = pid(opener);
+            let killed = Command::new("kill").arg(&before).status().unwrap();
+            assert!(killed.success());
+            // Each era again, the opener first, on the restarted child.
+            let after = pid(opener);
+            assert_ne!(after, before, "{kind:?}, {opener:?}: a new child");
+            let other = if opener == Era::Legacy {
+                Era::Modern
+            } else {
+                Era::Legacy
+            };
+            assert_eq!(pid(other), after, "{kind:?}, {opener:?}: the other era");
+        }
+    }
+}
+
+#[test]
+fn era_serve_shared_serves_a_client_of_the_era_its_child_lacks() {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(home.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    for (era, kind, key) in [
+        (Era::Modern, Kind::FastMcp1, "legacy-child"),
+        (Era::Legacy, Kind::ModernOnly, "modern-child"),
+    ] {
+        let (step, text) = kind.echo("through-shared");
+        let output = Command::new(python(era))
+            .arg(peer("era_serve_client.py"))
+            .arg(era.name())
+            .arg("--")
+            .arg(env!("CARGO_BIN_EXE_calltape"))
+            .args(["shared", "--key", key, "--idle-exit", "5s", "--"])
+            .args(kind.command())
+            .env("ERA_STEPS", format!("pid {step}"))
+            .env("CALLTAPE_HOME", home.path())
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap();
+        let got = steps_of(era, &output).unwrap_or_else(|e| panic!("{era:?} on {kind:?}: {e}"));
+        assert_eq!(got.len(), 2, "{era:?} on {kind:?}: {got:?}");
+        assert_eq!(got[1], text, "{era:?} on {kind:?}");
+    }
+}
+
+#[test]
+fn era_serve_shared_passes_protocol_on_and_a_modern_client_listens_through_it() {
+    // The server `shared` starts translates for its child; the session in front of it passes a 2026-07-28
+    // client's requests through unchanged, so its listen stream is the child's own.
+    let home = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(home.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    for (kind, protocol) in [(Kind::ModernOnly, "modern"), (Kind::Dual, "auto")] {
+        let key = format!("listen-{protocol}");
+        let output = Command::new(python(Era::Modern))
+            .arg(peer("era_serve_client.py"))
+            .arg("modern")
+            .arg("--")
+            .arg(env!("CARGO_BIN_EXE_calltape"))
+            .args(["shared", "--key", &key, "--protocol", protocol])
+            .args(["--idle-exit", "30s", "--"])
+            .args(kind.command())
+            .env("ERA_STEPS", "listen")
+            .env("CALLTAPE_HOME", home.path())
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap();
+        let got = steps_of(Era::Modern, &output);
+        let paths = SharedPaths::under(home.path(), &SharedKey::new(&key).unwrap());
+        let record = Record::read(&paths.record()).unwrap().expect("a record");
+        let cmdline = std::fs::read(format!("/proc/{}/cmdline", record.pid)).unwrap();
+        let _ = Command::new("kill").arg(record.pid.to_string()).status();
+        assert_eq!(got, Ok(steps(&["tools_list_changed"])), "{kind:?}");
+        let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+        let at = args.iter().position(|a| *a == b"--protocol");
+        assert_eq!(
+            at.and_then(|at| args.get(at + 1)).copied(),
+            Some(protocol.as_bytes()),
+            "{kind:?}: the server was started with --protocol {protocol}"
+        );
+    }
 }
