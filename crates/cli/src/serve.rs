@@ -77,7 +77,8 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "N", default_value_t = 1024)]
     max_sessions: usize,
 
-    /// Answer each request with one JSON body instead of an SSE stream.
+    /// Answer each request with one JSON body instead of an SSE stream (a subscriptions/listen request
+    /// still gets its stream of events).
     #[arg(long)]
     json_response: bool,
 
