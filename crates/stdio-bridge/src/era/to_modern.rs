@@ -199,6 +199,18 @@ impl ToModern {
         match message.get("method").and_then(Value::as_str) {
             // The handshake is over when initialize is answered; roots are asked for on each request.
             Some("notifications/initialized" | "notifications/roots/list_changed") => {}
+            Some("notifications/cancelled") => {
+                // The request is over for the client: its answer and its questions are not awaited.
+                let cancelled = message
+                    .get("params")
+                    .and_then(|p| p.get("requestId"))
+                    .map(wire::key);
+                if let Some(key) = cancelled {
+                    self.calls.remove(&key);
+                    self.asks.retain(|_, (call, _)| *call != key);
+                }
+                out.push(Out::Upstream(frame));
+            }
             _ => out.push(Out::Upstream(frame)),
         }
     }
@@ -213,6 +225,11 @@ impl ToModern {
         let key = message.get("id").map(wire::key).unwrap_or_default();
         match self.asks.remove(&key) {
             Some((call, input)) => self.input_answered(&call, &input, message, out),
+            // An answer to a question of a request that is over: the upstream never asked it.
+            None if message
+                .get("id")
+                .and_then(Value::as_str)
+                .is_some_and(|id| id.starts_with(OWN_ID)) => {}
             None => out.push(Out::Upstream(frame)),
         }
     }

@@ -362,6 +362,32 @@ fn a_refused_input_ends_the_request_with_the_clients_error() {
 }
 
 #[test]
+fn a_cancelled_request_forgets_its_questions() {
+    let mut translator = initialized();
+    client(
+        &mut translator,
+        json!({"jsonrpc": "2.0", "id": 14, "method": "tools/call", "params": {"name": "ask"}}),
+    );
+    let sent = upstream(
+        &mut translator,
+        json!({"jsonrpc": "2.0", "id": 14, "result": {"resultType": "input_required",
+            "inputRequests": {"r": {"method": "roots/list", "params": {}}}}}),
+    );
+    let own = sent.client[0]["id"].clone();
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 14, "reason": "user"}});
+    let sent = client(&mut translator, cancel.clone());
+    assert_eq!(sent.upstream, vec![cancel]);
+    // A late answer to the question goes nowhere: no retry, and the upstream never asked it.
+    let answer = json!({"jsonrpc": "2.0", "id": own, "result": {"roots": []}});
+    let sent = client(&mut translator, answer);
+    assert!(
+        sent.upstream.is_empty() && sent.client.is_empty(),
+        "{sent:?}"
+    );
+}
+
+#[test]
 fn input_required_stops_after_the_most_rounds() {
     let mut translator = initialized();
     client(
