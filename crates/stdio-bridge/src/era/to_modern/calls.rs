@@ -65,7 +65,7 @@ impl ToModern {
         let method = call.method.clone();
         self.calls.remove(key);
         if let Some(result) = message.remove("result") {
-            message.insert("result".into(), wire::legacy_result(result));
+            message.insert("result".into(), wire::legacy_result(&method, result));
         }
         if let Some(error) = message.remove("error") {
             message.insert("error".into(), wire::legacy_error(&method, error));

@@ -232,6 +232,32 @@ fn results_lose_result_type_and_errors_get_the_legacy_codes() {
 }
 
 #[test]
+fn results_keep_only_what_the_handshake_era_has() {
+    let stamp = json!({"io.modelcontextprotocol/serverInfo": {"name": "modern", "version": "2"}});
+    let table = [
+        (
+            "tools/list",
+            json!({"resultType": "complete", "tools": [], "cacheScope": "public", "ttlMs": 0, "_meta": stamp}),
+            json!({"tools": []}),
+        ),
+        (
+            "resources/read",
+            json!({"resultType": "complete", "contents": [], "cacheScope": "private", "ttlMs": 5}),
+            json!({"contents": []}),
+        ),
+        (
+            "tools/call",
+            json!({"resultType": "complete", "content": [], "ttlMs": 1,
+                "_meta": {"io.modelcontextprotocol/serverInfo": {}, "trace": "t"}}),
+            json!({"content": [], "ttlMs": 1, "_meta": {"trace": "t"}}),
+        ),
+    ];
+    for (method, result, legacy) in table {
+        assert_eq!(wire::legacy_result(method, result), legacy, "{method}");
+    }
+}
+
+#[test]
 fn only_a_missing_resource_changes_its_error_code() {
     let missing = json!({"code": -32602, "message": "m", "data": {"uri": "a:/b"}});
     let table = [
