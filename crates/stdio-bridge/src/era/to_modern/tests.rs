@@ -363,6 +363,48 @@ fn input_required_becomes_client_requests_and_a_retry() {
 }
 
 #[test]
+fn a_round_of_several_inputs_is_retried_once_every_answer_is_in() {
+    let mut translator = initialized();
+    client(
+        &mut translator,
+        json!({"jsonrpc": "2.0", "id": 15, "method": "prompts/get", "params": {"name": "p"}}),
+    );
+    let sample =
+        json!({"method": "sampling/createMessage", "params": {"messages": [], "maxTokens": 5}});
+    let roots = json!({"method": "roots/list", "params": {}});
+    let sent = upstream(
+        &mut translator,
+        json!({"jsonrpc": "2.0", "id": 15, "result": {"resultType": "input_required",
+            "inputRequests": {"s": sample, "r": roots}}}),
+    );
+    let mut methods: Vec<&str> = sent
+        .client
+        .iter()
+        .map(|m| m["method"].as_str().unwrap())
+        .collect();
+    methods.sort_unstable();
+    assert_eq!(methods, ["roots/list", "sampling/createMessage"]);
+    let answer = |ask: &Value| match ask["method"].as_str() {
+        Some("roots/list") => json!({"roots": [{"uri": "file:///w"}]}),
+        _ => json!({"role": "assistant", "content": {"type": "text", "text": "ok"}, "model": "m"}),
+    };
+    let first = &sent.client[0];
+    let reply = json!({"jsonrpc": "2.0", "id": first["id"], "result": answer(first)});
+    assert!(
+        client(&mut translator, reply).upstream.is_empty(),
+        "no retry before the last answer"
+    );
+    let second = &sent.client[1];
+    let reply = json!({"jsonrpc": "2.0", "id": second["id"], "result": answer(second)});
+    let retry = &client(&mut translator, reply).upstream[0];
+    assert_eq!(retry["id"], 15);
+    let responses = &retry["params"]["inputResponses"];
+    assert_eq!(responses["r"]["roots"][0]["uri"], "file:///w");
+    assert_eq!(responses["s"]["model"], "m");
+    assert!(retry["params"].get("requestState").is_none(), "{retry}");
+}
+
+#[test]
 fn a_refused_input_ends_the_request_with_the_clients_error() {
     let mut translator = initialized();
     client(
