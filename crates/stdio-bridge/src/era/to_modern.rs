@@ -95,7 +95,7 @@ impl ToModern {
         Value::Object(params)
     }
 
-    fn on_client_request(&mut self, message: Map<String, Value>, out: &mut Vec<Out>) {
+    fn on_client_request(&mut self, message: Map<String, Value>, frame: Frame, out: &mut Vec<Out>) {
         let id = message.get("id").cloned().unwrap_or(Value::Null);
         let method = message.get("method").and_then(Value::as_str).unwrap_or("");
         let params = message.get("params");
@@ -125,7 +125,7 @@ impl ToModern {
                     self.relisten(out);
                 }
             }
-            _ => self.send_call(message, out),
+            _ => self.send_call(message, frame, out),
         }
     }
 
@@ -329,7 +329,12 @@ impl ToModern {
             self.listen.ended(&key);
             return;
         }
-        self.calls.remove(&key);
+        let event = match self.calls.remove(&key) {
+            // The client side holds and re-sends what it sent, not its translation: the next link's
+            // translator translates it again.
+            Some(call) => with_frame(event, call.original),
+            None => event,
+        };
         out.push(Out::Client(event));
     }
 }
@@ -343,7 +348,7 @@ impl Translate for ToModern {
             return out.push(Out::Upstream(frame));
         }
         match (message.contains_key("method"), message.contains_key("id")) {
-            (true, true) => self.on_client_request(message, out),
+            (true, true) => self.on_client_request(message, frame, out),
             (true, false) => self.on_client_notification(message, frame, out),
             (false, _) => self.on_client_response(message, frame, out),
         }
@@ -368,6 +373,30 @@ impl Translate for ToModern {
 
 fn reply(out: &mut Vec<Out>, frame: Frame) {
     out.push(Out::Client(UpstreamEvent::Message(frame)));
+}
+
+/// A failure event about `frame` instead of the frame it names.
+fn with_frame(event: UpstreamEvent, frame: Frame) -> UpstreamEvent {
+    match event {
+        UpstreamEvent::Undelivered {
+            maybe_delivered,
+            reason,
+            ..
+        } => UpstreamEvent::Undelivered {
+            frame,
+            maybe_delivered,
+            reason,
+        },
+        UpstreamEvent::ProtocolError {
+            status, message, ..
+        } => UpstreamEvent::ProtocolError {
+            frame,
+            status,
+            message,
+        },
+        UpstreamEvent::SessionExpired { .. } => UpstreamEvent::SessionExpired { frame },
+        other => other,
+    }
 }
 
 /// What went wrong with a frame, for a message.

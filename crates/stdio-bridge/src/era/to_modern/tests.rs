@@ -526,6 +526,26 @@ fn subscriptions_are_a_listen_filter_and_its_notifications_reach_the_client() {
 }
 
 #[test]
+fn a_request_the_upstream_did_not_take_is_handed_back_as_the_client_sent_it() {
+    let mut translator = initialized();
+    let call =
+        json!({"jsonrpc": "2.0", "id": 16, "method": "tools/call", "params": {"name": "add"}});
+    let sent = client(&mut translator, call.clone());
+    let mut out = Vec::new();
+    let event = UpstreamEvent::Undelivered {
+        frame: frame(&sent.upstream[0]),
+        maybe_delivered: false,
+        reason: "connection refused".into(),
+    };
+    translator.on_upstream(event, &mut out);
+    let [Out::Client(UpstreamEvent::Undelivered { frame: held, .. })] = &out[..] else {
+        panic!("one undelivered event: {out:?}");
+    };
+    // The client side re-sends it after reconnecting, and the next link translates it again.
+    assert_eq!(parse(held), call);
+}
+
+#[test]
 fn modern_frames_pass_unchanged() {
     let mut translator = initialized();
     let modern = json!({"jsonrpc": "2.0", "id": 13, "method": "tools/list", "params": {"_meta": {
