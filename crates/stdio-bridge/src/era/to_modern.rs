@@ -103,17 +103,26 @@ impl ToModern {
             "initialize" => self.initialize(message, out),
             "ping" => reply(out, wire::answer(&id, json!({}))),
             "logging/setLevel" => {
-                self.level = params
-                    .and_then(|p| p.get("level"))
-                    .and_then(Value::as_str)
-                    .map(str::to_owned);
-                reply(out, wire::answer(&id, json!({})));
+                let level = params.and_then(|p| p.get("level")).and_then(Value::as_str);
+                match level.filter(|l| wire::LEVELS.contains(l)) {
+                    Some(level) => {
+                        self.level = Some(level.to_owned());
+                        reply(out, wire::answer(&id, json!({})));
+                    }
+                    None => {
+                        let text = format!(
+                            "logging/setLevel needs params.level, one of {}",
+                            wire::LEVELS.join(", ")
+                        );
+                        reply(out, wire::error(&id, wire::INVALID_PARAMS, &text));
+                    }
+                }
             }
             "resources/subscribe" | "resources/unsubscribe" => {
                 let uri = params.and_then(|p| p.get("uri")).and_then(Value::as_str);
                 let Some(uri) = uri else {
                     let text = format!("{method} needs params.uri, the resource's URI");
-                    return reply(out, wire::error(&id, -32602, &text));
+                    return reply(out, wire::error(&id, wire::INVALID_PARAMS, &text));
                 };
                 let changed = if method == "resources/subscribe" {
                     self.listen.uris.insert(uri.to_owned())

@@ -297,6 +297,12 @@ fn set_level_is_kept_locally_sent_in_meta_and_applied_to_logs() {
         sent.upstream[0]["params"]["_meta"]["io.modelcontextprotocol/logLevel"],
         "warning"
     );
+    let sent = client(
+        &mut translator,
+        json!({"jsonrpc": "2.0", "id": 7, "method": "logging/setLevel", "params": {"level": "loud"}}),
+    );
+    assert!(sent.upstream.is_empty(), "{sent:?}");
+    assert_eq!(sent.client[0]["error"]["code"], -32602, "{sent:?}");
     let log = |level: &str| {
         json!({"jsonrpc": "2.0", "method": "notifications/message",
             "params": {"level": level, "data": level}})

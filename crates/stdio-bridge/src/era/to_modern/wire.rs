@@ -18,10 +18,10 @@ pub(super) const HANDSHAKE_VERSIONS: &[&str] =
 
 /// The handshake era's error for a resource that does not exist; 2026-07-28 says -32602.
 pub(super) const LEGACY_RESOURCE_NOT_FOUND: i64 = -32002;
-const INVALID_PARAMS: i64 = -32602;
+pub(super) const INVALID_PARAMS: i64 = -32602;
 
 /// The log levels, least severe first.
-const LEVELS: &[&str] = &[
+pub(super) const LEVELS: &[&str] = &[
     "debug",
     "info",
     "notice",
