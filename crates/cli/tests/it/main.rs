@@ -3,6 +3,7 @@
 mod bridge;
 mod bridge_http;
 mod demo;
+mod era_bridge;
 mod era_legacy;
 mod errors;
 mod fill_follow;
