@@ -510,3 +510,51 @@ fn listen_subscribes_acknowledges_and_delivers_until_cancelled() {
         [changed]
     );
 }
+
+#[test]
+fn a_session_opened_for_a_probe_is_opened_again_for_the_first_client_with_other_capabilities() {
+    // (the capabilities of the request after the probe, whether it opens the session again)
+    let table = [(json!({"elicitation": {}}), true), (json!({}), false)];
+    for (capabilities, again) in table {
+        let mut translator = ToLegacy::new();
+        let mut probe = modern(1, "server/discover", json!({}));
+        probe["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] = json!({});
+        probe["params"]["_meta"]["io.modelcontextprotocol/clientInfo"] =
+            json!({"name": "calltape"});
+        let first = from_client(&mut translator, probe.clone());
+        let answer =
+            json!({"jsonrpc": "2.0", "id": first.upstream[0]["id"], "result": initialize_result()});
+        let discovered = from_upstream(&mut translator, answer);
+        assert_eq!(
+            discovered.client[0]["result"]["supportedVersions"],
+            json!(["2026-07-28"])
+        );
+        let mut request = probe;
+        request["id"] = json!(2);
+        request["method"] = json!("tools/list");
+        request["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] =
+            capabilities.clone();
+        let sent = from_client(&mut translator, request);
+        if !again {
+            assert_eq!(sent.upstream[0]["method"], "tools/list", "{sent:?}");
+            continue;
+        }
+        let [initialize] = sent.upstream.as_slice() else {
+            panic!("{sent:?}");
+        };
+        assert_eq!(initialize["method"], "initialize");
+        assert_eq!(initialize["params"]["capabilities"], capabilities);
+        let answer =
+            json!({"jsonrpc": "2.0", "id": initialize["id"], "result": initialize_result()});
+        let opened = from_upstream(&mut translator, answer);
+        let methods: Vec<_> = opened
+            .upstream
+            .iter()
+            .map(|m| m["method"].clone())
+            .collect();
+        assert_eq!(methods, ["notifications/initialized", "tools/list"]);
+        // Only the first request after the probe does.
+        let later = from_client(&mut translator, modern(3, "prompts/list", json!({})));
+        assert_eq!(later.upstream[0]["method"], "prompts/list", "{later:?}");
+    }
+}
