@@ -239,6 +239,9 @@ impl ToLegacy {
                 }
                 return;
             }
+            if method == "notifications/cancelled" {
+                self.cancelled_upstream(&mut message);
+            }
             shape::strip(&mut message);
             out.push(Out::Upstream(jsonrpc::to_frame(&message)));
             return;
@@ -282,6 +285,20 @@ impl ToLegacy {
         );
         shape::strip(&mut message);
         out.push(Out::Upstream(jsonrpc::to_frame(&message)));
+    }
+
+    /// A cancellation names the request as the server knows it: a retried request is the one first
+    /// sent.
+    fn cancelled_upstream(&self, message: &mut Value) {
+        let named = &message["params"]["requestId"];
+        let sent = self
+            .modern
+            .iter()
+            .find(|(_, modern)| modern.client.as_ref() == Some(named))
+            .map(|(key, _)| key);
+        if let Some(id) = sent.and_then(|key| serde_json::from_str::<Value>(key).ok()) {
+            message["params"]["requestId"] = id;
+        }
     }
 
     /// Logs once that a client's capabilities differ from those the session was opened with.

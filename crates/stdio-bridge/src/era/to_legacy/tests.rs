@@ -558,3 +558,43 @@ fn a_session_opened_for_a_probe_is_opened_again_for_the_first_client_with_other_
         assert_eq!(later.upstream[0]["method"], "prompts/list", "{later:?}");
     }
 }
+
+#[test]
+fn cancelling_a_retried_request_cancels_the_request_the_server_knows() {
+    let mut translator = ToLegacy::new();
+    opened(&mut translator);
+    from_client(
+        &mut translator,
+        modern(7, "tools/call", json!({"name": "ask"})),
+    );
+    let ask = json!({"jsonrpc": "2.0", "id": 40, "method": "roots/list"});
+    let handed = from_upstream(&mut translator, ask);
+    let result = &handed.client[0]["result"];
+    let key = result["inputRequests"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .next()
+        .unwrap()
+        .clone();
+    let retry = modern(
+        8,
+        "tools/call",
+        json!({"name": "ask", "requestState": result["requestState"], "inputResponses": {key: {"roots": []}}}),
+    );
+    from_client(&mut translator, retry);
+    let mut cancel = modern(
+        0,
+        "notifications/cancelled",
+        json!({"requestId": 8, "reason": "bored"}),
+    );
+    cancel.as_object_mut().unwrap().remove("id");
+    let cancelled = from_client(&mut translator, cancel);
+    assert_eq!(
+        cancelled.upstream,
+        [
+            json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+            "params": {"requestId": 7, "reason": "bored"}})
+        ]
+    );
+}
