@@ -73,11 +73,12 @@ impl Drop for ModernHttp {
 
 /// Runs the legacy client against `calltape ARGS...` and returns what it printed.
 fn legacy_client(args: &[&str]) -> Value {
-    legacy_client_with(args, &[])
+    legacy_client_with(args, &[]).0
 }
 
-/// [`legacy_client`] with environment variables for the client (and so the bridge and its child).
-fn legacy_client_with(args: &[&str], env: &[(&str, &Path)]) -> Value {
+/// [`legacy_client`] with environment variables for the client (and so the bridge and its child);
+/// also returns the client's stderr, where the bridge logs.
+fn legacy_client_with(args: &[&str], env: &[(&str, &Path)]) -> (Value, String) {
     let output = Command::new(peers().join("venv/bin/python"))
         .arg(peer_script("era_client.py"))
         .args(args)
@@ -95,7 +96,8 @@ fn legacy_client_with(args: &[&str], env: &[(&str, &Path)]) -> Value {
         output.status
     );
     let last = stdout.lines().last().unwrap_or_default();
-    serde_json::from_str(last).unwrap_or_else(|e| panic!("{e}: {stdout}\n{stderr}"))
+    let out = serde_json::from_str(last).unwrap_or_else(|e| panic!("{e}: {stdout}\n{stderr}"));
+    (out, stderr.into_owned())
 }
 
 fn text(result: &Value, list: &str) -> Value {
@@ -232,7 +234,7 @@ fn a_restarted_modern_child_is_initialized_again_by_the_bridge_alone() {
     let methods = logs.path().join("methods.log");
     let python = modern_python();
     let script = peer_script("modern_server.py");
-    let out = legacy_client_with(
+    let (out, log) = legacy_client_with(
         &[
             "bridge",
             "--watch",
@@ -254,4 +256,14 @@ fn a_restarted_modern_child_is_initialized_again_by_the_bridge_alone() {
     let discovers = methods.iter().filter(|m| **m == "server/discover").count();
     assert_eq!(discovers, 2, "one per start: {methods:?}");
     assert!(methods.contains(&"subscriptions/listen"), "{methods:?}");
+    // The era found is said once at info level, though it was found at each start.
+    let said: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("speaks 2026-07-28"))
+        .collect();
+    assert_eq!(said.len(), 1, "{log}");
+    assert!(
+        said[0].contains("INFO") && said[0].contains("modern_server.py"),
+        "{log}"
+    );
 }

@@ -573,6 +573,19 @@ fn modern_frames_pass_unchanged() {
 }
 
 #[test]
+fn a_listen_stream_of_a_modern_client_passes_unchanged() {
+    let mut translator = initialized();
+    let ack = json!({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+        "params": {"notifications": {"toolsListChanged": true},
+            "_meta": {"io.modelcontextprotocol/subscriptionId": 99}}});
+    let changed = json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed",
+        "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": 99}}});
+    for event in [ack, changed] {
+        assert_eq!(upstream(&mut translator, event.clone()).client, vec![event]);
+    }
+}
+
+#[test]
 fn a_session_initialized_again_is_answered_locally_and_keeps_its_listen() {
     let mut translator = initialized();
     let sent = client(&mut translator, initialize(20, "2025-06-18"));
