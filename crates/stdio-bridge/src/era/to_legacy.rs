@@ -572,6 +572,10 @@ impl Translate for ToLegacy {
             }
             _ => return self.on_legacy(frame, out),
         };
+        if let Some(refusal) = shape::envelope_refusal(&message) {
+            out.push(client(&refusal));
+            return;
+        }
         self.on_modern(frame, message, out);
     }
 

@@ -598,3 +598,45 @@ fn cancelling_a_retried_request_cancels_the_request_the_server_knows() {
         ]
     );
 }
+
+#[test]
+fn a_request_with_a_bad_envelope_is_refused_before_any_session_is_opened() {
+    // (the request's `_meta`, the code it gets, a part of its message, its `data`)
+    let table = [
+        (
+            json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28"}),
+            -32602,
+            "io.modelcontextprotocol/clientCapabilities",
+            Value::Null,
+        ),
+        (
+            json!({"io.modelcontextprotocol/protocolVersion": 20260728, "io.modelcontextprotocol/clientCapabilities": {}}),
+            -32602,
+            "must be a string",
+            Value::Null,
+        ),
+        (
+            json!({"io.modelcontextprotocol/protocolVersion": "2099-01-01", "io.modelcontextprotocol/clientCapabilities": {}}),
+            -32022,
+            "2099-01-01",
+            json!({"supported": ["2026-07-28"], "requested": "2099-01-01"}),
+        ),
+    ];
+    for (meta, code, said, data) in table {
+        let mut translator = ToLegacy::new();
+        let request =
+            json!({"jsonrpc": "2.0", "id": 5, "method": "tools/list", "params": {"_meta": meta}});
+        let got = from_client(&mut translator, request);
+        assert!(got.upstream.is_empty(), "{got:?}");
+        let [answer] = got.client.as_slice() else {
+            panic!("{got:?}");
+        };
+        assert_eq!(answer["id"], 5);
+        assert_eq!(answer["error"]["code"], code, "{answer}");
+        let message = answer["error"]["message"].as_str().unwrap();
+        assert!(message.contains(said), "{message}");
+        if !data.is_null() {
+            assert_eq!(answer["error"]["data"], data);
+        }
+    }
+}
