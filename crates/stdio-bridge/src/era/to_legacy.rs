@@ -572,7 +572,7 @@ impl Translate for ToLegacy {
             }
             _ => return self.on_legacy(frame, out),
         };
-        if let Some(refusal) = shape::envelope_refusal(&message) {
+        if let Some(refusal) = shape::refusal(&message) {
             out.push(client(&refusal));
             return;
         }

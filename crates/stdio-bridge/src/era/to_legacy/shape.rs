@@ -22,6 +22,15 @@ const HANDSHAKE_VERSIONS: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18",
 /// The legacy error code for a resource that does not exist, and the one 2026-07-28 uses instead.
 const LEGACY_RESOURCE_NOT_FOUND: i64 = -32002;
 const INVALID_PARAMS: i64 = -32602;
+const METHOD_NOT_FOUND: i64 = -32601;
+/// The requests of the handshake era that 2026-07-28 removed.
+const REMOVED: [&str; 5] = [
+    "initialize",
+    "ping",
+    "logging/setLevel",
+    "resources/subscribe",
+    "resources/unsubscribe",
+];
 /// The 2026-07-28 error for a request at a version the server does not serve.
 const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 
@@ -39,17 +48,27 @@ pub(super) fn meta(message: &Value) -> Option<&Map<String, Value>> {
     message.get("params")?.get("_meta")?.as_object()
 }
 
-/// The error a 2026-07-28 request gets when its `_meta` is not one the bridge can serve, as a server
-/// of that version would refuse it: without client capabilities, or at another version.
-pub(super) fn envelope_refusal(message: &Value) -> Option<Value> {
+/// The error a 2026-07-28 request gets when the bridge cannot serve it, as a server of that version
+/// would refuse it: its `_meta` has no client capabilities or names another version, or its method
+/// is one 2026-07-28 removed (which must never reach the session the bridge keeps).
+pub(super) fn refusal(message: &Value) -> Option<Value> {
     let id = message.get("id").filter(|id| !id.is_null())?;
     let meta = meta(message)?;
+    let method = message["method"].as_str().unwrap_or_default();
     let (code, said, data) = match meta.get(VERSION_KEY)? {
         _ if !meta.contains_key(CAPABILITIES_KEY) => (
             INVALID_PARAMS,
             format!(
                 "params._meta is missing {CAPABILITIES_KEY}, which a {MODERN_VERSION} request must \
                  carry; send the client's capabilities (an empty object when it has none)"
+            ),
+            None,
+        ),
+        Value::String(version) if version == MODERN_VERSION && REMOVED.contains(&method) => (
+            METHOD_NOT_FOUND,
+            format!(
+                "method not found: {method} was removed in {MODERN_VERSION}, which needs no \
+                 handshake and keeps no session state"
             ),
             None,
         ),

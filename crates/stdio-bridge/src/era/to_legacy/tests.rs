@@ -640,3 +640,26 @@ fn a_request_with_a_bad_envelope_is_refused_before_any_session_is_opened() {
         }
     }
 }
+
+#[test]
+fn a_method_2026_07_28_removed_is_not_found_and_never_reaches_the_session() {
+    for method in [
+        "initialize",
+        "ping",
+        "logging/setLevel",
+        "resources/subscribe",
+        "resources/unsubscribe",
+    ] {
+        let mut translator = ToLegacy::new();
+        opened(&mut translator);
+        let got = from_client(&mut translator, modern(30, method, json!({})));
+        assert!(got.upstream.is_empty(), "{method}: {got:?}");
+        let [answer] = got.client.as_slice() else {
+            panic!("{method}: {got:?}");
+        };
+        assert_eq!(answer["id"], 30);
+        assert_eq!(answer["error"]["code"], -32601, "{method}: {answer}");
+        let message = answer["error"]["message"].as_str().unwrap();
+        assert!(message.contains(method), "{message}");
+    }
+}
