@@ -745,3 +745,25 @@ fn an_initialize_that_cannot_be_delivered_fails_the_waiting_requests() {
     let message = failed.client[0]["error"]["message"].as_str().unwrap();
     assert!(message.contains("HTTP 500"), "{message}");
 }
+
+#[test]
+fn an_undelivered_request_goes_back_as_the_client_sent_it_so_it_is_translated_again() {
+    let mut translator = ToLegacy::new();
+    opened(&mut translator);
+    let request = modern(6, "tools/list", json!({}));
+    let sent = from_client(&mut translator, request.clone());
+    let out = event(
+        &mut translator,
+        UpstreamEvent::Undelivered {
+            frame: frame(&sent.upstream[0]),
+            maybe_delivered: false,
+            reason: "connection refused".to_owned(),
+        },
+    );
+    match out.as_slice() {
+        [Out::Client(UpstreamEvent::Undelivered { frame, .. })] => {
+            assert_eq!(serde_json::from_slice::<Value>(frame).unwrap(), request);
+        }
+        other => panic!("{other:?}"),
+    }
+}
