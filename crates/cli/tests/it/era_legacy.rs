@@ -110,6 +110,7 @@ fn assert_sdk_run(run: &Value) {
     for tool in [
         "echo",
         "trigger-elicitation-request",
+        "trigger-sampling-request",
         "toggle-subscriber-updates",
     ] {
         assert!(tools.contains(&json!(tool)), "{tool} missing: {run}");
@@ -141,6 +142,15 @@ fn assert_sdk_run(run: &Value) {
         run["elicitation"]
             .to_string()
             .contains("Name: Ada Lovelace"),
+        "{run}"
+    );
+    assert_eq!(
+        run["sampled"],
+        json!(["Resource trigger-sampling-request context: say something"]),
+        "{run}"
+    );
+    assert!(
+        run["sampling"].to_string().contains("a sampled answer"),
         "{run}"
     );
     assert_eq!(run["missing"]["code"], -32602, "{run}");
