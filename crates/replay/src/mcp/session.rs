@@ -222,7 +222,9 @@ fn compare_with_notes(
                 Comparison::same()
             } else {
                 redact_outcome(&options.redactor, replayed);
-                options.comparer.compare(recorded, replayed)
+                options
+                    .comparer
+                    .compare_call(&call.record.method, recorded, replayed)
             };
             CallReport::new(
                 i + 1,
