@@ -3,6 +3,7 @@
 mod bridge;
 mod bridge_http;
 mod demo;
+mod era_replay;
 mod errors;
 mod fill_follow;
 mod html;

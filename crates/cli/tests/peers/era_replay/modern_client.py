@@ -1,0 +1,43 @@
+"""An MCP client of the 2026-07-28 era (the Python SDK 2.x, its version pinned, so it never sends
+`initialize`) that makes replay_client.py's `demo` calls through `calltape record`.
+
+Usage: python modern_client.py -- COMMAND...
+
+Prints one JSON object with what the client received.
+"""
+
+import asyncio
+import json
+import os
+import sys
+
+from mcp.client.client import Client
+from mcp.client.stdio import StdioServerParameters
+
+API_KEY = "ak_test_9f8e7d6c5b4a39281706"
+
+
+def dump(value):
+    return value.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+async def main(command):
+    server = StdioServerParameters(command=command[0], args=command[1:], env=dict(os.environ))
+    async with Client(server, mode="2026-07-28") as client:
+        quote = await client.call_tool("quote", {"symbol": "ACME"})
+        pay = await client.call_tool("pay", {"amount": 12, "apiKey": API_KEY})
+        refund = await client.call_tool("refund", {"paymentId": "pay_1001"})
+        terms = await client.read_resource("demo://terms")
+        greeting = await client.get_prompt("greeting", {"name": "Ada"})
+        return {
+            "quote": dump(quote),
+            "pay": dump(pay),
+            "refund": dump(refund),
+            "terms": dump(terms),
+            "greeting": dump(greeting),
+        }
+
+
+if __name__ == "__main__":
+    split = sys.argv.index("--")
+    print(json.dumps(asyncio.run(asyncio.wait_for(main(sys.argv[split + 1 :]), 60))))
