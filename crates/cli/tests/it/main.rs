@@ -3,6 +3,8 @@
 mod bridge;
 mod bridge_http;
 mod demo;
+mod era_bridge;
+mod era_legacy;
 mod era_replay;
 mod errors;
 mod fill_follow;
