@@ -1,7 +1,8 @@
 //! `calltape record` and `calltape replay` in both protocol eras, with real peers: the Python SDK 1.x
 //! client against a server of the handshake era (replay_server.py on the SDK 1.x), and the SDK 2.x
 //! client pinned to 2026-07-28 against a 2026-07-28-only server (modern_server.py on the SDK 2.x,
-//! the same tools answering alike). Each recording replays against a server of each era.
+//! the same tools answering alike). Each recording replays against a server of each era, with the
+//! default `--protocol auto` throughout.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -100,6 +101,7 @@ fn record(era: Era, dir: &Path) -> (PathBuf, Vec<Value>) {
     (path, lines)
 }
 
+/// `calltape replay FILE -- SERVER`, with the default `--protocol auto`: the server's era is found.
 fn replay(file: &Path, server: &[String]) -> Output {
     calltape()
         .arg("replay")
@@ -147,8 +149,12 @@ fn a_call_is_recorded_once_with_the_same_fields_in_both_eras_and_replays_against
     let changed = "5 calls, 2 same, 1 changed, 1 new-error, 1 gone-error";
     let rows = [
         (Era::Legacy, Era::Legacy, 1, same),
+        (Era::Legacy, Era::Modern, 1, same),
+        (Era::Modern, Era::Legacy, 1, same),
         (Era::Modern, Era::Modern, 1, same),
         (Era::Legacy, Era::Legacy, 2, changed),
+        (Era::Legacy, Era::Modern, 2, changed),
+        (Era::Modern, Era::Legacy, 2, changed),
         (Era::Modern, Era::Modern, 2, changed),
     ];
     for (recorded, served, version, want) in rows {

@@ -451,6 +451,48 @@ async fn a_stateless_session_on_a_modern_server_sends_no_initialize_and_carries_
 }
 
 #[tokio::test]
+async fn a_stateless_session_on_a_legacy_server_is_initialized_with_the_recorded_client_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let recording = stateless_recording(&dir);
+    for protocol in [Protocol::Legacy, Protocol::Auto] {
+        let fake = Arc::new(Fake {
+            price: 12,
+            ..Fake::default()
+        });
+        let replayed = replay(
+            &recording,
+            Arc::new(Server(fake.clone())),
+            &ReplayOptions::default().protocol(protocol),
+        )
+        .await
+        .unwrap();
+        let report = replayed.report.to_text(false);
+        assert!(!replayed.report.has_differences(), "{protocol}: {report}");
+        let received = fake.received.lock().unwrap().clone();
+        let methods: Vec<&str> = received
+            .iter()
+            .map(|m| m["method"].as_str().unwrap_or("(answer)"))
+            .collect();
+        assert_eq!(
+            methods,
+            [
+                "initialize",
+                "notifications/initialized",
+                "tools/call",
+                "tools/call"
+            ],
+            "{protocol}"
+        );
+        let initializes = fake.initializes.lock().unwrap().clone();
+        assert_eq!(
+            initializes[0]["clientInfo"],
+            json!({"name": "stateless", "version": "1"}),
+            "{protocol}"
+        );
+    }
+}
+
+#[tokio::test]
 async fn server_requests_get_a_ping_answer_or_a_clear_error_and_the_call_still_compares() {
     let refused = |method: &str| {
         format!(
