@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::support::{calltape, peers};
 
@@ -63,24 +63,30 @@ fn server(era: Era, version: u8) -> Vec<String> {
 /// the same era, and returns the recording's lines.
 fn record(era: Era, dir: &Path) -> (PathBuf, Vec<Value>) {
     let path = dir.join(format!("{era:?}.jsonl").to_lowercase());
+    let lines = record_scenario(era, "demo", &server(era, 1), &path).1;
+    (path, lines)
+}
+
+/// Records the client of `era` making the calls of `scenario` through `calltape record -o path` to
+/// `server`, and returns what the client printed and the recording's lines.
+fn record_scenario(
+    era: Era,
+    scenario: &str,
+    server: &[String],
+    path: &Path,
+) -> (Value, Vec<Value>) {
     let client = match era {
-        Era::Legacy => vec![
-            peer_script("replay_client.py").display().to_string(),
-            "demo".to_owned(),
-        ],
-        Era::Modern => vec![
-            peer_script("era_replay/modern_client.py")
-                .display()
-                .to_string(),
-        ],
+        Era::Legacy => peer_script("replay_client.py"),
+        Era::Modern => peer_script("era_replay/modern_client.py"),
     };
     let out = Command::new(python(era))
-        .args(&client)
+        .arg(client)
+        .arg(scenario)
         .arg("--")
         .args([BIN, "record", "-o"])
-        .arg(&path)
+        .arg(path)
         .arg("--")
-        .args(server(era, 1))
+        .args(server)
         .env("NO_COLOR", "1")
         .env_remove("CALLTAPE_LOG")
         .stderr(Stdio::piped())
@@ -92,13 +98,14 @@ fn record(era: Era, dir: &Path) -> (PathBuf, Vec<Value>) {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    let text = std::fs::read_to_string(&path).unwrap();
+    let text = std::fs::read_to_string(path).unwrap();
     assert!(!text.contains(API_KEY), "{text}");
     let lines = text
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    (path, lines)
+    let printed = serde_json::from_slice(&out.stdout).expect("the client prints JSON");
+    (printed, lines)
 }
 
 /// `calltape replay FILE -- SERVER`, with the default `--protocol auto`: the server's era is found.
@@ -181,4 +188,29 @@ fn a_call_is_recorded_once_with_the_same_fields_in_both_eras_and_replays_against
             }
         }
     }
+}
+
+#[test]
+fn a_call_answered_input_required_is_recorded_once_with_its_final_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("asked.jsonl");
+    // The peers' 2026-07-28-only server: its `greet_asked` asks the client for a name.
+    let server = [
+        python(Era::Modern).display().to_string(),
+        peer_script("modern_server.py").display().to_string(),
+        "stdio".to_owned(),
+    ];
+    let (printed, lines) = record_scenario(Era::Modern, "asked", &server, &path);
+    assert_eq!(printed["asked"], json!(["What is your name?"]));
+    let calls: Vec<&str> = lines.iter().map(|l| l["name"].as_str().unwrap()).collect();
+    assert_eq!(calls, ["greet_asked", "add"], "{lines:#?}");
+    let greet = &lines[0];
+    assert_eq!(greet["input"], json!({}));
+    assert_eq!(
+        greet["answer"]["content"][0]["text"], "Hello, Ada!",
+        "{greet}"
+    );
+    assert_eq!(greet["answer"]["resultType"], "complete", "{greet}");
+    assert_eq!(greet["protocolVersion"], "2026-07-28");
+    assert_eq!(greet["server"]["name"], "modern-server");
 }
