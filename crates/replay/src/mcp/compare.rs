@@ -1,25 +1,8 @@
 //! Comparing a recorded outcome with a replayed one: every differing path, into texts that hold JSON,
 //! with `[REDACTED]` matching anything and `--ignore` globs skipping whole subtrees.
 //!
-//! A recording of one protocol era may be replayed against a server of the other, through the bridge's
-//! translation. The comparison sets aside exactly what differs by era at the top of an answer, and
-//! nothing else:
-//!
-//! - `resultType`: a 2026-07-28 server puts it on every result, a server of the handshake era never
-//!   does. An absent one reads as `"complete"`, as the 2026-07-28 revision tells clients to read it:
-//!   `"complete"` against none is the same, `"input_required"` against none is a change.
-//! - `_meta["io.modelcontextprotocol/serverInfo"]`: a 2026-07-28 server stamps its info on each
-//!   result; in the handshake era it is said once, in `initialize`'s answer, which a replay never
-//!   compares either. A `_meta` left empty without it counts as absent.
-//! - `cacheScope` and `ttlMs` on the answer to a cacheable method (`resources/read` and the list
-//!   methods, `tools/list`, `resources/templates/list`, …), compared by [`Comparer::compare_call`]:
-//!   2026-07-28 requires them there, a server of the handshake era has none, so when such a server
-//!   answers through the translation they are the translation's values, not the server's. They are
-//!   hints on how long a client may keep the answer, not the answer, so a server that changes them
-//!   changes no answer either.
-//!
-//! Anywhere below the top (a tool's `structuredContent`, a text that holds JSON) these names are
-//! compared like any other.
+//! What differs by protocol era at the top of an answer is set aside: see
+//! [`Comparer::compare_call`].
 
 use std::fmt::{self, Write as _};
 
@@ -188,15 +171,33 @@ impl Comparer {
     }
 
     /// Compares a recorded outcome with the replayed one. Both should already be redacted with the
-    /// same rules. What differs by protocol era at the top of an answer is set aside (see the
-    /// [module docs](self)).
+    /// same rules. What differs by protocol era at the top of an answer is set aside, as
+    /// [`compare_call`](Self::compare_call) says, the method's own rules apart.
     pub fn compare(&self, recorded: &Outcome, replayed: &Outcome) -> Comparison {
         self.compare_call("", recorded, replayed)
     }
 
-    /// [`compare`](Self::compare) for a call of `method`: the answer to a cacheable method
-    /// (`resources/read`, `tools/list`, …) is also compared without its top-level `cacheScope` and
-    /// `ttlMs`, which the translation between the protocol eras supplies.
+    /// [`compare`](Self::compare) for a call of `method`.
+    ///
+    /// A recording of one protocol era may be replayed against a server of the other, through the
+    /// bridge's translation. The comparison sets aside exactly what differs by era at the top of an
+    /// answer, and nothing else:
+    ///
+    /// - `resultType`: a 2026-07-28 server puts it on every result, a server of the handshake era never
+    ///   does. An absent one reads as `"complete"`, as the 2026-07-28 revision tells clients to read it:
+    ///   `"complete"` against none is the same, `"input_required"` against none is a change.
+    /// - `_meta["io.modelcontextprotocol/serverInfo"]`: a 2026-07-28 server stamps its info on each
+    ///   result; in the handshake era it is said once, in `initialize`'s answer, which a replay never
+    ///   compares either. A `_meta` left empty without it counts as absent.
+    /// - `cacheScope` and `ttlMs` on the answer to a cacheable method (`resources/read` and the list
+    ///   methods, `tools/list`, `resources/templates/list`, …), known by `method`: 2026-07-28
+    ///   requires them there, a server of the handshake era has none, so when such a server answers
+    ///   through the translation they are the translation's values, not the server's. They are hints
+    ///   on how long a client may keep the answer, not the answer, so a server that changes them
+    ///   changes no answer either.
+    ///
+    /// Anywhere below the top (a tool's `structuredContent`, a text that holds JSON) these names are
+    /// compared like any other.
     pub fn compare_call(&self, method: &str, recorded: &Outcome, replayed: &Outcome) -> Comparison {
         let mut walk = Walk::new(self);
         let status = match (recorded, replayed) {
