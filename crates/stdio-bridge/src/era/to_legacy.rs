@@ -8,8 +8,10 @@
 //! session's notifications (`listen`). Legacy frames pass through, except a legacy `initialize` once
 //! the bridge has opened the session: that one is answered from the session's result.
 //!
-//! A client whose capabilities differ from the session's is served in the same session (logged once):
-//! one link is one session of the upstream, and a translator holds one link.
+//! A session opened for a `server/discover` alone (the era detection's, as often as not) is opened
+//! again for the first other request whose client info or capabilities differ. After that, a client
+//! whose capabilities differ from the session's is served in the same session (logged once): one link
+//! is one session of the upstream, and a translator holds one link.
 
 mod input;
 mod listen;
@@ -49,6 +51,10 @@ pub(super) struct ToLegacy {
     legacy_initialize: Option<String>,
     /// A client with other capabilities than the session's was logged.
     told_capabilities: bool,
+    /// The session was opened for a `server/discover` (a probe's, as often as not) and nothing else
+    /// was sent in it yet: the first other request opens it again with its own client info and
+    /// capabilities, which are the ones the server should see.
+    provisional: bool,
 }
 
 /// The upstream session, as far as 2026-07-28 clients are concerned.
@@ -105,6 +111,7 @@ impl ToLegacy {
             log_level: None,
             legacy_initialize: None,
             told_capabilities: false,
+            provisional: false,
         }
     }
 
@@ -183,21 +190,40 @@ impl ToLegacy {
             Session::Open { .. } => self.in_session(message, out),
             Session::Opening { waiting, .. } => waiting.push(frame),
             Session::Closed => {
-                let params = shape::initialize_params(&message);
-                self.request(Own::Initialize, "initialize", params.clone(), out);
-                self.session = Session::Opening {
-                    params,
-                    waiting: vec![frame],
-                    resend: Vec::new(),
-                };
+                self.provisional = message["method"] == "server/discover";
+                self.open(&message, frame, out);
             }
         }
     }
 
+    /// Opens the upstream's session with the client info and capabilities of `message`, whose frame
+    /// waits for it.
+    fn open(&mut self, message: &Value, frame: Frame, out: &mut Vec<Out>) {
+        let params = shape::initialize_params(message);
+        self.request(Own::Initialize, "initialize", params.clone(), out);
+        self.session = Session::Opening {
+            params,
+            waiting: vec![frame],
+            resend: Vec::new(),
+        };
+    }
+
     /// A 2026-07-28 frame once the session is open.
     fn in_session(&mut self, mut message: Value, out: &mut Vec<Out>) {
-        self.check_capabilities(&message);
         let method = message["method"].as_str().unwrap_or_default().to_owned();
+        if self.provisional && method != "server/discover" {
+            self.provisional = false;
+            if let Session::Open {
+                params: Some(params),
+                ..
+            } = &self.session
+                && shape::initialize_params(&message) != *params
+            {
+                let frame = jsonrpc::to_frame(&message);
+                return self.open(&message, frame, out);
+            }
+        }
+        self.check_capabilities(&message);
         let id = message.get("id").filter(|id| !id.is_null()).cloned();
         let Some(id) = id else {
             if method == "notifications/cancelled"
@@ -212,6 +238,9 @@ impl ToLegacy {
                     );
                 }
                 return;
+            }
+            if method == "notifications/cancelled" {
+                self.cancelled_upstream(&mut message);
             }
             shape::strip(&mut message);
             out.push(Out::Upstream(jsonrpc::to_frame(&message)));
@@ -256,6 +285,20 @@ impl ToLegacy {
         );
         shape::strip(&mut message);
         out.push(Out::Upstream(jsonrpc::to_frame(&message)));
+    }
+
+    /// A cancellation names the request as the server knows it: a retried request is the one first
+    /// sent.
+    fn cancelled_upstream(&self, message: &mut Value) {
+        let named = &message["params"]["requestId"];
+        let sent = self
+            .modern
+            .iter()
+            .find(|(_, modern)| modern.client.as_ref() == Some(named))
+            .map(|(key, _)| key);
+        if let Some(id) = sent.and_then(|key| serde_json::from_str::<Value>(key).ok()) {
+            message["params"]["requestId"] = id;
+        }
     }
 
     /// Logs once that a client's capabilities differ from those the session was opened with.
@@ -529,6 +572,10 @@ impl Translate for ToLegacy {
             }
             _ => return self.on_legacy(frame, out),
         };
+        if let Some(refusal) = shape::refusal(&message) {
+            out.push(client(&refusal));
+            return;
+        }
         self.on_modern(frame, message, out);
     }
 
