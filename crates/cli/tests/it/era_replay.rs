@@ -214,3 +214,48 @@ fn a_call_answered_input_required_is_recorded_once_with_its_final_result() {
     assert_eq!(greet["protocolVersion"], "2026-07-28");
     assert_eq!(greet["server"]["name"], "modern-server");
 }
+
+#[test]
+fn a_client_recorded_through_the_translation_has_the_fields_of_its_era_and_replays_same() {
+    let dir = tempfile::tempdir().unwrap();
+    let required = [
+        "v",
+        "at",
+        "session",
+        "client",
+        "protocolVersion",
+        "method",
+        "name",
+        "input",
+        "durationMs",
+    ];
+    // (the client's era, the server's): each client on a server of the other era.
+    for (client, served) in [(Era::Legacy, Era::Modern), (Era::Modern, Era::Legacy)] {
+        let path = dir.path().join(format!("{client:?}-on-{served:?}.jsonl"));
+        let (_, lines) = record_scenario(client, "demo", &server(served, 1), &path);
+        assert_eq!(lines.len(), 5, "{client:?} on {served:?}: {lines:#?}");
+        for line in &lines {
+            let keys = keys(line);
+            for key in required {
+                assert!(
+                    keys.contains(key),
+                    "{client:?} on {served:?}: {key} in {line}"
+                );
+            }
+            assert!(keys.contains("answer") ^ keys.contains("error"), "{line}");
+            assert_eq!(line["client"]["name"], "mcp", "{line}");
+            // The version is the client's: the recording replays as its client spoke.
+            let modern = line["protocolVersion"] == "2026-07-28";
+            assert_eq!(modern, client == Era::Modern, "{line}");
+        }
+        let out = replay(&path, &server(served, 1));
+        let report = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            report
+                .trim_end()
+                .ends_with("5 calls, 5 same, 0 changed, 0 new-error, 0 gone-error"),
+            "{client:?} on {served:?}:\n{report}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
