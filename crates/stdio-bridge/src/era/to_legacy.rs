@@ -95,6 +95,9 @@ struct Modern {
     uri: Option<String>,
     /// The order it was sent in: the oldest request in flight gets the server's requests.
     order: u64,
+    /// The frame as the client sent it, handed back to the client side when the upstream did not
+    /// take it, so that it is translated again wherever it is sent next.
+    sent: Frame,
     /// The `requestState` of its open exchange.
     exchange: Option<String>,
 }
@@ -187,7 +190,7 @@ impl ToLegacy {
     /// A 2026-07-28 frame from the client side.
     fn on_modern(&mut self, frame: Frame, message: Value, out: &mut Vec<Out>) {
         match &mut self.session {
-            Session::Open { .. } => self.in_session(message, out),
+            Session::Open { .. } => self.in_session(frame, message, out),
             Session::Opening { waiting, .. } => waiting.push(frame),
             Session::Closed => {
                 self.provisional = message["method"] == "server/discover";
@@ -209,7 +212,7 @@ impl ToLegacy {
     }
 
     /// A 2026-07-28 frame once the session is open.
-    fn in_session(&mut self, mut message: Value, out: &mut Vec<Out>) {
+    fn in_session(&mut self, frame: Frame, mut message: Value, out: &mut Vec<Out>) {
         let method = message["method"].as_str().unwrap_or_default().to_owned();
         if self.provisional && method != "server/discover" {
             self.provisional = false;
@@ -219,7 +222,6 @@ impl ToLegacy {
             } = &self.session
                 && shape::initialize_params(&message) != *params
             {
-                let frame = jsonrpc::to_frame(&message);
                 return self.open(&message, frame, out);
             }
         }
@@ -281,6 +283,7 @@ impl ToLegacy {
                 uri,
                 order: self.next,
                 exchange: None,
+                sent: frame,
             },
         );
         shape::strip(&mut message);
@@ -502,7 +505,7 @@ impl ToLegacy {
         let own = id.as_deref().and_then(|id| self.own.remove(id));
         match (event, own) {
             (UpstreamEvent::SessionExpired { frame }, own) => {
-                self.reopen(frame, own, out);
+                self.reopen(frame, own, id, out);
             }
             (_, Some(Own::Quiet)) => {}
             (event, Some(Own::Initialize)) => {
@@ -518,17 +521,20 @@ impl ToLegacy {
                 }
             }
             (event, None) => {
-                if let Some(id) = id {
-                    self.modern.remove(&id);
-                }
-                out.push(Out::Client(event));
+                let sent = id
+                    .and_then(|id| self.modern.remove(&id))
+                    .map(|modern| modern.sent);
+                out.push(Out::Client(match sent {
+                    Some(sent) => with_frame(event, sent),
+                    None => event,
+                }));
             }
         }
     }
 
     /// The upstream forgot the session the bridge opened: the bridge opens another, then sends the
     /// frame again (a session a legacy client opened is that client's to open again).
-    fn reopen(&mut self, frame: Frame, own: Option<Own>, out: &mut Vec<Out>) {
+    fn reopen(&mut self, frame: Frame, own: Option<Own>, id: Option<String>, out: &mut Vec<Out>) {
         let params = match &mut self.session {
             Session::Open {
                 params: Some(params),
@@ -541,6 +547,10 @@ impl ToLegacy {
                 return;
             }
             _ => {
+                let sent = id
+                    .and_then(|id| self.modern.remove(&id))
+                    .map(|modern| modern.sent);
+                let frame = sent.unwrap_or(frame);
                 out.push(Out::Client(UpstreamEvent::SessionExpired { frame }));
                 return;
             }
@@ -590,6 +600,30 @@ impl Translate for ToLegacy {
 /// A message for the client side.
 fn client(message: &Value) -> Out {
     Out::Client(UpstreamEvent::Message(jsonrpc::to_frame(message)))
+}
+
+/// The event about `frame` instead of the frame it named.
+fn with_frame(event: UpstreamEvent, frame: Frame) -> UpstreamEvent {
+    match event {
+        UpstreamEvent::SessionExpired { .. } => UpstreamEvent::SessionExpired { frame },
+        UpstreamEvent::Undelivered {
+            maybe_delivered,
+            reason,
+            ..
+        } => UpstreamEvent::Undelivered {
+            frame,
+            maybe_delivered,
+            reason,
+        },
+        UpstreamEvent::ProtocolError {
+            status, message, ..
+        } => UpstreamEvent::ProtocolError {
+            frame,
+            status,
+            message,
+        },
+        other => other,
+    }
 }
 
 /// Why a frame did not get an answer, for a log line or an error.

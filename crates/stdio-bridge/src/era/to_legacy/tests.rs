@@ -663,3 +663,107 @@ fn a_method_2026_07_28_removed_is_not_found_and_never_reaches_the_session() {
         assert!(message.contains(method), "{message}");
     }
 }
+
+fn event(translator: &mut ToLegacy, event: UpstreamEvent) -> Vec<Out> {
+    let mut out = Vec::new();
+    translator.on_upstream(event, &mut out);
+    out
+}
+
+#[test]
+fn an_expired_session_the_bridge_opened_is_opened_again_and_the_request_sent_again() {
+    let mut translator = ToLegacy::new();
+    opened(&mut translator);
+    let sent = from_client(&mut translator, modern(4, "prompts/list", json!({})));
+    let lost = frame(&sent.upstream[0]);
+    let again = said(event(
+        &mut translator,
+        UpstreamEvent::SessionExpired { frame: lost },
+    ));
+    let [initialize] = again.upstream.as_slice() else {
+        panic!("{again:?}");
+    };
+    assert_eq!(initialize["method"], "initialize");
+    assert_eq!(initialize["params"]["clientInfo"]["name"], "modern-client");
+    assert!(again.client.is_empty(), "{again:?}");
+    let answer = json!({"jsonrpc": "2.0", "id": initialize["id"], "result": initialize_result()});
+    let reopened = from_upstream(&mut translator, answer);
+    let methods: Vec<_> = reopened
+        .upstream
+        .iter()
+        .map(|m| m["method"].clone())
+        .collect();
+    assert_eq!(methods, ["notifications/initialized", "prompts/list"]);
+    let done = from_upstream(
+        &mut translator,
+        json!({"jsonrpc": "2.0", "id": 4, "result": {"prompts": []}}),
+    );
+    assert_eq!(done.client[0]["result"]["resultType"], "complete");
+}
+
+#[test]
+fn an_expired_session_a_legacy_client_opened_is_the_clients_to_open_again() {
+    let mut translator = ToLegacy::new();
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18"}});
+    from_client(&mut translator, init);
+    from_upstream(
+        &mut translator,
+        json!({"jsonrpc": "2.0", "id": 1, "result": initialize_result()}),
+    );
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    let out = event(
+        &mut translator,
+        UpstreamEvent::SessionExpired {
+            frame: frame(&call),
+        },
+    );
+    assert!(
+        matches!(
+            out.as_slice(),
+            [Out::Client(UpstreamEvent::SessionExpired { .. })]
+        ),
+        "{out:?}"
+    );
+}
+
+#[test]
+fn an_initialize_that_cannot_be_delivered_fails_the_waiting_requests() {
+    let mut translator = ToLegacy::new();
+    let first = from_client(&mut translator, modern(1, "tools/list", json!({})));
+    let out = event(
+        &mut translator,
+        UpstreamEvent::ProtocolError {
+            frame: frame(&first.upstream[0]),
+            status: Some(500),
+            message: "upstream answered HTTP 500".to_owned(),
+        },
+    );
+    let failed = said(out);
+    assert!(failed.upstream.is_empty(), "{failed:?}");
+    assert_eq!(failed.client[0]["id"], 1);
+    assert_eq!(failed.client[0]["error"]["code"], -32004);
+    let message = failed.client[0]["error"]["message"].as_str().unwrap();
+    assert!(message.contains("HTTP 500"), "{message}");
+}
+
+#[test]
+fn an_undelivered_request_goes_back_as_the_client_sent_it_so_it_is_translated_again() {
+    let mut translator = ToLegacy::new();
+    opened(&mut translator);
+    let request = modern(6, "tools/list", json!({}));
+    let sent = from_client(&mut translator, request.clone());
+    let out = event(
+        &mut translator,
+        UpstreamEvent::Undelivered {
+            frame: frame(&sent.upstream[0]),
+            maybe_delivered: false,
+            reason: "connection refused".to_owned(),
+        },
+    );
+    match out.as_slice() {
+        [Out::Client(UpstreamEvent::Undelivered { frame, .. })] => {
+            assert_eq!(serde_json::from_slice::<Value>(frame).unwrap(), request);
+        }
+        other => panic!("{other:?}"),
+    }
+}
