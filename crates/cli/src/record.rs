@@ -18,7 +18,11 @@ Examples:
 Put the first form in an MCP client's configuration as the server command and use the client as \
 usual: every tools/call, resources/read and prompts/get it makes is appended to calls.jsonl \
 (created 0600) with the answer it received, credentials redacted. Review the file, commit it, and \
-run `calltape replay calls.jsonl -- node server.js` in CI.";
+run `calltape replay calls.jsonl -- node server.js` in CI.
+
+A client of either protocol era is recorded alike, one line per call: a 2026-07-28 client's info \
+and version come from each request's _meta, a call answered input_required is one line with the \
+final result of the client's retries, and server/discover and subscriptions/listen are not calls.";
 
 /// What is recorded and how: shared by `calltape record` and `calltape bridge --record`.
 #[derive(Debug, Clone, Args)]

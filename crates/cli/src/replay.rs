@@ -46,9 +46,13 @@ this off.
 A task-augmented call was recorded as a plain one with its result; when the server runs the tool \
 only as a task, the replay runs it as one and polls it to its end within --timeout.
 
-A session recorded with the stateless protocol (2026-07-28) sends no initialize: each request \
-carries the recorded client info in its _meta. The server's ping is answered; its sampling, \
-elicitation and roots requests get an error, since a replay has no client to ask.
+Calls are sent as the recorded client sent them: a session of the handshake era initializes with \
+the recorded client info first, a session recorded with 2026-07-28 puts that info in each request's \
+_meta. A server of the other era (--protocol, found on each connection by default) gets them \
+translated, and the comparison sets aside only what the eras write differently at the top of an \
+answer: resultType, the server-info stamp in _meta, and the cache hints of resources/read and lists. \
+The server's ping is answered; its sampling, elicitation and roots requests get an error, and an \
+input_required result is the call's answer, since a replay has no client to ask.
 
 Exit codes: 0 no difference (or --update rewrote the recording), 1 differences, 2 unreadable or \
 invalid recording or bad arguments, 3 the server could not be started or stopped answering.";

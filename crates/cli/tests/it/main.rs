@@ -6,6 +6,7 @@ mod demo;
 mod era_bridge;
 mod era_legacy;
 mod era_serve;
+mod era_replay;
 mod errors;
 mod fill_follow;
 mod html;

@@ -284,12 +284,22 @@ fn a_server_that_cannot_start_or_stops_answering_exits_3() {
         stderr(&out)
     );
 
-    // A server that exits after the handshake: the first call is named.
+    // A server that exits after the handshake: the first call is named. It answers whatever comes
+    // first as initialize, so it is said to be of the handshake era rather than asked.
     let script = "read -r line; echo '{\"jsonrpc\":\"2.0\",\"id\":0,\"result\":{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},\"serverInfo\":{\"name\":\"s\",\"version\":\"1\"}}}'; read -r line; read -r line; exit 4";
     let out = calltape()
         .arg("replay")
         .arg(&file)
-        .args(["--timeout", "5s", "--", "sh", "-c", script])
+        .args([
+            "--protocol",
+            "legacy",
+            "--timeout",
+            "5s",
+            "--",
+            "sh",
+            "-c",
+            script,
+        ])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
@@ -401,7 +411,7 @@ for line in sys.stdin:
 "#;
 
 #[test]
-fn a_stateless_recording_replays_without_initialize_with_the_client_in_meta() {
+fn a_stateless_recording_replays_with_the_client_in_meta_or_initialized_on_a_legacy_server() {
     let dir = tempfile::tempdir().unwrap();
     let recording = dir.path().join("stateless.jsonl");
     std::fs::write(
@@ -412,35 +422,58 @@ fn a_stateless_recording_replays_without_initialize_with_the_client_in_meta() {
     .unwrap();
     let script = dir.path().join("server.py");
     std::fs::write(&script, LOGGING_SERVER).unwrap();
-    let log = dir.path().join("received.jsonl");
-    let out = calltape()
-        .arg("replay")
-        .arg(&recording)
-        .args(["--timeout", "10s", "--", "python3"])
-        .arg(&script)
-        .arg(&log)
-        .output()
-        .expect("run calltape replay");
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}{}",
-        stdout(&out),
-        stderr(&out)
-    );
-    let received: Vec<Value> = std::fs::read_to_string(&log)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    assert_eq!(received.len(), 1, "{received:?}");
-    assert_eq!(received[0]["method"], "tools/call");
-    assert_eq!(
-        received[0]["params"],
-        json!({"name": "hello", "arguments": {"who": "ada"}, "_meta": {
-            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientInfo": {"name": "stateless-client", "version": "3"},
-            "io.modelcontextprotocol/clientCapabilities": {},
-        }})
-    );
+    let client = json!({"name": "stateless-client", "version": "3"});
+    // (--protocol, the methods the server receives)
+    let rows: [(&str, &[&str]); 2] = [
+        ("modern", &["tools/call"]),
+        (
+            "legacy",
+            &["initialize", "notifications/initialized", "tools/call"],
+        ),
+    ];
+    for (protocol, methods) in rows {
+        let log = dir.path().join(format!("received-{protocol}.jsonl"));
+        let out = calltape()
+            .arg("replay")
+            .arg(&recording)
+            .args(["--protocol", protocol, "--timeout", "10s", "--", "python3"])
+            .arg(&script)
+            .arg(&log)
+            .output()
+            .expect("run calltape replay");
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{protocol}: {}{}",
+            stdout(&out),
+            stderr(&out)
+        );
+        let received: Vec<Value> = std::fs::read_to_string(&log)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let got: Vec<&str> = received
+            .iter()
+            .map(|m| m["method"].as_str().unwrap())
+            .collect();
+        assert_eq!(got, methods, "{protocol}: {received:?}");
+        let call = received.last().unwrap();
+        assert_eq!(call["params"]["name"], "hello");
+        assert_eq!(call["params"]["arguments"], json!({"who": "ada"}));
+        if protocol == "modern" {
+            // A 2026-07-28 server gets the call as recorded, the client in its _meta.
+            assert_eq!(
+                call["params"]["_meta"],
+                json!({
+                    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                    "io.modelcontextprotocol/clientInfo": client,
+                    "io.modelcontextprotocol/clientCapabilities": {},
+                })
+            );
+        } else {
+            // A legacy one is initialized with the recorded client first.
+            assert_eq!(received[0]["params"]["clientInfo"], client);
+        }
+    }
 }

@@ -36,11 +36,13 @@ pub struct CallRecord {
     pub at: String,
     /// A short id (8 characters) of the client session the call belongs to.
     pub session: String,
-    /// The `clientInfo` the client sent in `initialize`, when it sent one.
+    /// The `clientInfo` the client sent in `initialize`, or in 2026-07-28 in the request's `_meta`,
+    /// when it sent one.
     pub client: Option<Map<String, Value>>,
-    /// The `serverInfo` the server answered `initialize` with, when known.
+    /// The `serverInfo` the server answered `initialize` with, or in 2026-07-28 `server/discover` or
+    /// the server-info stamp in a result's `_meta`, when known.
     pub server: Option<Map<String, Value>>,
-    /// The negotiated protocol version, when known.
+    /// The negotiated protocol version, or the one the request's `_meta` names, when known.
     pub protocol_version: Option<String>,
     /// The JSON-RPC method, such as `tools/call`.
     pub method: String,

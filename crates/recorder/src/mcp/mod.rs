@@ -47,6 +47,7 @@
 //! ```
 
 mod format;
+mod input_required;
 mod json_text;
 mod options;
 mod params;

@@ -1,5 +1,8 @@
 //! Comparing a recorded outcome with a replayed one: every differing path, into texts that hold JSON,
 //! with `[REDACTED]` matching anything and `--ignore` globs skipping whole subtrees.
+//!
+//! What differs by protocol era at the top of an answer is set aside: see
+//! [`Comparer::compare_call`].
 
 use std::fmt::{self, Write as _};
 
@@ -168,12 +171,51 @@ impl Comparer {
     }
 
     /// Compares a recorded outcome with the replayed one. Both should already be redacted with the
-    /// same rules.
+    /// same rules. What differs by protocol era at the top of an answer is set aside, as
+    /// [`compare_call`](Self::compare_call) says, the method's own rules apart.
     pub fn compare(&self, recorded: &Outcome, replayed: &Outcome) -> Comparison {
+        self.compare_call("", recorded, replayed)
+    }
+
+    /// [`compare`](Self::compare) for a call of `method`.
+    ///
+    /// A recording of one protocol era may be replayed against a server of the other, through the
+    /// bridge's translation. The comparison sets aside exactly what differs by era at the top of an
+    /// answer, and nothing else:
+    ///
+    /// - `resultType`: a 2026-07-28 server puts it on every result, a server of the handshake era never
+    ///   does. An absent one reads as `"complete"`, as the 2026-07-28 revision tells clients to read it:
+    ///   `"complete"` against none is the same, `"input_required"` against none is a change.
+    /// - `_meta["io.modelcontextprotocol/serverInfo"]`: a 2026-07-28 server stamps its info on each
+    ///   result; in the handshake era it is said once, in `initialize`'s answer, which a replay never
+    ///   compares either. A `_meta` left empty without it counts as absent.
+    /// - `cacheScope` and `ttlMs` on the answer to a cacheable method (`resources/read` and the list
+    ///   methods, `tools/list`, `resources/templates/list`, …), known by `method`: 2026-07-28
+    ///   requires them there, a server of the handshake era has none, so when such a server answers
+    ///   through the translation they are the translation's values, not the server's. They are hints
+    ///   on how long a client may keep the answer, not the answer, so a server that changes them
+    ///   changes no answer either.
+    ///
+    /// Anywhere below the top (a tool's `structuredContent`, a text that holds JSON) these names are
+    /// compared like any other.
+    pub fn compare_call(&self, method: &str, recorded: &Outcome, replayed: &Outcome) -> Comparison {
         let mut walk = Walk::new(self);
         let status = match (recorded, replayed) {
             // The common case, settled by one structural equality check: nothing to walk.
             (Outcome::Answer(r), Outcome::Answer(p)) if r == p => Status::Same,
+            (Outcome::Answer(r), Outcome::Answer(p)) if has_era_fields(r) || has_era_fields(p) => {
+                let (mut r, mut p) = (r.clone(), p.clone());
+                set_era_fields_aside(&mut r, &mut p, is_cacheable(method));
+                // The copies live only for this call: compared in a walk of their own.
+                let mut copies = Walk::new(self);
+                copies.value(&r, &p);
+                walk.out = copies.out;
+                if walk.out.is_empty() {
+                    Status::Same
+                } else {
+                    Status::Changed
+                }
+            }
             (Outcome::Answer(r), Outcome::Answer(p)) => {
                 walk.value(r, p);
                 if walk.out.is_empty() {
@@ -218,6 +260,51 @@ impl Comparer {
         self.ignore
             .as_ref()
             .is_some_and(|ignore| ignore.is_match_with(path, scratch))
+    }
+}
+
+/// The `_meta` key a 2026-07-28 server stamps its info under on each result.
+const SERVER_INFO_META: &str = "io.modelcontextprotocol/serverInfo";
+
+/// Whether `method`'s 2026-07-28 result carries cache hints: `resources/read` and the list methods.
+fn is_cacheable(method: &str) -> bool {
+    method == "resources/read" || method.ends_with("/list")
+}
+
+/// Whether an answer has a top-level member that differs by protocol era.
+fn has_era_fields(answer: &Value) -> bool {
+    answer.as_object().is_some_and(|a| {
+        ["resultType", "_meta", "cacheScope", "ttlMs"]
+            .iter()
+            .any(|k| a.contains_key(*k))
+    })
+}
+
+/// Sets aside in both answers what differs by protocol era (see the module docs): an absent
+/// `resultType` becomes `"complete"` when the other answer has one, the server-info stamp goes (and a
+/// `_meta` it leaves empty), and the cache hints of a cacheable method's answer go.
+fn set_era_fields_aside(recorded: &mut Value, replayed: &mut Value, cacheable: bool) {
+    let (Value::Object(r), Value::Object(p)) = (recorded, replayed) else {
+        return;
+    };
+    if r.contains_key("resultType") || p.contains_key("resultType") {
+        for answer in [&mut *r, &mut *p] {
+            answer
+                .entry("resultType")
+                .or_insert_with(|| Value::from("complete"));
+        }
+    }
+    for answer in [r, p] {
+        if let Some(Value::Object(meta)) = answer.get_mut("_meta") {
+            meta.remove(SERVER_INFO_META);
+            if meta.is_empty() {
+                answer.remove("_meta");
+            }
+        }
+        if cacheable {
+            answer.remove("cacheScope");
+            answer.remove("ttlMs");
+        }
     }
 }
 
@@ -631,6 +718,73 @@ mod tests {
                 .unwrap();
             let got = render(&comparer.compare(&recorded, &replayed));
             assert_eq!(got, want, "ignore {globs:?}, shape {shape}");
+        }
+    }
+
+    #[test]
+    fn only_what_differs_by_protocol_era_is_set_aside() {
+        // One piece: a data table (method, recorded, replayed, expected), a row per case.
+        let stamp = json!({"io.modelcontextprotocol/serverInfo": {"name": "s", "version": "2"}});
+        let cases: Vec<(&str, Value, Value, &str)> = vec![
+            (
+                "tools/call",
+                json!({"content": [], "resultType": "complete"}),
+                json!({"content": []}),
+                "same",
+            ),
+            (
+                "tools/call",
+                json!({"content": []}),
+                json!({"content": [], "resultType": "complete", "_meta": stamp}),
+                "same",
+            ),
+            (
+                "tools/call",
+                json!({"content": [], "_meta": {"k": 1}}),
+                json!({"content": [], "_meta": {"k": 2, "io.modelcontextprotocol/serverInfo": {}}}),
+                "changed; _meta.k 1 → 2",
+            ),
+            (
+                "tools/call",
+                json!({"content": []}),
+                json!({"resultType": "input_required", "inputRequests": {}}),
+                "changed; content [] → -; resultType \"complete\" → \"input_required\"; inputRequests - → {}",
+            ),
+            (
+                "tools/call",
+                json!({"structuredContent": {"resultType": "complete"}}),
+                json!({"structuredContent": {}, "resultType": "complete"}),
+                "changed; structuredContent.resultType \"complete\" → -",
+            ),
+            (
+                "tools/call",
+                json!({"content": [], "ttlMs": 1000}),
+                json!({"content": [], "cacheScope": "public"}),
+                "changed; ttlMs 1000 → -; cacheScope - → \"public\"",
+            ),
+            (
+                "tools/list",
+                json!({"tools": [], "ttlMs": 60000, "cacheScope": "public", "resultType": "complete"}),
+                json!({"tools": [], "ttlMs": 0, "cacheScope": "private", "resultType": "complete"}),
+                "same",
+            ),
+            (
+                "resources/read",
+                json!({"contents": []}),
+                json!({"contents": [], "ttlMs": 0, "cacheScope": "private", "resultType": "complete"}),
+                "same",
+            ),
+            (
+                "tools/list",
+                json!({"tools": [{"name": "a", "ttlMs": 1}]}),
+                json!({"tools": [{"name": "a", "ttlMs": 2}], "ttlMs": 0}),
+                "changed; tools.0.ttlMs 1 → 2",
+            ),
+        ];
+        let comparer = Comparer::new();
+        for (method, recorded, replayed, want) in cases {
+            let got = render(&comparer.compare_call(method, &answer(recorded), &answer(replayed)));
+            assert_eq!(got, want, "{method}");
         }
     }
 

@@ -11,7 +11,7 @@ use calltape_recorder::mcp::{
     CallRecord, Outcome, RecordedCall, Recording, hide_sent_values, redact_outcome, request_params,
 };
 use calltape_redact::Redactor;
-use calltape_stdio_bridge::{Link, Protocol, Upstream, UpstreamEvent};
+use calltape_stdio_bridge::{EraUpstream, Link, Protocol, Upstream, UpstreamEvent};
 use futures::StreamExt;
 use serde_json::{Map, Value, json};
 use tokio::time::Instant;
@@ -49,7 +49,7 @@ pub struct ReplayOptions {
     pub fills: Fills,
     /// Whether strings an earlier answer created are followed into later inputs (on by default).
     pub follow: bool,
-    /// The protocol era the server speaks (found on each connection by default).
+    /// The protocol era the server speaks, found on each connection by default.
     pub protocol: Protocol,
 }
 
@@ -126,7 +126,8 @@ impl ReplayOptions {
         self
     }
 
-    /// Talks to a server of this protocol era (`Auto`, the default, finds it on each connection).
+    /// Tells which protocol era the server speaks ([`Protocol::Auto`], the default: found on each
+    /// connection). A recording of the other era is translated on its way to the server.
     pub fn protocol(mut self, protocol: Protocol) -> Self {
         self.protocol = protocol;
         self
@@ -152,14 +153,19 @@ pub struct Replayed {
 
 /// Replays every call of `recording` against `upstream` and compares the answers.
 ///
-/// Each recorded session gets its own link (a fresh child process, a new HTTP session), initialized
-/// with the recorded client info and protocol version; its calls are sent in recorded order. Fails
-/// when the server cannot be started or stops answering, naming the call.
+/// Each recorded session gets its own link (a fresh child process, a new HTTP session); its calls
+/// are sent in recorded order, as the recorded client sent them. The recorded protocol version
+/// decides how: a session of the handshake era is initialized with the recorded client info first,
+/// a 2026-07-28 session sends each call with that info in its `_meta`. The link goes through
+/// [`EraUpstream`] with the options' [`protocol`](ReplayOptions::protocol), so a server of the other
+/// era gets the calls translated: pass `upstream` unwrapped. Fails when the server cannot be started
+/// or stops answering, naming the call.
 pub async fn replay(
     recording: &Recording,
     upstream: Arc<dyn Upstream>,
     options: &ReplayOptions,
 ) -> Result<Replayed, Error> {
+    let upstream: Arc<dyn Upstream> = Arc::new(EraUpstream::from_arc(upstream, options.protocol));
     let total = recording.calls.len();
     let done = AtomicUsize::new(0);
     let sessions = recording.sessions();
@@ -232,7 +238,9 @@ fn compare_with_notes(
                 Comparison::same()
             } else {
                 redact_outcome(&options.redactor, replayed);
-                options.comparer.compare(recorded, replayed)
+                options
+                    .comparer
+                    .compare_call(&call.record.method, recorded, replayed)
             };
             CallReport::new(
                 i + 1,
@@ -282,11 +290,11 @@ async fn run_session(
         link,
         timeout: options.timeout,
         initialize: initialize_request(&first.record),
-        stateless,
+        meta: stateless.then(|| stateless_meta(&first.record)),
         task_tools: None,
     };
     let result = async {
-        if !stateless {
+        if conn.meta.is_none() {
             conn.handshake()
                 .await
                 .map_err(|why| fail(format!("initialize for recorded session {session}: {why}")))?;
@@ -296,9 +304,10 @@ async fn run_session(
         let sent: Vec<&str> = options.fills.values().collect();
         for (n, (index, call)) in calls.iter().enumerate() {
             let record = &call.record;
-            let (mut params, notes) = prepare(record, &mut follower, options);
-            if stateless && let Value::Object(params) = &mut params {
-                params.insert("_meta".into(), stateless_meta(record));
+            let (params, notes) = prepare(record, &mut follower, options);
+            if conn.meta.is_some() {
+                // Each stateless request carries its own client's info, as recorded.
+                conn.meta = Some(stateless_meta(record));
             }
             let request = json!({
                 "jsonrpc": "2.0",
@@ -429,8 +438,9 @@ pub(super) struct Conn {
     pub(super) link: Link,
     pub(super) timeout: Duration,
     initialize: Value,
-    /// The session speaks the stateless revision: no `initialize`, ever.
-    stateless: bool,
+    /// The `_meta` every request carries when the session speaks the stateless revision: then no
+    /// `initialize`, ever.
+    meta: Option<Value>,
     /// The tools the server runs only as tasks, once asked.
     pub(super) task_tools: Option<Vec<String>>,
 }
@@ -454,10 +464,20 @@ impl Conn {
             .await
     }
 
-    /// Sends `request` and waits for its answer, answering the server's own requests meanwhile.
+    /// Sends `request` and waits for its answer, answering the server's own requests meanwhile. In
+    /// a stateless session the request carries the session's `_meta`.
     pub(super) async fn request(&mut self, request: &Value) -> Result<Value, String> {
         let id = request.get("id").cloned().unwrap_or(Value::Null);
-        self.send(request).await?;
+        match &self.meta {
+            Some(meta) => {
+                let mut request = request.clone();
+                if let Some(params) = request.get_mut("params").and_then(Value::as_object_mut) {
+                    params.insert("_meta".into(), meta.clone());
+                }
+                self.send(&request).await?;
+            }
+            None => self.send(request).await?,
+        }
         let deadline = Instant::now() + self.timeout;
         loop {
             let event = match tokio::time::timeout_at(deadline, self.link.events.recv()).await {
@@ -479,7 +499,7 @@ impl Conn {
                     }
                 }
                 UpstreamEvent::SessionExpired { frame } => {
-                    if !self.stateless {
+                    if self.meta.is_none() {
                         self.reinitialize().await?;
                     }
                     self.link

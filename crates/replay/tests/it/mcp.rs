@@ -9,11 +9,12 @@ use bytes::Bytes;
 use calltape_recorder::mcp::{Outcome, Recording};
 use calltape_replay::ErrorKind;
 use calltape_replay::mcp::{Comparer, ReplayOptions, Status, replay, update_recording};
-use calltape_stdio_bridge::{BoxFuture, Link, Upstream, UpstreamEvent};
+use calltape_stdio_bridge::{BoxFuture, Link, Protocol, Upstream, UpstreamEvent};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-/// A small MCP server living in the test: `quote` answers a price, `secret` answers a token, `ask`
+/// A small MCP server of the handshake era living in the test (it refuses `server/discover` as such a
+/// server does): `quote` answers a price, `secret` answers a token, `ask`
 /// pings the client before answering, `needs` asks the client for a sampling, an elicitation and its
 /// roots and answers with what the client replied, `hang` never answers and `crash` closes the link.
 #[derive(Default)]
@@ -53,8 +54,16 @@ impl Upstream for Server {
                 let mut replies: Vec<Value> = Vec::new();
                 while let Some(frame) = out_rx.recv().await {
                     let message: Value = serde_json::from_slice(&frame).unwrap();
-                    fake.received.lock().unwrap().push(message.clone());
                     let id = message.get("id").cloned();
+                    if message["method"] == "server/discover" {
+                        // The era probe is the adapter's, not the replay's: not kept.
+                        let refused = json!({"jsonrpc": "2.0", "id": id,
+                            "error": {"code": -32601, "message": "Method not found"}});
+                        let refused = Bytes::from(serde_json::to_vec(&refused).unwrap());
+                        let _ = ev_tx.send(UpstreamEvent::Message(refused)).await;
+                        continue;
+                    }
+                    fake.received.lock().unwrap().push(message.clone());
                     let reply = |result: Value| {
                         Bytes::from(
                             serde_json::to_vec(
@@ -376,11 +385,10 @@ async fn progress_is_reported_per_call() {
     assert_eq!(*seen.lock().unwrap(), [(1, 2), (2, 2)]);
 }
 
-#[tokio::test]
-async fn a_stateless_session_sends_no_initialize_and_carries_the_client_in_meta() {
-    let dir = tempfile::tempdir().unwrap();
-    let recording = write(
-        &dir,
+/// A recording of one stateless session: two `quote` calls of a client named `stateless`.
+fn stateless_recording(dir: &tempfile::TempDir) -> Recording {
+    write(
+        dir,
         &[
             line(
                 "cccccccc",
@@ -397,15 +405,23 @@ async fn a_stateless_session_sends_no_initialize_and_carries_the_client_in_meta(
                 r#""answer":{"structuredContent":{"price":12}}"#,
             ),
         ],
-    );
+    )
+}
+
+#[tokio::test]
+async fn a_stateless_session_on_a_modern_server_sends_no_initialize_and_carries_the_client_in_meta()
+{
+    let dir = tempfile::tempdir().unwrap();
+    let recording = stateless_recording(&dir);
     let fake = Arc::new(Fake {
         price: 12,
         ..Fake::default()
     });
+    // Told it is modern, the adapter translates nothing: the fake sees what the replay sends.
     let replayed = replay(
         &recording,
         Arc::new(Server(fake.clone())),
-        &ReplayOptions::default(),
+        &ReplayOptions::default().protocol(Protocol::Modern),
     )
     .await
     .unwrap();
@@ -431,6 +447,48 @@ async fn a_stateless_session_sends_no_initialize_and_carries_the_client_in_meta(
             })
         );
         assert_eq!(call["params"]["name"], "quote");
+    }
+}
+
+#[tokio::test]
+async fn a_stateless_session_on_a_legacy_server_is_initialized_with_the_recorded_client_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let recording = stateless_recording(&dir);
+    for protocol in [Protocol::Legacy, Protocol::Auto] {
+        let fake = Arc::new(Fake {
+            price: 12,
+            ..Fake::default()
+        });
+        let replayed = replay(
+            &recording,
+            Arc::new(Server(fake.clone())),
+            &ReplayOptions::default().protocol(protocol),
+        )
+        .await
+        .unwrap();
+        let report = replayed.report.to_text(false);
+        assert!(!replayed.report.has_differences(), "{protocol}: {report}");
+        let received = fake.received.lock().unwrap().clone();
+        let methods: Vec<&str> = received
+            .iter()
+            .map(|m| m["method"].as_str().unwrap_or("(answer)"))
+            .collect();
+        assert_eq!(
+            methods,
+            [
+                "initialize",
+                "notifications/initialized",
+                "tools/call",
+                "tools/call"
+            ],
+            "{protocol}"
+        );
+        let initializes = fake.initializes.lock().unwrap().clone();
+        assert_eq!(
+            initializes[0]["clientInfo"],
+            json!({"name": "stateless", "version": "1"}),
+            "{protocol}"
+        );
     }
 }
 

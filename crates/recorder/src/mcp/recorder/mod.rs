@@ -19,6 +19,10 @@ use serde_json::{Map, Value};
 use crate::echo::EchoedSecrets;
 use crate::error::Error;
 use crate::mcp::format::{CallError, Outcome, RecordLine};
+use crate::mcp::input_required::{
+    INPUT_REQUIRED, NOT_CALLS, SERVER_DISCOVER, SERVER_INFO_META, input_required_state, is_retry,
+    retry_state,
+};
 use crate::mcp::json_text::{self, IdKey, IdMap};
 use crate::mcp::options::{DEFAULT_METHODS, RecorderOptions, RecorderReport};
 use crate::mcp::params::{meta_info, name_and_input, raw_of, uri_input};
@@ -73,7 +77,11 @@ impl Recorder {
             inner: Arc::new(Inner {
                 writer: Mutex::new(Some(writer)),
                 redactor,
-                methods: options.methods,
+                methods: options
+                    .methods
+                    .into_iter()
+                    .filter(|m| !NOT_CALLS.contains(&m.as_str()))
+                    .collect(),
                 recorded: AtomicU64::new(0),
                 unanswered: AtomicU64::new(0),
             }),
@@ -121,8 +129,10 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 /// the client receives, with the time each passed.
 ///
 /// Requests of the recorded methods are paired with their answers by id; `initialize` supplies the
-/// client and server info and the protocol version. A request still unanswered when this is dropped
-/// writes no line.
+/// client and server info and the protocol version, or in 2026-07-28 each request's `_meta` the
+/// client's and `server/discover` the server's. A call the server answers with `input_required` is
+/// followed through the client's retries to its final result. A request still unanswered when this
+/// is dropped writes no line.
 #[derive(Debug)]
 pub struct SessionRecorder {
     recorder: Recorder,
@@ -135,8 +145,12 @@ struct SessionState {
     client: Option<Arc<RawValue>>,
     server: Option<Arc<RawValue>>,
     protocol_version: Option<Arc<str>>,
+    /// The `initialize` or `server/discover` in flight, whose answer names the server.
     initialize_id: Option<IdKey>,
     pending: IdMap<Pending>,
+    /// Calls the server answered with `input_required`, each with the `requestState` it gave: each
+    /// waits for the client's retry (`input_required.rs`).
+    awaiting_input: Vec<(Option<String>, Pending)>,
     /// Task-augmented calls the server made a task of, by task id: each waits for the result the
     /// client fetches.
     tasks: HashMap<String, Pending>,
@@ -207,10 +221,14 @@ impl SessionRecorder {
         };
         let inner = &self.recorder.inner;
         if !inner.records(&method) {
-            if method == "initialize" || method == TASKS_RESULT {
+            if method == "initialize" || method == TASKS_RESULT || method == SERVER_DISCOVER {
                 self.client_value(text, at);
             }
             return;
+        }
+        // Maybe the retry of a call that asked for input: the `Value` reading tells.
+        if !lock(&self.state).awaiting_input.is_empty() {
+            return self.client_value(text, at);
         }
         let params = message.params.unwrap_or_default();
         let (name, input) = match &*method {
@@ -284,6 +302,10 @@ impl SessionRecorder {
                 return;
             }
         }
+        if method == SERVER_DISCOVER {
+            lock(&self.state).initialize_id = Some(key);
+            return;
+        }
         let is_initialize = method == "initialize";
         if !is_initialize && !inner.records(method) {
             return;
@@ -309,6 +331,9 @@ impl SessionRecorder {
         let (client, protocol_version) = meta_info(meta);
         let (name, mut input) = name_and_input(method, params);
         let name = redact_name(&inner.redactor, method, &name);
+        if is_retry(params) && self.resume(key.clone(), method, &name, retry_state(params)) {
+            return;
+        }
         let mut secrets = EchoedSecrets::default();
         if method == "resources/read" {
             // Its URI, redacted as its name is, on both readings.
@@ -353,12 +378,13 @@ impl SessionRecorder {
             }
             return;
         };
-        // Maybe a task handle rather than an answer: the `Value` reading tells.
-        if pending.method == "tools/call"
-            && message
-                .result
-                .is_some_and(|r| r.text.contains("\"taskId\""))
-        {
+        // Maybe a task handle, or a request for input, rather than an answer, or the first word of
+        // the server's info: the `Value` reading tells.
+        if message.result.is_some_and(|r| {
+            (pending.method == "tools/call" && r.text.contains("\"taskId\""))
+                || r.text.contains(INPUT_REQUIRED)
+                || (state.server.is_none() && r.text.contains(SERVER_INFO_META))
+        }) {
             state.pending.insert(key, pending);
             return self.server_value(state, text, at);
         }
@@ -400,6 +426,21 @@ impl SessionRecorder {
         ending_of(outcome)
     }
 
+    /// Takes a retried request (`id`) as the call that asked for input it retries, when one of this
+    /// `method` and `name` waits with the `requestState` the retry echoes: the call then waits for
+    /// the retry's answer, with its first request's time and input.
+    fn resume(&self, id: IdKey, method: &str, name: &str, request_state: Option<&str>) -> bool {
+        let mut state = lock(&self.state);
+        let Some(at) = state.awaiting_input.iter().position(|(s, p)| {
+            p.method == method && p.name == name && s.as_deref() == request_state
+        }) else {
+            return false;
+        };
+        let (_, pending) = state.awaiting_input.remove(at);
+        state.pending.insert(id, pending);
+        true
+    }
+
     /// [`server_message`](Self::server_message) for any message, through a `Value`.
     fn server_value(&self, state: &mut SessionState, text: &str, at: SystemTime) {
         let Ok(mut message) = serde_json::from_str::<Value>(text) else {
@@ -430,6 +471,11 @@ impl SessionRecorder {
                     state.tasks.insert(task, pending);
                     return;
                 }
+                if let Some(request_state) = input_required_state(&message) {
+                    // Recorded once the client's retry gets the final result; the rounds are not.
+                    state.awaiting_input.push((request_state, pending));
+                    return;
+                }
                 pending
             }
             None => match state
@@ -446,6 +492,15 @@ impl SessionRecorder {
                 None => return,
             },
         };
+        if state.server.is_none() {
+            // A 2026-07-28 server says who it is on each result, not in a handshake.
+            state.server = message
+                .get("result")
+                .and_then(|r| r.get("_meta"))
+                .and_then(|m| m.get(SERVER_INFO_META))
+                .filter(|info| info.is_object())
+                .and_then(raw_of);
+        }
         let server = state.server.clone();
         let (client, protocol_version) = session_info(state, &pending);
         let Some(mut outcome) = Outcome::take_from_response(&mut message) else {
@@ -589,7 +644,7 @@ fn compacted(redacted: Cow<'_, str>, compact: bool) -> Option<Cow<'_, str>> {
 impl Drop for SessionRecorder {
     fn drop(&mut self) {
         let state = lock(&self.state);
-        let pending = (state.pending.len() + state.tasks.len()) as u64;
+        let pending = (state.pending.len() + state.tasks.len() + state.awaiting_input.len()) as u64;
         drop(state);
         self.recorder
             .inner

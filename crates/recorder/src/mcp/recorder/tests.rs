@@ -147,6 +147,22 @@ async fn reading_raw_text_records_what_reading_values_records() {
             false,
             r#"{"id":13,"result":{"n":12345678,"auth":"Basic dXNlcjpwYXNzd29yZA==","log":"export API_KEY=abc123 done"}}"#,
         ),
+        (
+            true,
+            r#"{"id":16,"method":"tools/call","params":{"name":"ask","arguments":{"q":1},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#,
+        ),
+        (
+            false,
+            r#"{"id":16,"result":{"resultType":"input_required","inputRequests":{"a":{"method":"roots/list"}},"requestState":"r1"}}"#,
+        ),
+        (
+            true,
+            r#"{"id":17,"method":"tools/call","params":{"name":"ask","arguments":{"q":1},"inputResponses":{"a":{"roots":[]}},"requestState":"r1"}}"#,
+        ),
+        (
+            false,
+            r#"{"id":17,"result":{"content":[{"type":"text","text":"done"}],"resultType":"complete"}}"#,
+        ),
         (true, r#"{"id":14,"method":"tools/list"}"#),
         (false, r#"{"id":14,"result":{"tools":[]}}"#),
         (
@@ -156,7 +172,7 @@ async fn reading_raw_text_records_what_reading_values_records() {
     ];
     let by_text = records(frames, false).await;
     let by_value = records(frames, true).await;
-    assert_eq!(by_text.len(), 12, "{by_text:#?}");
+    assert_eq!(by_text.len(), 13, "{by_text:#?}");
     assert_eq!(by_text, by_value);
     // Spot checks that the comparison is about something.
     assert_eq!(
@@ -178,6 +194,10 @@ async fn reading_raw_text_records_what_reading_values_records() {
     assert!(!by_text[5]["name"].as_str().unwrap().contains("secret"));
     assert_eq!(by_text[6]["client"]["name"], "stateless");
     assert_eq!(by_text[11]["answer"]["auth"], "[REDACTED]");
+    // A call answered input_required is one record, with the final result.
+    assert_eq!(by_text[12]["name"], "ask");
+    assert_eq!(by_text[12]["input"], serde_json::json!({"q": 1}));
+    assert_eq!(by_text[12]["answer"]["content"][0]["text"], "done");
 }
 
 #[tokio::test]
