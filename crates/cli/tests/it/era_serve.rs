@@ -86,15 +86,10 @@ impl Kind {
         }
     }
 
-    /// The `--protocol` a server of this child runs with: auto for a child of the handshake era, else
-    /// what the child speaks. A Python child on a loaded machine may start more slowly than auto waits
-    /// for its answer to `server/discover`: it is then taken for a child of the handshake era, and a
-    /// child of both eras that answers the probe late has become a 2026-07-28 one meanwhile.
+    /// The `--protocol` a server of this child runs with: the default, auto, for every child, so the
+    /// era is found as a user's server finds it.
     fn protocol(self) -> &'static str {
-        match self {
-            Kind::FastMcp1 | Kind::Everything => "auto",
-            Kind::Dual | Kind::ModernOnly | Kind::ModernServer => "modern",
-        }
+        "auto"
     }
 
     /// A step that calls the child's echo tool with `text`, and what it answers.
@@ -384,7 +379,7 @@ fn era_serve_shared_passes_protocol_on_and_a_modern_client_listens_through_it() 
     // client's requests through unchanged, so its listen stream is the child's own.
     let home = tempfile::tempdir().unwrap();
     std::fs::set_permissions(home.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
-    for (kind, protocol) in [(Kind::ModernOnly, "modern"), (Kind::Dual, "modern")] {
+    for (kind, protocol) in [(Kind::ModernOnly, "modern"), (Kind::Dual, "auto")] {
         let key = format!("listen-{protocol}");
         let output = Command::new(python(Era::Modern))
             .arg(peer("era_serve_client.py"))

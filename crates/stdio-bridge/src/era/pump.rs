@@ -20,8 +20,11 @@ use crate::upstream::{Frame, Link, UpstreamEvent};
 
 /// How many frames wait between the client side and the pump, and between the pump and the client side.
 const QUEUE: usize = 64;
-/// How long `server/discover` may take before an upstream counts as legacy.
-const DISCOVER_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long `server/discover` may take before an upstream counts as legacy. Servers of both eras answer
+/// it at once (a result, or an error for a method they do not know); the wait covers a child that is
+/// slow to start on a loaded machine, which must not be taken for the wrong era (a child of both eras
+/// that answers late has become a 2026-07-28 server meanwhile).
+const DISCOVER_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The era last said at info level for one [`EraUpstream`](super::EraUpstream), so that a restart
 /// that finds the same era says it only at debug level.
@@ -99,6 +102,14 @@ async fn run(protocol: Protocol, shown: String, said: Said, ends: Ends) {
             .await;
             if found.ended {
                 tracing::debug!("the upstream {shown} went away before its era was found");
+            } else if found.late {
+                tracing::warn!(
+                    "the upstream {shown} did not answer server/discover in {} s: taking it for a \
+                     server of the handshake era (use --protocol legacy or --protocol modern to skip \
+                     this probe)",
+                    DISCOVER_TIMEOUT.as_secs()
+                );
+                said.era(found.era, &shown);
             } else {
                 said.era(found.era, &shown);
             }
