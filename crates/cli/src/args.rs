@@ -6,7 +6,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use calltape_stdio_bridge::{
-    ChildUpstream, DEFAULT_HTTP_PATH, ExtraHeaders, HttpUpstream, Stderr, UnixUpstream, Upstream,
+    ChildUpstream, DEFAULT_HTTP_PATH, ExtraHeaders, HttpUpstream, Protocol, Stderr, UnixUpstream,
+    Upstream,
 };
 use clap::{ArgGroup, Args};
 
@@ -24,6 +25,30 @@ pub(crate) struct RedactNames {
     /// Never redact a field by its name (repeatable), e.g. pageToken.
     #[arg(long = "keep", value_name = "NAME", alias = "keep-name")]
     pub(crate) keep: Vec<String>,
+}
+
+/// The MCP protocol era the server speaks: `--protocol auto|legacy|modern`, on every command that
+/// talks to a server.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Args)]
+pub(crate) struct ProtocolArg {
+    /// The MCP protocol era the server speaks: auto, legacy or modern.
+    #[arg(
+        long = "protocol",
+        value_name = "auto|legacy|modern",
+        default_value = "auto",
+        value_parser = protocol,
+        long_help = "The MCP protocol era the server speaks; clients of either era are translated to it.
+  auto    find out on each connection: server/discover first, the legacy handshake (initialize) \
+if the server refuses it or does not answer
+  legacy  the handshake era (initialize, sessions; versions up to 2025-11-25)
+  modern  2026-07-28 only (stateless: server/discover, _meta on each request)
+e.g. --protocol modern for a server that answers only 2026-07-28 requests."
+    )]
+    pub(crate) protocol: Protocol,
+}
+
+fn protocol(input: &str) -> Result<Protocol, String> {
+    input.parse::<Protocol>().map_err(|e| e.to_string())
 }
 
 /// The MCP server a session talks to: a child process (`-- CMD…`), a Streamable HTTP endpoint

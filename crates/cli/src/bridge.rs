@@ -2,11 +2,11 @@
 
 use std::{path::PathBuf, sync::Arc, time::Duration};
 
-use calltape_stdio_bridge::{Bridge, Stderr, Upstream, Watcher, stdio};
+use calltape_stdio_bridge::{Bridge, EraUpstream, Stderr, Upstream, Watcher, stdio};
 use clap::Args;
 
 use crate::{
-    args::UpstreamArgs,
+    args::{ProtocolArg, UpstreamArgs},
     error::{Error, Outcome},
     exit,
     units::{duration, size},
@@ -81,9 +81,13 @@ pub(crate) struct BridgeArgs {
     pub(crate) recording: crate::record::RecordOptions,
 
     #[command(flatten)]
+    protocol: ProtocolArg,
+
+    #[command(flatten)]
     upstream: UpstreamArgs,
 }
 
+/// The server the flags name, behind the adapter that translates between the protocol eras.
 fn upstream(args: &BridgeArgs) -> Result<Arc<dyn Upstream>, Error> {
     if !args.upstream.is_child() && !args.watch.is_empty() {
         return Err(Error::WatchWithoutChild);
@@ -92,7 +96,11 @@ fn upstream(args: &BridgeArgs) -> Result<Arc<dyn Upstream>, Error> {
         Some(_) => crate::logging::redacted_child_stderr(),
         None => Stderr::Inherit,
     };
-    args.upstream.upstream(stderr)
+    let server = args.upstream.upstream(stderr)?;
+    Ok(Arc::new(EraUpstream::from_arc(
+        server,
+        args.protocol.protocol,
+    )))
 }
 
 /// Sends everything written to stderr (our logs, and the child's stderr, redacted on its way) to

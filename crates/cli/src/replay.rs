@@ -15,7 +15,7 @@ use calltape_stdio_bridge::Stderr;
 use clap::Args;
 
 use crate::{
-    args::UpstreamArgs,
+    args::{ProtocolArg, UpstreamArgs},
     error::{Error, Outcome},
     exit,
     units::duration,
@@ -108,6 +108,9 @@ pub(crate) struct ReplayArgs {
     pub(crate) names: crate::args::RedactNames,
 
     #[command(flatten)]
+    protocol: ProtocolArg,
+
+    #[command(flatten)]
     upstream: UpstreamArgs,
 }
 
@@ -154,7 +157,8 @@ pub(crate) fn run(args: ReplayArgs) -> Outcome {
         .jobs(args.jobs)
         .timeout(args.timeout)
         .fills(fills)
-        .follow(!args.no_follow);
+        .follow(!args.no_follow)
+        .protocol(args.protocol.protocol);
     if std::io::stderr().is_terminal() {
         options = options.progress(progress_bar());
     }

@@ -10,6 +10,7 @@ use calltape_stdio_bridge::{
 use clap::Args;
 
 use crate::{
+    args::ProtocolArg,
     error::{Error, Outcome},
     exit,
     record::{ActiveRecording, RecordOptions},
@@ -84,6 +85,9 @@ pub(crate) struct ServeArgs {
     #[arg(long, hide = true, default_value = "unix", value_parser = transport)]
     transport: Transport,
 
+    #[command(flatten)]
+    protocol: ProtocolArg,
+
     /// The server to run, with its arguments (no shell).
     #[arg(last = true, required = true, value_name = "CMD")]
     command: Vec<OsString>,
@@ -114,6 +118,7 @@ pub(crate) fn run(args: ServeArgs) -> Outcome {
         None => Stderr::Inherit,
     };
     let mut serve = Serve::new(child.stderr(stderr))
+        .protocol(args.protocol.protocol)
         .json_response(args.json_response)
         .max_connections(args.max_connections)
         .max_sessions(args.max_sessions);

@@ -3,13 +3,14 @@
 use std::{ffi::OsString, time::Duration};
 
 use calltape_stdio_bridge::{
-    Bridge,
+    Bridge, EraUpstream,
     shared::{Launcher, SharedKey, SharedPaths, SharedUpstream, Transport, answer_held_requests},
     stdio,
 };
 use clap::Args;
 
 use crate::{
+    args::ProtocolArg,
     error::{Error, Outcome},
     exit,
     serve::transport,
@@ -62,6 +63,9 @@ pub(crate) struct SharedArgs {
     /// How long to wait for a server to prove itself.
     #[arg(long, value_name = "DUR", default_value = "60s", value_parser = duration)]
     start_timeout: Duration,
+
+    #[command(flatten)]
+    protocol: ProtocolArg,
 
     /// The server to run when none is running, with its arguments (no shell).
     #[arg(last = true, required = true, value_name = "CMD")]
@@ -130,7 +134,9 @@ pub(crate) fn run(args: SharedArgs) -> Outcome {
                 return Ok(error.exit_code());
             }
         }
-        let bridge = Bridge::builder().upstream(upstream).build()?;
+        let bridge = Bridge::builder()
+            .upstream(EraUpstream::new(upstream, args.protocol.protocol))
+            .build()?;
         bridge
             .run(stdio::stdin(), stdio::stdout())
             .await

@@ -11,7 +11,7 @@ use calltape_recorder::mcp::{
     CallRecord, Outcome, RecordedCall, Recording, hide_sent_values, redact_outcome, request_params,
 };
 use calltape_redact::Redactor;
-use calltape_stdio_bridge::{Link, Upstream, UpstreamEvent};
+use calltape_stdio_bridge::{Link, Protocol, Upstream, UpstreamEvent};
 use futures::StreamExt;
 use serde_json::{Map, Value, json};
 use tokio::time::Instant;
@@ -49,6 +49,8 @@ pub struct ReplayOptions {
     pub fills: Fills,
     /// Whether strings an earlier answer created are followed into later inputs (on by default).
     pub follow: bool,
+    /// The protocol era the server speaks (found on each connection by default).
+    pub protocol: Protocol,
 }
 
 impl fmt::Debug for ReplayOptions {
@@ -59,6 +61,7 @@ impl fmt::Debug for ReplayOptions {
             .field("timeout", &self.timeout)
             .field("fills", &self.fills)
             .field("follow", &self.follow)
+            .field("protocol", &self.protocol)
             .finish_non_exhaustive()
     }
 }
@@ -73,6 +76,7 @@ impl Default for ReplayOptions {
             progress: None,
             fills: Fills::new(),
             follow: true,
+            protocol: Protocol::Auto,
         }
     }
 }
@@ -119,6 +123,12 @@ impl ReplayOptions {
     /// every input as recorded (`false`).
     pub fn follow(mut self, follow: bool) -> Self {
         self.follow = follow;
+        self
+    }
+
+    /// Talks to a server of this protocol era (`Auto`, the default, finds it on each connection).
+    pub fn protocol(mut self, protocol: Protocol) -> Self {
+        self.protocol = protocol;
         self
     }
 }

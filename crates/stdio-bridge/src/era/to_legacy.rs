@@ -1,23 +1,557 @@
 //! A 2026-07-28 client (or a stateless frame) on a legacy upstream.
+//!
+//! The upstream only knows sessions, so the bridge opens one itself, from the first 2026-07-28
+//! request's `_meta` client info and capabilities, and sends every 2026-07-28 request in it without the
+//! era's `_meta` keys (so an HTTP upstream sends it with the session's id). What comes back is made a
+//! valid 2026-07-28 answer (`shape`); a server-to-client request becomes an `input_required` result
+//! of the request in flight (`input`); `subscriptions/listen` becomes `resources/subscribe` and the
+//! session's notifications (`listen`). Legacy frames pass through, except a legacy `initialize` once
+//! the bridge has opened the session: that one is answered from the session's result.
+//!
+//! A client whose capabilities differ from the session's is served in the same session (logged once):
+//! one link is one session of the upstream, and a translator holds one link.
+
+mod input;
+mod listen;
+mod shape;
+#[cfg(test)]
+mod tests;
+
+use std::collections::HashMap;
+
+use memchr::memmem;
+use serde_json::{Value, json};
 
 use super::{Out, Translate};
-use crate::upstream::{Frame, UpstreamEvent};
+use crate::{
+    UPSTREAM_PROTOCOL_ERROR, jsonrpc,
+    upstream::{Frame, UpstreamEvent},
+};
+
+/// Bytes every 2026-07-28 request holds (its `_meta` keys), and a legacy frame almost never does.
+const MODERN_MARK: &[u8] = b"io.modelcontextprotocol/";
 
 /// The translator for an upstream that speaks the handshake era.
-pub(super) struct ToLegacy {}
+pub(super) struct ToLegacy {
+    /// The last number the bridge gave one of its own requests or exchanges.
+    next: u64,
+    session: Session,
+    /// The bridge's own requests in flight upstream, by id (JSON text).
+    own: HashMap<String, Own>,
+    /// 2026-07-28 requests in flight upstream, by the id they were sent with (JSON text).
+    modern: HashMap<String, Modern>,
+    /// Server-to-client requests handed to a client as `input_required`, by `requestState`.
+    exchanges: HashMap<String, input::Exchange>,
+    listens: listen::Listens,
+    /// The log level last set on the session for a 2026-07-28 client.
+    log_level: Option<String>,
+    /// The id (JSON text) of a legacy client's `initialize` on its way upstream.
+    legacy_initialize: Option<String>,
+    /// A client with other capabilities than the session's was logged.
+    told_capabilities: bool,
+}
+
+/// The upstream session, as far as 2026-07-28 clients are concerned.
+enum Session {
+    /// Nobody opened it yet.
+    Closed,
+    /// The bridge sent `initialize`; client frames wait for its answer.
+    Opening {
+        params: Value,
+        waiting: Vec<Frame>,
+        /// Frames already translated, sent again once the session is open (after it expired).
+        resend: Vec<Frame>,
+    },
+    /// Open: `result` is the `initialize` result; `params` the bridge's `initialize` params, or `None`
+    /// when a legacy client opened it.
+    Open {
+        result: Value,
+        params: Option<Value>,
+    },
+}
+
+/// What one of the bridge's own requests was for.
+#[derive(Debug, PartialEq)]
+enum Own {
+    /// The session's `initialize`.
+    Initialize,
+    /// `logging/setLevel`, `resources/subscribe`, `resources/unsubscribe` or an answer nobody awaits.
+    Quiet,
+}
+
+/// A 2026-07-28 request in flight upstream.
+struct Modern {
+    /// The id its answer goes to; `None` while the client was handed `input_required` and has not
+    /// retried yet.
+    client: Option<Value>,
+    method: String,
+    /// `params.uri` of a `resources/read`, for the error of a resource that does not exist.
+    uri: Option<String>,
+    /// The order it was sent in: the oldest request in flight gets the server's requests.
+    order: u64,
+    /// The `requestState` of its open exchange.
+    exchange: Option<String>,
+}
 
 impl ToLegacy {
     pub(super) fn new() -> Self {
-        Self {}
+        Self {
+            next: 0,
+            session: Session::Closed,
+            own: HashMap::new(),
+            modern: HashMap::new(),
+            exchanges: HashMap::new(),
+            listens: listen::Listens::default(),
+            log_level: None,
+            legacy_initialize: None,
+            told_capabilities: false,
+        }
+    }
+
+    /// A fresh id for one of the bridge's own requests, as a value and as JSON text.
+    fn own_id(&mut self, what: Own) -> Value {
+        self.next += 1;
+        let id = Value::from(format!("calltape-era-{}", self.next));
+        self.own.insert(id.to_string(), what);
+        id
+    }
+
+    /// Sends one of the bridge's own requests upstream.
+    fn request(&mut self, what: Own, method: &str, params: Value, out: &mut Vec<Out>) {
+        let id = self.own_id(what);
+        let message = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        out.push(Out::Upstream(jsonrpc::to_frame(&message)));
+    }
+
+    /// The `initialize` result of the open session.
+    fn initialized(&self) -> Option<&Value> {
+        match &self.session {
+            Session::Open { result, .. } => Some(result),
+            _ => None,
+        }
+    }
+
+    /// A frame of the handshake era from the client side: passed through, except the handshake of a
+    /// session the bridge opened.
+    fn on_legacy(&mut self, frame: Frame, out: &mut Vec<Out>) {
+        if memmem::find(&frame, b"initialize").is_none() {
+            out.push(Out::Upstream(frame));
+            return;
+        }
+        let Ok(jsonrpc::Peek::One(info)) = jsonrpc::peek(&frame) else {
+            out.push(Out::Upstream(frame));
+            return;
+        };
+        match (info.method.as_deref(), &mut self.session) {
+            (Some("initialize"), Session::Opening { waiting, .. }) if info.id.is_some() => {
+                waiting.push(frame);
+            }
+            (
+                Some("initialize"),
+                Session::Open {
+                    result,
+                    params: Some(_),
+                },
+            ) if info.id.is_some() => {
+                let Ok(message) = serde_json::from_slice::<Value>(&frame) else {
+                    out.push(Out::Upstream(frame));
+                    return;
+                };
+                let asked = message["params"]["protocolVersion"].as_str();
+                let answer = shape::initialize_answer(&message["id"], asked, result);
+                out.push(client(&answer));
+            }
+            (Some("initialize"), Session::Closed) if info.id.is_some() => {
+                self.legacy_initialize = info.id.as_deref().map(str::to_owned);
+                out.push(Out::Upstream(frame));
+            }
+            // The bridge sends the session's own `notifications/initialized`.
+            (
+                Some(jsonrpc::INITIALIZED),
+                Session::Opening { .. }
+                | Session::Open {
+                    params: Some(_), ..
+                },
+            ) if info.id.is_none() => {}
+            _ => out.push(Out::Upstream(frame)),
+        }
+    }
+
+    /// A 2026-07-28 frame from the client side.
+    fn on_modern(&mut self, frame: Frame, message: Value, out: &mut Vec<Out>) {
+        match &mut self.session {
+            Session::Open { .. } => self.in_session(message, out),
+            Session::Opening { waiting, .. } => waiting.push(frame),
+            Session::Closed => {
+                let params = shape::initialize_params(&message);
+                self.request(Own::Initialize, "initialize", params.clone(), out);
+                self.session = Session::Opening {
+                    params,
+                    waiting: vec![frame],
+                    resend: Vec::new(),
+                };
+            }
+        }
+    }
+
+    /// A 2026-07-28 frame once the session is open.
+    fn in_session(&mut self, mut message: Value, out: &mut Vec<Out>) {
+        self.check_capabilities(&message);
+        let method = message["method"].as_str().unwrap_or_default().to_owned();
+        let id = message.get("id").filter(|id| !id.is_null()).cloned();
+        let Some(id) = id else {
+            if method == "notifications/cancelled"
+                && let Some(uris) = self.listens.cancel(&message)
+            {
+                for uri in uris {
+                    self.request(
+                        Own::Quiet,
+                        "resources/unsubscribe",
+                        json!({"uri": uri}),
+                        out,
+                    );
+                }
+                return;
+            }
+            shape::strip(&mut message);
+            out.push(Out::Upstream(jsonrpc::to_frame(&message)));
+            return;
+        };
+        if let Some(level) = shape::meta(&message)
+            .and_then(|meta| meta.get(shape::LOG_LEVEL_KEY))
+            .and_then(Value::as_str)
+            && self.log_level.as_deref() != Some(level)
+        {
+            let level = level.to_owned();
+            self.request(Own::Quiet, "logging/setLevel", json!({"level": level}), out);
+            self.log_level = Some(level);
+        }
+        match method.as_str() {
+            "server/discover" => {
+                let initialized = self.initialized().cloned().unwrap_or_default();
+                out.push(client(&shape::discover(&id, &initialized)));
+                return;
+            }
+            "subscriptions/listen" => {
+                self.open_listen(&id, &message, out);
+                return;
+            }
+            _ => {}
+        }
+        if message["params"].get("requestState").is_some() {
+            self.retry(id, &message, out);
+            return;
+        }
+        self.next += 1;
+        let uri = message["params"]["uri"].as_str().map(str::to_owned);
+        self.modern.insert(
+            id.to_string(),
+            Modern {
+                client: Some(id),
+                method,
+                uri,
+                order: self.next,
+                exchange: None,
+            },
+        );
+        shape::strip(&mut message);
+        out.push(Out::Upstream(jsonrpc::to_frame(&message)));
+    }
+
+    /// Logs once that a client's capabilities differ from those the session was opened with.
+    fn check_capabilities(&mut self, message: &Value) {
+        let Session::Open {
+            params: Some(params),
+            ..
+        } = &self.session
+        else {
+            return;
+        };
+        let theirs = shape::meta(message).and_then(|meta| meta.get(shape::CAPABILITIES_KEY));
+        if self.told_capabilities || theirs.is_none_or(|theirs| *theirs == params["capabilities"]) {
+            return;
+        }
+        self.told_capabilities = true;
+        tracing::warn!(
+            "a 2026-07-28 client declares other capabilities than the upstream session was opened with; \
+             it is served in that session, since one link to a legacy upstream is one session"
+        );
+    }
+
+    /// The answer to one of the bridge's own requests.
+    fn on_own(&mut self, what: Own, message: &Value, out: &mut Vec<Out>) {
+        if what == Own::Quiet {
+            if let Some(error) = message.get("error") {
+                tracing::debug!(%error, "the upstream refused a request the bridge sent");
+            }
+            return;
+        }
+        if !matches!(self.session, Session::Opening { .. }) {
+            return;
+        }
+        let Session::Opening {
+            params,
+            waiting,
+            resend,
+        } = std::mem::replace(&mut self.session, Session::Closed)
+        else {
+            return;
+        };
+        match message.get("result").filter(|result| result.is_object()) {
+            Some(result) => {
+                self.session = Session::Open {
+                    result: result.clone(),
+                    params: Some(params),
+                };
+                out.push(Out::Upstream(jsonrpc::notification(jsonrpc::INITIALIZED)));
+                if let Some(level) = self.log_level.clone() {
+                    self.request(Own::Quiet, "logging/setLevel", json!({"level": level}), out);
+                }
+                for uri in self.listens.uris() {
+                    self.request(Own::Quiet, "resources/subscribe", json!({"uri": uri}), out);
+                }
+                out.extend(resend.into_iter().map(Out::Upstream));
+                for frame in waiting {
+                    self.on_client(frame, out);
+                }
+            }
+            None => {
+                let error = message.get("error").cloned().unwrap_or(Value::Null);
+                let said = error["message"].as_str().unwrap_or("no reason given");
+                let why = format!(
+                    "the legacy upstream refused the initialize the bridge sent for this 2026-07-28 \
+                     request ({said}); check that the server accepts the client's capabilities"
+                );
+                let code = error["code"].as_i64().unwrap_or(UPSTREAM_PROTOCOL_ERROR);
+                self.fail_waiting(waiting, code, &why, Some(error), out);
+            }
+        }
+    }
+
+    /// Answers every waiting request with an error, after the session could not be opened.
+    fn fail_waiting(
+        &mut self,
+        waiting: Vec<Frame>,
+        code: i64,
+        why: &str,
+        upstream: Option<Value>,
+        out: &mut Vec<Out>,
+    ) {
+        tracing::warn!("{why}");
+        for frame in waiting {
+            let Ok(jsonrpc::Peek::One(info)) = jsonrpc::peek(&frame) else {
+                continue;
+            };
+            if let (Some(id), Some(_)) = (info.id.as_deref(), info.method.as_deref()) {
+                let data = jsonrpc::data("handshake_failed", upstream.clone());
+                out.push(Out::Client(UpstreamEvent::Message(jsonrpc::error_frame(
+                    Some(id),
+                    code,
+                    why,
+                    data,
+                ))));
+            }
+        }
+    }
+
+    /// A message from the upstream.
+    fn on_message(&mut self, frame: Frame, out: &mut Vec<Out>) {
+        if self.own.is_empty()
+            && self.modern.is_empty()
+            && self.listens.is_empty()
+            && self.legacy_initialize.is_none()
+        {
+            out.push(Out::Client(UpstreamEvent::Message(frame)));
+            return;
+        }
+        let info = match jsonrpc::peek(&frame) {
+            Ok(jsonrpc::Peek::One(info)) => info,
+            _ => {
+                out.push(Out::Client(UpstreamEvent::Message(frame)));
+                return;
+            }
+        };
+        let key = info.id.as_deref().unwrap_or_default();
+        let mine = info.is_response()
+            && (self.own.contains_key(key)
+                || self.modern.contains_key(key)
+                || self.legacy_initialize.as_deref() == Some(key));
+        let server_request = info.is_request() && !self.modern.is_empty();
+        let event = info.method.is_some()
+            && info.id.is_none()
+            && !self.listens.is_empty()
+            && listen::carries(info.method.as_deref().unwrap_or_default());
+        if !(mine || server_request || event) {
+            out.push(Out::Client(UpstreamEvent::Message(frame)));
+            return;
+        }
+        let Ok(message) = serde_json::from_slice::<Value>(&frame) else {
+            out.push(Out::Client(UpstreamEvent::Message(frame)));
+            return;
+        };
+        if let Some(what) = self.own.remove(key) {
+            self.on_own(what, &message, out);
+        } else if let Some(modern) = self.modern.remove(key) {
+            self.on_answer(key, modern, message, out);
+        } else if info.is_response() {
+            self.legacy_initialize = None;
+            if let Some(result) = message.get("result").filter(|r| r.is_object())
+                && matches!(self.session, Session::Closed)
+            {
+                self.session = Session::Open {
+                    result: result.clone(),
+                    params: None,
+                };
+            }
+            out.push(Out::Client(UpstreamEvent::Message(frame)));
+        } else if server_request {
+            if !self.on_server_request(&message, out) {
+                out.push(Out::Client(UpstreamEvent::Message(frame)));
+            }
+        } else {
+            let events = self.listens.deliver(&message);
+            if events.is_empty() {
+                out.push(Out::Client(UpstreamEvent::Message(frame)));
+            }
+            out.extend(events.iter().map(client));
+        }
+    }
+
+    /// The upstream's answer to a 2026-07-28 request.
+    fn on_answer(&mut self, key: &str, mut modern: Modern, message: Value, out: &mut Vec<Out>) {
+        match modern.client.take() {
+            Some(id) => {
+                if let Some(state) = &modern.exchange {
+                    self.exchanges.remove(state);
+                }
+                let answer = shape::answer(message, &id, &modern.method, modern.uri.as_deref());
+                out.push(client(&answer));
+            }
+            None => {
+                // The client was handed `input_required` and has not retried yet: the answer waits for it.
+                if let Some(exchange) = modern
+                    .exchange
+                    .as_ref()
+                    .and_then(|state| self.exchanges.get_mut(state))
+                {
+                    exchange.answer = Some(message);
+                }
+                self.modern.insert(key.to_owned(), modern);
+            }
+        }
+    }
+
+    /// An event other than a message, about a frame the bridge may have sent itself.
+    fn on_trouble(&mut self, event: UpstreamEvent, out: &mut Vec<Out>) {
+        let frame = match &event {
+            UpstreamEvent::SessionExpired { frame }
+            | UpstreamEvent::Undelivered { frame, .. }
+            | UpstreamEvent::ProtocolError { frame, .. } => frame,
+            UpstreamEvent::Closed { .. } | UpstreamEvent::Message(_) => {
+                out.push(Out::Client(event));
+                return;
+            }
+        };
+        let id = match jsonrpc::peek(frame) {
+            Ok(jsonrpc::Peek::One(info)) => info.id.map(String::from),
+            _ => None,
+        };
+        let own = id.as_deref().and_then(|id| self.own.remove(id));
+        match (event, own) {
+            (UpstreamEvent::SessionExpired { frame }, own) => {
+                self.reopen(frame, own, out);
+            }
+            (_, Some(Own::Quiet)) => {}
+            (event, Some(Own::Initialize)) => {
+                let reason = trouble_reason(&event);
+                if let Session::Opening { waiting, .. } =
+                    std::mem::replace(&mut self.session, Session::Closed)
+                {
+                    let why = format!(
+                        "the bridge could not open a session of the legacy upstream for this 2026-07-28 \
+                         request ({reason}); check that the server is running and speaks MCP"
+                    );
+                    self.fail_waiting(waiting, UPSTREAM_PROTOCOL_ERROR, &why, None, out);
+                }
+            }
+            (event, None) => {
+                if let Some(id) = id {
+                    self.modern.remove(&id);
+                }
+                out.push(Out::Client(event));
+            }
+        }
+    }
+
+    /// The upstream forgot the session the bridge opened: the bridge opens another, then sends the
+    /// frame again (a session a legacy client opened is that client's to open again).
+    fn reopen(&mut self, frame: Frame, own: Option<Own>, out: &mut Vec<Out>) {
+        let params = match &mut self.session {
+            Session::Open {
+                params: Some(params),
+                ..
+            } => params.clone(),
+            Session::Opening { resend, .. } => {
+                if own != Some(Own::Initialize) {
+                    resend.push(frame);
+                }
+                return;
+            }
+            _ => {
+                out.push(Out::Client(UpstreamEvent::SessionExpired { frame }));
+                return;
+            }
+        };
+        self.request(Own::Initialize, "initialize", params.clone(), out);
+        let resend = if own.is_some() {
+            Vec::new()
+        } else {
+            vec![frame]
+        };
+        self.session = Session::Opening {
+            params,
+            waiting: Vec::new(),
+            resend,
+        };
     }
 }
 
 impl Translate for ToLegacy {
     fn on_client(&mut self, frame: Frame, out: &mut Vec<Out>) {
-        out.push(Out::Upstream(frame));
+        if memmem::find(&frame, MODERN_MARK).is_none() {
+            return self.on_legacy(frame, out);
+        }
+        let message = match serde_json::from_slice::<Value>(&frame) {
+            Ok(message)
+                if shape::meta(&message).is_some_and(|m| m.contains_key(shape::VERSION_KEY)) =>
+            {
+                message
+            }
+            _ => return self.on_legacy(frame, out),
+        };
+        self.on_modern(frame, message, out);
     }
 
     fn on_upstream(&mut self, event: UpstreamEvent, out: &mut Vec<Out>) {
-        out.push(Out::Client(event));
+        match event {
+            UpstreamEvent::Message(frame) => self.on_message(frame, out),
+            other => self.on_trouble(other, out),
+        }
+    }
+}
+
+/// A message for the client side.
+fn client(message: &Value) -> Out {
+    Out::Client(UpstreamEvent::Message(jsonrpc::to_frame(message)))
+}
+
+/// Why a frame did not get an answer, for a log line or an error.
+fn trouble_reason(event: &UpstreamEvent) -> String {
+    match event {
+        UpstreamEvent::Undelivered { reason, .. } => reason.clone(),
+        UpstreamEvent::ProtocolError { message, .. } => message.clone(),
+        UpstreamEvent::SessionExpired { .. } => "the session expired".to_owned(),
+        UpstreamEvent::Closed { reason } => reason.clone(),
+        UpstreamEvent::Message(_) => String::new(),
     }
 }

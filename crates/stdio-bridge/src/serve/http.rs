@@ -35,7 +35,7 @@ use super::{
     mux::{Mux, SessionNo},
 };
 use crate::{
-    Error, ErrorKind, Tap, Upstream,
+    Error, ErrorKind, Protocol, Tap, Upstream,
     shared::{Endpoint, ServerKeys, check_socket_len},
     tap::{TapSender, TapThread},
 };
@@ -105,6 +105,7 @@ pub struct Serve {
     max_connections: usize,
     max_sessions: usize,
     on_retire: Option<OnRetire>,
+    protocol: Protocol,
 }
 
 /// What a shared server lets go of when it is replaced.
@@ -117,6 +118,7 @@ impl std::fmt::Debug for Serve {
             .field("token", &self.token.as_ref().map(|_| "[REDACTED]"))
             .field("idle_exit", &self.idle_exit)
             .field("json_response", &self.json_response)
+            .field("protocol", &self.protocol)
             .finish_non_exhaustive()
     }
 }
@@ -136,7 +138,15 @@ impl Serve {
             max_connections: DEFAULT_MAX_CONNECTIONS,
             max_sessions: DEFAULT_MAX_SESSIONS,
             on_retire: None,
+            protocol: Protocol::Auto,
         }
+    }
+
+    /// The protocol era the child speaks (default [`Protocol::Auto`]: found on each start).
+    #[must_use]
+    pub fn protocol(mut self, protocol: Protocol) -> Self {
+        self.protocol = protocol;
+        self
     }
 
     /// As a shared server, runs `f` when a session for another command says it replaces this server

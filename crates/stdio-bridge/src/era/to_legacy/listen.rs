@@ -1,0 +1,162 @@
+//! `subscriptions/listen` on a legacy session: the filter's resources become `resources/subscribe`
+//! calls, and the session's change notifications are handed to each listen stream whose filter takes
+//! them, stamped with its subscription id, after a first `notifications/subscriptions/acknowledged`.
+
+use serde_json::{Map, Value, json};
+
+use super::{Out, Own, ToLegacy, client};
+
+/// The `_meta` key that names the listen request a notification belongs to.
+const SUBSCRIPTION_ID_KEY: &str = "io.modelcontextprotocol/subscriptionId";
+
+/// The list notifications, with the filter key that asks for each and the capability that offers it.
+const LISTS: [(&str, &str, &str); 3] = [
+    (
+        "notifications/tools/list_changed",
+        "toolsListChanged",
+        "tools",
+    ),
+    (
+        "notifications/prompts/list_changed",
+        "promptsListChanged",
+        "prompts",
+    ),
+    (
+        "notifications/resources/list_changed",
+        "resourcesListChanged",
+        "resources",
+    ),
+];
+const UPDATED: &str = "notifications/resources/updated";
+
+/// Whether a listen stream may carry notifications of this method.
+pub(super) fn carries(method: &str) -> bool {
+    method == UPDATED || LISTS.iter().any(|(list, ..)| *list == method)
+}
+
+/// The open listen streams of the link.
+#[derive(Default)]
+pub(super) struct Listens {
+    streams: Vec<Listen>,
+}
+
+/// One listen stream: its request id and what the bridge agreed to deliver on it.
+struct Listen {
+    id: Value,
+    /// The filter keys of the lists it takes.
+    lists: Vec<&'static str>,
+    uris: Vec<String>,
+}
+
+impl Listens {
+    pub(super) fn is_empty(&self) -> bool {
+        self.streams.is_empty()
+    }
+
+    /// Every resource some stream is subscribed to, once each.
+    pub(super) fn uris(&self) -> Vec<String> {
+        let mut uris: Vec<String> = Vec::new();
+        for uri in self.streams.iter().flat_map(|listen| &listen.uris) {
+            if !uris.contains(uri) {
+                uris.push(uri.clone());
+            }
+        }
+        uris
+    }
+
+    /// A client cancelled a request: when it was a listen stream's, the stream ends, and the
+    /// resources no other stream watches are returned for unsubscribing.
+    pub(super) fn cancel(&mut self, message: &Value) -> Option<Vec<String>> {
+        let id = &message["params"]["requestId"];
+        let at = self.streams.iter().position(|listen| listen.id == *id)?;
+        let gone = self.streams.remove(at);
+        let left = self.uris();
+        Some(
+            gone.uris
+                .into_iter()
+                .filter(|uri| !left.contains(uri))
+                .collect(),
+        )
+    }
+
+    /// Copies of an upstream notification for each stream that takes it, stamped with the stream's id.
+    pub(super) fn deliver(&self, message: &Value) -> Vec<Value> {
+        let method = message["method"].as_str().unwrap_or_default();
+        let list = LISTS
+            .iter()
+            .find(|(list, ..)| *list == method)
+            .map(|(_, key, _)| *key);
+        let uri = message["params"]["uri"].as_str();
+        self.streams
+            .iter()
+            .filter(|listen| match (list, uri) {
+                (Some(key), _) => listen.lists.contains(&key),
+                (None, Some(uri)) => method == UPDATED && listen.uris.iter().any(|u| u == uri),
+                (None, None) => false,
+            })
+            .map(|listen| stamped(message, &listen.id))
+            .collect()
+    }
+}
+
+impl ToLegacy {
+    /// Opens a listen stream: subscribes to the resources it asks for that nobody watches yet, and
+    /// acknowledges what the session can deliver.
+    pub(super) fn open_listen(&mut self, id: &Value, message: &Value, out: &mut Vec<Out>) {
+        let filter = &message["params"]["notifications"];
+        let capabilities = self
+            .initialized()
+            .map(|result| result["capabilities"].clone())
+            .unwrap_or_default();
+        let mut honored = Map::new();
+        let mut lists = Vec::new();
+        for (_, key, capability) in LISTS {
+            if filter[key] == Value::Bool(true)
+                && capabilities[capability]["listChanged"] == Value::Bool(true)
+            {
+                honored.insert(key.to_owned(), Value::Bool(true));
+                lists.push(key);
+            }
+        }
+        let mut uris = Vec::new();
+        if capabilities["resources"]["subscribe"] == Value::Bool(true)
+            && let Some(asked) = filter["resourceSubscriptions"].as_array()
+        {
+            uris = asked
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect();
+            honored.insert("resourceSubscriptions".to_owned(), json!(uris));
+        }
+        let watched = self.listens.uris();
+        for uri in uris.iter().filter(|uri| !watched.contains(uri)) {
+            self.request(Own::Quiet, "resources/subscribe", json!({"uri": uri}), out);
+        }
+        self.listens.streams.push(Listen {
+            id: id.clone(),
+            lists,
+            uris,
+        });
+        let ack = json!({
+            "jsonrpc": "2.0",
+            "method": "notifications/subscriptions/acknowledged",
+            "params": {"notifications": honored, "_meta": {SUBSCRIPTION_ID_KEY: id}},
+        });
+        out.push(client(&ack));
+    }
+}
+
+/// A notification with the listen stream's id in its `_meta`.
+fn stamped(message: &Value, id: &Value) -> Value {
+    let mut message = message.clone();
+    if !message["params"].is_object() {
+        message["params"] = json!({});
+    }
+    let params = &mut message["params"];
+    if !params["_meta"].is_object() {
+        params["_meta"] = json!({});
+    }
+    params["_meta"][SUBSCRIPTION_ID_KEY] = id.clone();
+    message
+}
