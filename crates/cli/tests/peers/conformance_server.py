@@ -10,7 +10,7 @@ It implements what the scenarios call (tools such as `test_simple_text`, the `te
   modern-only server does;
 - `legacy`: the handshake era only; `server/discover` is an unknown method (-32601) and a request that
   carries the 2026-07-28 `_meta` envelope is refused with -32022 naming the handshake versions, as a
-  server that predates 2026-07-28 would.
+  server that predates 2026-07-28 would (`initialize` is taken whatever its `_meta` holds, as the SDK does).
 
 Over HTTP it listens on 127.0.0.1:PORT/mcp only.
 """
@@ -86,7 +86,7 @@ def era_gate(era: str):
             )
         if era == "legacy" and ctx.method == "server/discover":
             raise MCPError(code=types.METHOD_NOT_FOUND, message="Method not found", data=ctx.method)
-        if era == "legacy" and enveloped:
+        if era == "legacy" and enveloped and ctx.method != "initialize":
             raise MCPError(
                 code=types.UNSUPPORTED_PROTOCOL_VERSION,
                 message="this server speaks the initialize handshake only",
