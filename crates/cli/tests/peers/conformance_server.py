@@ -6,8 +6,9 @@ It implements what the scenarios call (tools such as `test_simple_text`, the `te
 `test_*` prompts, completion, logging and subscriptions), in one or both protocol eras:
 
 - `both`: what the SDK serves by default, the `initialize` handshake and 2026-07-28 stateless requests;
-- `modern`: 2026-07-28 only; `initialize` is refused with -32022 (unsupported protocol version), as a
-  modern-only server does;
+- `modern`: 2026-07-28 only; `initialize` is refused: over HTTP as a method that does not exist (-32601,
+  HTTP 404), as the suite's `server-stateless` scenario wants, over stdio with -32022 (unsupported protocol
+  version), as the SDK's 2026-07-28 connection does;
 - `legacy`: the handshake era only; `server/discover` is an unknown method (-32601) and a request that
   carries the 2026-07-28 `_meta` envelope is refused with -32022 naming the handshake versions, as a
   server that predates 2026-07-28 would (`initialize` is taken whatever its `_meta` holds, as the SDK does).
@@ -79,11 +80,8 @@ def era_gate(era: str):
         meta = params.get("_meta") if isinstance(params, dict) else None
         enveloped = isinstance(meta, dict) and PROTOCOL_VERSION_KEY in meta
         if era == "modern" and ctx.method == "initialize":
-            raise MCPError(
-                code=types.UNSUPPORTED_PROTOCOL_VERSION,
-                message="this server speaks 2026-07-28 only; send requests without initialize",
-                data={"supported": MODERN_VERSIONS, "requested": params.get("protocolVersion")},
-            )
+            # The 2026-07-28 spec removed initialize: a server without it answers as for any unknown method.
+            raise MCPError(code=types.METHOD_NOT_FOUND, message="Method not found", data=ctx.method)
         if era == "legacy" and ctx.method == "server/discover":
             raise MCPError(code=types.METHOD_NOT_FOUND, message="Method not found", data=ctx.method)
         if era == "legacy" and enveloped and ctx.method != "initialize":
