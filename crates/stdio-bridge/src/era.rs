@@ -96,20 +96,22 @@ pub(crate) trait Translate: Send + 'static {
 pub struct EraUpstream {
     inner: Arc<dyn Upstream>,
     protocol: Protocol,
+    said: pump::Said,
 }
 
 impl EraUpstream {
     /// Wraps `inner`, whose era is `protocol` (or found on each connection with [`Protocol::Auto`]).
     pub fn new(inner: impl Upstream, protocol: Protocol) -> Self {
-        Self {
-            inner: Arc::new(inner),
-            protocol,
-        }
+        Self::from_arc(Arc::new(inner), protocol)
     }
 
     /// Wraps an upstream that is already shared.
     pub fn from_arc(inner: Arc<dyn Upstream>, protocol: Protocol) -> Self {
-        Self { inner, protocol }
+        Self {
+            inner,
+            protocol,
+            said: pump::Said::default(),
+        }
     }
 }
 
@@ -121,7 +123,8 @@ impl Upstream for EraUpstream {
     fn connect(&self) -> BoxFuture<'_, Result<Link, Error>> {
         Box::pin(async move {
             let link = self.inner.connect().await?;
-            Ok(pump::start(link, self.protocol, self.inner.describe()))
+            let shown = self.inner.describe();
+            Ok(pump::start(link, self.protocol, shown, self.said.clone()))
         })
     }
 }

@@ -4,6 +4,7 @@ mod bridge;
 mod bridge_http;
 mod conformance;
 mod demo;
+mod era_bridge;
 mod era_legacy;
 mod errors;
 mod fill_follow;

@@ -1,11 +1,21 @@
 //! The task that sits between the client side and the upstream's link: it finds the upstream's era,
 //! then feeds every frame through the era's translator.
 
-use std::time::Duration;
+use std::{
+    sync::{
+        Arc,
+        atomic::{AtomicU8, Ordering},
+    },
+    time::Duration,
+};
 
 use tokio::sync::mpsc;
 
-use super::{Era, Out, Protocol, Translate, to_legacy::ToLegacy, to_modern::ToModern};
+use super::{
+    Era, Out, Protocol, Translate,
+    to_legacy::ToLegacy,
+    to_modern::{self, Discovery, ToModern},
+};
 use crate::upstream::{Frame, Link, UpstreamEvent};
 
 /// How many frames wait between the client side and the pump, and between the pump and the client side.
@@ -13,8 +23,32 @@ const QUEUE: usize = 64;
 /// How long `server/discover` may take before an upstream counts as legacy.
 const DISCOVER_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// The era last said at info level for one [`EraUpstream`](super::EraUpstream), so that a restart
+/// that finds the same era says it only at debug level.
+#[derive(Clone, Default)]
+pub(super) struct Said(Arc<AtomicU8>);
+
+impl Said {
+    /// Logs the era found: at info level the first time and when it changes.
+    fn era(&self, era: Era, shown: &str) {
+        let code = match era {
+            Era::Legacy => 1,
+            Era::Modern => 2,
+        };
+        let name = match era {
+            Era::Legacy => "the handshake era (initialize)",
+            Era::Modern => "2026-07-28 (stateless)",
+        };
+        if self.0.swap(code, Ordering::Relaxed) == code {
+            tracing::debug!("the upstream {shown} speaks {name}");
+        } else {
+            tracing::info!("the upstream {shown} speaks {name}");
+        }
+    }
+}
+
 /// Starts the pump for one upstream link and returns the link the client side uses instead.
-pub(super) fn start(inner: Link, protocol: Protocol, shown: String) -> Link {
+pub(super) fn start(inner: Link, protocol: Protocol, shown: String, said: Said) -> Link {
     let (client_tx, client_rx) = mpsc::channel::<Frame>(QUEUE);
     let (event_tx, event_rx) = mpsc::channel::<UpstreamEvent>(QUEUE);
     let Link {
@@ -22,7 +56,13 @@ pub(super) fn start(inner: Link, protocol: Protocol, shown: String) -> Link {
         events,
         close,
     } = inner;
-    tokio::spawn(run(protocol, shown, client_rx, outgoing, events, event_tx));
+    let ends = Ends {
+        from_client: client_rx,
+        to_upstream: outgoing,
+        from_upstream: events,
+        to_client: event_tx,
+    };
+    tokio::spawn(run(protocol, shown, said, ends));
     Link {
         outgoing: client_tx,
         events: event_rx,
@@ -30,34 +70,47 @@ pub(super) fn start(inner: Link, protocol: Protocol, shown: String) -> Link {
     }
 }
 
-async fn run(
-    protocol: Protocol,
-    shown: String,
-    mut from_client: mpsc::Receiver<Frame>,
+/// The four ends the pump joins.
+struct Ends {
+    from_client: mpsc::Receiver<Frame>,
     to_upstream: mpsc::Sender<Frame>,
-    mut from_upstream: mpsc::Receiver<UpstreamEvent>,
+    from_upstream: mpsc::Receiver<UpstreamEvent>,
     to_client: mpsc::Sender<UpstreamEvent>,
-) {
+}
+
+async fn run(protocol: Protocol, shown: String, said: Said, ends: Ends) {
+    let Ends {
+        mut from_client,
+        to_upstream,
+        mut from_upstream,
+        to_client,
+    } = ends;
     let mut early = Vec::new();
-    let (era, discovered) = match protocol {
-        Protocol::Legacy => (Era::Legacy, None),
-        Protocol::Modern => (Era::Modern, None),
+    let found = match protocol {
+        Protocol::Legacy => found(Era::Legacy),
+        Protocol::Modern => found(Era::Modern),
         Protocol::Auto => {
-            super::to_modern::discover(
+            let found = to_modern::discover(
                 &to_upstream,
                 &mut from_upstream,
                 &mut early,
                 DISCOVER_TIMEOUT,
             )
-            .await
+            .await;
+            if found.ended {
+                tracing::debug!("the upstream {shown} went away before its era was found");
+            } else {
+                said.era(found.era, &shown);
+            }
+            found
         }
     };
-    if protocol == Protocol::Auto {
-        tracing::info!(upstream = %shown, era = ?era, "found the upstream's protocol era");
-    }
-    let mut translator: Box<dyn Translate> = match era {
+    // An answer to detection that came too late is dropped, not handed to the client.
+    let mut late = found.late;
+    let mut translator: Box<dyn Translate> = match found.era {
+        Era::Legacy if protocol == Protocol::Legacy => Box::new(Told(ToLegacy::new())),
         Era::Legacy => Box::new(ToLegacy::new()),
-        Era::Modern => Box::new(ToModern::new(discovered)),
+        Era::Modern => Box::new(ToModern::new(found.result)),
     };
     let mut out = Vec::new();
     for event in early {
@@ -73,9 +126,43 @@ async fn run(
                 None => return,
             },
             event = from_upstream.recv() => match event {
+                Some(UpstreamEvent::Message(frame)) if late && to_modern::is_discover(&frame) => {
+                    late = false;
+                }
                 Some(event) => translator.on_upstream(event, &mut out),
                 None => return,
             },
+        }
+    }
+}
+
+fn found(era: Era) -> Discovery {
+    Discovery {
+        era,
+        result: None,
+        late: false,
+        ended: false,
+    }
+}
+
+/// The handshake era's translator, for an upstream the user said is legacy: an `initialize` the
+/// upstream refuses because it speaks only 2026-07-28 is answered with an error that says so.
+struct Told(ToLegacy);
+
+impl Translate for Told {
+    fn on_client(&mut self, frame: Frame, out: &mut Vec<Out>) {
+        self.0.on_client(frame, out);
+    }
+
+    fn on_upstream(&mut self, event: UpstreamEvent, out: &mut Vec<Out>) {
+        let start = out.len();
+        self.0.on_upstream(event, out);
+        for item in &mut out[start..] {
+            if let Out::Client(UpstreamEvent::Message(frame)) = item
+                && let Some(explained) = to_modern::explain_refused_handshake(frame)
+            {
+                *frame = explained;
+            }
         }
     }
 }
@@ -96,4 +183,80 @@ async fn flush(
         }
     }
     true
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::*;
+
+    fn frame(message: &Value) -> Frame {
+        Frame::from(serde_json::to_vec(message).unwrap())
+    }
+
+    fn parse(frame: &Frame) -> Value {
+        serde_json::from_slice(frame).unwrap()
+    }
+
+    /// A pump over channels: the test plays the upstream on the far ends.
+    fn pump(protocol: Protocol) -> (Link, mpsc::Receiver<Frame>, mpsc::Sender<UpstreamEvent>) {
+        let (outgoing, sent) = mpsc::channel(8);
+        let (events_tx, events) = mpsc::channel(8);
+        let inner = Link {
+            outgoing,
+            events,
+            close: Box::new(|| Box::pin(async {})),
+        };
+        let link = start(inner, protocol, "test".into(), Said::default());
+        (link, sent, events_tx)
+    }
+
+    async fn message(events: &mut mpsc::Receiver<UpstreamEvent>) -> Value {
+        match events.recv().await {
+            Some(UpstreamEvent::Message(frame)) => parse(&frame),
+            other => panic!("expected a message, got {other:?}"),
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_late_discover_answer_is_dropped_and_early_events_kept_in_order() {
+        let (mut link, mut sent, upstream) = pump(Protocol::Auto);
+        let asked = parse(&sent.recv().await.unwrap());
+        assert_eq!(asked["method"], "server/discover");
+        let note = json!({"jsonrpc": "2.0", "method": "notifications/message",
+            "params": {"level": "info", "data": "starting"}});
+        upstream
+            .send(UpstreamEvent::Message(frame(&note)))
+            .await
+            .unwrap();
+        // No answer within the time: the handshake era, so initialize goes up as it is.
+        let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}});
+        link.outgoing.send(frame(&initialize)).await.unwrap();
+        assert_eq!(parse(&sent.recv().await.unwrap()), initialize);
+        assert_eq!(message(&mut link.events).await, note);
+        let late = json!({"jsonrpc": "2.0", "id": asked["id"], "error": {"code": -32601, "message": "no"}});
+        let answer =
+            json!({"jsonrpc": "2.0", "id": 1, "result": {"protocolVersion": "2025-06-18"}});
+        for message in [&late, &answer] {
+            upstream
+                .send(UpstreamEvent::Message(frame(message)))
+                .await
+                .unwrap();
+        }
+        assert_eq!(message(&mut link.events).await, answer);
+    }
+
+    #[tokio::test]
+    async fn protocol_modern_asks_nothing_before_the_client_does() {
+        let (link, mut sent, _upstream) = pump(Protocol::Modern);
+        let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+        link.outgoing.send(frame(&list)).await.unwrap();
+        let first = parse(&sent.recv().await.unwrap());
+        assert_eq!(first["method"], "tools/list", "{first}");
+        assert_eq!(
+            first["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"],
+            "2026-07-28"
+        );
+    }
 }

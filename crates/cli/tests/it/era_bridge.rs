@@ -1,0 +1,215 @@
+//! A legacy client on a 2026-07-28 server through `calltape bridge`: the Python SDK 1.x as the client,
+//! a server of the Python SDK 2.x that speaks only 2026-07-28 (`peers/modern_server.py`), over
+//! Streamable HTTP and stdio, with `--protocol auto` and `--protocol modern`.
+
+use std::{
+    io::{BufRead, BufReader, Write},
+    net::{TcpListener, TcpStream},
+    path::PathBuf,
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use serde_json::{Value, json};
+
+use crate::support::{calltape, peers};
+
+fn peer_script(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/peers")
+        .join(name)
+}
+
+fn modern_python() -> PathBuf {
+    let python = peers().join("venv2/bin/python");
+    assert!(
+        python.exists(),
+        "{} is missing: run .ci/install-peers",
+        python.display()
+    );
+    python
+}
+
+/// The modern server on a loopback port, stopped when dropped.
+struct ModernHttp {
+    child: Child,
+    url: String,
+}
+
+impl ModernHttp {
+    fn start() -> Self {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = Command::new(modern_python())
+            .arg(peer_script("modern_server.py"))
+            .args(["http", &port.to_string()])
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("start the modern server");
+        let started = Instant::now();
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "the modern server did not listen on {port}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Self {
+            child,
+            url: format!("http://127.0.0.1:{port}/mcp"),
+        }
+    }
+}
+
+impl Drop for ModernHttp {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Runs the legacy client against `calltape ARGS...` and returns what it printed.
+fn legacy_client(args: &[&str]) -> Value {
+    let output = Command::new(peers().join("venv/bin/python"))
+        .arg(peer_script("era_client.py"))
+        .args(args)
+        .env("CALLTAPE_BIN", env!("CARGO_BIN_EXE_calltape"))
+        .env_remove("CALLTAPE_LOG")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run the legacy client");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "the legacy client failed ({}):\n{stdout}\n{stderr}",
+        output.status
+    );
+    let last = stdout.lines().last().unwrap_or_default();
+    serde_json::from_str(last).unwrap_or_else(|e| panic!("{e}: {stdout}\n{stderr}"))
+}
+
+fn text(result: &Value, list: &str) -> Value {
+    result[list][0]["text"].clone()
+}
+
+/// Everything a legacy client does worked, translated.
+fn assert_translated(out: &Value) {
+    let init = &out["initialize"];
+    assert_eq!(init["protocolVersion"], "2025-11-25", "{init}");
+    assert_eq!(init["serverInfo"]["name"], "modern-server");
+    assert_eq!(init["instructions"], "A server of the stateless era.");
+    assert_eq!(init["capabilities"]["resources"]["subscribe"], true);
+    assert!(init["capabilities"]["logging"].is_object(), "{init}");
+    assert_eq!(out["tools"], json!(["add", "bump", "greet_asked", "shout"]));
+    assert_eq!(text(&out["add"], "content"), "5");
+    assert!(out["add"].get("resultType").is_none(), "{}", out["add"]);
+    assert_eq!(text(&out["note"], "contents"), "first");
+    assert_eq!(
+        out["prompt"]["messages"][0]["content"]["text"],
+        "Please review: x = 1"
+    );
+    assert_eq!(out["elicitations"], json!(["What is your name?"]));
+    assert_eq!(text(&out["greet"], "content"), "Hello, Ada!");
+    assert_eq!(out["updates"][0], "memo://note");
+    assert_eq!(text(&out["note_after"], "contents"), "second");
+    assert_eq!(text(&out["shout"], "content"), "HI");
+    assert_eq!(
+        out["logs"],
+        json!([{"level": "warning", "data": "warning: hi"}]),
+        "only the logs at or above the level set"
+    );
+    assert_eq!(out["gone"]["code"], -32002, "{}", out["gone"]);
+    assert_eq!(out["ping"], json!({}));
+}
+
+#[test]
+fn a_legacy_client_reaches_a_modern_http_server_through_bridge_url() {
+    for protocol in ["auto", "modern"] {
+        // A server of its own: the note changes in each run.
+        let server = ModernHttp::start();
+        let out = legacy_client(&["bridge", "--protocol", protocol, "--url", &server.url]);
+        assert_translated(&out);
+    }
+}
+
+#[test]
+fn a_legacy_client_reaches_a_modern_stdio_server_through_bridge() {
+    let python = modern_python();
+    let script = peer_script("modern_server.py");
+    for protocol in ["auto", "modern"] {
+        let out = legacy_client(&[
+            "bridge",
+            "--protocol",
+            protocol,
+            "--",
+            python.to_str().unwrap(),
+            script.to_str().unwrap(),
+            "stdio",
+        ]);
+        assert_translated(&out);
+    }
+}
+
+/// Sends `initialize` through `calltape bridge ARGS...` and returns the answer.
+fn raw_initialize(args: &[&str]) -> Value {
+    let mut bridge = calltape()
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start calltape bridge");
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"}}});
+    let mut stdin = bridge.stdin.take().unwrap();
+    writeln!(stdin, "{initialize}").unwrap();
+    let mut line = String::new();
+    BufReader::new(bridge.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    drop(stdin);
+    let _ = bridge.wait();
+    serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"))
+}
+
+#[test]
+fn protocol_legacy_on_a_modern_server_fails_saying_what_to_do() {
+    let server = ModernHttp::start();
+    let python = modern_python();
+    let script = peer_script("modern_server.py");
+    let stdio = [
+        "bridge",
+        "--protocol",
+        "legacy",
+        "--",
+        python.to_str().unwrap(),
+        script.to_str().unwrap(),
+        "stdio",
+    ];
+    let http = ["bridge", "--protocol", "legacy", "--url", &server.url];
+    for args in [&stdio[..], &http[..]] {
+        let answer = raw_initialize(args);
+        // The server itself refused the handshake, naming the one version it serves.
+        let error = &answer["error"];
+        assert_eq!(error["code"], -32022, "{answer}");
+        assert_eq!(
+            error["data"]["supported"],
+            json!(["2026-07-28"]),
+            "{answer}"
+        );
+        let message = error["message"].as_str().unwrap();
+        assert!(message.contains("speaks only 2026-07-28"), "{message}");
+        assert!(message.contains("auto or modern"), "{message}");
+    }
+    // With auto, the same initialize is answered by the bridge.
+    let answer = raw_initialize(&["bridge", "--url", &server.url]);
+    assert_eq!(
+        answer["result"]["serverInfo"]["name"], "modern-server",
+        "{answer}"
+    );
+}
