@@ -3,7 +3,7 @@
 use std::{ffi::OsString, time::Duration};
 
 use calltape_stdio_bridge::{
-    Bridge, EraUpstream,
+    Bridge,
     shared::{Launcher, SharedKey, SharedPaths, SharedUpstream, Transport, answer_held_requests},
     stdio,
 };
@@ -34,6 +34,10 @@ Files: $CALLTAPE_HOME/shared/<key>/ (default $XDG_RUNTIME_DIR/calltape, else ~/.
 0700 folder with server.json (0600), server.sock (0600), server.log (0600; the server's stderr, \
 with what its command logs redacted) and lock files (0600). A folder that others can write to, a \
 record that others can read, and a symbolic link in place of any of these files are refused.
+
+Both protocol eras: the server translates for its command (--protocol is passed on to it, and a \
+server started with another --protocol is not attached to), so a client of either era works with a \
+command of either era.
 
 A session sends its bearer token only to a server that proved it holds the record's secret (a \
 fresh challenge per connection on the socket, per request over loopback HTTP).
@@ -80,6 +84,8 @@ fn launcher(args: &SharedArgs) -> Result<Launcher, Error> {
         args.transport.to_string().into(),
         "--idle-exit".into(),
         format!("{}ms", args.idle_exit.as_millis()).into(),
+        "--protocol".into(),
+        args.protocol.protocol.to_string().into(),
         "--".into(),
     ];
     argv.extend(args.command.iter().cloned());
@@ -134,9 +140,8 @@ pub(crate) fn run(args: SharedArgs) -> Outcome {
                 return Ok(error.exit_code());
             }
         }
-        let bridge = Bridge::builder()
-            .upstream(EraUpstream::new(upstream, args.protocol.protocol))
-            .build()?;
+        // The server translates for its child; this session passes either era through to it.
+        let bridge = Bridge::builder().upstream(upstream).build()?;
         bridge
             .run(stdio::stdin(), stdio::stdout())
             .await

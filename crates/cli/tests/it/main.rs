@@ -6,6 +6,7 @@ mod conformance;
 mod demo;
 mod era_bridge;
 mod era_legacy;
+mod era_serve;
 mod errors;
 mod fill_follow;
 mod html;

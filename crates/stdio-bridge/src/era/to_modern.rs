@@ -256,6 +256,15 @@ impl ToModern {
         frame: Frame,
         out: &mut Vec<Out>,
     ) {
+        let stream = message
+            .get("params")
+            .and_then(|p| p.get("_meta"))
+            .and_then(|m| m.get(wire::SUBSCRIPTION_ID_KEY))
+            .map(wire::key);
+        if stream.is_some_and(|key| !self.listen.is_listen(&key)) {
+            // An event of a listen stream a 2026-07-28 client opened itself: its own era, unchanged.
+            return out.push(Out::Client(UpstreamEvent::Message(frame)));
+        }
         match message.get("method").and_then(Value::as_str) {
             Some("notifications/subscriptions/acknowledged") => {}
             Some("notifications/message") => {

@@ -35,7 +35,7 @@ use super::{
     mux::{Mux, SessionNo},
 };
 use crate::{
-    Error, ErrorKind, Protocol, Tap, Upstream,
+    EraUpstream, Error, ErrorKind, Protocol, Tap, Upstream,
     shared::{Endpoint, ServerKeys, check_socket_len},
     tap::{TapSender, TapThread},
 };
@@ -95,6 +95,7 @@ pub enum StopReason {
 /// answers `/mcp` only to requests that carry it as a bearer token (401), compared in constant time.
 pub struct Serve {
     upstream: Arc<dyn Upstream>,
+    protocol: Protocol,
     token: Option<String>,
     keys: Option<ServerKeys>,
     idle_exit: Option<Duration>,
@@ -105,7 +106,6 @@ pub struct Serve {
     max_connections: usize,
     max_sessions: usize,
     on_retire: Option<OnRetire>,
-    protocol: Protocol,
 }
 
 /// What a shared server lets go of when it is replaced.
@@ -115,10 +115,10 @@ impl std::fmt::Debug for Serve {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Serve")
             .field("upstream", &self.upstream.describe())
+            .field("protocol", &self.protocol)
             .field("token", &self.token.as_ref().map(|_| "[REDACTED]"))
             .field("idle_exit", &self.idle_exit)
             .field("json_response", &self.json_response)
-            .field("protocol", &self.protocol)
             .finish_non_exhaustive()
     }
 }
@@ -128,6 +128,7 @@ impl Serve {
     pub fn new(upstream: impl Upstream) -> Self {
         Self {
             upstream: Arc::new(upstream),
+            protocol: Protocol::Auto,
             token: None,
             keys: None,
             idle_exit: None,
@@ -138,15 +139,7 @@ impl Serve {
             max_connections: DEFAULT_MAX_CONNECTIONS,
             max_sessions: DEFAULT_MAX_SESSIONS,
             on_retire: None,
-            protocol: Protocol::Auto,
         }
-    }
-
-    /// The protocol era the child speaks (default [`Protocol::Auto`]: found on each start).
-    #[must_use]
-    pub fn protocol(mut self, protocol: Protocol) -> Self {
-        self.protocol = protocol;
-        self
     }
 
     /// As a shared server, runs `f` when a session for another command says it replaces this server
@@ -233,6 +226,17 @@ impl Serve {
         self
     }
 
+    /// The protocol era the upstream speaks (default [`Protocol::Auto`]: found each time it starts).
+    ///
+    /// The upstream is reached through an [`EraUpstream`], so sessions of the handshake era and
+    /// stateless 2026-07-28 requests share one endpoint whatever the upstream's era: what the upstream
+    /// lacks is translated.
+    #[must_use]
+    pub fn protocol(mut self, protocol: Protocol) -> Self {
+        self.protocol = protocol;
+        self
+    }
+
     /// Listens on a port of 127.0.0.1 (port 0 picks a free one).
     pub async fn listen_tcp(self, addr: SocketAddr) -> Result<Server, Error> {
         let loopback_v4 =
@@ -269,7 +273,10 @@ impl Serve {
     }
 
     fn server(self, listener: Listener, endpoint: Endpoint, port: Option<u16>) -> Server {
-        let mux = Mux::start(self.upstream);
+        let mux = Mux::start(Arc::new(EraUpstream::from_arc(
+            self.upstream,
+            self.protocol,
+        )));
         let inner = Arc::new(Inner {
             mux,
             token: self.token,

@@ -5,12 +5,17 @@
 //! HTTP (no `Origin`, loopback `Host` only, no CORS, an optional bearer token compared in constant time),
 //! and multiplexes every session onto one upstream:
 //!
+//! - the upstream is reached through an [`EraUpstream`](crate::EraUpstream) ([`Serve::protocol`],
+//!   by default found each time it starts), so sessions of the handshake era and stateless 2026-07-28
+//!   requests share one endpoint whatever era the upstream speaks: what it lacks is translated;
 //! - the first session's `initialize` is forwarded and its answer cached; later sessions are answered
 //!   from the cache with their own ids;
 //! - request ids and progress tokens are rewritten to unique ones upstream and mapped back;
 //!   `notifications/cancelled` follows the mapping;
 //! - list changes and `notifications/message` go to every session, `notifications/resources/updated`
 //!   only to the sessions that subscribed to that URI;
+//! - an event of a `subscriptions/listen` stream goes to that request's stream only, with the id the
+//!   client gave the request;
 //! - a server-to-client request (roots, sampling, elicitation, ping) goes to the session whose request is
 //!   in flight (the most recent one if several), and its answer back with the upstream's own id;
 //! - a session's GET stream carries event ids; a client that leaves 1,024 messages or 16 MiB of it
@@ -24,7 +29,12 @@
 //!
 //! The upstream sees one client. `logging/setLevel` sets the level for every session (the last one to set
 //! it wins), and roots that differ between sessions cannot be told apart: a `roots/list` request goes to
-//! one session only. Stateless 2026-07-28 requests (no session id) only get their ids remapped.
+//! one session only.
+//!
+//! A stateless 2026-07-28 request (no session id) is an exchange of its own: its ids are remapped and
+//! it is never asked a server-to-client request, which it could not answer. On an upstream of the
+//! handshake era it goes through the upstream's one session (which the adapter initializes when no
+//! session did), so it shares that session's log level and what the upstream was told of the client.
 //!
 //! # Example
 //!

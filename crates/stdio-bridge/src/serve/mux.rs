@@ -8,8 +8,11 @@
 //!   likewise, and `notifications/cancelled` follows the mapping;
 //! - list changes, `notifications/message` and other notifications go to every session;
 //!   `notifications/resources/updated` only to the sessions that subscribed to that URI;
+//! - an event of a `subscriptions/listen` stream (2026-07-28) names the listen request's id in its
+//!   `_meta`: it goes to that request's stream only, with the client's id put back;
 //! - a server-to-client request (roots, sampling, elicitation, ping) goes to the session whose request
-//!   is in flight (the most recent one if several), and its answer goes back with the upstream's own id;
+//!   is in flight (the most recent one if several, never a stateless request's), and its answer goes
+//!   back with the upstream's own id;
 //! - when the upstream exits, every session's in-flight requests get an error with their own ids, the
 //!   upstream is started again and re-initialized from the cached handshake, and sessions go on.
 //!
@@ -37,6 +40,10 @@ use tokio::sync::{mpsc, oneshot};
 use super::stream::{Events, Outbox as StreamOutbox};
 use crate::{Upstream, UpstreamEvent, jsonrpc::to_frame, upstream::Link};
 
+/// The `_meta` key that ties an event of a `subscriptions/listen` stream (2026-07-28) to the listen
+/// request, by its id.
+const SUBSCRIPTION_ID_META: &str = "io.modelcontextprotocol/subscriptionId";
+
 /// A session's number inside the multiplexer.
 pub(crate) type SessionNo = u64;
 
@@ -45,8 +52,12 @@ pub(crate) type Outbox = mpsc::UnboundedSender<Value>;
 
 /// Commands from the HTTP side.
 pub(crate) enum Command {
-    /// A new session.
-    Open { reply: oneshot::Sender<SessionNo> },
+    /// A new session; a stateless one (a 2026-07-28 request's, for one exchange) is never asked a
+    /// server-to-client request, which it could not answer.
+    Open {
+        reply: oneshot::Sender<SessionNo>,
+        stateless: bool,
+    },
     /// A session ended (DELETE or expiry).
     Close { session: SessionNo },
     /// The session's GET stream opened, resuming after `last_event` when the client sent
@@ -103,9 +114,9 @@ impl Mux {
         Self { tx }
     }
 
-    pub(crate) async fn open(&self) -> Option<SessionNo> {
+    pub(crate) async fn open(&self, stateless: bool) -> Option<SessionNo> {
         let (reply, rx) = oneshot::channel();
-        self.tx.send(Command::Open { reply }).ok()?;
+        self.tx.send(Command::Open { reply, stateless }).ok()?;
         rx.await.ok()
     }
 
@@ -126,6 +137,8 @@ impl Mux {
 struct Session {
     /// Messages not tied to a request: its GET stream, and the recent ones retained.
     events: Events,
+    /// A stateless request's session, for one exchange.
+    stateless: bool,
 }
 
 /// A request in flight upstream.
@@ -261,10 +274,14 @@ impl State {
 
     fn command(&mut self, command: Command) {
         match command {
-            Command::Open { reply } => {
+            Command::Open { reply, stateless } => {
                 let no = self.next_session;
                 self.next_session += 1;
-                self.sessions.insert(no, Session::default());
+                let session = Session {
+                    stateless,
+                    ..Session::default()
+                };
+                self.sessions.insert(no, session);
                 let _ = reply.send(no);
             }
             Command::Close { session } => self.close_session(session),

@@ -42,6 +42,9 @@ use crate::{
     jsonrpc::{self, Peek, peek, request_ids},
 };
 
+/// The `_meta` key of a 2026-07-28 request's protocol version.
+const PROTOCOL_VERSION_META: &str = "io.modelcontextprotocol/protocolVersion";
+
 /// How long a connection to the socket is kept for another request.
 const POOL_IDLE: Duration = Duration::from_secs(5);
 
@@ -439,6 +442,11 @@ async fn send_loop(ctx: Arc<Ctx>, mut outgoing: mpsc::Receiver<Frame>) {
             }
         };
         let had_session = lock(&ctx.session).is_some();
+        if !had_session && let Some(version) = stateless_version(&frame) {
+            // A 2026-07-28 request: no session, its version in the header from now on, as the server
+            // asks of a request that comes without one.
+            *lock(&ctx.version) = Some(version);
+        }
         let req = match ctx.request(
             Method::POST,
             Some(frame.clone()),
@@ -567,6 +575,17 @@ fn negotiated_version(answer: &[u8]) -> Result<Option<String>, String> {
         ));
     }
     Ok(Some(version.to_owned()))
+}
+
+/// The protocol version a stateless request (2026-07-28) names in its `_meta`, when it can be a header.
+fn stateless_version(frame: &[u8]) -> Option<String> {
+    let text = std::str::from_utf8(frame).ok()?;
+    let meta = jsonrpc::Message::parse(text)?.params?.meta?;
+    let meta = serde_json::from_str::<Value>(meta).ok()?;
+    let version = meta.get(PROTOCOL_VERSION_META)?.as_str()?;
+    http::HeaderValue::from_str(version)
+        .is_ok()
+        .then(|| version.to_owned())
 }
 
 /// The messages of a JSON or SSE answer, in order. SSE events are passed on as they come, unless

@@ -1,6 +1,8 @@
 //! Integration tests of calltape-stdio-bridge.
 
 mod child;
+#[cfg(feature = "serve")]
+mod era_serve;
 mod fake;
 #[cfg(feature = "http")]
 mod http;

@@ -140,7 +140,7 @@ impl Inner {
             return Err(invalid_request(message));
         }
         // A stateless request: a session of its own for this one exchange, ids remapped as usual.
-        let Some(no) = self.mux.open().await else {
+        let Some(no) = self.mux.open(true).await else {
             return Err(Box::new(plain(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "the server is stopping",
@@ -165,7 +165,7 @@ impl Inner {
         if lock(&self.sessions).len() >= self.max_sessions {
             return Err(NoSession::Full);
         }
-        let no = self.mux.open().await.ok_or(NoSession::Stopping)?;
+        let no = self.mux.open(false).await.ok_or(NoSession::Stopping)?;
         let Ok(id) = Nonce::generate().map(|n| n.to_hex()) else {
             self.mux.send(Command::Close { session: no });
             return Err(NoSession::Stopping);

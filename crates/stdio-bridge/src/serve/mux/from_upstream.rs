@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use super::{Init, SessionNo, State, id_key};
+use super::{Init, SUBSCRIPTION_ID_META, SessionNo, State, id_key};
 use crate::jsonrpc::{id_of, method_of, to_frame};
 
 impl State {
@@ -24,9 +24,16 @@ impl State {
         }
     }
 
-    fn upstream_message(&mut self, mut message: Value) {
+    fn upstream_message(&mut self, message: Value) {
         let method = method_of(&message).map(str::to_owned);
         let id = id_of(&message).cloned();
+        let mut message = match (&method, &id) {
+            (Some(_), None) => match self.listen_event(message) {
+                Some(message) => message,
+                None => return,
+            },
+            _ => message,
+        };
         match (method.as_deref(), id) {
             (None, Some(id)) => {
                 let Some(up) = id.as_u64() else {
@@ -96,6 +103,29 @@ impl State {
         }
     }
 
+    /// A notification on a `subscriptions/listen` stream (2026-07-28) names the listen request in its
+    /// `_meta`: it goes to that request's stream only, with the client's own id, and is dropped once
+    /// that request ended. Any other message is handed back.
+    fn listen_event(&mut self, mut message: Value) -> Option<Value> {
+        let up = message["params"]["_meta"][SUBSCRIPTION_ID_META].as_u64();
+        let Some(up) = up.filter(|up| !self.internal.contains(up)) else {
+            return Some(message);
+        };
+        let Some(route) = self.routes.get(&up) else {
+            tracing::debug!("an event of a listen stream that ended; dropped");
+            return None;
+        };
+        let session = route.session;
+        let answers = if route.related {
+            route.answers.clone()
+        } else {
+            None
+        };
+        message["params"]["_meta"][SUBSCRIPTION_ID_META] = route.client_id.clone();
+        self.deliver_related(session, answers.as_ref(), message);
+        None
+    }
+
     fn initialized(&mut self, params: Value, answer: &Value) {
         let waiting = match std::mem::replace(&mut self.init, Init::None) {
             Init::Pending { waiting } => waiting,
@@ -124,14 +154,22 @@ impl State {
     }
 
     fn server_request(&mut self, method: &str, id: Value, message: Value) {
-        // The session whose request is in flight, the most recent one if several.
+        // The session whose request is in flight, the most recent one if several; never a stateless
+        // request's, which has no way to answer.
+        let asked = |no: &SessionNo| self.sessions.get(no).is_some_and(|s| !s.stateless);
         let target = self
             .routes
             .iter()
-            .filter(|(_, r)| self.sessions.contains_key(&r.session))
+            .filter(|(_, r)| asked(&r.session))
             .max_by_key(|(up, _)| **up)
             .map(|(_, r)| (r.session, if r.related { r.answers.clone() } else { None }));
-        let target = target.or_else(|| self.sessions.keys().next_back().map(|s| (*s, None)));
+        let target = target.or_else(|| {
+            self.sessions
+                .keys()
+                .rev()
+                .find(|no| asked(no))
+                .map(|s| (*s, None))
+        });
         let Some((session, answers)) = target else {
             let frame = if method == "ping" {
                 json!({"jsonrpc": "2.0", "id": id, "result": {}})

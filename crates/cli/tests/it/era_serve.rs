@@ -1,0 +1,391 @@
+//! `calltape serve` and `calltape shared` in both protocol eras: the Python SDK 1.x client (the
+//! handshake era) and the SDK 2.x client pinned to 2026-07-28 (stateless) on one endpoint, in front of
+//! a child of each kind: legacy only (the SDK 1.x FastMCP, server-everything), 2026-07-28 only (an SDK
+//! 2.x server that refuses `initialize`), and both (an SDK 2.x server over stdio, whose first request
+//! decides its era).
+
+use std::{
+    io::{BufRead, BufReader, Read, Write},
+    net::TcpStream,
+    os::unix::fs::PermissionsExt,
+    path::PathBuf,
+    process::{Child, Command, Output, Stdio},
+    time::Duration,
+};
+
+use calltape_stdio_bridge::shared::{Record, SharedKey, SharedPaths};
+use serde_json::Value;
+
+use crate::support::{calltape, peers, repo_root};
+
+fn peer(name: &str) -> PathBuf {
+    repo_root().join("crates/cli/tests/peers").join(name)
+}
+
+/// The Python of a client or server era: the SDK 1.x or the SDK 2.x.
+fn python(era: Era) -> PathBuf {
+    match era {
+        Era::Legacy => peers().join("venv/bin/python"),
+        Era::Modern => peers().join("venv2/bin/python"),
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Era {
+    Legacy,
+    Modern,
+}
+
+impl Era {
+    fn name(self) -> &'static str {
+        match self {
+            Era::Legacy => "legacy",
+            Era::Modern => "modern",
+        }
+    }
+}
+
+/// The kinds of child a server runs.
+#[derive(Clone, Copy, Debug)]
+enum Kind {
+    /// The SDK 1.x FastMCP: the handshake era only.
+    FastMcp1,
+    /// server-everything (TypeScript SDK): the handshake era only.
+    Everything,
+    /// The SDK 2.x over stdio: the first request decides the era.
+    Dual,
+    /// The SDK 2.x serving 2026-07-28 only.
+    ModernOnly,
+    /// The bridge tests' 2026-07-28 server (the SDK 2.x, refusing `initialize` in a middleware).
+    ModernServer,
+}
+
+impl Kind {
+    const ALL: [Kind; 5] = [
+        Kind::FastMcp1,
+        Kind::Everything,
+        Kind::Dual,
+        Kind::ModernOnly,
+        Kind::ModernServer,
+    ];
+
+    fn command(self) -> Vec<PathBuf> {
+        match self {
+            Kind::FastMcp1 => vec![python(Era::Legacy), peer("shared_server.py")],
+            Kind::Everything => vec![
+                peers().join("node/node_modules/.bin/mcp-server-everything"),
+                "stdio".into(),
+            ],
+            Kind::Dual => vec![python(Era::Modern), peer("era_server.py"), "dual".into()],
+            Kind::ModernOnly => vec![python(Era::Modern), peer("era_server.py"), "modern".into()],
+            Kind::ModernServer => vec![
+                python(Era::Modern),
+                peer("modern_server.py"),
+                "stdio".into(),
+            ],
+        }
+    }
+
+    /// A step that calls the child's echo tool with `text`, and what it answers.
+    fn echo(self, text: &str) -> (String, String) {
+        match self {
+            Kind::Everything => (
+                format!(r#"echo={{"message":"{text}"}}"#),
+                format!("Echo: {text}"),
+            ),
+            Kind::ModernServer => (format!(r#"shout={{"text":"{text}"}}"#), text.to_uppercase()),
+            _ => (format!(r#"echo={{"text":"{text}"}}"#), text.to_owned()),
+        }
+    }
+}
+
+/// A running `calltape serve` and the URL it printed.
+struct Served {
+    process: Child,
+    url: String,
+    addr: String,
+}
+
+impl Served {
+    fn start(kind: Kind, args: &[&str]) -> Self {
+        let mut process = calltape()
+            .arg("serve")
+            .args(args)
+            .arg("--")
+            .args(kind.command())
+            .env("CALLTAPE_LOG", "debug")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let mut url = String::new();
+        BufReader::new(process.stdout.take().unwrap())
+            .read_line(&mut url)
+            .unwrap();
+        let url = url.trim().to_owned();
+        let addr = url
+            .strip_prefix("http://")
+            .and_then(|u| u.strip_suffix("/mcp"))
+            .unwrap_or_else(|| panic!("a URL on stdout, got {url:?}"))
+            .to_owned();
+        Self { process, url, addr }
+    }
+
+    /// Starts a client of `era` that runs `steps` in one session (legacy) or one request each
+    /// (modern); it runs until [`Running::wait`].
+    fn client(&self, era: Era, steps: &[String]) -> Running {
+        let child = Command::new(python(era))
+            .arg(peer("era_serve_client.py"))
+            .arg(era.name())
+            .arg(&self.url)
+            .args(steps)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        Running { era, child }
+    }
+
+    /// One raw POST on a fresh connection, with `headers` added; the whole response.
+    fn post(&self, headers: &str, body: &str) -> String {
+        let mut stream = TcpStream::connect(&self.addr).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(60)))
+            .unwrap();
+        let request = format!(
+            "POST /mcp HTTP/1.1\r\nAccept: application/json, text/event-stream\r\nContent-Type: application/json\r\nConnection: close\r\n{headers}Content-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        stream.write_all(request.as_bytes()).unwrap();
+        let mut response = String::new();
+        let _ = stream.read_to_string(&mut response);
+        response
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .arg(self.process.id().to_string())
+            .stderr(Stdio::null())
+            .status();
+        let _ = self.process.wait();
+    }
+}
+
+/// A client process on its way.
+struct Running {
+    era: Era,
+    child: Child,
+}
+
+impl Running {
+    /// The texts its steps got, or what it said when it failed.
+    fn wait(self) -> Result<Vec<String>, String> {
+        let output = self.child.wait_with_output().unwrap();
+        steps_of(self.era, &output)
+    }
+}
+
+fn steps_of(era: Era, output: &Output) -> Result<Vec<String>, String> {
+    if !output.status.success() {
+        return Err(format!(
+            "the {} client failed ({}): {}",
+            era.name(),
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        ));
+    }
+    let value: Value = serde_json::from_slice(&output.stdout)
+        .map_err(|e| format!("the {} client printed no JSON: {e}", era.name()))?;
+    Ok(value["steps"]
+        .as_array()
+        .expect("steps")
+        .iter()
+        .map(|s| s.as_str().expect("a text").to_owned())
+        .collect())
+}
+
+fn steps(list: &[&str]) -> Vec<String> {
+    list.iter().map(|s| (*s).to_owned()).collect()
+}
+
+#[test]
+fn era_serve_a_listen_stream_gets_its_own_events_with_its_own_id() {
+    // A 2026-07-28 child ties each event of a `subscriptions/listen` stream to the listen request by
+    // its id in `_meta`: the id the multiplexer sent, which the client never saw.
+    for kind in [Kind::Dual, Kind::ModernOnly] {
+        let served = Served::start(kind, &[]);
+        let listened = served.client(Era::Modern, &steps(&["listen"])).wait();
+        assert_eq!(
+            listened,
+            Ok(steps(&["tools_list_changed"])),
+            "{kind:?}: the change reached the listen stream"
+        );
+    }
+}
+
+#[test]
+fn era_serve_stateless_requests_keep_the_loopback_guards() {
+    let served = Served::start(Kind::Dual, &[]);
+    let stateless = "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/list\r\n";
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"}}}}"#;
+    let listen = r#"{"jsonrpc":"2.0","id":2,"method":"subscriptions/listen","params":{"filter":{"toolsListChanged":true},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
+    let host = format!("Host: {}\r\n", served.addr);
+    let port = served.addr.rsplit(':').next().unwrap();
+    for body in [body, listen] {
+        let origin = served.post(
+            &format!("{host}{stateless}Origin: http://evil.example\r\n"),
+            body,
+        );
+        assert!(origin.starts_with("HTTP/1.1 403"), "{origin}");
+        let foreign = served.post(&format!("Host: evil.example:{port}\r\n{stateless}"), body);
+        assert!(foreign.starts_with("HTTP/1.1 421"), "{foreign}");
+        let rebound = served.post(&format!("Host: 127.0.0.2:{port}\r\n{stateless}"), body);
+        assert!(rebound.starts_with("HTTP/1.1 421"), "{rebound}");
+    }
+    // The same request from a loopback host is served, so the refusals above are the guard's.
+    let served_ok = served.post(&format!("{host}{stateless}"), body);
+    assert!(served_ok.starts_with("HTTP/1.1 200"), "{served_ok}");
+    assert!(served_ok.contains(r#""name":"echo""#), "{served_ok}");
+}
+
+#[test]
+fn era_serve_both_eras_share_one_endpoint_whatever_the_childs_era() {
+    for kind in Kind::ALL {
+        let served = Served::start(kind, &[]);
+        let (legacy_step, legacy_text) = kind.echo("from a legacy client");
+        let (modern_step, modern_text) = kind.echo("from a modern client");
+        // Both at once, several calls each, so their requests interleave on the one child.
+        let legacy = served.client(
+            Era::Legacy,
+            &[legacy_step.clone(), legacy_step.clone(), legacy_step],
+        );
+        let modern = served.client(
+            Era::Modern,
+            &[modern_step.clone(), modern_step.clone(), modern_step],
+        );
+        let legacy = legacy.wait();
+        let modern = modern.wait();
+        assert_eq!(
+            legacy,
+            Ok(vec![legacy_text; 3]),
+            "{kind:?}: the legacy client"
+        );
+        assert_eq!(
+            modern,
+            Ok(vec![modern_text; 3]),
+            "{kind:?}: the modern client"
+        );
+    }
+}
+
+#[test]
+fn era_serve_a_legacy_initialize_after_a_stateless_request_still_works() {
+    // A child of both eras takes its era from its first request: forwarded as-is, a stateless request
+    // made it a 2026-07-28 connection, and the legacy initialize that followed got -32022.
+    for kind in [Kind::Dual, Kind::FastMcp1, Kind::ModernOnly] {
+        let served = Served::start(kind, &[]);
+        let first = served.client(Era::Modern, &steps(&["pid"])).wait();
+        let second = served.client(Era::Legacy, &steps(&["pid"])).wait();
+        let third = served.client(Era::Modern, &steps(&["pid"])).wait();
+        let first = first.unwrap_or_else(|e| panic!("{kind:?}: {e}"));
+        assert_eq!(
+            second,
+            Ok(first.clone()),
+            "{kind:?}: the legacy client, on the same child"
+        );
+        assert_eq!(third, Ok(first), "{kind:?}: a stateless request after it");
+    }
+}
+
+#[test]
+fn era_serve_a_child_restart_reinitializes_in_both_eras() {
+    for kind in [Kind::FastMcp1, Kind::Dual, Kind::ModernOnly] {
+        for opener in [Era::Legacy, Era::Modern] {
+            let served = Served::start(kind, &[]);
+            let pid = |era: Era| -> String {
+                let steps = served.client(era, &steps(&["pid"])).wait();
+                let steps = steps.unwrap_or_else(|e| panic!("{kind:?}, {opener:?} first: {e}"));
+                steps[0].clone()
+            };
+            // Only the opener's era reached the child before it dies.
+            let before = pid(opener);
+            let killed = Command::new("kill").arg(&before).status().unwrap();
+            assert!(killed.success());
+            // Each era again, the opener first, on the restarted child.
+            let after = pid(opener);
+            assert_ne!(after, before, "{kind:?}, {opener:?}: a new child");
+            let other = if opener == Era::Legacy {
+                Era::Modern
+            } else {
+                Era::Legacy
+            };
+            assert_eq!(pid(other), after, "{kind:?}, {opener:?}: the other era");
+        }
+    }
+}
+
+#[test]
+fn era_serve_shared_serves_a_client_of_the_era_its_child_lacks() {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(home.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    for (era, kind, key) in [
+        (Era::Modern, Kind::FastMcp1, "legacy-child"),
+        (Era::Legacy, Kind::ModernOnly, "modern-child"),
+    ] {
+        let (step, text) = kind.echo("through-shared");
+        let output = Command::new(python(era))
+            .arg(peer("era_serve_client.py"))
+            .arg(era.name())
+            .arg("--")
+            .arg(env!("CARGO_BIN_EXE_calltape"))
+            .args(["shared", "--key", key, "--idle-exit", "5s", "--"])
+            .args(kind.command())
+            .env("ERA_STEPS", format!("pid {step}"))
+            .env("CALLTAPE_HOME", home.path())
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap();
+        let got = steps_of(era, &output).unwrap_or_else(|e| panic!("{era:?} on {kind:?}: {e}"));
+        assert_eq!(got.len(), 2, "{era:?} on {kind:?}: {got:?}");
+        assert_eq!(got[1], text, "{era:?} on {kind:?}");
+    }
+}
+
+#[test]
+fn era_serve_shared_passes_protocol_on_and_a_modern_client_listens_through_it() {
+    // The server `shared` starts translates for its child; the session in front of it passes a 2026-07-28
+    // client's requests through unchanged, so its listen stream is the child's own.
+    let home = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(home.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    for (kind, protocol) in [(Kind::ModernOnly, "modern"), (Kind::Dual, "auto")] {
+        let key = format!("listen-{protocol}");
+        let output = Command::new(python(Era::Modern))
+            .arg(peer("era_serve_client.py"))
+            .arg("modern")
+            .arg("--")
+            .arg(env!("CARGO_BIN_EXE_calltape"))
+            .args(["shared", "--key", &key, "--protocol", protocol])
+            .args(["--idle-exit", "30s", "--"])
+            .args(kind.command())
+            .env("ERA_STEPS", "listen")
+            .env("CALLTAPE_HOME", home.path())
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap();
+        let got = steps_of(Era::Modern, &output);
+        let paths = SharedPaths::under(home.path(), &SharedKey::new(&key).unwrap());
+        let record = Record::read(&paths.record()).unwrap().expect("a record");
+        let cmdline = std::fs::read(format!("/proc/{}/cmdline", record.pid)).unwrap();
+        let _ = Command::new("kill").arg(record.pid.to_string()).status();
+        assert_eq!(got, Ok(steps(&["tools_list_changed"])), "{kind:?}");
+        let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+        let at = args.iter().position(|a| *a == b"--protocol");
+        assert_eq!(
+            at.and_then(|at| args.get(at + 1)).copied(),
+            Some(protocol.as_bytes()),
+            "{kind:?}: the server was started with --protocol {protocol}"
+        );
+    }
+}
