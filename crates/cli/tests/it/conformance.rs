@@ -133,6 +133,57 @@ fn conformance_server_everything_modern_client() {
     check(EVERYTHING_MODERN);
 }
 
+/// The client scenario `http-standard-headers` at 2026-07-28: the suite starts a 2026-07-28 server and
+/// runs a handshake-era client (the Python SDK 1.x) with its URL; the client speaks to it through
+/// `calltape bridge --url`, and the suite checks the `Mcp-Method` and `Mcp-Name` headers of every POST.
+#[test]
+fn conformance_client_http_standard_headers_from_a_legacy_client_through_the_bridge() {
+    let command = format!(
+        "{} {}",
+        peers().join("venv/bin/python").display(),
+        peer("conformance_client.py").display()
+    );
+    let outcome = suite(
+        &[
+            "client",
+            "--command",
+            &command,
+            "--scenario",
+            "http-standard-headers",
+            "--spec-version",
+            MODERN,
+        ],
+        Duration::from_secs(120),
+    );
+    assert!(
+        outcome.status == Some(0) && outcome.text.contains("OVERALL: PASSED"),
+        "http-standard-headers failed through calltape bridge:\n{}",
+        outcome.text
+    );
+    // The checks of every call the client makes ran and passed; `initialize` and
+    // `notifications/initialized` never reach a 2026-07-28 server, so theirs are skipped.
+    for check in [
+        "Mcp-Method header on tools/list",
+        "Mcp-Method header on tools/call",
+        "Mcp-Method header on resources/list",
+        "Mcp-Method header on resources/read",
+        "Mcp-Method header on prompts/list",
+        "Mcp-Method header on prompts/get",
+        "Mcp-Name header on tools/call",
+        "Mcp-Name header on resources/read",
+        "Mcp-Name header on prompts/get",
+    ] {
+        assert!(
+            outcome
+                .text
+                .lines()
+                .any(|l| l.contains("SUCCESS") && l.contains(check)),
+            "no passed check of the {check}:\n{}",
+            outcome.text
+        );
+    }
+}
+
 /// Runs the whole suite at `run`'s client era through calltape, and checks every scenario
 /// [`MUST_PASS`] lists for `run`.
 fn check(run: Run) {
