@@ -5,7 +5,7 @@
 use std::{
     io::{BufRead, BufReader, Write},
     net::{TcpListener, TcpStream},
-    path::PathBuf,
+    path::{Path, PathBuf},
     process::{Child, Command, Stdio},
     time::{Duration, Instant},
 };
@@ -73,9 +73,16 @@ impl Drop for ModernHttp {
 
 /// Runs the legacy client against `calltape ARGS...` and returns what it printed.
 fn legacy_client(args: &[&str]) -> Value {
+    legacy_client_with(args, &[]).0
+}
+
+/// [`legacy_client`] with environment variables for the client (and so the bridge and its child);
+/// also returns the client's stderr, where the bridge logs.
+fn legacy_client_with(args: &[&str], env: &[(&str, &Path)]) -> (Value, String) {
     let output = Command::new(peers().join("venv/bin/python"))
         .arg(peer_script("era_client.py"))
         .args(args)
+        .envs(env.iter().map(|(k, v)| (k, v.as_os_str())))
         .env("CALLTAPE_BIN", env!("CARGO_BIN_EXE_calltape"))
         .env_remove("CALLTAPE_LOG")
         .stdin(Stdio::null())
@@ -89,7 +96,8 @@ fn legacy_client(args: &[&str]) -> Value {
         output.status
     );
     let last = stdout.lines().last().unwrap_or_default();
-    serde_json::from_str(last).unwrap_or_else(|e| panic!("{e}: {stdout}\n{stderr}"))
+    let out = serde_json::from_str(last).unwrap_or_else(|e| panic!("{e}: {stdout}\n{stderr}"));
+    (out, stderr.into_owned())
 }
 
 fn text(result: &Value, list: &str) -> Value {
@@ -106,7 +114,10 @@ fn assert_translated(out: &Value) {
     assert!(init["capabilities"]["logging"].is_object(), "{init}");
     assert_eq!(out["tools"], json!(["add", "bump", "greet_asked", "shout"]));
     assert_eq!(text(&out["add"], "content"), "5");
+    // What only 2026-07-28 has is gone: the result type, the server-info stamp, the cache fields.
     assert!(out["add"].get("resultType").is_none(), "{}", out["add"]);
+    assert!(out["add"].get("_meta").is_none(), "{}", out["add"]);
+    assert!(out["note"].get("cacheScope").is_none(), "{}", out["note"]);
     assert_eq!(text(&out["note"], "contents"), "first");
     assert_eq!(
         out["prompt"]["messages"][0]["content"]["text"],
@@ -211,5 +222,48 @@ fn protocol_legacy_on_a_modern_server_fails_saying_what_to_do() {
     assert_eq!(
         answer["result"]["serverInfo"]["name"], "modern-server",
         "{answer}"
+    );
+}
+
+#[test]
+fn a_restarted_modern_child_is_initialized_again_by_the_bridge_alone() {
+    let watched = tempfile::tempdir().unwrap();
+    let logs = tempfile::tempdir().unwrap();
+    let touch = watched.path().join("server.txt");
+    std::fs::write(&touch, "start\n").unwrap();
+    let methods = logs.path().join("methods.log");
+    let python = modern_python();
+    let script = peer_script("modern_server.py");
+    let (out, log) = legacy_client_with(
+        &[
+            "bridge",
+            "--watch",
+            watched.path().to_str().unwrap(),
+            "--",
+            python.to_str().unwrap(),
+            script.to_str().unwrap(),
+            "stdio",
+        ],
+        &[("ERA_TOUCH", &touch), ("MODERN_SERVER_LOG", &methods)],
+    );
+    assert_translated(&out);
+    assert_eq!(text(&out["add_after_restart"], "content"), "2");
+    // A new server: the note is its first one again.
+    assert_eq!(text(&out["note_after_restart"], "contents"), "first");
+    let methods = std::fs::read_to_string(&methods).unwrap();
+    let methods: Vec<&str> = methods.lines().collect();
+    assert!(!methods.contains(&"initialize"), "{methods:?}");
+    let discovers = methods.iter().filter(|m| **m == "server/discover").count();
+    assert_eq!(discovers, 2, "one per start: {methods:?}");
+    assert!(methods.contains(&"subscriptions/listen"), "{methods:?}");
+    // The era found is said once at info level, though it was found at each start.
+    let said: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("speaks 2026-07-28"))
+        .collect();
+    assert_eq!(said.len(), 1, "{log}");
+    assert!(
+        said[0].contains("INFO") && said[0].contains("modern_server.py"),
+        "{log}"
     );
 }

@@ -3,8 +3,10 @@
 Usage: python era_client.py BRIDGE_ARGS...
 
 It initializes, lists, calls, reads, gets a prompt, answers an elicitation, subscribes to a resource
-and waits for its update, sets the log level, and reads a resource that does not exist. It prints one
-JSON object of what it received on stdout; the Rust test asserts on it.
+and waits for its update, sets the log level, and reads a resource that does not exist. With ERA_TOUCH
+set, it then touches that file (the bridge watches it and restarts the server), waits to be told the
+tools changed, and calls and reads again. It prints one JSON object of what it received on stdout; the
+Rust test asserts on it.
 """
 
 import asyncio
@@ -25,6 +27,7 @@ def dump(value):
 
 async def main():
     updated = asyncio.Event()
+    tools_changed = asyncio.Event()
     seen = {"updates": [], "logs": [], "elicitations": []}
 
     async def on_message(message):
@@ -33,6 +36,8 @@ async def main():
             if isinstance(root, types.ResourceUpdatedNotification):
                 seen["updates"].append(str(root.params.uri))
                 updated.set()
+            if isinstance(root, types.ToolListChangedNotification):
+                tools_changed.set()
 
     async def on_log(params):
         seen["logs"].append({"level": params.level, "data": params.data})
@@ -72,6 +77,13 @@ async def main():
             except McpError as e:
                 out["gone"] = {"code": e.error.code, "message": e.error.message}
             out["ping"] = dump(await session.send_ping())
+            if touch := os.environ.get("ERA_TOUCH"):
+                tools_changed.clear()
+                with open(touch, "a") as f:
+                    f.write("change\n")
+                await asyncio.wait_for(tools_changed.wait(), TIMEOUT)
+                out["add_after_restart"] = dump(await session.call_tool("add", {"a": 1, "b": 1}))
+                out["note_after_restart"] = dump(await session.read_resource("memo://note"))
     out.update(seen)
     print(json.dumps(out))
 

@@ -7,8 +7,11 @@ It refuses the handshake era's `initialize` the way the SDK refuses it on a 2026
 -32022 naming the versions it serves. Tools: `add`, `bump` (changes `memo://note` and says so to
 its subscribers), `greet_asked` (asks the client for a name by elicitation, an `input_required`
 result), `shout` (logs at info and at warning). A resource `memo://note`, a prompt `review`.
+With MODERN_SERVER_LOG set, the method of every request and notification it gets is appended to that
+file, one a line.
 """
 
+import os
 import sys
 import warnings
 from typing import Annotated
@@ -26,6 +29,9 @@ MODERN = "2026-07-28"
 
 async def refuse_handshake(ctx, call_next):
     """The handshake does not exist at 2026-07-28: `initialize` is refused, naming what is served."""
+    if log := os.environ.get("MODERN_SERVER_LOG"):
+        with open(log, "a") as f:
+            f.write(f"{ctx.method}\n")
     if ctx.method == "initialize":
         requested = (ctx.params or {}).get("protocolVersion")
         raise MCPError(

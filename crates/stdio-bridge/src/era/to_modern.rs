@@ -95,7 +95,7 @@ impl ToModern {
         Value::Object(params)
     }
 
-    fn on_client_request(&mut self, message: Map<String, Value>, out: &mut Vec<Out>) {
+    fn on_client_request(&mut self, message: Map<String, Value>, frame: Frame, out: &mut Vec<Out>) {
         let id = message.get("id").cloned().unwrap_or(Value::Null);
         let method = message.get("method").and_then(Value::as_str).unwrap_or("");
         let params = message.get("params");
@@ -103,17 +103,26 @@ impl ToModern {
             "initialize" => self.initialize(message, out),
             "ping" => reply(out, wire::answer(&id, json!({}))),
             "logging/setLevel" => {
-                self.level = params
-                    .and_then(|p| p.get("level"))
-                    .and_then(Value::as_str)
-                    .map(str::to_owned);
-                reply(out, wire::answer(&id, json!({})));
+                let level = params.and_then(|p| p.get("level")).and_then(Value::as_str);
+                match level.filter(|l| wire::LEVELS.contains(l)) {
+                    Some(level) => {
+                        self.level = Some(level.to_owned());
+                        reply(out, wire::answer(&id, json!({})));
+                    }
+                    None => {
+                        let text = format!(
+                            "logging/setLevel needs params.level, one of {}",
+                            wire::LEVELS.join(", ")
+                        );
+                        reply(out, wire::error(&id, wire::INVALID_PARAMS, &text));
+                    }
+                }
             }
             "resources/subscribe" | "resources/unsubscribe" => {
                 let uri = params.and_then(|p| p.get("uri")).and_then(Value::as_str);
                 let Some(uri) = uri else {
                     let text = format!("{method} needs params.uri, the resource's URI");
-                    return reply(out, wire::error(&id, -32602, &text));
+                    return reply(out, wire::error(&id, wire::INVALID_PARAMS, &text));
                 };
                 let changed = if method == "resources/subscribe" {
                     self.listen.uris.insert(uri.to_owned())
@@ -125,7 +134,7 @@ impl ToModern {
                     self.relisten(out);
                 }
             }
-            _ => self.send_call(message, out),
+            _ => self.send_call(message, frame, out),
         }
     }
 
@@ -199,6 +208,18 @@ impl ToModern {
         match message.get("method").and_then(Value::as_str) {
             // The handshake is over when initialize is answered; roots are asked for on each request.
             Some("notifications/initialized" | "notifications/roots/list_changed") => {}
+            Some("notifications/cancelled") => {
+                // The request is over for the client: its answer and its questions are not awaited.
+                let cancelled = message
+                    .get("params")
+                    .and_then(|p| p.get("requestId"))
+                    .map(wire::key);
+                if let Some(key) = cancelled {
+                    self.calls.remove(&key);
+                    self.asks.retain(|_, (call, _)| *call != key);
+                }
+                out.push(Out::Upstream(frame));
+            }
             _ => out.push(Out::Upstream(frame)),
         }
     }
@@ -213,6 +234,11 @@ impl ToModern {
         let key = message.get("id").map(wire::key).unwrap_or_default();
         match self.asks.remove(&key) {
             Some((call, input)) => self.input_answered(&call, &input, message, out),
+            // An answer to a question of a request that is over: the upstream never asked it.
+            None if message
+                .get("id")
+                .and_then(Value::as_str)
+                .is_some_and(|id| id.starts_with(OWN_ID)) => {}
             None => out.push(Out::Upstream(frame)),
         }
     }
@@ -321,7 +347,12 @@ impl ToModern {
             self.listen.ended(&key);
             return;
         }
-        self.calls.remove(&key);
+        let event = match self.calls.remove(&key) {
+            // The client side holds and re-sends what it sent, not its translation: the next link's
+            // translator translates it again.
+            Some(call) => with_frame(event, call.original),
+            None => event,
+        };
         out.push(Out::Client(event));
     }
 }
@@ -335,7 +366,7 @@ impl Translate for ToModern {
             return out.push(Out::Upstream(frame));
         }
         match (message.contains_key("method"), message.contains_key("id")) {
-            (true, true) => self.on_client_request(message, out),
+            (true, true) => self.on_client_request(message, frame, out),
             (true, false) => self.on_client_notification(message, frame, out),
             (false, _) => self.on_client_response(message, frame, out),
         }
@@ -360,6 +391,30 @@ impl Translate for ToModern {
 
 fn reply(out: &mut Vec<Out>, frame: Frame) {
     out.push(Out::Client(UpstreamEvent::Message(frame)));
+}
+
+/// A failure event about `frame` instead of the frame it names.
+fn with_frame(event: UpstreamEvent, frame: Frame) -> UpstreamEvent {
+    match event {
+        UpstreamEvent::Undelivered {
+            maybe_delivered,
+            reason,
+            ..
+        } => UpstreamEvent::Undelivered {
+            frame,
+            maybe_delivered,
+            reason,
+        },
+        UpstreamEvent::ProtocolError {
+            status, message, ..
+        } => UpstreamEvent::ProtocolError {
+            frame,
+            status,
+            message,
+        },
+        UpstreamEvent::SessionExpired { .. } => UpstreamEvent::SessionExpired { frame },
+        other => other,
+    }
 }
 
 /// What went wrong with a frame, for a message.

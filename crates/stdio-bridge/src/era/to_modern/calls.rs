@@ -4,12 +4,15 @@
 use serde_json::{Map, Value, json};
 
 use super::{Out, ToModern, reply, wire};
+use crate::upstream::Frame;
 
 /// How many `input_required` rounds one request may take, as the SDKs allow.
 pub(super) const MAX_ROUNDS: u32 = 10;
 
 /// A client's request in flight upstream.
 pub(super) struct Call {
+    /// The request as the client sent it.
+    pub(super) original: Frame,
     /// The request as sent (its params carry `_meta`), for a retry.
     request: Map<String, Value>,
     method: String,
@@ -22,7 +25,12 @@ pub(super) struct Call {
 
 impl ToModern {
     /// Sends a legacy request stateless and keeps it until its answer.
-    pub(super) fn send_call(&mut self, mut message: Map<String, Value>, out: &mut Vec<Out>) {
+    pub(super) fn send_call(
+        &mut self,
+        mut message: Map<String, Value>,
+        original: Frame,
+        out: &mut Vec<Out>,
+    ) {
         let params = self.stateless_params(message.get("params"));
         message.insert("params".into(), params);
         let key = message.get("id").map(wire::key).unwrap_or_default();
@@ -33,6 +41,7 @@ impl ToModern {
             .to_owned();
         out.push(Out::Upstream(wire::frame(&Value::Object(message.clone()))));
         let call = Call {
+            original,
             request: message,
             method,
             rounds: 0,
@@ -65,7 +74,7 @@ impl ToModern {
         let method = call.method.clone();
         self.calls.remove(key);
         if let Some(result) = message.remove("result") {
-            message.insert("result".into(), wire::legacy_result(result));
+            message.insert("result".into(), wire::legacy_result(&method, result));
         }
         if let Some(error) = message.remove("error") {
             message.insert("error".into(), wire::legacy_error(&method, error));

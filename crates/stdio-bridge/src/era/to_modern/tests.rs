@@ -232,6 +232,32 @@ fn results_lose_result_type_and_errors_get_the_legacy_codes() {
 }
 
 #[test]
+fn results_keep_only_what_the_handshake_era_has() {
+    let stamp = json!({"io.modelcontextprotocol/serverInfo": {"name": "modern", "version": "2"}});
+    let table = [
+        (
+            "tools/list",
+            json!({"resultType": "complete", "tools": [], "cacheScope": "public", "ttlMs": 0, "_meta": stamp}),
+            json!({"tools": []}),
+        ),
+        (
+            "resources/read",
+            json!({"resultType": "complete", "contents": [], "cacheScope": "private", "ttlMs": 5}),
+            json!({"contents": []}),
+        ),
+        (
+            "tools/call",
+            json!({"resultType": "complete", "content": [], "ttlMs": 1,
+                "_meta": {"io.modelcontextprotocol/serverInfo": {}, "trace": "t"}}),
+            json!({"content": [], "ttlMs": 1, "_meta": {"trace": "t"}}),
+        ),
+    ];
+    for (method, result, legacy) in table {
+        assert_eq!(wire::legacy_result(method, result), legacy, "{method}");
+    }
+}
+
+#[test]
 fn only_a_missing_resource_changes_its_error_code() {
     let missing = json!({"code": -32602, "message": "m", "data": {"uri": "a:/b"}});
     let table = [
@@ -271,6 +297,12 @@ fn set_level_is_kept_locally_sent_in_meta_and_applied_to_logs() {
         sent.upstream[0]["params"]["_meta"]["io.modelcontextprotocol/logLevel"],
         "warning"
     );
+    let sent = client(
+        &mut translator,
+        json!({"jsonrpc": "2.0", "id": 7, "method": "logging/setLevel", "params": {"level": "loud"}}),
+    );
+    assert!(sent.upstream.is_empty(), "{sent:?}");
+    assert_eq!(sent.client[0]["error"]["code"], -32602, "{sent:?}");
     let log = |level: &str| {
         json!({"jsonrpc": "2.0", "method": "notifications/message",
             "params": {"level": level, "data": level}})
@@ -337,6 +369,48 @@ fn input_required_becomes_client_requests_and_a_retry() {
 }
 
 #[test]
+fn a_round_of_several_inputs_is_retried_once_every_answer_is_in() {
+    let mut translator = initialized();
+    client(
+        &mut translator,
+        json!({"jsonrpc": "2.0", "id": 15, "method": "prompts/get", "params": {"name": "p"}}),
+    );
+    let sample =
+        json!({"method": "sampling/createMessage", "params": {"messages": [], "maxTokens": 5}});
+    let roots = json!({"method": "roots/list", "params": {}});
+    let sent = upstream(
+        &mut translator,
+        json!({"jsonrpc": "2.0", "id": 15, "result": {"resultType": "input_required",
+            "inputRequests": {"s": sample, "r": roots}}}),
+    );
+    let mut methods: Vec<&str> = sent
+        .client
+        .iter()
+        .map(|m| m["method"].as_str().unwrap())
+        .collect();
+    methods.sort_unstable();
+    assert_eq!(methods, ["roots/list", "sampling/createMessage"]);
+    let answer = |ask: &Value| match ask["method"].as_str() {
+        Some("roots/list") => json!({"roots": [{"uri": "file:///w"}]}),
+        _ => json!({"role": "assistant", "content": {"type": "text", "text": "ok"}, "model": "m"}),
+    };
+    let first = &sent.client[0];
+    let reply = json!({"jsonrpc": "2.0", "id": first["id"], "result": answer(first)});
+    assert!(
+        client(&mut translator, reply).upstream.is_empty(),
+        "no retry before the last answer"
+    );
+    let second = &sent.client[1];
+    let reply = json!({"jsonrpc": "2.0", "id": second["id"], "result": answer(second)});
+    let retry = &client(&mut translator, reply).upstream[0];
+    assert_eq!(retry["id"], 15);
+    let responses = &retry["params"]["inputResponses"];
+    assert_eq!(responses["r"]["roots"][0]["uri"], "file:///w");
+    assert_eq!(responses["s"]["model"], "m");
+    assert!(retry["params"].get("requestState").is_none(), "{retry}");
+}
+
+#[test]
 fn a_refused_input_ends_the_request_with_the_clients_error() {
     let mut translator = initialized();
     client(
@@ -358,6 +432,32 @@ fn a_refused_input_ends_the_request_with_the_clients_error() {
     assert_eq!(
         sent.client,
         vec![json!({"jsonrpc": "2.0", "id": 9, "error": error})]
+    );
+}
+
+#[test]
+fn a_cancelled_request_forgets_its_questions() {
+    let mut translator = initialized();
+    client(
+        &mut translator,
+        json!({"jsonrpc": "2.0", "id": 14, "method": "tools/call", "params": {"name": "ask"}}),
+    );
+    let sent = upstream(
+        &mut translator,
+        json!({"jsonrpc": "2.0", "id": 14, "result": {"resultType": "input_required",
+            "inputRequests": {"r": {"method": "roots/list", "params": {}}}}}),
+    );
+    let own = sent.client[0]["id"].clone();
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 14, "reason": "user"}});
+    let sent = client(&mut translator, cancel.clone());
+    assert_eq!(sent.upstream, vec![cancel]);
+    // A late answer to the question goes nowhere: no retry, and the upstream never asked it.
+    let answer = json!({"jsonrpc": "2.0", "id": own, "result": {"roots": []}});
+    let sent = client(&mut translator, answer);
+    assert!(
+        sent.upstream.is_empty() && sent.client.is_empty(),
+        "{sent:?}"
     );
 }
 
@@ -432,6 +532,26 @@ fn subscriptions_are_a_listen_filter_and_its_notifications_reach_the_client() {
 }
 
 #[test]
+fn a_request_the_upstream_did_not_take_is_handed_back_as_the_client_sent_it() {
+    let mut translator = initialized();
+    let call =
+        json!({"jsonrpc": "2.0", "id": 16, "method": "tools/call", "params": {"name": "add"}});
+    let sent = client(&mut translator, call.clone());
+    let mut out = Vec::new();
+    let event = UpstreamEvent::Undelivered {
+        frame: frame(&sent.upstream[0]),
+        maybe_delivered: false,
+        reason: "connection refused".into(),
+    };
+    translator.on_upstream(event, &mut out);
+    let [Out::Client(UpstreamEvent::Undelivered { frame: held, .. })] = &out[..] else {
+        panic!("one undelivered event: {out:?}");
+    };
+    // The client side re-sends it after reconnecting, and the next link translates it again.
+    assert_eq!(parse(held), call);
+}
+
+#[test]
 fn modern_frames_pass_unchanged() {
     let mut translator = initialized();
     let modern = json!({"jsonrpc": "2.0", "id": 13, "method": "tools/list", "params": {"_meta": {
@@ -450,6 +570,19 @@ fn modern_frames_pass_unchanged() {
         upstream(&mut translator, answer.clone()).client,
         vec![answer]
     );
+}
+
+#[test]
+fn a_listen_stream_of_a_modern_client_passes_unchanged() {
+    let mut translator = initialized();
+    let ack = json!({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+        "params": {"notifications": {"toolsListChanged": true},
+            "_meta": {"io.modelcontextprotocol/subscriptionId": 99}}});
+    let changed = json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed",
+        "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": 99}}});
+    for event in [ack, changed] {
+        assert_eq!(upstream(&mut translator, event.clone()).client, vec![event]);
+    }
 }
 
 #[test]

@@ -18,10 +18,10 @@ pub(super) const HANDSHAKE_VERSIONS: &[&str] =
 
 /// The handshake era's error for a resource that does not exist; 2026-07-28 says -32602.
 pub(super) const LEGACY_RESOURCE_NOT_FOUND: i64 = -32002;
-const INVALID_PARAMS: i64 = -32602;
+pub(super) const INVALID_PARAMS: i64 = -32602;
 
 /// The log levels, least severe first.
-const LEVELS: &[&str] = &[
+pub(super) const LEVELS: &[&str] = &[
     "debug",
     "info",
     "notice",
@@ -88,10 +88,32 @@ pub(super) fn level_passes(level: Option<&str>, min: &str) -> bool {
     }
 }
 
-/// A handshake-era result from a 2026-07-28 one: `resultType` goes (it is always `complete` here).
-pub(super) fn legacy_result(mut result: Value) -> Value {
-    if let Some(map) = result.as_object_mut() {
-        map.remove("resultType");
+/// The methods whose 2026-07-28 results carry the cache fields `cacheScope` and `ttlMs`.
+const CACHEABLE: &[&str] = &[
+    "tools/list",
+    "prompts/list",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+];
+
+/// A handshake-era result from a 2026-07-28 one: what that era does not have goes, so the client (and
+/// a recording) sees what a server of its era would send: `resultType` (always `complete` here), the
+/// server-info stamp in `_meta`, and a cacheable method's `cacheScope` and `ttlMs`.
+pub(super) fn legacy_result(method: &str, mut result: Value) -> Value {
+    let Some(map) = result.as_object_mut() else {
+        return result;
+    };
+    map.remove("resultType");
+    if CACHEABLE.contains(&method) {
+        map.remove("cacheScope");
+        map.remove("ttlMs");
+    }
+    if let Some(Value::Object(meta)) = map.get_mut("_meta") {
+        meta.remove(SERVER_INFO_KEY);
+        if meta.is_empty() {
+            map.remove("_meta");
+        }
     }
     result
 }
