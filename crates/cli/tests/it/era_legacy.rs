@@ -3,9 +3,11 @@
 //! session itself, answers `server/discover`, and hands the client valid 2026-07-28 results.
 
 use std::{
+    io::{BufRead, BufReader, Write},
     net::{TcpListener, TcpStream},
     path::PathBuf,
     process::{Child, Command, Stdio},
+    sync::mpsc,
     time::{Duration, Instant},
 };
 
@@ -65,6 +67,10 @@ impl HttpEverything {
             .local_addr()
             .unwrap()
             .port();
+        Self::start_on(port)
+    }
+
+    fn start_on(port: u16) -> Self {
         let child = Command::new(everything())
             .arg("streamableHttp")
             .env("PORT", port.to_string())
@@ -104,6 +110,7 @@ fn assert_sdk_run(run: &Value) {
     for tool in [
         "echo",
         "trigger-elicitation-request",
+        "trigger-sampling-request",
         "toggle-subscriber-updates",
     ] {
         assert!(tools.contains(&json!(tool)), "{tool} missing: {run}");
@@ -135,6 +142,15 @@ fn assert_sdk_run(run: &Value) {
         run["elicitation"]
             .to_string()
             .contains("Name: Ada Lovelace"),
+        "{run}"
+    );
+    assert_eq!(
+        run["sampled"],
+        json!(["Resource trigger-sampling-request context: say something"]),
+        "{run}"
+    );
+    assert!(
+        run["sampling"].to_string().contains("a sampled answer"),
         "{run}"
     );
     assert_eq!(run["missing"]["code"], -32602, "{run}");
@@ -206,4 +222,79 @@ fn era_legacy_raw_2026_lines_through_bridge_url_to_a_legacy_http_server_get_vali
     let server = HttpEverything::start();
     let run = modern_client("wire", &["bridge", "--url", &server.url]);
     assert_wire_run(&run);
+}
+
+/// A 2026-07-28 request as the SDK 2.x client sends it.
+fn modern_request(id: u64, method: &str, params: Value) -> Value {
+    let mut params = params;
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "restart-test", "version": "1.0.0"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    });
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+}
+
+#[test]
+fn era_legacy_a_restarted_legacy_http_server_costs_a_2026_client_nothing() {
+    let server = HttpEverything::start();
+    let port: u16 = server
+        .url
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .trim_end_matches("/mcp")
+        .parse()
+        .unwrap();
+    let mut bridge = calltape()
+        .args(["bridge", "--url", &server.url])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = bridge.stdin.take().unwrap();
+    let (lines_tx, lines) = mpsc::channel();
+    let stdout = BufReader::new(bridge.stdout.take().unwrap());
+    std::thread::spawn(move || {
+        for line in stdout.lines().map_while(Result::ok) {
+            let _ = lines_tx.send(line);
+        }
+    });
+    let mut call = |id: u64, message: &str| -> Value {
+        let request = modern_request(
+            id,
+            "tools/call",
+            json!({"name": "echo", "arguments": {"message": message}}),
+        );
+        writeln!(stdin, "{request}").unwrap();
+        loop {
+            let line = lines
+                .recv_timeout(Duration::from_secs(60))
+                .unwrap_or_else(|_| panic!("no answer to request {id} within a minute"));
+            let answer: Value = serde_json::from_str(&line).unwrap();
+            if answer["id"] == id && answer.get("method").is_none() {
+                return answer;
+            }
+        }
+    };
+    let before = call(1, "before");
+    assert_eq!(
+        before["result"]["content"][0]["text"], "Echo: before",
+        "{before}"
+    );
+    assert_eq!(before["result"]["resultType"], "complete", "{before}");
+    // The server restarts and forgets every session; the bridge opens a new one for the client.
+    drop(server);
+    let _server = HttpEverything::start_on(port);
+    let after = call(2, "after");
+    assert_eq!(
+        after["result"]["content"][0]["text"], "Echo: after",
+        "{after}"
+    );
+    assert_eq!(after["result"]["resultType"], "complete", "{after}");
+    drop(stdin);
+    let out = bridge.wait_with_output().unwrap();
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{}\n{log}", out.status);
 }

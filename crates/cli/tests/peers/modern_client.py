@@ -4,8 +4,8 @@ server, for the end-to-end tests of the era adapter.
 Usage: python modern_client.py SCENARIO -- BRIDGE_COMMAND...
 
 - `sdk`: the SDK's `Client`, which adopts 2026-07-28 from the bridge's `server/discover`: discover,
-  the lists, a call, a read, a prompt, an elicitation answered through `input_required`, and a
-  resource subscription through `subscriptions/listen`.
+  the lists, a call, a read, a prompt, an elicitation and a sampling request answered through
+  `input_required`, and a resource subscription through `subscriptions/listen`.
 - `wire`: the same requests as raw JSON-RPC lines, each result checked against the SDK's strict
   2026-07-28 wire models (`mcp_types._v2026_07_28`), which require `resultType` and the cache fields
   where the SDK's own types would fill in defaults.
@@ -46,11 +46,21 @@ async def sdk(command):
         out["elicited"].append(params.message)
         return types.ElicitResult(action="accept", content={"name": "Ada Lovelace"})
 
+    async def on_sample(context, params):
+        out["sampled"] = [m.content.text for m in params.messages]
+        return types.CreateMessageResult(
+            role="assistant",
+            content=types.TextContent(type="text", text="a sampled answer"),
+            model="test-model",
+        )
+
     server = StdioServerParameters(command=command[0], args=command[1:], env=dict(os.environ))
     info = types.Implementation(name="modern-sdk-client", version="2.3.0")
     # `auto` probes `server/discover` and adopts its answer; only a legacy fallback would negotiate
     # another version, which the test refuses.
-    async with Client(server, mode="auto", elicitation_callback=on_elicit, client_info=info) as client:
+    async with Client(
+        server, mode="auto", elicitation_callback=on_elicit, sampling_callback=on_sample, client_info=info
+    ) as client:
         discovered = client.session.discover_result
         out["protocol"] = client.protocol_version
         out["supported"] = discovered.supported_versions if discovered else None
@@ -63,6 +73,8 @@ async def sdk(command):
         out["prompts"] = sorted(p.name for p in (await client.list_prompts()).prompts)
         elicit = await client.call_tool("trigger-elicitation-request", {})
         out["elicitation"] = texts(elicit)
+        sample = await client.call_tool("trigger-sampling-request", {"prompt": "say something", "maxTokens": 5})
+        out["sampling"] = texts(sample)
         try:
             await client.read_resource(MISSING)
             out["missing"] = "no error"

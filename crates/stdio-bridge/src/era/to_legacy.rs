@@ -8,8 +8,10 @@
 //! session's notifications (`listen`). Legacy frames pass through, except a legacy `initialize` once
 //! the bridge has opened the session: that one is answered from the session's result.
 //!
-//! A client whose capabilities differ from the session's is served in the same session (logged once):
-//! one link is one session of the upstream, and a translator holds one link.
+//! A session opened for a `server/discover` alone (the era detection's, as often as not) is opened
+//! again for the first other request whose client info or capabilities differ. After that, a client
+//! whose capabilities differ from the session's is served in the same session (logged once): one link
+//! is one session of the upstream, and a translator holds one link.
 
 mod input;
 mod listen;
@@ -49,6 +51,10 @@ pub(super) struct ToLegacy {
     legacy_initialize: Option<String>,
     /// A client with other capabilities than the session's was logged.
     told_capabilities: bool,
+    /// The session was opened for a `server/discover` (a probe's, as often as not) and nothing else
+    /// was sent in it yet: the first other request opens it again with its own client info and
+    /// capabilities, which are the ones the server should see.
+    provisional: bool,
 }
 
 /// The upstream session, as far as 2026-07-28 clients are concerned.
@@ -89,6 +95,9 @@ struct Modern {
     uri: Option<String>,
     /// The order it was sent in: the oldest request in flight gets the server's requests.
     order: u64,
+    /// The frame as the client sent it, handed back to the client side when the upstream did not
+    /// take it, so that it is translated again wherever it is sent next.
+    sent: Frame,
     /// The `requestState` of its open exchange.
     exchange: Option<String>,
 }
@@ -105,6 +114,7 @@ impl ToLegacy {
             log_level: None,
             legacy_initialize: None,
             told_capabilities: false,
+            provisional: false,
         }
     }
 
@@ -180,24 +190,42 @@ impl ToLegacy {
     /// A 2026-07-28 frame from the client side.
     fn on_modern(&mut self, frame: Frame, message: Value, out: &mut Vec<Out>) {
         match &mut self.session {
-            Session::Open { .. } => self.in_session(message, out),
+            Session::Open { .. } => self.in_session(frame, message, out),
             Session::Opening { waiting, .. } => waiting.push(frame),
             Session::Closed => {
-                let params = shape::initialize_params(&message);
-                self.request(Own::Initialize, "initialize", params.clone(), out);
-                self.session = Session::Opening {
-                    params,
-                    waiting: vec![frame],
-                    resend: Vec::new(),
-                };
+                self.provisional = message["method"] == "server/discover";
+                self.open(&message, frame, out);
             }
         }
     }
 
+    /// Opens the upstream's session with the client info and capabilities of `message`, whose frame
+    /// waits for it.
+    fn open(&mut self, message: &Value, frame: Frame, out: &mut Vec<Out>) {
+        let params = shape::initialize_params(message);
+        self.request(Own::Initialize, "initialize", params.clone(), out);
+        self.session = Session::Opening {
+            params,
+            waiting: vec![frame],
+            resend: Vec::new(),
+        };
+    }
+
     /// A 2026-07-28 frame once the session is open.
-    fn in_session(&mut self, mut message: Value, out: &mut Vec<Out>) {
-        self.check_capabilities(&message);
+    fn in_session(&mut self, frame: Frame, mut message: Value, out: &mut Vec<Out>) {
         let method = message["method"].as_str().unwrap_or_default().to_owned();
+        if self.provisional && method != "server/discover" {
+            self.provisional = false;
+            if let Session::Open {
+                params: Some(params),
+                ..
+            } = &self.session
+                && shape::initialize_params(&message) != *params
+            {
+                return self.open(&message, frame, out);
+            }
+        }
+        self.check_capabilities(&message);
         let id = message.get("id").filter(|id| !id.is_null()).cloned();
         let Some(id) = id else {
             if method == "notifications/cancelled"
@@ -212,6 +240,9 @@ impl ToLegacy {
                     );
                 }
                 return;
+            }
+            if method == "notifications/cancelled" {
+                self.cancelled_upstream(&mut message);
             }
             shape::strip(&mut message);
             out.push(Out::Upstream(jsonrpc::to_frame(&message)));
@@ -252,10 +283,25 @@ impl ToLegacy {
                 uri,
                 order: self.next,
                 exchange: None,
+                sent: frame,
             },
         );
         shape::strip(&mut message);
         out.push(Out::Upstream(jsonrpc::to_frame(&message)));
+    }
+
+    /// A cancellation names the request as the server knows it: a retried request is the one first
+    /// sent.
+    fn cancelled_upstream(&self, message: &mut Value) {
+        let named = &message["params"]["requestId"];
+        let sent = self
+            .modern
+            .iter()
+            .find(|(_, modern)| modern.client.as_ref() == Some(named))
+            .map(|(key, _)| key);
+        if let Some(id) = sent.and_then(|key| serde_json::from_str::<Value>(key).ok()) {
+            message["params"]["requestId"] = id;
+        }
     }
 
     /// Logs once that a client's capabilities differ from those the session was opened with.
@@ -459,7 +505,7 @@ impl ToLegacy {
         let own = id.as_deref().and_then(|id| self.own.remove(id));
         match (event, own) {
             (UpstreamEvent::SessionExpired { frame }, own) => {
-                self.reopen(frame, own, out);
+                self.reopen(frame, own, id, out);
             }
             (_, Some(Own::Quiet)) => {}
             (event, Some(Own::Initialize)) => {
@@ -475,17 +521,20 @@ impl ToLegacy {
                 }
             }
             (event, None) => {
-                if let Some(id) = id {
-                    self.modern.remove(&id);
-                }
-                out.push(Out::Client(event));
+                let sent = id
+                    .and_then(|id| self.modern.remove(&id))
+                    .map(|modern| modern.sent);
+                out.push(Out::Client(match sent {
+                    Some(sent) => with_frame(event, sent),
+                    None => event,
+                }));
             }
         }
     }
 
     /// The upstream forgot the session the bridge opened: the bridge opens another, then sends the
     /// frame again (a session a legacy client opened is that client's to open again).
-    fn reopen(&mut self, frame: Frame, own: Option<Own>, out: &mut Vec<Out>) {
+    fn reopen(&mut self, frame: Frame, own: Option<Own>, id: Option<String>, out: &mut Vec<Out>) {
         let params = match &mut self.session {
             Session::Open {
                 params: Some(params),
@@ -498,6 +547,10 @@ impl ToLegacy {
                 return;
             }
             _ => {
+                let sent = id
+                    .and_then(|id| self.modern.remove(&id))
+                    .map(|modern| modern.sent);
+                let frame = sent.unwrap_or(frame);
                 out.push(Out::Client(UpstreamEvent::SessionExpired { frame }));
                 return;
             }
@@ -529,6 +582,10 @@ impl Translate for ToLegacy {
             }
             _ => return self.on_legacy(frame, out),
         };
+        if let Some(refusal) = shape::refusal(&message) {
+            out.push(client(&refusal));
+            return;
+        }
         self.on_modern(frame, message, out);
     }
 
@@ -543,6 +600,30 @@ impl Translate for ToLegacy {
 /// A message for the client side.
 fn client(message: &Value) -> Out {
     Out::Client(UpstreamEvent::Message(jsonrpc::to_frame(message)))
+}
+
+/// The event about `frame` instead of the frame it named.
+fn with_frame(event: UpstreamEvent, frame: Frame) -> UpstreamEvent {
+    match event {
+        UpstreamEvent::SessionExpired { .. } => UpstreamEvent::SessionExpired { frame },
+        UpstreamEvent::Undelivered {
+            maybe_delivered,
+            reason,
+            ..
+        } => UpstreamEvent::Undelivered {
+            frame,
+            maybe_delivered,
+            reason,
+        },
+        UpstreamEvent::ProtocolError {
+            status, message, ..
+        } => UpstreamEvent::ProtocolError {
+            frame,
+            status,
+            message,
+        },
+        other => other,
+    }
 }
 
 /// Why a frame did not get an answer, for a log line or an error.

@@ -22,6 +22,17 @@ const HANDSHAKE_VERSIONS: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18",
 /// The legacy error code for a resource that does not exist, and the one 2026-07-28 uses instead.
 const LEGACY_RESOURCE_NOT_FOUND: i64 = -32002;
 const INVALID_PARAMS: i64 = -32602;
+const METHOD_NOT_FOUND: i64 = -32601;
+/// The requests of the handshake era that 2026-07-28 removed.
+const REMOVED: [&str; 5] = [
+    "initialize",
+    "ping",
+    "logging/setLevel",
+    "resources/subscribe",
+    "resources/unsubscribe",
+];
+/// The 2026-07-28 error for a request at a version the server does not serve.
+const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 
 /// The results a 2026-07-28 client may cache, which must say for how long and for whom.
 const CACHEABLE: [&str; 5] = [
@@ -35,6 +46,52 @@ const CACHEABLE: [&str; 5] = [
 /// The `_meta` object of a request's params, when it has one.
 pub(super) fn meta(message: &Value) -> Option<&Map<String, Value>> {
     message.get("params")?.get("_meta")?.as_object()
+}
+
+/// The error a 2026-07-28 request gets when the bridge cannot serve it, as a server of that version
+/// would refuse it: its `_meta` has no client capabilities or names another version, or its method
+/// is one 2026-07-28 removed (which must never reach the session the bridge keeps).
+pub(super) fn refusal(message: &Value) -> Option<Value> {
+    let id = message.get("id").filter(|id| !id.is_null())?;
+    let meta = meta(message)?;
+    let method = message["method"].as_str().unwrap_or_default();
+    let (code, said, data) = match meta.get(VERSION_KEY)? {
+        _ if !meta.contains_key(CAPABILITIES_KEY) => (
+            INVALID_PARAMS,
+            format!(
+                "params._meta is missing {CAPABILITIES_KEY}, which a {MODERN_VERSION} request must \
+                 carry; send the client's capabilities (an empty object when it has none)"
+            ),
+            None,
+        ),
+        Value::String(version) if version == MODERN_VERSION && REMOVED.contains(&method) => (
+            METHOD_NOT_FOUND,
+            format!(
+                "method not found: {method} was removed in {MODERN_VERSION}, which needs no \
+                 handshake and keeps no session state"
+            ),
+            None,
+        ),
+        Value::String(version) if version == MODERN_VERSION => return None,
+        Value::String(version) => (
+            UNSUPPORTED_PROTOCOL_VERSION,
+            format!(
+                "protocol version {version} is not supported here; send {MODERN_VERSION}, or \
+                 initialize a session for a version of the handshake era"
+            ),
+            Some(json!({"supported": [MODERN_VERSION], "requested": version})),
+        ),
+        _ => (
+            INVALID_PARAMS,
+            format!("{VERSION_KEY} must be a string such as \"{MODERN_VERSION}\""),
+            None,
+        ),
+    };
+    let mut refusal = json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": said}});
+    if let Some(data) = data {
+        refusal["error"]["data"] = data;
+    }
+    Some(refusal)
 }
 
 /// The params of the `initialize` the bridge sends for a client of 2026-07-28: its info and

@@ -510,3 +510,260 @@ fn listen_subscribes_acknowledges_and_delivers_until_cancelled() {
         [changed]
     );
 }
+
+#[test]
+fn a_session_opened_for_a_probe_is_opened_again_for_the_first_client_with_other_capabilities() {
+    // (the capabilities of the request after the probe, whether it opens the session again)
+    let table = [(json!({"elicitation": {}}), true), (json!({}), false)];
+    for (capabilities, again) in table {
+        let mut translator = ToLegacy::new();
+        let mut probe = modern(1, "server/discover", json!({}));
+        probe["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] = json!({});
+        probe["params"]["_meta"]["io.modelcontextprotocol/clientInfo"] =
+            json!({"name": "calltape"});
+        let first = from_client(&mut translator, probe.clone());
+        let answer =
+            json!({"jsonrpc": "2.0", "id": first.upstream[0]["id"], "result": initialize_result()});
+        let discovered = from_upstream(&mut translator, answer);
+        assert_eq!(
+            discovered.client[0]["result"]["supportedVersions"],
+            json!(["2026-07-28"])
+        );
+        let mut request = probe;
+        request["id"] = json!(2);
+        request["method"] = json!("tools/list");
+        request["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] =
+            capabilities.clone();
+        let sent = from_client(&mut translator, request);
+        if !again {
+            assert_eq!(sent.upstream[0]["method"], "tools/list", "{sent:?}");
+            continue;
+        }
+        let [initialize] = sent.upstream.as_slice() else {
+            panic!("{sent:?}");
+        };
+        assert_eq!(initialize["method"], "initialize");
+        assert_eq!(initialize["params"]["capabilities"], capabilities);
+        let answer =
+            json!({"jsonrpc": "2.0", "id": initialize["id"], "result": initialize_result()});
+        let opened = from_upstream(&mut translator, answer);
+        let methods: Vec<_> = opened
+            .upstream
+            .iter()
+            .map(|m| m["method"].clone())
+            .collect();
+        assert_eq!(methods, ["notifications/initialized", "tools/list"]);
+        // Only the first request after the probe does.
+        let later = from_client(&mut translator, modern(3, "prompts/list", json!({})));
+        assert_eq!(later.upstream[0]["method"], "prompts/list", "{later:?}");
+    }
+}
+
+#[test]
+fn cancelling_a_retried_request_cancels_the_request_the_server_knows() {
+    let mut translator = ToLegacy::new();
+    opened(&mut translator);
+    from_client(
+        &mut translator,
+        modern(7, "tools/call", json!({"name": "ask"})),
+    );
+    let ask = json!({"jsonrpc": "2.0", "id": 40, "method": "roots/list"});
+    let handed = from_upstream(&mut translator, ask);
+    let result = &handed.client[0]["result"];
+    let key = result["inputRequests"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .next()
+        .unwrap()
+        .clone();
+    let retry = modern(
+        8,
+        "tools/call",
+        json!({"name": "ask", "requestState": result["requestState"], "inputResponses": {key: {"roots": []}}}),
+    );
+    from_client(&mut translator, retry);
+    let mut cancel = modern(
+        0,
+        "notifications/cancelled",
+        json!({"requestId": 8, "reason": "bored"}),
+    );
+    cancel.as_object_mut().unwrap().remove("id");
+    let cancelled = from_client(&mut translator, cancel);
+    assert_eq!(
+        cancelled.upstream,
+        [
+            json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+            "params": {"requestId": 7, "reason": "bored"}})
+        ]
+    );
+}
+
+#[test]
+fn a_request_with_a_bad_envelope_is_refused_before_any_session_is_opened() {
+    // (the request's `_meta`, the code it gets, a part of its message, its `data`)
+    let table = [
+        (
+            json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28"}),
+            -32602,
+            "io.modelcontextprotocol/clientCapabilities",
+            Value::Null,
+        ),
+        (
+            json!({"io.modelcontextprotocol/protocolVersion": 20260728, "io.modelcontextprotocol/clientCapabilities": {}}),
+            -32602,
+            "must be a string",
+            Value::Null,
+        ),
+        (
+            json!({"io.modelcontextprotocol/protocolVersion": "2099-01-01", "io.modelcontextprotocol/clientCapabilities": {}}),
+            -32022,
+            "2099-01-01",
+            json!({"supported": ["2026-07-28"], "requested": "2099-01-01"}),
+        ),
+    ];
+    for (meta, code, said, data) in table {
+        let mut translator = ToLegacy::new();
+        let request =
+            json!({"jsonrpc": "2.0", "id": 5, "method": "tools/list", "params": {"_meta": meta}});
+        let got = from_client(&mut translator, request);
+        assert!(got.upstream.is_empty(), "{got:?}");
+        let [answer] = got.client.as_slice() else {
+            panic!("{got:?}");
+        };
+        assert_eq!(answer["id"], 5);
+        assert_eq!(answer["error"]["code"], code, "{answer}");
+        let message = answer["error"]["message"].as_str().unwrap();
+        assert!(message.contains(said), "{message}");
+        if !data.is_null() {
+            assert_eq!(answer["error"]["data"], data);
+        }
+    }
+}
+
+#[test]
+fn a_method_2026_07_28_removed_is_not_found_and_never_reaches_the_session() {
+    for method in [
+        "initialize",
+        "ping",
+        "logging/setLevel",
+        "resources/subscribe",
+        "resources/unsubscribe",
+    ] {
+        let mut translator = ToLegacy::new();
+        opened(&mut translator);
+        let got = from_client(&mut translator, modern(30, method, json!({})));
+        assert!(got.upstream.is_empty(), "{method}: {got:?}");
+        let [answer] = got.client.as_slice() else {
+            panic!("{method}: {got:?}");
+        };
+        assert_eq!(answer["id"], 30);
+        assert_eq!(answer["error"]["code"], -32601, "{method}: {answer}");
+        let message = answer["error"]["message"].as_str().unwrap();
+        assert!(message.contains(method), "{message}");
+    }
+}
+
+fn event(translator: &mut ToLegacy, event: UpstreamEvent) -> Vec<Out> {
+    let mut out = Vec::new();
+    translator.on_upstream(event, &mut out);
+    out
+}
+
+#[test]
+fn an_expired_session_the_bridge_opened_is_opened_again_and_the_request_sent_again() {
+    let mut translator = ToLegacy::new();
+    opened(&mut translator);
+    let sent = from_client(&mut translator, modern(4, "prompts/list", json!({})));
+    let lost = frame(&sent.upstream[0]);
+    let again = said(event(
+        &mut translator,
+        UpstreamEvent::SessionExpired { frame: lost },
+    ));
+    let [initialize] = again.upstream.as_slice() else {
+        panic!("{again:?}");
+    };
+    assert_eq!(initialize["method"], "initialize");
+    assert_eq!(initialize["params"]["clientInfo"]["name"], "modern-client");
+    assert!(again.client.is_empty(), "{again:?}");
+    let answer = json!({"jsonrpc": "2.0", "id": initialize["id"], "result": initialize_result()});
+    let reopened = from_upstream(&mut translator, answer);
+    let methods: Vec<_> = reopened
+        .upstream
+        .iter()
+        .map(|m| m["method"].clone())
+        .collect();
+    assert_eq!(methods, ["notifications/initialized", "prompts/list"]);
+    let done = from_upstream(
+        &mut translator,
+        json!({"jsonrpc": "2.0", "id": 4, "result": {"prompts": []}}),
+    );
+    assert_eq!(done.client[0]["result"]["resultType"], "complete");
+}
+
+#[test]
+fn an_expired_session_a_legacy_client_opened_is_the_clients_to_open_again() {
+    let mut translator = ToLegacy::new();
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18"}});
+    from_client(&mut translator, init);
+    from_upstream(
+        &mut translator,
+        json!({"jsonrpc": "2.0", "id": 1, "result": initialize_result()}),
+    );
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    let out = event(
+        &mut translator,
+        UpstreamEvent::SessionExpired {
+            frame: frame(&call),
+        },
+    );
+    assert!(
+        matches!(
+            out.as_slice(),
+            [Out::Client(UpstreamEvent::SessionExpired { .. })]
+        ),
+        "{out:?}"
+    );
+}
+
+#[test]
+fn an_initialize_that_cannot_be_delivered_fails_the_waiting_requests() {
+    let mut translator = ToLegacy::new();
+    let first = from_client(&mut translator, modern(1, "tools/list", json!({})));
+    let out = event(
+        &mut translator,
+        UpstreamEvent::ProtocolError {
+            frame: frame(&first.upstream[0]),
+            status: Some(500),
+            message: "upstream answered HTTP 500".to_owned(),
+        },
+    );
+    let failed = said(out);
+    assert!(failed.upstream.is_empty(), "{failed:?}");
+    assert_eq!(failed.client[0]["id"], 1);
+    assert_eq!(failed.client[0]["error"]["code"], -32004);
+    let message = failed.client[0]["error"]["message"].as_str().unwrap();
+    assert!(message.contains("HTTP 500"), "{message}");
+}
+
+#[test]
+fn an_undelivered_request_goes_back_as_the_client_sent_it_so_it_is_translated_again() {
+    let mut translator = ToLegacy::new();
+    opened(&mut translator);
+    let request = modern(6, "tools/list", json!({}));
+    let sent = from_client(&mut translator, request.clone());
+    let out = event(
+        &mut translator,
+        UpstreamEvent::Undelivered {
+            frame: frame(&sent.upstream[0]),
+            maybe_delivered: false,
+            reason: "connection refused".to_owned(),
+        },
+    );
+    match out.as_slice() {
+        [Out::Client(UpstreamEvent::Undelivered { frame, .. })] => {
+            assert_eq!(serde_json::from_slice::<Value>(frame).unwrap(), request);
+        }
+        other => panic!("{other:?}"),
+    }
+}
