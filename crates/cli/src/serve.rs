@@ -38,6 +38,10 @@ Loopback only: any request with an Origin header gets 403, a Host that is not 12
 localhost or [::1] gets 421, and there is no CORS. With --token-file a fresh token is written to \
 that file (0600) and every /mcp request must carry it as `Authorization: Bearer <token>`.
 
+Both protocol eras: sessions of the handshake era and stateless 2026-07-28 requests share the \
+endpoint whatever era CMD speaks (--protocol, found on each start by default); what CMD lacks is \
+translated. On a CMD of the handshake era, stateless requests go through its one session.
+
 What cannot be shared: the log level (logging/setLevel applies to every session) and roots that \
 differ between sessions (a roots/list request goes to the session whose request is in flight).";
 
@@ -77,7 +81,8 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "N", default_value_t = 1024)]
     max_sessions: usize,
 
-    /// Answer each request with one JSON body instead of an SSE stream.
+    /// Answer each request with one JSON body instead of an SSE stream (a subscriptions/listen request
+    /// still gets its stream of events).
     #[arg(long)]
     json_response: bool,
 

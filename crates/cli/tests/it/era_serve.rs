@@ -213,15 +213,21 @@ fn steps(list: &[&str]) -> Vec<String> {
 #[test]
 fn era_serve_a_listen_stream_gets_its_own_events_with_its_own_id() {
     // A 2026-07-28 child ties each event of a `subscriptions/listen` stream to the listen request by
-    // its id in `_meta`: the id the multiplexer sent, which the client never saw.
+    // its id in `_meta`: the id the multiplexer sent, which the client never saw. A listen stream is
+    // an SSE stream even on a server that answers other requests with one JSON body.
     for kind in [Kind::Dual, Kind::ModernOnly] {
-        let served = Served::start(kind, &[]);
-        let listened = served.client(Era::Modern, &steps(&["listen"])).wait();
-        assert_eq!(
-            listened,
-            Ok(steps(&["tools_list_changed"])),
-            "{kind:?}: the change reached the listen stream"
-        );
+        for args in [&[][..], &["--json-response"][..]] {
+            let served = Served::start(kind, args);
+            let listened = served
+                .client(Era::Modern, &steps(&["listen", "pid"]))
+                .wait();
+            let listened = listened.map(|steps| steps[0].clone());
+            assert_eq!(
+                listened,
+                Ok("tools_list_changed".to_owned()),
+                "{kind:?} {args:?}: the change reached the listen stream"
+            );
+        }
     }
 }
 

@@ -219,7 +219,8 @@ impl Serve {
     }
 
     /// Answers requests with a single JSON body instead of an SSE stream; the messages tied to a request
-    /// (progress, server-to-client requests) then go to the session's GET stream.
+    /// (progress, server-to-client requests) then go to the session's GET stream. A 2026-07-28
+    /// `subscriptions/listen` request, answered by its events, still gets an SSE stream.
     #[must_use]
     pub fn json_response(mut self, on: bool) -> Self {
         self.json_response = on;

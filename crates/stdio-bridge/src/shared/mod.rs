@@ -12,7 +12,9 @@
 //! - [`attach_or_start`]: finds the key's server or starts exactly one ([`Launcher`]).
 //! - [`serve_shared`]: the server's side: lock, listen, write the record, serve, clean up.
 //! - [`SharedUpstream`]: the key's server as an [`Upstream`](crate::Upstream) for a
-//!   [`Bridge`](crate::Bridge), which is what `calltape shared` runs.
+//!   [`Bridge`](crate::Bridge), which is what `calltape shared` runs. It passes frames of either
+//!   protocol era through: the server translates for its child (its [`Serve`](crate::serve::Serve)
+//!   reaches the child through an [`EraUpstream`](crate::EraUpstream)).
 //! - [`answer_held_requests`]: when no server can be attached, each request the client sent gets
 //!   [`unavailable_answer`] with its own id before the session exits.
 //!

@@ -4,7 +4,8 @@
 //! sends the bearer token only on a connection whose other end has just proved its identity: over
 //! loopback HTTP every request (the GET stream and the DELETE included) goes on a fresh connection that
 //! is challenged first, so a process that takes the port after the server stops gets nothing; over the
-//! owner-only socket each connection is challenged once and then reused.
+//! owner-only socket each connection is challenged once and then reused. A request of 2026-07-28 (its
+//! protocol version in `_meta`) goes without a session, with that version in `MCP-Protocol-Version`.
 //!
 //! When no server can be attached (it cannot be started, it exits before it proves itself, or the
 //! process at its endpoint cannot prove itself), the link says why on stderr and answers every request

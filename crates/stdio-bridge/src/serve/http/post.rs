@@ -241,7 +241,10 @@ impl Inner {
         } = exchange;
         let batch = messages.len() > 1;
         let (tx, mut rx) = mpsc::unbounded_channel();
-        let related = !self.json_response;
+        // A `subscriptions/listen` request (2026-07-28) is answered by its events: always a stream.
+        let listen = messages.iter().any(|m| method_of(m) == Some(LISTEN_METHOD));
+        let sse = !self.json_response || listen;
+        let related = sse;
         for message in messages {
             let is_request = !request_ids(&message).is_empty();
             self.mux.send(Command::Message {
@@ -254,7 +257,7 @@ impl Inner {
         drop(tx);
         let guard = StreamGuard::new(self, (!ephemeral).then(|| Arc::clone(&session)));
         let close_after = ephemeral.then(|| (self.mux.clone(), session.no));
-        if !self.json_response {
+        if sse {
             let body = SseBody {
                 rx,
                 expected: Some(expected),
@@ -301,6 +304,9 @@ impl Inner {
         Some(json_response(StatusCode::OK, &value))
     }
 }
+
+/// The request of 2026-07-28 whose answer is a stream of events.
+const LISTEN_METHOD: &str = "subscriptions/listen";
 
 /// Why no session was opened.
 enum NoSession {
