@@ -12,6 +12,10 @@
 //! a client of the server's era (see the table's notes). A listed scenario that fails makes the run's
 //! test fail with the suite's own account of the failed checks.
 //!
+//! The suite's client scenario `http-standard-headers` runs too: the suite starts a 2026-07-28 server,
+//! and a handshake-era client (`tests/peers/conformance_client.py`, the Python SDK 1.x) reaches it
+//! through `calltape bridge --url`.
+//!
 //! Run this module alone: `cargo test -p calltape --test it conformance` (after
 //! `eval "$(.ci/install-peers --env)"`).
 
