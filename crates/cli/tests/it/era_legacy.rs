@@ -203,6 +203,29 @@ fn era_legacy_the_sdk_2_client_through_bridge_to_a_stdio_legacy_server() {
     assert_sdk_run(&run);
 }
 
+/// A bridge in front of a bridge, as `serve` or `shared` in front of `calltape bridge --url`: the outer
+/// finds the inner speaks 2026-07-28 (its `server/discover` is answered from the legacy session the
+/// inner opened for that probe), and the inner opens the session again for the real client, whose
+/// capabilities (elicitation, sampling) the server must see to offer the tools that need them.
+#[test]
+fn era_legacy_the_sdk_2_client_through_two_bridges_to_a_stdio_legacy_server() {
+    let everything = everything();
+    let calltape = calltape();
+    let inner = calltape.get_program().to_str().unwrap();
+    let run = modern_client(
+        "sdk",
+        &[
+            "bridge",
+            "--",
+            inner,
+            "bridge",
+            "--",
+            everything.to_str().unwrap(),
+        ],
+    );
+    assert_sdk_run(&run);
+}
+
 #[test]
 fn era_legacy_raw_2026_lines_through_bridge_to_a_stdio_legacy_server_get_valid_results() {
     let everything = everything();

@@ -26,9 +26,13 @@ use serde_json::{Value, json};
 
 use super::{Out, Translate};
 use crate::{
-    UPSTREAM_PROTOCOL_ERROR, jsonrpc,
+    BUFFER_FULL, UPSTREAM_PROTOCOL_ERROR, jsonrpc,
     upstream::{Frame, UpstreamEvent},
 };
+
+/// How many frames may wait for the session the bridge opens, as many as the bridge holds while an
+/// upstream starts; a request past that is refused.
+pub(super) const MAX_WAITING: usize = crate::DEFAULT_BUFFER_MESSAGES;
 
 /// Bytes every 2026-07-28 request holds (its `_meta` keys), and a legacy frame almost never does.
 const MODERN_MARK: &[u8] = b"io.modelcontextprotocol/";
@@ -191,7 +195,19 @@ impl ToLegacy {
     fn on_modern(&mut self, frame: Frame, message: Value, out: &mut Vec<Out>) {
         match &mut self.session {
             Session::Open { .. } => self.in_session(frame, message, out),
-            Session::Opening { waiting, .. } => waiting.push(frame),
+            Session::Opening { waiting, .. } if waiting.len() < MAX_WAITING => waiting.push(frame),
+            Session::Opening { .. } => {
+                if let Some(id) = message.get("id").filter(|id| !id.is_null()) {
+                    let refusal = shape::error(
+                        id,
+                        BUFFER_FULL,
+                        "too many requests are waiting for the legacy upstream to open the session \
+                         the bridge asked for; send this one again once earlier ones are answered",
+                        jsonrpc::data("buffer_full", None),
+                    );
+                    out.push(client(&refusal));
+                }
+            }
             Session::Closed => {
                 self.provisional = message["method"] == "server/discover";
                 self.open(&message, frame, out);

@@ -767,3 +767,20 @@ fn an_undelivered_request_goes_back_as_the_client_sent_it_so_it_is_translated_ag
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn requests_waiting_for_the_session_are_bounded() {
+    let mut translator = ToLegacy::new();
+    from_client(&mut translator, modern(0, "tools/list", json!({})));
+    for id in 1..super::MAX_WAITING as i64 {
+        let got = from_client(&mut translator, modern(id, "tools/list", json!({})));
+        assert!(
+            got.client.is_empty() && got.upstream.is_empty(),
+            "{id}: {got:?}"
+        );
+    }
+    let refused = from_client(&mut translator, modern(9999, "tools/list", json!({})));
+    assert_eq!(refused.client[0]["id"], 9999);
+    assert_eq!(refused.client[0]["error"]["code"], -32002);
+    assert_eq!(refused.client[0]["error"]["data"]["reason"], "buffer_full");
+}
