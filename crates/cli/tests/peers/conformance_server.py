@@ -9,9 +9,10 @@ It implements what the scenarios call (tools such as `test_simple_text`, the `te
 - `modern`: 2026-07-28 only; `initialize` is refused: over HTTP as a method that does not exist (-32601,
   HTTP 404), as the suite's `server-stateless` scenario wants, over stdio with -32022 (unsupported protocol
   version), as the SDK's 2026-07-28 connection does;
-- `legacy`: the handshake era only; `server/discover` is an unknown method (-32601) and a request that
-  carries the 2026-07-28 `_meta` envelope is refused with -32022 naming the handshake versions, as a
-  server that predates 2026-07-28 would (`initialize` is taken whatever its `_meta` holds, as the SDK does).
+- `legacy`: the handshake era only, as a server that predates 2026-07-28: over HTTP `server/discover` is
+  an unknown method (-32601) and a request that carries the 2026-07-28 `_meta` envelope is refused with
+  -32022 naming the handshake versions (`initialize` is taken whatever its `_meta` holds, as the SDK does);
+  over stdio the SDK's handshake-era connection refuses every enveloped request (-32600).
 
 Over HTTP it listens on 127.0.0.1:PORT/mcp only.
 """
