@@ -86,6 +86,17 @@ impl Kind {
         }
     }
 
+    /// The `--protocol` a server of this child runs with: auto for a child of the handshake era, else
+    /// what the child speaks. A Python child on a loaded machine may start more slowly than auto waits
+    /// for its answer to `server/discover`: it is then taken for a child of the handshake era, and a
+    /// child of both eras that answers the probe late has become a 2026-07-28 one meanwhile.
+    fn protocol(self) -> &'static str {
+        match self {
+            Kind::FastMcp1 | Kind::Everything => "auto",
+            Kind::Dual | Kind::ModernOnly | Kind::ModernServer => "modern",
+        }
+    }
+
     /// A step that calls the child's echo tool with `text`, and what it answers.
     fn echo(self, text: &str) -> (String, String) {
         match self {
@@ -108,8 +119,11 @@ struct Served {
 
 impl Served {
     fn start(kind: Kind, args: &[&str]) -> Self {
+        let protocol = ["--protocol", kind.protocol()];
+        let named = args.contains(&"--protocol");
         let mut process = calltape()
             .arg("serve")
+            .args(if named { &[][..] } else { &protocol[..] })
             .args(args)
             .arg("--")
             .args(kind.command())
@@ -216,8 +230,12 @@ fn era_serve_a_listen_stream_gets_its_own_events_with_its_own_id() {
     // its id in `_meta`: the id the multiplexer sent, which the client never saw. A listen stream is
     // an SSE stream even on a server that answers other requests with one JSON body.
     for kind in [Kind::Dual, Kind::ModernOnly] {
-        for args in [&[][..], &["--json-response"][..]] {
-            let served = Served::start(kind, args);
+        for json in [false, true] {
+            let mut args = vec![];
+            if json {
+                args.push("--json-response");
+            }
+            let served = Served::start(kind, &args);
             let listened = served
                 .client(Era::Modern, &steps(&["listen", "pid"]))
                 .wait();
@@ -312,7 +330,7 @@ fn era_serve_a_child_restart_reinitializes_in_both_eras() {
             let served = Served::start(kind, &[]);
             let pid = |era: Era| -> String {
                 let steps = served.client(era, &steps(&["pid"])).wait();
-                let steps = steps.unwrap_or_else(|e| panic!("{kind:?}, {opener:?} first: {e}"));
+                let steps = steps.unwrap_or_else(|e| panic!("{kind:?}, {opener:?}: {e}"));
                 steps[0].clone()
             };
             // Only the opener's era reached the child before it dies.
@@ -346,7 +364,8 @@ fn era_serve_shared_serves_a_client_of_the_era_its_child_lacks() {
             .arg(era.name())
             .arg("--")
             .arg(env!("CARGO_BIN_EXE_calltape"))
-            .args(["shared", "--key", key, "--idle-exit", "5s", "--"])
+            .args(["shared", "--key", key, "--idle-exit", "5s"])
+            .args(["--protocol", kind.protocol(), "--"])
             .args(kind.command())
             .env("ERA_STEPS", format!("pid {step}"))
             .env("CALLTAPE_HOME", home.path())
@@ -365,7 +384,7 @@ fn era_serve_shared_passes_protocol_on_and_a_modern_client_listens_through_it() 
     // client's requests through unchanged, so its listen stream is the child's own.
     let home = tempfile::tempdir().unwrap();
     std::fs::set_permissions(home.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
-    for (kind, protocol) in [(Kind::ModernOnly, "modern"), (Kind::Dual, "auto")] {
+    for (kind, protocol) in [(Kind::ModernOnly, "modern"), (Kind::Dual, "modern")] {
         let key = format!("listen-{protocol}");
         let output = Command::new(python(Era::Modern))
             .arg(peer("era_serve_client.py"))
@@ -393,5 +412,86 @@ fn era_serve_shared_passes_protocol_on_and_a_modern_client_listens_through_it() 
             Some(protocol.as_bytes()),
             "{kind:?}: the server was started with --protocol {protocol}"
         );
+    }
+}
+
+#[test]
+fn era_serve_a_stateless_request_gets_the_http_status_and_header_checks_of_its_era() {
+    let meta = |version: &str| {
+        format!(
+            r#""_meta":{{"io.modelcontextprotocol/protocolVersion":"{version}","io.modelcontextprotocol/clientCapabilities":{{}}}}"#
+        )
+    };
+    let list = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{{{}}}}}"#,
+        meta("2026-07-28")
+    );
+    let call = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"hi"}},{}}}}}"#,
+        meta("2026-07-28")
+    );
+    let other_version = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{{{}}}}}"#,
+        meta("2099-01-01")
+    );
+    let unknown = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"nope/nothing","params":{{{}}}}}"#,
+        meta("2026-07-28")
+    );
+    let no_capabilities = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#;
+    // (the headers after MCP-Protocol-Version: 2026-07-28, the body, the status, the error code)
+    let cases: &[(&str, &str, u16, Option<i64>)] = &[
+        ("Mcp-Method: tools/list\r\n", &list, 200, None),
+        (
+            "Mcp-Method: tools/call\r\nMcp-Name: echo\r\n",
+            &call,
+            200,
+            None,
+        ),
+        ("Mcp-Method: tools/call\r\n", &list, 400, Some(-32020)),
+        ("", &list, 400, Some(-32020)),
+        (
+            "Mcp-Method: tools/call\r\nMcp-Name: pid\r\n",
+            &call,
+            400,
+            Some(-32020),
+        ),
+        (
+            "Mcp-Method: tools/list\r\n",
+            &other_version,
+            400,
+            Some(-32020),
+        ),
+        ("Mcp-Method: nope/nothing\r\n", &unknown, 404, Some(-32601)),
+        (
+            "Mcp-Method: tools/list\r\n",
+            no_capabilities,
+            400,
+            Some(-32602),
+        ),
+    ];
+    for args in [&[][..], &["--json-response"][..]] {
+        let served = Served::start(Kind::ModernOnly, args);
+        let host = format!(
+            "Host: {}\r\nMCP-Protocol-Version: 2026-07-28\r\n",
+            served.addr
+        );
+        for (headers, body, status, code) in cases {
+            let response = served.post(&format!("{host}{headers}"), body);
+            let what = format!("{args:?} {headers:?} {body}: {response}");
+            assert!(
+                response.starts_with(&format!("HTTP/1.1 {status} ")),
+                "{what}"
+            );
+            let text = response.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+            match code {
+                Some(code) => {
+                    let answer: Value = serde_json::from_str(text).expect(&what);
+                    assert_eq!(answer["error"]["code"], *code, "{what}");
+                    assert_eq!(answer["id"], 1, "{what}");
+                }
+                None => assert!(text.contains(r#""result""#), "{what}"),
+            }
+        }
     }
 }

@@ -7,6 +7,7 @@
 mod post;
 mod reply;
 mod routes;
+mod stateless;
 
 use std::{
     collections::HashMap,

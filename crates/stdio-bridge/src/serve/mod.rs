@@ -15,7 +15,10 @@
 //! - list changes and `notifications/message` go to every session, `notifications/resources/updated`
 //!   only to the sessions that subscribed to that URI;
 //! - an event of a `subscriptions/listen` stream goes to that request's stream only, with the id the
-//!   client gave the request;
+//!   client gave the request (an SSE stream, also with [`Serve::json_response`]);
+//! - a stateless 2026-07-28 request is held to its era's HTTP rules: `MCP-Protocol-Version`,
+//!   `Mcp-Method` and `Mcp-Name` must say what its body says (else HTTP 400 with -32020), and an error
+//!   answer has the status its code calls for (404 for -32601; 400 for -32602, -32020, -32021, -32022);
 //! - a server-to-client request (roots, sampling, elicitation, ping) goes to the session whose request is
 //!   in flight (the most recent one if several), and its answer back with the upstream's own id;
 //! - a session's GET stream carries event ids; a client that leaves 1,024 messages or 16 MiB of it

@@ -365,8 +365,16 @@ impl Ctx {
         if let Some(id) = lock(&self.session).as_deref() {
             builder = builder.header("mcp-session-id", id);
         }
-        if let Some(version) = lock(&self.version).as_deref() {
+        let version = lock(&self.version).clone();
+        if let Some(version) = &version {
             builder = builder.header("mcp-protocol-version", version);
+        }
+        if version.is_some_and(|v| v.as_str() >= crate::MODERN_VERSION)
+            && let Some(body) = &body
+        {
+            for (name, value) in mirrored_headers(body) {
+                builder = builder.header(name, value);
+            }
         }
         builder
             .body(Full::new(body.unwrap_or_default()))
@@ -589,6 +597,40 @@ fn stateless_version(frame: &[u8]) -> Option<String> {
         .then(|| version.to_owned())
 }
 
+/// The headers 2026-07-28 mirrors from a request's body: `Mcp-Method`, and `Mcp-Name` (a tool's or
+/// prompt's name, a resource's URI) when it is plain visible ASCII; the server checks one only when sent.
+fn mirrored_headers(frame: &[u8]) -> Vec<(&'static str, http::HeaderValue)> {
+    let Some(message) = std::str::from_utf8(frame)
+        .ok()
+        .and_then(jsonrpc::Message::parse)
+    else {
+        return Vec::new();
+    };
+    let plain = |v: &str| v.bytes().all(|b| (0x20..=0x7e).contains(&b)) && v.trim() == v;
+    let mut headers = Vec::new();
+    let method = message.method.and_then(jsonrpc::string);
+    if let Some(method) = method.as_deref().filter(|m| plain(m))
+        && let Ok(value) = http::HeaderValue::from_str(method)
+    {
+        headers.push(("mcp-method", value));
+    }
+    let named = matches!(
+        method.as_deref(),
+        Some("tools/call" | "prompts/get" | "resources/read")
+    );
+    let name = message
+        .params
+        .filter(|_| named)
+        .and_then(|p| p.name.or(p.uri))
+        .and_then(jsonrpc::string);
+    if let Some(name) = name.filter(|n| plain(n) && !n.starts_with("=?base64?"))
+        && let Ok(value) = http::HeaderValue::from_str(&name)
+    {
+        headers.push(("mcp-name", value));
+    }
+    headers
+}
+
 /// The messages of a JSON or SSE answer, in order. SSE events are passed on as they come, unless
 /// `hold` is set: then they are returned with the rest.
 async fn read_answers(ctx: &Ctx, res: hyper::Response<Incoming>, hold: bool) -> Vec<Frame> {
@@ -690,6 +732,69 @@ async fn get_stream(ctx: Arc<Ctx>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stateless_request_mirrors_its_method_and_name_into_headers() {
+        let meta = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}"#;
+        // (frame, its protocol version, its Mcp-Method, its Mcp-Name)
+        type Case<'a> = (String, Option<&'a str>, Option<&'a str>, Option<&'a str>);
+        let cases: &[Case<'_>] = &[
+            (
+                format!(
+                    r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"echo",{meta}}}}}"#
+                ),
+                Some("2026-07-28"),
+                Some("tools/call"),
+                Some("echo"),
+            ),
+            (
+                format!(
+                    r#"{{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{{"uri":"file:///a\u0020b",{meta}}}}}"#
+                ),
+                Some("2026-07-28"),
+                Some("resources/read"),
+                Some("file:///a b"),
+            ),
+            (
+                format!(
+                    r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"caf\u00e9",{meta}}}}}"#
+                ),
+                Some("2026-07-28"),
+                Some("tools/call"),
+                None,
+            ),
+            (
+                format!(
+                    r#"{{"jsonrpc":"2.0","id":"l","method":"subscriptions/listen","params":{{"uri":"x",{meta}}}}}"#
+                ),
+                Some("2026-07-28"),
+                Some("subscriptions/listen"),
+                None,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#.to_owned(),
+                None,
+                Some("tools/list"),
+                None,
+            ),
+        ];
+        for (frame, version, method, name) in cases {
+            assert_eq!(
+                stateless_version(frame.as_bytes()).as_deref(),
+                *version,
+                "{frame}"
+            );
+            let headers = mirrored_headers(frame.as_bytes());
+            let header = |wanted: &str| {
+                headers
+                    .iter()
+                    .find(|(n, _)| *n == wanted)
+                    .map(|(_, v)| v.to_str().unwrap().to_owned())
+            };
+            assert_eq!(header("mcp-method").as_deref(), *method, "{frame}");
+            assert_eq!(header("mcp-name").as_deref(), *name, "{frame}");
+        }
+    }
 
     #[test]
     fn only_requests_are_answered_a_batch_with_a_batch() {

@@ -25,6 +25,7 @@ use super::{
     TAP_CAPACITY, VERSION_HEADER, lock,
     reply::{accepts, header_str, invalid_request, json_response, plain, rpc_error},
     routes::UnknownSession,
+    stateless,
 };
 use crate::{
     Direction,
@@ -138,6 +139,9 @@ impl Inner {
         if !stateless {
             let message = "Mcp-Session-Id is required; initialize first";
             return Err(invalid_request(message));
+        }
+        if let Some(refused) = stateless::header_mismatch(headers, messages) {
+            return Err(refused);
         }
         // A stateless request: a session of its own for this one exchange, ids remapped as usual.
         let Some(no) = self.mux.open(true).await else {
@@ -256,15 +260,31 @@ impl Inner {
         }
         drop(tx);
         let guard = StreamGuard::new(self, (!ephemeral).then(|| Arc::clone(&session)));
-        let close_after = ephemeral.then(|| (self.mux.clone(), session.no));
+        // A stateless request's session ends with its exchange, also when its client goes first.
+        let close_after = CloseOnDrop(ephemeral.then(|| (self.mux.clone(), session.no)));
         if sse {
+            let mut first = None;
+            if ephemeral && !batch {
+                // 2026-07-28: an error answer has an HTTP status of its own, so the first message
+                // decides between that and a stream.
+                let message = rx.recv().await?;
+                if answer_key(&message).is_some_and(|key| expected.contains(&key))
+                    && let Some(status) = stateless::error_status(&message)
+                {
+                    drop(guard);
+                    drop(close_after);
+                    return Some(json_response(status, &message));
+                }
+                first = Some(message);
+            }
             let body = SseBody {
+                first,
                 rx,
                 expected: Some(expected),
                 done: false,
                 tap: session.tap.clone(),
                 _guard: guard,
-                close_after,
+                _close_after: close_after,
             };
             let mut res = Response::new(body.boxed_unsync());
             res.headers_mut().insert(
@@ -290,18 +310,20 @@ impl Inner {
             }
         }
         drop(guard);
-        if let Some((mux, no)) = close_after {
-            mux.send(Command::Close { session: no });
-        }
+        drop(close_after);
         if answers.is_empty() {
             return None;
         }
+        let status = match (ephemeral, batch) {
+            (true, false) => stateless::error_status(&answers[0]).unwrap_or(StatusCode::OK),
+            _ => StatusCode::OK,
+        };
         let value = if batch {
             Value::Array(answers)
         } else {
             answers.remove(0)
         };
-        Some(json_response(StatusCode::OK, &value))
+        Some(json_response(status, &value))
     }
 }
 
@@ -410,17 +432,22 @@ fn answer_key(message: &Value) -> Option<String> {
 
 /// An SSE body fed by the multiplexer. For a POST it ends after the answers to its requests.
 struct SseBody {
+    /// A message read before the stream was chosen, sent first.
+    first: Option<Value>,
     rx: mpsc::UnboundedReceiver<Value>,
     expected: Option<HashSet<String>>,
     done: bool,
     tap: Option<TapSender>,
     _guard: StreamGuard,
-    close_after: Option<(Mux, SessionNo)>,
+    _close_after: CloseOnDrop,
 }
 
-impl Drop for SseBody {
+/// Ends a stateless request's session in the multiplexer when dropped.
+struct CloseOnDrop(Option<(Mux, SessionNo)>);
+
+impl Drop for CloseOnDrop {
     fn drop(&mut self) {
-        if let Some((mux, no)) = self.close_after.take() {
+        if let Some((mux, no)) = self.0.take() {
             mux.send(Command::Close { session: no });
         }
     }
@@ -437,7 +464,11 @@ impl Body for SseBody {
         if self.done {
             return Poll::Ready(None);
         }
-        match self.rx.poll_recv(cx) {
+        let next = match self.first.take() {
+            Some(message) => Poll::Ready(Some(message)),
+            None => self.rx.poll_recv(cx),
+        };
+        match next {
             Poll::Ready(Some(message)) => {
                 if let (Some(expected), Some(key)) = (self.expected.as_mut(), answer_key(&message))
                 {
