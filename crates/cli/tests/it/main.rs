@@ -2,6 +2,7 @@
 
 mod bridge;
 mod bridge_http;
+mod conformance;
 mod demo;
 mod era_bridge;
 mod era_legacy;
