@@ -287,18 +287,65 @@ pub(crate) struct Memory {
     /// The last callee walked ahead over, for `assign::call_at`.
     pub(crate) callee: CalleeMemo,
     /// The constructs a rule met the end of the text inside, which more text
-    /// could go on ([`OPEN_ELEMENT`], [`OPEN_KEY`], [`OPEN_OTHER`]): what the
-    /// scan decided may change if text is added.
-    pub(crate) open: u8,
+    /// could go on: what the scan decided may change if text is added.
+    pub(crate) open: Open,
+}
+
+/// The constructs that span lines and that a scan left open at the end of its
+/// text ([`OPEN_ELEMENT`], [`OPEN_KEY`], [`OPEN_BLOCK`], [`OPEN_PAIR`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Open {
+    /// Every kind left open.
+    pub(crate) kinds: u8,
+    /// The kind of the first one (the one that starts first).
+    pub(crate) first: u8,
+    /// Where the rule of the first one fired: on the line it starts on.
+    pub(crate) at: usize,
+    /// The column of a YAML block's key, when the first one is a block.
+    pub(crate) column: usize,
+}
+
+impl Open {
+    /// Notes a construct of `kind` that the rule firing at `at` left open.
+    pub(crate) fn note(&mut self, kind: u8, at: usize, column: usize) {
+        if self.kinds == 0 {
+            self.first = kind;
+            self.at = at;
+            self.column = column;
+        }
+        self.kinds |= kind;
+    }
+
+    /// Whether `line`, added after the text, surely leaves the first construct
+    /// open, as it is: then no scan of the text can decide anything else yet.
+    pub(crate) fn stays_open(&self, line: &[u8]) -> bool {
+        match self.first {
+            OPEN_ELEMENT => memchr::memchr(b'<', line).is_none(),
+            OPEN_KEY => memchr::memmem::find(line, b"-----END").is_none(),
+            OPEN_BLOCK => {
+                // As `assign::yaml_block` reads a line: blank, or indented
+                // deeper than the block's key.
+                let indent = line.iter().take_while(|&&c| is_blank(c)).count();
+                indent > self.column || line[indent..].iter().all(u8::is_ascii_whitespace)
+            }
+            OPEN_PAIR => line
+                .iter()
+                .all(|&c| c.is_ascii_whitespace() || matches!(c, b',' | b'/' | b'>' | b'<')),
+            _ => false,
+        }
+    }
 }
 
 /// An XML element without a tag after it: only a `<` may end it.
 pub(crate) const OPEN_ELEMENT: u8 = 1;
 /// A private key block without its `END` marker: only `-----END` may end it.
 pub(crate) const OPEN_KEY: u8 = 2;
-/// A YAML block scalar whose indented lines may go on, or a pair's name
-/// waiting for its `value`: any line may end it.
-pub(crate) const OPEN_OTHER: u8 = 4;
+/// A YAML block scalar whose indented lines may go on: a line indented no
+/// deeper than its key ends it.
+pub(crate) const OPEN_BLOCK: u8 = 4;
+/// A pair's name waiting for its `value`: a line with more than blanks and
+/// `, / < >` decides it.
+pub(crate) const OPEN_PAIR: u8 = 8;
 
 /// Whether `rest` starts like the word of a JWT or `Bearer`/`Basic` rule.
 fn word_candidate(rest: &[u8]) -> bool {
@@ -318,11 +365,13 @@ impl Inner {
     }
 
     /// [`scan_text`](Inner::scan_text), and the constructs that span lines
-    /// still open at the end of `text` (see [`Memory::open`]; 0 for none). When
-    /// it is not, and `text` ends with a line break, the text after it is
-    /// scanned as if on its own: no rule looks back over a line break, and
-    /// none that looks ahead over one is left waiting.
-    pub(crate) fn scan_text_open(&self, text: &str, out: &mut Vec<Span>) -> u8 {
+    /// still open at the end of `text` (see [`Memory::open`]; no kinds for
+    /// none). When none is, and `text` ends with a line break, the text after
+    /// it is scanned as if on its own: no rule looks back over a line break,
+    /// and none that looks ahead over one is left waiting. When one is, the
+    /// same holds at the start of the line the first one starts on, unless a
+    /// span runs over that line start (see `writer::clean_cut`).
+    pub(crate) fn scan_text_open(&self, text: &str, out: &mut Vec<Span>) -> Open {
         let b = text.as_bytes();
         let n = b.len();
         let mut memory = Memory {
@@ -333,7 +382,7 @@ impl Inner {
             mysql: (usize::MAX, 0),
             mark: out.len(),
             callee: CalleeMemo::default(),
-            open: 0,
+            open: Open::default(),
         };
         // Look-behinds never reach before `floor`, the end of the last span.
         let mut floor = 0;

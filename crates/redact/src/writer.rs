@@ -15,11 +15,11 @@ use crate::Redactor;
 use crate::context::{key_block_end, opens_key_block};
 use crate::json::looks_like_json;
 use crate::span::{self, Span};
-use crate::text::{OPEN_ELEMENT, OPEN_KEY};
+use crate::text::{OPEN_KEY, Open};
 
 /// The default bound on a buffered line (a longer line is redacted in
 /// chunks) and on held lines.
-const DEFAULT_LINE_LIMIT: usize = 64 * 1024;
+pub(crate) const DEFAULT_LINE_LIMIT: usize = 64 * 1024;
 /// The smallest line limit accepted.
 const MIN_LINE_LIMIT: usize = 256;
 /// Bytes of the previous chunk that the next chunk is scanned with, so that a
@@ -82,11 +82,11 @@ pub struct RedactingWriter<W: Write> {
     /// A line before opened a private key block: drop lines up to its end.
     in_key: bool,
     /// Complete lines held while a construct that spans lines is open at
-    /// their end (up to the line limit).
-    pending: Vec<u8>,
+    /// their end (up to the line limit), from the line it starts on.
+    pending: String,
     /// The constructs open at the end of the held lines when they were
-    /// last scanned (`text::OPEN_*`).
-    waiting: u8,
+    /// last scanned.
+    waiting: Open,
 }
 
 impl<W: Write> std::fmt::Debug for RedactingWriter<W> {
@@ -111,8 +111,8 @@ impl<W: Write> RedactingWriter<W> {
             context: String::new(),
             carry: false,
             in_key: false,
-            pending: Vec::new(),
-            waiting: 0,
+            pending: String::new(),
+            waiting: Open::default(),
         }
     }
 
@@ -184,15 +184,18 @@ impl<W: Write> RedactingWriter<W> {
             self.in_key = false;
         }
         let mid_line = !self.context.is_empty() || self.carry;
-        if !mid_line && !looks_like_json(&String::from_utf8_lossy(&self.buf[..end])) {
-            let rescan = self.can_close(end);
-            self.pending.append(&mut self.buf);
-            if rescan || self.pending.len() > self.limit {
-                return self.settle(false);
+        if !mid_line {
+            let line = String::from_utf8_lossy(&self.buf);
+            // The line break after `end` is ASCII: as long in the text.
+            let body = line.len() - (self.buf.len() - end);
+            if !looks_like_json(&line[..body]) {
+                let from = self.pending.len();
+                self.pending.push_str(&line);
+                self.buf.clear();
+                return self.hold(from);
             }
-            return Ok(());
         }
-        self.settle(true)?;
+        self.settle()?;
         let result = self
             .emit(end, true)
             .and_then(|()| self.inner.write_all(&self.buf[end..]));
@@ -200,36 +203,55 @@ impl<W: Write> RedactingWriter<W> {
         result
     }
 
-    /// Whether the buffered line, up to `end`, may end a construct the held
-    /// lines leave open: an element only ends at a `<`, a key block only at
-    /// `-----END`. Another line changes nothing the held lines decided, and
-    /// is held without scanning them again.
-    fn can_close(&self, end: usize) -> bool {
-        let line = &self.buf[..end];
-        self.waiting == 0
-            || self.waiting & !(OPEN_ELEMENT | OPEN_KEY) != 0
-            || (self.waiting & OPEN_ELEMENT != 0 && memchr::memchr(b'<', line).is_some())
-            || (self.waiting & OPEN_KEY != 0 && memchr::memmem::find(line, b"-----END").is_some())
+    /// Takes the complete line that joined the held lines at `from`.
+    ///
+    /// While the line surely leaves the first open construct open (no `<`
+    /// after an element, no `-----END` in a key block, a line indented under
+    /// a YAML block, a blank line after a pair's name), nothing the held
+    /// lines decided can change, and they are not scanned again. Else they
+    /// are, and what comes before the line the first construct still open
+    /// starts on is written out: only the lines from there are held, and
+    /// scanned again. Lines held for more than the line limit from there are
+    /// written out as the text rules read them then (a private key block left
+    /// open drops the lines after it up to its `END` marker).
+    fn hold(&mut self, from: usize) -> io::Result<()> {
+        let over = self.pending.len() > self.limit;
+        if !over && self.waiting.stays_open(&self.pending.as_bytes()[from..]) {
+            return Ok(());
+        }
+        let (spans, open) = self.redactor.held_spans(&self.pending);
+        let all = self.pending.len();
+        if open.kinds == 0 {
+            return self.write_held(all, &spans, open);
+        }
+        let cut = clean_cut(self.pending.as_bytes(), &spans, open.at);
+        if all - cut > self.limit {
+            return self.write_held(all, &spans, open);
+        }
+        let before = spans.partition_point(|s| s.start < cut);
+        let result = self.write_held(cut, &spans[..before], Open::default());
+        self.waiting = open;
+        result
     }
 
-    /// Writes out the held lines, redacted as `redact_text` redacts them
-    /// together, unless a construct is still open at their end (more lines
-    /// may change what it hides) and they are within the carry bound. With
-    /// `force`, they are written out whatever is open; a private key block
-    /// left open then drops the lines after it up to its `END`.
-    fn settle(&mut self, force: bool) -> io::Result<()> {
+    /// Writes out all the held lines, redacted as the text rules read them
+    /// now, whatever is open at their end.
+    fn settle(&mut self) -> io::Result<()> {
         if self.pending.is_empty() {
             return Ok(());
         }
-        let text = String::from_utf8_lossy(&self.pending);
-        let (spans, open) = self.redactor.held_spans(&text);
-        if open != 0 && !force && self.pending.len() <= self.limit {
-            self.waiting = open;
-            return Ok(());
-        }
-        self.waiting = 0;
-        let mut out = span::apply(&text, &spans);
-        if joins_lines(&text, &spans) {
+        let (spans, open) = self.redactor.held_spans(&self.pending);
+        let all = self.pending.len();
+        self.write_held(all, &spans, open)
+    }
+
+    /// Writes out `pending[..upto]` with `spans` replaced, as `redact_text`
+    /// reads it; `open` is what is open at `upto`. A private key block left
+    /// open then drops the lines after it up to its `END`.
+    fn write_held(&mut self, upto: usize, spans: &[Span], open: Open) -> io::Result<()> {
+        let text = &self.pending[..upto];
+        let mut out = span::apply(text, spans);
+        if joins_lines(text, spans) {
             // As `redact_text` reads a value hidden over several lines.
             let again = line_spans(&self.redactor, &out);
             out = Cow::Owned(span::apply(&out, &again).into_owned());
@@ -245,10 +267,11 @@ impl<W: Write> RedactingWriter<W> {
             }
             self.context = text[keep..].to_owned();
         }
-        let key_open = open & OPEN_KEY != 0 && opens_key_block(text.as_bytes());
+        let key_open = open.kinds & OPEN_KEY != 0 && opens_key_block(text.as_bytes());
         let result = self.inner.write_all(out.as_bytes());
         self.in_key |= key_open;
-        self.pending.clear();
+        self.pending.drain(..upto);
+        self.waiting = Open::default();
         result
     }
 
@@ -406,7 +429,40 @@ fn redact_run(
         span.end += from;
         span
     }));
-    open & OPEN_KEY != 0 && opens_key_block(run.as_bytes())
+    open.kinds & OPEN_KEY != 0 && opens_key_block(run.as_bytes())
+}
+
+/// Where the held lines `b` can be cut when a construct that a rule firing at
+/// `at` started is the first still open at their end: the start of its line,
+/// or of the line a span that runs over that line start starts on. No rule
+/// looks back over that line start, and none that looked ahead over it is
+/// left waiting (`Inner::scan_text_open`): the lines before it are decided,
+/// and the lines after it are scanned again on their own as the scan of all
+/// of them reads them.
+fn clean_cut(b: &[u8], spans: &[Span], at: usize) -> usize {
+    let line_start = |p: usize| memchr::memrchr(b'\n', &b[..p]).map_or(0, |q| q + 1);
+    let mut cut = line_start(at);
+    crate::step!(at - cut + 1);
+    for span in spans.iter().rev() {
+        crate::step!(1);
+        if span.start < cut && span.end > cut {
+            let from = cut;
+            cut = line_start(span.start);
+            crate::step!(from - cut + 1);
+        }
+    }
+    cut
+}
+
+/// `redact_text` on a text longer than the line limit: what a writer with
+/// the default limit writes for it, so that the two agree at any size.
+pub(crate) fn redact_bounded(redactor: &Redactor, text: &str) -> String {
+    let mut writer = RedactingWriter::new(redactor.clone(), Vec::with_capacity(text.len()));
+    // Writing to a `Vec` does not fail.
+    let _ = writer.write_all(text.as_bytes());
+    let _ = writer.flush();
+    let out = std::mem::take(&mut writer.inner);
+    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
 impl<W: Write> Write for RedactingWriter<W> {
@@ -425,7 +481,7 @@ impl<W: Write> Write for RedactingWriter<W> {
                     self.buf.extend_from_slice(&rest[..take]);
                     rest = &rest[take..];
                     while self.buf.len() > self.limit {
-                        self.settle(true)?;
+                        self.settle()?;
                         self.emit_chunk()?;
                     }
                 }
@@ -452,9 +508,10 @@ impl<W: Write> Write for RedactingWriter<W> {
             && !self.carry
             && !looks_like_json(&String::from_utf8_lossy(&self.buf))
         {
-            self.pending.append(&mut self.buf);
+            self.pending.push_str(&String::from_utf8_lossy(&self.buf));
+            self.buf.clear();
         }
-        self.settle(true)?;
+        self.settle()?;
         if !self.buf.is_empty() {
             let all = self.buf.len();
             let result = self.emit(all, false);
