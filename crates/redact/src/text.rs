@@ -301,7 +301,7 @@ pub(crate) struct Open {
     pub(crate) first: u8,
     /// Where the rule of the first one fired: on the line it starts on.
     pub(crate) at: usize,
-    /// The column of a YAML block's key, when the first one is a block.
+    /// The column of the key of a YAML block left open.
     pub(crate) column: usize,
 }
 
@@ -311,6 +311,9 @@ impl Open {
         if self.kinds == 0 {
             self.first = kind;
             self.at = at;
+        }
+        if kind == OPEN_BLOCK {
+            // A block runs to the end of the text: there is one at most.
             self.column = column;
         }
         self.kinds |= kind;

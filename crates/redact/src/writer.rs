@@ -15,7 +15,7 @@ use crate::Redactor;
 use crate::context::{key_block_end, opens_key_block};
 use crate::json::looks_like_json;
 use crate::span::{self, Span};
-use crate::text::{OPEN_KEY, Open};
+use crate::text::{OPEN_BLOCK, OPEN_KEY, OPEN_PAIR, Open};
 
 /// The default bound on a buffered line (a longer line is redacted in
 /// chunks) and on held lines.
@@ -25,6 +25,20 @@ const MIN_LINE_LIMIT: usize = 256;
 /// Bytes of the previous chunk that the next chunk is scanned with, so that a
 /// name in one chunk still hides its value in the next.
 const CONTEXT: usize = 256;
+
+/// What the next chunk of a line drops when the chunk before ended inside a
+/// secret.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Carry {
+    No,
+    /// This many bytes: the secret ends there.
+    Bytes(usize),
+    /// Up to the next blank: the secret is one word.
+    Word,
+    /// Up to the end of the line: the secret holds blanks, so a blank does
+    /// not end it (a quote left open, a header value).
+    Line,
+}
 
 /// Wraps a log writer and redacts every line written through it.
 ///
@@ -77,10 +91,16 @@ pub struct RedactingWriter<W: Write> {
     limit: usize,
     /// The end of the chunk before, redacted text already written.
     context: String,
-    /// The chunk before ended inside a secret: drop the rest of it.
-    carry: bool,
+    /// The chunk before ended inside a secret: what of the next to drop.
+    carry: Carry,
     /// A line before opened a private key block: drop lines up to its end.
     in_key: bool,
+    /// A YAML block was settled at the line limit with its key at this
+    /// column: drop the lines indented under it.
+    in_block: Option<usize>,
+    /// The bytes at the start of `pending` already written: the line of a
+    /// pair's name settled at the line limit, the context of the lines after.
+    written: usize,
     /// Complete lines held while a construct that spans lines is open at
     /// their end (up to the line limit), from the line it starts on.
     pending: String,
@@ -109,8 +129,10 @@ impl<W: Write> RedactingWriter<W> {
             buf: Vec::new(),
             limit: DEFAULT_LINE_LIMIT,
             context: String::new(),
-            carry: false,
+            carry: Carry::No,
             in_key: false,
+            in_block: None,
+            written: 0,
             pending: String::new(),
             waiting: Open::default(),
         }
@@ -134,23 +156,50 @@ impl<W: Write> RedactingWriter<W> {
     }
 
     /// Redacts and writes `self.buf[..cut]`; `line_end` says that the line ends
-    /// there.
-    fn emit(&mut self, cut: usize, line_end: bool) -> io::Result<()> {
+    /// there. `then` is what the next chunk drops, when the caller knows; else
+    /// the rest of a word when a secret runs to the cut.
+    fn emit(&mut self, cut: usize, line_end: bool, then: Option<Carry>) -> io::Result<()> {
         let chunk = String::from_utf8_lossy(&self.buf[..cut]).into_owned();
         let from = self.context.len();
         let mut text = std::mem::take(&mut self.context);
         text.push_str(&chunk);
-        let mut skip = from;
-        if self.carry {
-            let rest = chunk.find(char::is_whitespace).unwrap_or(chunk.len());
-            skip += rest;
-            self.carry = rest == chunk.len();
-        }
+        let rest = match self.carry {
+            Carry::No => 0,
+            Carry::Bytes(n) => {
+                let mut n = n.min(chunk.len());
+                while !chunk.is_char_boundary(n) {
+                    n += 1;
+                }
+                self.carry = if n < chunk.len() {
+                    Carry::No
+                } else {
+                    Carry::Bytes(n - chunk.len())
+                };
+                n
+            }
+            Carry::Word => {
+                let rest = chunk.find(char::is_whitespace).unwrap_or(chunk.len());
+                if rest < chunk.len() {
+                    self.carry = Carry::No;
+                }
+                rest
+            }
+            Carry::Line => chunk.len(),
+        };
+        let skip = from + rest;
         let spans = self.redactor.text_spans(&text);
         let out = span::apply_from(&text, &spans, skip);
-        self.carry |= spans.last().is_some_and(|s| s.end == text.len());
+        match then {
+            Some(carry) => self.carry = carry,
+            None if self.carry == Carry::No
+                && spans.last().is_some_and(|s| s.end == text.len()) =>
+            {
+                self.carry = Carry::Word;
+            }
+            None => {}
+        }
         if line_end {
-            self.carry = false;
+            self.carry = Carry::No;
         } else {
             let mut keep = text.len().saturating_sub(CONTEXT);
             while !text.is_char_boundary(keep) {
@@ -174,6 +223,13 @@ impl<W: Write> RedactingWriter<W> {
         if end > 0 && self.buf[end - 1] == b'\r' {
             end -= 1;
         }
+        if let Some(column) = self.in_block {
+            if block_goes_on(column, &self.buf) {
+                self.buf.clear();
+                return Ok(());
+            }
+            self.in_block = None;
+        }
         if self.in_key {
             let Some(after) = key_block_end(&self.buf[..end]) else {
                 self.buf.clear();
@@ -183,7 +239,7 @@ impl<W: Write> RedactingWriter<W> {
             end -= after;
             self.in_key = false;
         }
-        let mid_line = !self.context.is_empty() || self.carry;
+        let mid_line = !self.context.is_empty() || self.carry != Carry::No;
         if !mid_line {
             let line = String::from_utf8_lossy(&self.buf);
             // The line break after `end` is ASCII: as long in the text.
@@ -197,7 +253,7 @@ impl<W: Write> RedactingWriter<W> {
         }
         self.settle()?;
         let result = self
-            .emit(end, true)
+            .emit(end, true, None)
             .and_then(|()| self.inner.write_all(&self.buf[end..]));
         self.buf.clear();
         result
@@ -226,7 +282,11 @@ impl<W: Write> RedactingWriter<W> {
         }
         let cut = clean_cut(self.pending.as_bytes(), &spans, open.at);
         if all - cut > self.limit {
-            return self.write_held(all, &spans, open);
+            return self.settle_at_limit(&spans, open);
+        }
+        if cut <= self.written {
+            self.waiting = open;
+            return Ok(());
         }
         let before = spans.partition_point(|s| s.start < cut);
         let result = self.write_held(cut, &spans[..before], Open::default());
@@ -234,10 +294,38 @@ impl<W: Write> RedactingWriter<W> {
         result
     }
 
+    /// Writes out the held lines, open for more than the line limit, as the
+    /// text rules read them now. What they leave open goes on where it can
+    /// without holding lines: a private key block drops the lines up to its
+    /// `END`, a YAML block the lines indented under its key, and the line of
+    /// a pair's name stays as the context of the lines after it, which may
+    /// hold its `value`.
+    fn settle_at_limit(&mut self, spans: &[Span], open: Open) -> io::Result<()> {
+        let all = self.pending.len();
+        let name_line = (open.first == OPEN_PAIR).then(|| {
+            let b = self.pending.as_bytes();
+            let start = memchr::memrchr(b'\n', &b[..open.at]).map_or(0, |p| p + 1);
+            let end = memchr::memchr(b'\n', &b[open.at..]).map_or(b.len(), |p| open.at + p + 1);
+            self.pending[start..end].to_owned()
+        });
+        let result = self.write_held(all, spans, open);
+        if open.kinds & OPEN_BLOCK != 0 {
+            self.in_block = Some(open.column);
+        }
+        if let Some(line) = name_line {
+            self.written = line.len();
+            self.pending = line;
+            self.waiting = open;
+        }
+        result
+    }
+
     /// Writes out all the held lines, redacted as the text rules read them
     /// now, whatever is open at their end.
     fn settle(&mut self) -> io::Result<()> {
-        if self.pending.is_empty() {
+        if self.pending.len() == self.written {
+            self.pending.clear();
+            self.written = 0;
             return Ok(());
         }
         let (spans, open) = self.redactor.held_spans(&self.pending);
@@ -250,8 +338,13 @@ impl<W: Write> RedactingWriter<W> {
     /// open then drops the lines after it up to its `END`.
     fn write_held(&mut self, upto: usize, spans: &[Span], open: Open) -> io::Result<()> {
         let text = &self.pending[..upto];
-        let mut out = span::apply(text, spans);
-        if joins_lines(text, spans) {
+        let mut out = if self.written > 0 {
+            // After the context, which was written.
+            Cow::Owned(span::apply_from(text, spans, self.written))
+        } else {
+            span::apply(text, spans)
+        };
+        if self.written == 0 && joins_lines(text, spans) {
             // As `redact_text` reads a value hidden over several lines.
             let again = line_spans(&self.redactor, &out);
             out = Cow::Owned(span::apply(&out, &again).into_owned());
@@ -259,7 +352,9 @@ impl<W: Write> RedactingWriter<W> {
         if !text.ends_with('\n') {
             // A partial line, flushed: what comes next continues it, scanned
             // after its end, and the rest of a secret cut here is dropped.
-            self.carry = spans.last().is_some_and(|s| s.end == text.len());
+            if spans.last().is_some_and(|s| s.end == text.len()) {
+                self.carry = Carry::Word;
+            }
             let line_start = text.rfind('\n').map_or(0, |p| p + 1);
             let mut keep = text.len().saturating_sub(CONTEXT).max(line_start);
             while !text.is_char_boundary(keep) {
@@ -271,14 +366,21 @@ impl<W: Write> RedactingWriter<W> {
         let result = self.inner.write_all(out.as_bytes());
         self.in_key |= key_open;
         self.pending.drain(..upto);
+        self.written = 0;
         self.waiting = Open::default();
         result
     }
 
-    /// Writes out a chunk of an over-long line.
+    /// Writes out a chunk of an over-long line: up to the last blank in the
+    /// second half of the limit that no secret runs over, as the rules read
+    /// the whole limit's worth (so a secret goes whole into one chunk); when
+    /// every such blank is inside a secret, up to the last blank there, or a
+    /// UTF-8 boundary, and the next chunk drops the rest of the secret: to
+    /// its end when the rules saw it, else to the end of the line when it
+    /// holds blanks, or of its word.
     fn emit_chunk(&mut self) -> io::Result<()> {
         let limit = self.limit.min(self.buf.len());
-        let cut = match self.buf[limit / 2..limit]
+        let fallback = match self.buf[limit / 2..limit]
             .iter()
             .rposition(u8::is_ascii_whitespace)
         {
@@ -291,9 +393,104 @@ impl<W: Write> RedactingWriter<W> {
                 cut
             }
         };
-        let result = self.emit(cut, false);
+        let (cut, then) = if self.carry == Carry::No {
+            self.clean_cut_of_line(limit).unwrap_or((fallback, None))
+        } else {
+            (fallback, None)
+        };
+        let result = self.emit(cut, false, then);
         self.buf.drain(..cut);
         result
+    }
+
+    /// Whether the end of `piece` reads alone as it reads in a longer text
+    /// where the rules found `spans` (those that start in `piece`): the
+    /// spans found in its last bytes are the same.
+    fn reads_alike(&self, piece: &str, spans: &[Span]) -> bool {
+        let mut from = piece.len().saturating_sub(2 * CONTEXT);
+        while !piece.is_char_boundary(from) {
+            from += 1;
+        }
+        let tail_from = piece.len().saturating_sub(CONTEXT);
+        let found = self.redactor.text_spans(&piece[from..]);
+        found
+            .iter()
+            .filter(|s| from + s.start >= tail_from)
+            .all(|s| {
+                spans
+                    .binary_search_by_key(&(from + s.start), |t| t.start)
+                    .is_ok_and(|i| spans[i].end == from + s.end)
+            })
+            && spans
+                .iter()
+                .rev()
+                .take_while(|t| t.start >= tail_from)
+                .all(|t| found.iter().any(|s| from + s.start == t.start))
+    }
+
+    /// The cut of [`emit_chunk`](Self::emit_chunk) and what the next chunk
+    /// drops, from the spans the rules find in the chunk before's end and
+    /// `buf[..limit]`; `None` when those bytes are not UTF-8.
+    fn clean_cut_of_line(&self, limit: usize) -> Option<(usize, Option<Carry>)> {
+        let window = match std::str::from_utf8(&self.buf[..limit]) {
+            Ok(w) => w,
+            Err(e) if e.error_len().is_none() => {
+                std::str::from_utf8(&self.buf[..e.valid_up_to()]).ok()?
+            }
+            Err(_) => return None,
+        };
+        let ctx = self.context.len();
+        let mut text = String::with_capacity(ctx + window.len());
+        text.push_str(&self.context);
+        text.push_str(window);
+        let spans = self.redactor.text_spans(&text);
+        let b = window.as_bytes();
+        // Blanks from the end of the window back to its middle, skipping the
+        // spans that cover them (a span that reaches the end of the window
+        // may go on after it). A few are tried: the piece before the cut
+        // must read as the window reads it, so that a name is not cut off
+        // its value (`Authorization: Digest` would read as a credential).
+        let mut k = spans.len();
+        let mut p = b.len();
+        let mut tries = 0;
+        while p > limit / 2 && tries < CUT_TRIES {
+            p -= 1;
+            if !b[p].is_ascii_whitespace() {
+                continue;
+            }
+            let cut = p + 1;
+            while k > 0 && spans[k - 1].start >= ctx + cut {
+                k -= 1;
+            }
+            match spans[..k].last() {
+                Some(span) if span.end > ctx + cut || span.end == text.len() => {
+                    p = span.start.saturating_sub(ctx);
+                }
+                _ => {
+                    tries += 1;
+                    if self.reads_alike(&text[..ctx + cut], &spans[..k]) {
+                        return Some((cut, Some(Carry::No)));
+                    }
+                }
+            }
+        }
+        // Every blank is inside a secret: the one over the fallback cut
+        // decides what the next chunk drops.
+        let fallback = match b[limit / 2..].iter().rposition(u8::is_ascii_whitespace) {
+            Some(p) => limit / 2 + p + 1,
+            None => b.len(),
+        };
+        let over = spans.iter().find(|s| {
+            s.start < ctx + fallback && (s.end > ctx + fallback || s.end == text.len())
+        })?;
+        let then = if over.end < text.len() {
+            Carry::Bytes(over.end - ctx - fallback)
+        } else if text[over.start..].contains(char::is_whitespace) {
+            Carry::Line
+        } else {
+            Carry::Word
+        };
+        Some((fallback, Some(then)))
     }
 }
 
@@ -432,6 +629,21 @@ fn redact_run(
     open.kinds & OPEN_KEY != 0 && opens_key_block(run.as_bytes())
 }
 
+/// How many blanks [`RedactingWriter::clean_cut_of_line`] tries as the cut of
+/// a long line.
+const CUT_TRIES: usize = 8;
+
+/// Whether `line` goes on a YAML block whose key is at `column`.
+fn block_goes_on(column: usize, line: &[u8]) -> bool {
+    let block = Open {
+        kinds: OPEN_BLOCK,
+        first: OPEN_BLOCK,
+        at: 0,
+        column,
+    };
+    block.stays_open(line)
+}
+
 /// Where the held lines `b` can be cut when a construct that a rule firing at
 /// `at` started is the first still open at their end: the start of its line,
 /// or of the line a span that runs over that line start starts on. No rule
@@ -491,6 +703,13 @@ impl<W: Write> Write for RedactingWriter<W> {
     }
 
     fn flush(&mut self) -> io::Result<()> {
+        if let Some(column) = self.in_block {
+            if block_goes_on(column, &self.buf) {
+                self.buf.clear();
+            } else if !self.buf.is_empty() {
+                self.in_block = None;
+            }
+        }
         if self.in_key {
             // A partial line inside a private key block: kept only after the
             // block's end.
@@ -505,7 +724,7 @@ impl<W: Write> Write for RedactingWriter<W> {
         // A partial line that looks like JSON is redacted on its own, as a
         // complete one is.
         if self.context.is_empty()
-            && !self.carry
+            && self.carry == Carry::No
             && !looks_like_json(&String::from_utf8_lossy(&self.buf))
         {
             self.pending.push_str(&String::from_utf8_lossy(&self.buf));
@@ -514,7 +733,7 @@ impl<W: Write> Write for RedactingWriter<W> {
         self.settle()?;
         if !self.buf.is_empty() {
             let all = self.buf.len();
-            let result = self.emit(all, false);
+            let result = self.emit(all, false, None);
             self.buf.clear();
             result?;
         }
