@@ -43,16 +43,19 @@ enum Carry {
 /// Wraps a log writer and redacts every line written through it.
 ///
 /// What it writes equals [`Redactor::redact_text`] on the whole text written
-/// through it, however the writes cut it, up to the line limit (64 KiB by
-/// default):
+/// through it, however the writes cut it, at any size with the default line
+/// limit (64 KiB), whose bound `redact_text` applies too:
 ///
 /// - A line is written when its line break arrives, unless a construct that
 ///   spans lines is open at its end (an XML element without its closing tag,
 ///   a YAML block scalar whose indented lines may go on, a private key block
-///   without `END`, a pair's name waiting for its `value`): then the lines are
-///   held and written, redacted together, once a line closes it. A line
-///   that cannot close what is open (no `<` after an element, no `-----END`
-///   in a key block) is held without scanning the held lines again.
+///   without `END`, a pair's name waiting for its `value`): then the lines
+///   from the one it starts on are held, and written, redacted together,
+///   once a line closes it. A line that cannot change the first open
+///   construct (no `<` after an element, no `-----END` in a key block, a line
+///   indented under a YAML block, a blank line after a pair's name) is held
+///   without scanning the held lines again; another line scans them again,
+///   and the lines before the first construct still open are written.
 /// - A line that looks like JSON (it starts with `{` or `[` and ends with `}`
 ///   or `]`) first settles the lines held before it, then is redacted on its
 ///   own, as JSON when it is; `redact_text` reads a text of several lines so
@@ -61,14 +64,16 @@ enum Carry {
 ///   what is written after it continues that line, but a construct open
 ///   before the flush is not reopened.
 ///
-/// The line limit bounds memory, and is where the two may part: held lines
-/// are kept up to it, then written out as the text rules read them then (the
-/// lines of a private key block left open are still dropped up to its `END`
-/// marker), and a line longer than it is redacted in chunks, cut at
-/// whitespace where possible, each chunk scanned together with the end of the
-/// one before, a secret that runs over a chunk's end hidden to its end. Each
-/// line added while lines are held rescans them, so holding costs at most the
-/// line limit per line.
+/// The line limit bounds memory. Lines held for more than it from the line
+/// their construct starts on are written out as the text rules read them
+/// then; what they leave open goes on where it can without holding lines (a
+/// private key block drops the lines up to its `END` marker, a YAML block the
+/// lines indented under its key, and a pair's name stays the context of the
+/// lines after it). A line longer than the limit is redacted in chunks, each
+/// scanned together with the end of the one before, cut at a blank that no
+/// secret runs over where there is one in the second half of the limit;
+/// else a secret that runs over the cut is hidden to its end (to the end of
+/// the line when it holds blanks).
 ///
 /// With `tracing_subscriber`, wrap the writer per event (a closure is a
 /// `MakeWriter`) or once behind a `Mutex`:
