@@ -289,6 +289,40 @@ pub(crate) struct Memory {
     /// The constructs a rule met the end of the text inside, which more text
     /// could go on: what the scan decided may change if text is added.
     pub(crate) open: Open,
+    /// Where a rule fired and where the scan went on after it, when a line
+    /// break lies between.
+    pub(crate) crossings: Vec<(usize, usize)>,
+}
+
+impl Memory {
+    /// Notes that the rule that fired at `from` took the scan on to `to`.
+    #[inline]
+    fn jumped(&mut self, b: &[u8], from: usize, to: usize) {
+        if to > from + 1 && memchr::memchr(b'\n', &b[from..to.min(b.len())]).is_some() {
+            self.crossings.push((from, to));
+        }
+    }
+}
+
+/// Where a text can be cut when a construct that a rule firing at `at`
+/// started is the first still open at its end: the start of its line, or of
+/// the line of a rule that fired before it and took the scan over that line
+/// start. No rule looks back over that line start, and none that looked
+/// ahead over it is left waiting: the text before it is decided, and the
+/// text after it reads on its own as the scan of all of it reads it.
+fn clean_cut(b: &[u8], crossings: &[(usize, usize)], at: usize) -> usize {
+    let line_start = |p: usize| memchr::memrchr(b'\n', &b[..p]).map_or(0, |q| q + 1);
+    let mut cut = line_start(at);
+    step!(at - cut + 1);
+    for &(from, to) in crossings.iter().rev() {
+        step!(1);
+        if from < cut && to > cut {
+            let was = cut;
+            cut = line_start(from);
+            step!(was - cut + 1);
+        }
+    }
+    cut
 }
 
 /// The constructs that span lines and that a scan left open at the end of its
@@ -303,6 +337,10 @@ pub(crate) struct Open {
     pub(crate) at: usize,
     /// The column of the key of a YAML block left open.
     pub(crate) column: usize,
+    /// Where the text can be cut: the lines before are decided, and the
+    /// lines after read on their own as they read in all of it (see
+    /// `clean_cut`).
+    pub(crate) cut: usize,
 }
 
 impl Open {
@@ -386,6 +424,7 @@ impl Inner {
             mark: out.len(),
             callee: CalleeMemo::default(),
             open: Open::default(),
+            crossings: Vec::new(),
         };
         // Look-behinds never reach before `floor`, the end of the last span.
         let mut floor = 0;
@@ -412,11 +451,13 @@ impl Inner {
                 if context::fires_at(c) {
                     match self.context_rule(b, i, floor, &mut memory, out) {
                         context::Found::Span(to) => {
+                            memory.jumped(b, i, to);
                             i = to.max(i + 1);
                             floor = i;
                             continue;
                         }
                         context::Found::Skip(to) => {
+                            memory.jumped(b, i, to);
                             i = to.max(i + 1);
                             continue;
                         }
@@ -435,6 +476,7 @@ impl Inner {
                 }
                 match self.word_rule(b, i, word_start, provider, floor, out) {
                     Some(to) => {
+                        memory.jumped(b, i, to);
                         i = to;
                         floor = to;
                     }
@@ -476,11 +518,15 @@ impl Inner {
             };
             match fired {
                 Some(to) => {
+                    memory.jumped(b, i, to);
                     i = to.max(i + 1);
                     floor = i;
                 }
                 None => i += 1,
             }
+        }
+        if memory.open.kinds != 0 {
+            memory.open.cut = clean_cut(b, &memory.crossings, memory.open.at);
         }
         memory.open
     }

@@ -285,7 +285,7 @@ impl<W: Write> RedactingWriter<W> {
         if open.kinds == 0 {
             return self.write_held(all, &spans, open);
         }
-        let cut = clean_cut(self.pending.as_bytes(), &spans, open.at);
+        let cut = open.cut;
         if all - cut > self.limit {
             return self.settle_at_limit(&spans, open);
         }
@@ -645,30 +645,9 @@ fn block_goes_on(column: usize, line: &[u8]) -> bool {
         first: OPEN_BLOCK,
         at: 0,
         column,
+        cut: 0,
     };
     block.stays_open(line)
-}
-
-/// Where the held lines `b` can be cut when a construct that a rule firing at
-/// `at` started is the first still open at their end: the start of its line,
-/// or of the line a span that runs over that line start starts on. No rule
-/// looks back over that line start, and none that looked ahead over it is
-/// left waiting (`Inner::scan_text_open`): the lines before it are decided,
-/// and the lines after it are scanned again on their own as the scan of all
-/// of them reads them.
-fn clean_cut(b: &[u8], spans: &[Span], at: usize) -> usize {
-    let line_start = |p: usize| memchr::memrchr(b'\n', &b[..p]).map_or(0, |q| q + 1);
-    let mut cut = line_start(at);
-    crate::step!(at - cut + 1);
-    for span in spans.iter().rev() {
-        crate::step!(1);
-        if span.start < cut && span.end > cut {
-            let from = cut;
-            cut = line_start(span.start);
-            crate::step!(from - cut + 1);
-        }
-    }
-    cut
 }
 
 /// `redact_text` on a text longer than the line limit: what a writer with
