@@ -238,10 +238,20 @@ pub(crate) fn quoted_value(
     let escaped = q - open; // backslashes before the quote: the value sits in a JSON string
     let start = q + 1;
     let mode = usize::from(escaped > 0);
+    // An unterminated quote runs to the end of its line, the `\r` of a
+    // `\r\n` aside, as the writer reads a line.
+    let line_end = |i: usize| {
+        if i < b.len() && i > start && b[i - 1] == b'\r' {
+            i - 1
+        } else {
+            i
+        }
+    };
     if let Some((from, to)) = memo.open[which][mode]
         && (from..=to).contains(&start)
     {
-        return Some((start, to, to));
+        let end = line_end(to);
+        return Some((start, end, end));
     }
     let mut backslashes = 0;
     let mut i = start;
@@ -271,7 +281,8 @@ pub(crate) fn quoted_value(
     }
     step!(i - start + 1);
     memo.open[which][mode] = Some((start, i));
-    Some((start, i, i))
+    let end = line_end(i);
+    Some((start, end, end))
 }
 
 /// What one scan of a text remembers as it goes.
