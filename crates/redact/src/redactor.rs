@@ -362,7 +362,15 @@ impl Redactor {
     /// it.
     fn redact_long<'a>(&self, text: &'a str) -> Cow<'a, str> {
         let limit = writer::DEFAULT_LINE_LIMIT;
-        if text.split('\n').all(|line| line.len() <= limit) && crate::json::looks_like_json(text) {
+        let mut line_start = 0;
+        let lines_within = memchr::memchr_iter(b'\n', text.as_bytes())
+            .chain(std::iter::once(text.len()))
+            .all(|end| {
+                let within = end - line_start <= limit;
+                line_start = end + 1;
+                within
+            });
+        if lines_within && crate::json::looks_like_json(text) {
             let mut spans = Vec::new();
             if self.inner.scan_json_lines(text, true, &mut spans) {
                 return span::apply(text, &spans);

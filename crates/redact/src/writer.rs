@@ -164,7 +164,7 @@ impl<W: Write> RedactingWriter<W> {
     /// there. `then` is what the next chunk drops, when the caller knows; else
     /// the rest of a word when a secret runs to the cut.
     fn emit(&mut self, cut: usize, line_end: bool, then: Option<Carry>) -> io::Result<()> {
-        let chunk = String::from_utf8_lossy(&self.buf[..cut]).into_owned();
+        let chunk = lossy(&self.buf[..cut]).into_owned();
         let from = self.context.len();
         let mut text = std::mem::take(&mut self.context);
         text.push_str(&chunk);
@@ -246,7 +246,7 @@ impl<W: Write> RedactingWriter<W> {
         }
         let mid_line = !self.context.is_empty() || self.carry != Carry::No;
         if !mid_line {
-            let line = String::from_utf8_lossy(&self.buf);
+            let line = lossy(&self.buf);
             // The line break after `end` is ASCII: as long in the text.
             let body = line.len() - (self.buf.len() - end);
             if !looks_like_json(&line[..body]) {
@@ -637,6 +637,15 @@ fn redact_run(
 /// How many blanks [`RedactingWriter::clean_cut_of_line`] tries as the cut of
 /// a long line.
 const CUT_TRIES: usize = 8;
+
+/// `bytes` as text, invalid UTF-8 replaced (validating first: most text is
+/// valid, and the check is faster than the replacing walk).
+fn lossy(bytes: &[u8]) -> Cow<'_, str> {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => Cow::Borrowed(text),
+        Err(_) => String::from_utf8_lossy(bytes),
+    }
+}
 
 /// Whether `line` goes on a YAML block whose key is at `column`.
 fn block_goes_on(column: usize, line: &[u8]) -> bool {
