@@ -228,6 +228,8 @@ impl<W: Write> RedactingWriter<W> {
         if end > 0 && self.buf[end - 1] == b'\r' {
             end -= 1;
         }
+        // Lines dropped below are read once, as a scan would read them.
+        crate::step!(self.buf.len());
         if let Some(column) = self.in_block {
             if block_goes_on(column, &self.buf) {
                 self.buf.clear();
