@@ -10,8 +10,8 @@ use crate::context::private_key;
 use crate::redactor::Inner;
 use crate::span::Span;
 use crate::text::{
-    Memory, NAME, OPEN_OTHER, VALUE_END, WORD, has, is_blank, push_text, quoted_value, run,
-    run_value, skip_blanks,
+    Memory, NAME, OPEN_BLOCK, OPEN_PAIR, Open, VALUE_END, WORD, has, is_blank, push_text,
+    quoted_value, run, run_value, skip_blanks,
 };
 use crate::{REDACTED, step};
 
@@ -242,9 +242,9 @@ fn callee(b: &[u8], start: usize) -> CalleeMemo {
 /// indentation sign) whose indicator is at `v`, for a key at `key`: the
 /// content of the lines after it that are indented deeper than the key
 /// (nothing, at the end of the indicator's line, when there is none).
-/// `open` gets [`OPEN_OTHER`] when the block runs to the end of the text: more lines may
+/// `open` gets [`OPEN_BLOCK`] when the block runs to the end of the text: more lines may
 /// belong to it.
-fn yaml_block(b: &[u8], key: usize, v: usize, open: &mut u8) -> Option<(usize, usize)> {
+fn yaml_block(b: &[u8], key: usize, v: usize, open: &mut Open) -> Option<(usize, usize)> {
     if !matches!(b[v], b'|' | b'>') {
         return None;
     }
@@ -291,7 +291,7 @@ fn yaml_block(b: &[u8], key: usize, v: usize, open: &mut u8) -> Option<(usize, u
         i = line_end + 1;
     }
     if i >= b.len() {
-        *open |= OPEN_OTHER;
+        open.note(OPEN_BLOCK, key, column);
     }
     Some(start.map_or((eol, eol), |s| (s, end)))
 }
@@ -569,7 +569,7 @@ impl Inner {
         step!(j - after + 1);
         if j >= b.len() {
             // `value` may come on a line that follows.
-            memory.open |= OPEN_OTHER;
+            memory.open.note(OPEN_PAIR, v, 0);
             return None;
         }
         let mut q = j;

@@ -12,7 +12,7 @@ use crate::redactor::Inner;
 use crate::span::Span;
 use crate::step;
 use crate::text::{
-    Memory, NAME, OPEN_ELEMENT, OPEN_KEY, WORD, has, is_blank, push_text, quoted_value, run,
+    Memory, NAME, OPEN_ELEMENT, OPEN_KEY, Open, WORD, has, is_blank, push_text, quoted_value, run,
     run_value, skip_blanks,
 };
 
@@ -131,7 +131,7 @@ impl Inner {
                 // No closing tag (yet): the rest of the line, or the next
                 // line when the tag ends its own. A tag that comes later
                 // would end the element there instead.
-                memory.open |= OPEN_ELEMENT;
+                memory.open.note(OPEN_ELEMENT, i, 0);
                 let line_end =
                     |from: usize| memchr::memchr(b'\n', &b[from..]).map_or(b.len(), |p| from + p);
                 let first = line_end(s);
@@ -264,10 +264,15 @@ fn value_at(b: &[u8], v: usize, memory: &mut Memory, out: &mut Vec<Span>) -> Opt
 /// `-----BEGIN … PRIVATE KEY-----` up to its `-----END … -----` line: the
 /// whole block goes, and to the end of the text when it has no end line
 /// (then `open` gets [`OPEN_KEY`]: the block may go on in text that follows).
-pub(crate) fn private_key(b: &[u8], i: usize, open: &mut u8, out: &mut Vec<Span>) -> Option<usize> {
+pub(crate) fn private_key(
+    b: &[u8],
+    i: usize,
+    open: &mut Open,
+    out: &mut Vec<Span>,
+) -> Option<usize> {
     let body = private_key_label(b, i)?;
     let end = end_marker(b, body).unwrap_or_else(|| {
-        *open |= OPEN_KEY;
+        open.note(OPEN_KEY, i, 0);
         // Open to the end of the text, but the line break that ends the
         // text stays: what comes after it starts a line of its own.
         let mut end = b.len();

@@ -1,5 +1,7 @@
 //! Linear time, proven by counting steps instead of reading clocks: for every
-//! adversarial family, four times the input costs at most 4.5 times the steps.
+//! adversarial family, four times the input costs at most 4.5 times the steps,
+//! within the writer's line limit (64 KiB) and past it, where `redact_text`
+//! reads as the writer does.
 
 use serde_json::{Value, json};
 
@@ -7,7 +9,11 @@ use crate::provider;
 use crate::redactor::drop_iteratively;
 use crate::{Redactor, steps_of};
 
-const N: usize = 20_000;
+/// Four times it stays within the line limit.
+const N: usize = 16_000;
+/// Past the line limit: enough pieces of a long line that the first, read
+/// from where its line starts, weighs little.
+const LONG: usize = 8 * crate::writer::DEFAULT_LINE_LIMIT;
 
 /// Text families built by repeating a unit, each aimed at a rule's look-ahead
 /// or look-behind.
@@ -155,6 +161,34 @@ fn text_families_take_linear_steps() {
         assert_linear(&format!("redact_json_text({unit:?} x n)"), j1, j4);
     }
 }
+
+#[test]
+fn text_families_past_the_line_limit_take_linear_steps() {
+    let redactor = Redactor::new();
+    for unit in FAMILIES.iter().step_by(3).chain(BOUND_FAMILIES) {
+        let (t1, _) = text_steps(&redactor, unit, LONG);
+        let (t4, _) = text_steps(&redactor, unit, 4 * LONG);
+        assert_linear(&format!("redact_text({unit:?} x {LONG})"), t1, t4);
+    }
+}
+
+/// Units aimed at the bound: constructs held open over many lines, and lines
+/// longer than the limit.
+const BOUND_FAMILIES: &[&str] = &[
+    "-----BEGIN PRIVATE KEY-----\n",
+    "<password>\n",
+    "<password>\na\n",
+    "name: token\n",
+    "name: token\n\n",
+    "token: |\n  a\n",
+    "token: |\n",
+    "<password>\nname: token\n",
+    "password=\"a ",
+    "Authorization: Digest a=",
+    "eyJhbGciOiJIUzI1NiJ9.",
+    "ghp_",
+    "-----BEGIN PRIVATE KEY-----\n-----END\n",
+];
 
 #[test]
 fn pairs_of_families_take_linear_steps() {
@@ -377,6 +411,46 @@ fn writer_steps(head: &str, line: &str, n: usize) -> u64 {
     })
 }
 
+/// One line of `head` then `unit` repeated to `n` bytes, then `tail`.
+fn long_steps(redactor: &Redactor, head: &str, unit: &str, tail: &str, n: usize) -> u64 {
+    let text = format!("{head}{}{tail}", unit.repeat(n / unit.len() + 1));
+    steps_of(|| {
+        let _ = redactor.redact_text(&text);
+    })
+}
+
+#[test]
+fn texts_past_the_line_limit_take_linear_steps() {
+    // A line of 2 MiB, a quote left open for as long, and constructs held
+    // over more lines than the limit holds.
+    let redactor = Redactor::new();
+    let cases = [
+        ("", "a ", "", 2 << 20),
+        ("", "abcdefgh", "", 2 << 20),
+        ("password=\"", "a b ", "\n", 2 << 20),
+        ("password=\"", "ab", "\n", 2 << 20),
+        ("Authorization: Digest ", "a=\"b\", ", "\n", 2 << 20),
+        ("<password>\n", "line\n", "</password>\n", 2 << 20),
+        (
+            "-----BEGIN RSA PRIVATE KEY-----\n",
+            "MIIE\n",
+            "-----END RSA PRIVATE KEY-----\n",
+            200 << 10,
+        ),
+        ("api_token: |\n", "  abc\n", "x: 1\n", 2 << 20),
+        ("- name: DB_PASSWORD\n", "\n", "  value: x\n", 2 << 20),
+    ];
+    for (head, unit, tail, n) in cases {
+        let small = long_steps(&redactor, head, unit, tail, n / 4);
+        let large = long_steps(&redactor, head, unit, tail, n);
+        assert_linear(
+            &format!("redact_text({head:?} {unit:?} x n {tail:?})"),
+            small,
+            large,
+        );
+    }
+}
+
 #[test]
 fn lines_held_by_the_writer_take_linear_steps() {
     // Constructs left open over many lines: each line that cannot close
@@ -389,6 +463,11 @@ fn lines_held_by_the_writer_take_linear_steps() {
             "MIIEpAIBAAKCAQEA3Tz2mr7SZiAMfQyu\n",
         ),
         ("-----BEGIN PRIVATE KEY-----\n<a>\n", "QUJD <b>\n"),
+        ("", "name: token\n"),
+        ("api_token: |\n", "  abc\n"),
+        ("<password>\n", "name: token\n"),
+        ("- name: DB_PASSWORD\n", "\n"),
+        ("-----BEGIN PRIVATE KEY-----\n", "-----BEGIN \n"),
     ];
     for (head, line) in families {
         let small = writer_steps(head, line, N / 4);

@@ -10,6 +10,7 @@ use crate::error::{Error, ErrorKind, NameList};
 use crate::names::is_default_redacted;
 use crate::pairs;
 use crate::span::{self, Span};
+use crate::text::Open;
 use crate::writer;
 use crate::{REDACTED, step};
 
@@ -296,7 +297,16 @@ impl Redactor {
     /// as JSON when it is, and the runs of other lines between them by the
     /// text rules, together: what a [`RedactingWriter`](crate::RedactingWriter)
     /// writes for the same text.
+    ///
+    /// Over the writer's default line limit (64 KiB), its bound is part of
+    /// the reading: a construct that spans lines is settled after 64 KiB of
+    /// lines held from the line it starts on, and a longer line is read in
+    /// pieces cut where the writer cuts it (a text of JSON Lines whose lines
+    /// are all within the limit is still read as JSON).
     pub fn redact_text<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        if text.len() > writer::DEFAULT_LINE_LIMIT {
+            return self.redact_long(text);
+        }
         if several_lines(text) {
             return self.redact_lines(text);
         }
@@ -347,6 +357,28 @@ impl Redactor {
         writer::redact_lines(self, text)
     }
 
+    /// `redact_text` on a text longer than the line limit: as JSON when it is
+    /// JSON Lines with every line within the limit, else as the writer reads
+    /// it.
+    fn redact_long<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        let limit = writer::DEFAULT_LINE_LIMIT;
+        let mut line_start = 0;
+        let lines_within = memchr::memchr_iter(b'\n', text.as_bytes())
+            .chain(std::iter::once(text.len()))
+            .all(|end| {
+                let within = end - line_start <= limit;
+                line_start = end + 1;
+                within
+            });
+        if lines_within && crate::json::looks_like_json(text) {
+            let mut spans = Vec::new();
+            if self.inner.scan_json_lines(text, true, &mut spans) {
+                return span::apply(text, &spans);
+            }
+        }
+        Cow::Owned(writer::redact_bounded(self, text))
+    }
+
     /// The spans `redact_text` would replace (used by the writer to carry a
     /// secret across a chunk boundary).
     pub(crate) fn text_spans(&self, text: &str) -> Vec<Span> {
@@ -357,11 +389,11 @@ impl Redactor {
 
     /// The spans the text rules find in `text` (lines that the writer holds;
     /// no JSON reading), and the constructs that span lines still open at
-    /// its end (`text::OPEN_*`, 0 for none).
-    pub(crate) fn held_spans(&self, text: &str) -> (Vec<Span>, u8) {
+    /// its end (no kinds for none).
+    pub(crate) fn held_spans(&self, text: &str) -> (Vec<Span>, Open) {
         let mut spans = Vec::new();
         if !self.inner.text_rules {
-            return (spans, 0);
+            return (spans, Open::default());
         }
         let open = self.inner.scan_text_open(text, &mut spans);
         (spans, open)

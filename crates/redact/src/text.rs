@@ -238,10 +238,20 @@ pub(crate) fn quoted_value(
     let escaped = q - open; // backslashes before the quote: the value sits in a JSON string
     let start = q + 1;
     let mode = usize::from(escaped > 0);
+    // An unterminated quote runs to the end of its line, the `\r` of a
+    // `\r\n` aside, as the writer reads a line.
+    let line_end = |i: usize| {
+        if i < b.len() && i > start && b[i - 1] == b'\r' {
+            i - 1
+        } else {
+            i
+        }
+    };
     if let Some((from, to)) = memo.open[which][mode]
         && (from..=to).contains(&start)
     {
-        return Some((start, to, to));
+        let end = line_end(to);
+        return Some((start, end, end));
     }
     let mut backslashes = 0;
     let mut i = start;
@@ -271,7 +281,8 @@ pub(crate) fn quoted_value(
     }
     step!(i - start + 1);
     memo.open[which][mode] = Some((start, i));
-    Some((start, i, i))
+    let end = line_end(i);
+    Some((start, end, end))
 }
 
 /// What one scan of a text remembers as it goes.
@@ -287,18 +298,106 @@ pub(crate) struct Memory {
     /// The last callee walked ahead over, for `assign::call_at`.
     pub(crate) callee: CalleeMemo,
     /// The constructs a rule met the end of the text inside, which more text
-    /// could go on ([`OPEN_ELEMENT`], [`OPEN_KEY`], [`OPEN_OTHER`]): what the
-    /// scan decided may change if text is added.
-    pub(crate) open: u8,
+    /// could go on: what the scan decided may change if text is added.
+    pub(crate) open: Open,
+    /// Where a rule fired and where the scan went on after it, when a line
+    /// break lies between.
+    pub(crate) crossings: Vec<(usize, usize)>,
+}
+
+impl Memory {
+    /// Notes that the rule that fired at `from` took the scan on to `to`.
+    #[inline]
+    fn jumped(&mut self, b: &[u8], from: usize, to: usize) {
+        if to > from + 1 && memchr::memchr(b'\n', &b[from..to.min(b.len())]).is_some() {
+            self.crossings.push((from, to));
+        }
+    }
+}
+
+/// Where a text can be cut when a construct that a rule firing at `at`
+/// started is the first still open at its end: the start of its line, or of
+/// the line of a rule that fired before it and took the scan over that line
+/// start. No rule looks back over that line start, and none that looked
+/// ahead over it is left waiting: the text before it is decided, and the
+/// text after it reads on its own as the scan of all of it reads it.
+fn clean_cut(b: &[u8], crossings: &[(usize, usize)], at: usize) -> usize {
+    let line_start = |p: usize| memchr::memrchr(b'\n', &b[..p]).map_or(0, |q| q + 1);
+    let mut cut = line_start(at);
+    step!(at - cut + 1);
+    for &(from, to) in crossings.iter().rev() {
+        step!(1);
+        if from < cut && to > cut {
+            let was = cut;
+            cut = line_start(from);
+            step!(was - cut + 1);
+        }
+    }
+    cut
+}
+
+/// The constructs that span lines and that a scan left open at the end of its
+/// text ([`OPEN_ELEMENT`], [`OPEN_KEY`], [`OPEN_BLOCK`], [`OPEN_PAIR`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Open {
+    /// Every kind left open.
+    pub(crate) kinds: u8,
+    /// The kind of the first one (the one that starts first).
+    pub(crate) first: u8,
+    /// Where the rule of the first one fired: on the line it starts on.
+    pub(crate) at: usize,
+    /// The column of the key of a YAML block left open.
+    pub(crate) column: usize,
+    /// Where the text can be cut: the lines before are decided, and the
+    /// lines after read on their own as they read in all of it (see
+    /// `clean_cut`).
+    pub(crate) cut: usize,
+}
+
+impl Open {
+    /// Notes a construct of `kind` that the rule firing at `at` left open.
+    pub(crate) fn note(&mut self, kind: u8, at: usize, column: usize) {
+        if self.kinds == 0 {
+            self.first = kind;
+            self.at = at;
+        }
+        if kind == OPEN_BLOCK {
+            // A block runs to the end of the text: there is one at most.
+            self.column = column;
+        }
+        self.kinds |= kind;
+    }
+
+    /// Whether `line`, added after the text, surely leaves the first construct
+    /// open, as it is: then no scan of the text can decide anything else yet.
+    pub(crate) fn stays_open(&self, line: &[u8]) -> bool {
+        match self.first {
+            OPEN_ELEMENT => memchr::memchr(b'<', line).is_none(),
+            OPEN_KEY => memchr::memmem::find(line, b"-----END").is_none(),
+            OPEN_BLOCK => {
+                // As `assign::yaml_block` reads a line: blank, or indented
+                // deeper than the block's key.
+                let indent = line.iter().take_while(|&&c| is_blank(c)).count();
+                indent > self.column || line[indent..].iter().all(u8::is_ascii_whitespace)
+            }
+            OPEN_PAIR => line
+                .iter()
+                .all(|&c| c.is_ascii_whitespace() || matches!(c, b',' | b'/' | b'>' | b'<')),
+            _ => false,
+        }
+    }
 }
 
 /// An XML element without a tag after it: only a `<` may end it.
 pub(crate) const OPEN_ELEMENT: u8 = 1;
 /// A private key block without its `END` marker: only `-----END` may end it.
 pub(crate) const OPEN_KEY: u8 = 2;
-/// A YAML block scalar whose indented lines may go on, or a pair's name
-/// waiting for its `value`: any line may end it.
-pub(crate) const OPEN_OTHER: u8 = 4;
+/// A YAML block scalar whose indented lines may go on: a line indented no
+/// deeper than its key ends it.
+pub(crate) const OPEN_BLOCK: u8 = 4;
+/// A pair's name waiting for its `value`: a line with more than blanks and
+/// `, / < >` decides it.
+pub(crate) const OPEN_PAIR: u8 = 8;
 
 /// Whether `rest` starts like the word of a JWT or `Bearer`/`Basic` rule.
 fn word_candidate(rest: &[u8]) -> bool {
@@ -318,11 +417,13 @@ impl Inner {
     }
 
     /// [`scan_text`](Inner::scan_text), and the constructs that span lines
-    /// still open at the end of `text` (see [`Memory::open`]; 0 for none). When
-    /// it is not, and `text` ends with a line break, the text after it is
-    /// scanned as if on its own: no rule looks back over a line break, and
-    /// none that looks ahead over one is left waiting.
-    pub(crate) fn scan_text_open(&self, text: &str, out: &mut Vec<Span>) -> u8 {
+    /// still open at the end of `text` (see [`Memory::open`]; no kinds for
+    /// none). When none is, and `text` ends with a line break, the text after
+    /// it is scanned as if on its own: no rule looks back over a line break,
+    /// and none that looks ahead over one is left waiting. When one is, the
+    /// same holds at the start of the line the first one starts on, unless a
+    /// span runs over that line start (see `writer::clean_cut`).
+    pub(crate) fn scan_text_open(&self, text: &str, out: &mut Vec<Span>) -> Open {
         let b = text.as_bytes();
         let n = b.len();
         let mut memory = Memory {
@@ -333,7 +434,8 @@ impl Inner {
             mysql: (usize::MAX, 0),
             mark: out.len(),
             callee: CalleeMemo::default(),
-            open: 0,
+            open: Open::default(),
+            crossings: Vec::new(),
         };
         // Look-behinds never reach before `floor`, the end of the last span.
         let mut floor = 0;
@@ -360,11 +462,13 @@ impl Inner {
                 if context::fires_at(c) {
                     match self.context_rule(b, i, floor, &mut memory, out) {
                         context::Found::Span(to) => {
+                            memory.jumped(b, i, to);
                             i = to.max(i + 1);
                             floor = i;
                             continue;
                         }
                         context::Found::Skip(to) => {
+                            memory.jumped(b, i, to);
                             i = to.max(i + 1);
                             continue;
                         }
@@ -383,6 +487,7 @@ impl Inner {
                 }
                 match self.word_rule(b, i, word_start, provider, floor, out) {
                     Some(to) => {
+                        memory.jumped(b, i, to);
                         i = to;
                         floor = to;
                     }
@@ -424,11 +529,15 @@ impl Inner {
             };
             match fired {
                 Some(to) => {
+                    memory.jumped(b, i, to);
                     i = to.max(i + 1);
                     floor = i;
                 }
                 None => i += 1,
             }
+        }
+        if memory.open.kinds != 0 {
+            memory.open.cut = clean_cut(b, &memory.crossings, memory.open.at);
         }
         memory.open
     }

@@ -15,30 +15,47 @@ use crate::Redactor;
 use crate::context::{key_block_end, opens_key_block};
 use crate::json::looks_like_json;
 use crate::span::{self, Span};
-use crate::text::{OPEN_ELEMENT, OPEN_KEY};
+use crate::text::{OPEN_BLOCK, OPEN_KEY, OPEN_PAIR, Open};
 
 /// The default bound on a buffered line (a longer line is redacted in
 /// chunks) and on held lines.
-const DEFAULT_LINE_LIMIT: usize = 64 * 1024;
+pub(crate) const DEFAULT_LINE_LIMIT: usize = 64 * 1024;
 /// The smallest line limit accepted.
 const MIN_LINE_LIMIT: usize = 256;
 /// Bytes of the previous chunk that the next chunk is scanned with, so that a
 /// name in one chunk still hides its value in the next.
 const CONTEXT: usize = 256;
 
+/// What the next chunk of a line drops when the chunk before ended inside a
+/// secret.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Carry {
+    No,
+    /// This many bytes: the secret ends there.
+    Bytes(usize),
+    /// Up to the next blank: the secret is one word.
+    Word,
+    /// Up to the end of the line: the secret holds blanks, so a blank does
+    /// not end it (a quote left open, a header value).
+    Line,
+}
+
 /// Wraps a log writer and redacts every line written through it.
 ///
 /// What it writes equals [`Redactor::redact_text`] on the whole text written
-/// through it, however the writes cut it, up to the line limit (64 KiB by
-/// default):
+/// through it, however the writes cut it, at any size with the default line
+/// limit (64 KiB), whose bound `redact_text` applies too:
 ///
 /// - A line is written when its line break arrives, unless a construct that
 ///   spans lines is open at its end (an XML element without its closing tag,
 ///   a YAML block scalar whose indented lines may go on, a private key block
-///   without `END`, a pair's name waiting for its `value`): then the lines are
-///   held and written, redacted together, once a line closes it. A line
-///   that cannot close what is open (no `<` after an element, no `-----END`
-///   in a key block) is held without scanning the held lines again.
+///   without `END`, a pair's name waiting for its `value`): then the lines
+///   from the one it starts on are held, and written, redacted together,
+///   once a line closes it. A line that cannot change the first open
+///   construct (no `<` after an element, no `-----END` in a key block, a line
+///   indented under a YAML block, a blank line after a pair's name) is held
+///   without scanning the held lines again; another line scans them again,
+///   and the lines before the first construct still open are written.
 /// - A line that looks like JSON (it starts with `{` or `[` and ends with `}`
 ///   or `]`) first settles the lines held before it, then is redacted on its
 ///   own, as JSON when it is; `redact_text` reads a text of several lines so
@@ -47,14 +64,16 @@ const CONTEXT: usize = 256;
 ///   what is written after it continues that line, but a construct open
 ///   before the flush is not reopened.
 ///
-/// The line limit bounds memory, and is where the two may part: held lines
-/// are kept up to it, then written out as the text rules read them then (the
-/// lines of a private key block left open are still dropped up to its `END`
-/// marker), and a line longer than it is redacted in chunks, cut at
-/// whitespace where possible, each chunk scanned together with the end of the
-/// one before, a secret that runs over a chunk's end hidden to its end. Each
-/// line added while lines are held rescans them, so holding costs at most the
-/// line limit per line.
+/// The line limit bounds memory. Lines held for more than it from the line
+/// their construct starts on are written out as the text rules read them
+/// then; what they leave open goes on where it can without holding lines (a
+/// private key block drops the lines up to its `END` marker, a YAML block the
+/// lines indented under its key, and a pair's name stays the context of the
+/// lines after it). A line longer than the limit is redacted in chunks, each
+/// scanned together with the end of the one before, cut at a blank that no
+/// secret runs over where there is one in the second half of the limit;
+/// else a secret that runs over the cut is hidden to its end (to the end of
+/// the line when it holds blanks).
 ///
 /// With `tracing_subscriber`, wrap the writer per event (a closure is a
 /// `MakeWriter`) or once behind a `Mutex`:
@@ -77,16 +96,22 @@ pub struct RedactingWriter<W: Write> {
     limit: usize,
     /// The end of the chunk before, redacted text already written.
     context: String,
-    /// The chunk before ended inside a secret: drop the rest of it.
-    carry: bool,
+    /// The chunk before ended inside a secret: what of the next to drop.
+    carry: Carry,
     /// A line before opened a private key block: drop lines up to its end.
     in_key: bool,
+    /// A YAML block was settled at the line limit with its key at this
+    /// column: drop the lines indented under it.
+    in_block: Option<usize>,
+    /// The bytes at the start of `pending` already written: the line of a
+    /// pair's name settled at the line limit, the context of the lines after.
+    written: usize,
     /// Complete lines held while a construct that spans lines is open at
-    /// their end (up to the line limit).
-    pending: Vec<u8>,
+    /// their end (up to the line limit), from the line it starts on.
+    pending: String,
     /// The constructs open at the end of the held lines when they were
-    /// last scanned (`text::OPEN_*`).
-    waiting: u8,
+    /// last scanned.
+    waiting: Open,
 }
 
 impl<W: Write> std::fmt::Debug for RedactingWriter<W> {
@@ -109,10 +134,12 @@ impl<W: Write> RedactingWriter<W> {
             buf: Vec::new(),
             limit: DEFAULT_LINE_LIMIT,
             context: String::new(),
-            carry: false,
+            carry: Carry::No,
             in_key: false,
-            pending: Vec::new(),
-            waiting: 0,
+            in_block: None,
+            written: 0,
+            pending: String::new(),
+            waiting: Open::default(),
         }
     }
 
@@ -134,23 +161,50 @@ impl<W: Write> RedactingWriter<W> {
     }
 
     /// Redacts and writes `self.buf[..cut]`; `line_end` says that the line ends
-    /// there.
-    fn emit(&mut self, cut: usize, line_end: bool) -> io::Result<()> {
-        let chunk = String::from_utf8_lossy(&self.buf[..cut]).into_owned();
+    /// there. `then` is what the next chunk drops, when the caller knows; else
+    /// the rest of a word when a secret runs to the cut.
+    fn emit(&mut self, cut: usize, line_end: bool, then: Option<Carry>) -> io::Result<()> {
+        let chunk = lossy(&self.buf[..cut]).into_owned();
         let from = self.context.len();
         let mut text = std::mem::take(&mut self.context);
         text.push_str(&chunk);
-        let mut skip = from;
-        if self.carry {
-            let rest = chunk.find(char::is_whitespace).unwrap_or(chunk.len());
-            skip += rest;
-            self.carry = rest == chunk.len();
-        }
+        let rest = match self.carry {
+            Carry::No => 0,
+            Carry::Bytes(n) => {
+                let mut n = n.min(chunk.len());
+                while !chunk.is_char_boundary(n) {
+                    n += 1;
+                }
+                self.carry = if n < chunk.len() {
+                    Carry::No
+                } else {
+                    Carry::Bytes(n - chunk.len())
+                };
+                n
+            }
+            Carry::Word => {
+                let rest = chunk.find(char::is_whitespace).unwrap_or(chunk.len());
+                if rest < chunk.len() {
+                    self.carry = Carry::No;
+                }
+                rest
+            }
+            Carry::Line => chunk.len(),
+        };
+        let skip = from + rest;
         let spans = self.redactor.text_spans(&text);
         let out = span::apply_from(&text, &spans, skip);
-        self.carry |= spans.last().is_some_and(|s| s.end == text.len());
+        match then {
+            Some(carry) => self.carry = carry,
+            None if self.carry == Carry::No
+                && spans.last().is_some_and(|s| s.end == text.len()) =>
+            {
+                self.carry = Carry::Word;
+            }
+            None => {}
+        }
         if line_end {
-            self.carry = false;
+            self.carry = Carry::No;
         } else {
             let mut keep = text.len().saturating_sub(CONTEXT);
             while !text.is_char_boundary(keep) {
@@ -174,6 +228,15 @@ impl<W: Write> RedactingWriter<W> {
         if end > 0 && self.buf[end - 1] == b'\r' {
             end -= 1;
         }
+        // Lines dropped below are read once, as a scan would read them.
+        crate::step!(self.buf.len());
+        if let Some(column) = self.in_block {
+            if block_goes_on(column, &self.buf) {
+                self.buf.clear();
+                return Ok(());
+            }
+            self.in_block = None;
+        }
         if self.in_key {
             let Some(after) = key_block_end(&self.buf[..end]) else {
                 self.buf.clear();
@@ -183,53 +246,112 @@ impl<W: Write> RedactingWriter<W> {
             end -= after;
             self.in_key = false;
         }
-        let mid_line = !self.context.is_empty() || self.carry;
-        if !mid_line && !looks_like_json(&String::from_utf8_lossy(&self.buf[..end])) {
-            let rescan = self.can_close(end);
-            self.pending.append(&mut self.buf);
-            if rescan || self.pending.len() > self.limit {
-                return self.settle(false);
+        let mid_line = !self.context.is_empty() || self.carry != Carry::No;
+        if !mid_line {
+            let line = lossy(&self.buf);
+            // The line break after `end` is ASCII: as long in the text.
+            let body = line.len() - (self.buf.len() - end);
+            if !looks_like_json(&line[..body]) {
+                let from = self.pending.len();
+                self.pending.push_str(&line);
+                self.buf.clear();
+                return self.hold(from);
             }
-            return Ok(());
         }
-        self.settle(true)?;
+        self.settle()?;
         let result = self
-            .emit(end, true)
+            .emit(end, true, None)
             .and_then(|()| self.inner.write_all(&self.buf[end..]));
         self.buf.clear();
         result
     }
 
-    /// Whether the buffered line, up to `end`, may end a construct the held
-    /// lines leave open: an element only ends at a `<`, a key block only at
-    /// `-----END`. Another line changes nothing the held lines decided, and
-    /// is held without scanning them again.
-    fn can_close(&self, end: usize) -> bool {
-        let line = &self.buf[..end];
-        self.waiting == 0
-            || self.waiting & !(OPEN_ELEMENT | OPEN_KEY) != 0
-            || (self.waiting & OPEN_ELEMENT != 0 && memchr::memchr(b'<', line).is_some())
-            || (self.waiting & OPEN_KEY != 0 && memchr::memmem::find(line, b"-----END").is_some())
-    }
-
-    /// Writes out the held lines, redacted as `redact_text` redacts them
-    /// together, unless a construct is still open at their end (more lines
-    /// may change what it hides) and they are within the carry bound. With
-    /// `force`, they are written out whatever is open; a private key block
-    /// left open then drops the lines after it up to its `END`.
-    fn settle(&mut self, force: bool) -> io::Result<()> {
-        if self.pending.is_empty() {
+    /// Takes the complete line that joined the held lines at `from`.
+    ///
+    /// While the line surely leaves the first open construct open (no `<`
+    /// after an element, no `-----END` in a key block, a line indented under
+    /// a YAML block, a blank line after a pair's name), nothing the held
+    /// lines decided can change, and they are not scanned again. Else they
+    /// are, and what comes before the line the first construct still open
+    /// starts on is written out: only the lines from there are held, and
+    /// scanned again. Lines held for more than the line limit from there are
+    /// written out as the text rules read them then (a private key block left
+    /// open drops the lines after it up to its `END` marker).
+    fn hold(&mut self, from: usize) -> io::Result<()> {
+        let over = self.pending.len() > self.limit;
+        if !over && self.waiting.stays_open(&self.pending.as_bytes()[from..]) {
             return Ok(());
         }
-        let text = String::from_utf8_lossy(&self.pending);
-        let (spans, open) = self.redactor.held_spans(&text);
-        if open != 0 && !force && self.pending.len() <= self.limit {
+        let (spans, open) = self.redactor.held_spans(&self.pending);
+        let all = self.pending.len();
+        if open.kinds == 0 {
+            return self.write_held(all, &spans, open);
+        }
+        let cut = open.cut;
+        if all - cut > self.limit {
+            return self.settle_at_limit(&spans, open);
+        }
+        if cut <= self.written {
             self.waiting = open;
             return Ok(());
         }
-        self.waiting = 0;
-        let mut out = span::apply(&text, &spans);
-        if joins_lines(&text, &spans) {
+        let before = spans.partition_point(|s| s.start < cut);
+        let result = self.write_held(cut, &spans[..before], Open::default());
+        self.waiting = open;
+        result
+    }
+
+    /// Writes out the held lines, open for more than the line limit, as the
+    /// text rules read them now. What they leave open goes on where it can
+    /// without holding lines: a private key block drops the lines up to its
+    /// `END`, a YAML block the lines indented under its key, and the line of
+    /// a pair's name stays as the context of the lines after it, which may
+    /// hold its `value`.
+    fn settle_at_limit(&mut self, spans: &[Span], open: Open) -> io::Result<()> {
+        let all = self.pending.len();
+        let name_line = (open.first == OPEN_PAIR).then(|| {
+            let b = self.pending.as_bytes();
+            let start = memchr::memrchr(b'\n', &b[..open.at]).map_or(0, |p| p + 1);
+            let end = memchr::memchr(b'\n', &b[open.at..]).map_or(b.len(), |p| open.at + p + 1);
+            self.pending[start..end].to_owned()
+        });
+        let result = self.write_held(all, spans, open);
+        if open.kinds & OPEN_BLOCK != 0 {
+            self.in_block = Some(open.column);
+        }
+        if let Some(line) = name_line {
+            self.written = line.len();
+            self.pending = line;
+            self.waiting = open;
+        }
+        result
+    }
+
+    /// Writes out all the held lines, redacted as the text rules read them
+    /// now, whatever is open at their end.
+    fn settle(&mut self) -> io::Result<()> {
+        if self.pending.len() == self.written {
+            self.pending.clear();
+            self.written = 0;
+            return Ok(());
+        }
+        let (spans, open) = self.redactor.held_spans(&self.pending);
+        let all = self.pending.len();
+        self.write_held(all, &spans, open)
+    }
+
+    /// Writes out `pending[..upto]` with `spans` replaced, as `redact_text`
+    /// reads it; `open` is what is open at `upto`. A private key block left
+    /// open then drops the lines after it up to its `END`.
+    fn write_held(&mut self, upto: usize, spans: &[Span], open: Open) -> io::Result<()> {
+        let text = &self.pending[..upto];
+        let mut out = if self.written > 0 {
+            // After the context, which was written.
+            Cow::Owned(span::apply_from(text, spans, self.written))
+        } else {
+            span::apply(text, spans)
+        };
+        if self.written == 0 && joins_lines(text, spans) {
             // As `redact_text` reads a value hidden over several lines.
             let again = line_spans(&self.redactor, &out);
             out = Cow::Owned(span::apply(&out, &again).into_owned());
@@ -237,7 +359,9 @@ impl<W: Write> RedactingWriter<W> {
         if !text.ends_with('\n') {
             // A partial line, flushed: what comes next continues it, scanned
             // after its end, and the rest of a secret cut here is dropped.
-            self.carry = spans.last().is_some_and(|s| s.end == text.len());
+            if spans.last().is_some_and(|s| s.end == text.len()) {
+                self.carry = Carry::Word;
+            }
             let line_start = text.rfind('\n').map_or(0, |p| p + 1);
             let mut keep = text.len().saturating_sub(CONTEXT).max(line_start);
             while !text.is_char_boundary(keep) {
@@ -245,17 +369,25 @@ impl<W: Write> RedactingWriter<W> {
             }
             self.context = text[keep..].to_owned();
         }
-        let key_open = open & OPEN_KEY != 0 && opens_key_block(text.as_bytes());
+        let key_open = open.kinds & OPEN_KEY != 0 && opens_key_block(text.as_bytes());
         let result = self.inner.write_all(out.as_bytes());
         self.in_key |= key_open;
-        self.pending.clear();
+        self.pending.drain(..upto);
+        self.written = 0;
+        self.waiting = Open::default();
         result
     }
 
-    /// Writes out a chunk of an over-long line.
+    /// Writes out a chunk of an over-long line: up to the last blank in the
+    /// second half of the limit that no secret runs over, as the rules read
+    /// the whole limit's worth (so a secret goes whole into one chunk); when
+    /// every such blank is inside a secret, up to the last blank there, or a
+    /// UTF-8 boundary, and the next chunk drops the rest of the secret: to
+    /// its end when the rules saw it, else to the end of the line when it
+    /// holds blanks, or of its word.
     fn emit_chunk(&mut self) -> io::Result<()> {
         let limit = self.limit.min(self.buf.len());
-        let cut = match self.buf[limit / 2..limit]
+        let fallback = match self.buf[limit / 2..limit]
             .iter()
             .rposition(u8::is_ascii_whitespace)
         {
@@ -268,9 +400,104 @@ impl<W: Write> RedactingWriter<W> {
                 cut
             }
         };
-        let result = self.emit(cut, false);
+        let (cut, then) = if self.carry == Carry::No {
+            self.clean_cut_of_line(limit).unwrap_or((fallback, None))
+        } else {
+            (fallback, None)
+        };
+        let result = self.emit(cut, false, then);
         self.buf.drain(..cut);
         result
+    }
+
+    /// Whether the end of `piece` reads alone as it reads in a longer text
+    /// where the rules found `spans` (those that start in `piece`): the
+    /// spans found in its last bytes are the same.
+    fn reads_alike(&self, piece: &str, spans: &[Span]) -> bool {
+        let mut from = piece.len().saturating_sub(2 * CONTEXT);
+        while !piece.is_char_boundary(from) {
+            from += 1;
+        }
+        let tail_from = piece.len().saturating_sub(CONTEXT);
+        let found = self.redactor.text_spans(&piece[from..]);
+        found
+            .iter()
+            .filter(|s| from + s.start >= tail_from)
+            .all(|s| {
+                spans
+                    .binary_search_by_key(&(from + s.start), |t| t.start)
+                    .is_ok_and(|i| spans[i].end == from + s.end)
+            })
+            && spans
+                .iter()
+                .rev()
+                .take_while(|t| t.start >= tail_from)
+                .all(|t| found.iter().any(|s| from + s.start == t.start))
+    }
+
+    /// The cut of [`emit_chunk`](Self::emit_chunk) and what the next chunk
+    /// drops, from the spans the rules find in the chunk before's end and
+    /// `buf[..limit]`; `None` when those bytes are not UTF-8.
+    fn clean_cut_of_line(&self, limit: usize) -> Option<(usize, Option<Carry>)> {
+        let window = match std::str::from_utf8(&self.buf[..limit]) {
+            Ok(w) => w,
+            Err(e) if e.error_len().is_none() => {
+                std::str::from_utf8(&self.buf[..e.valid_up_to()]).ok()?
+            }
+            Err(_) => return None,
+        };
+        let ctx = self.context.len();
+        let mut text = String::with_capacity(ctx + window.len());
+        text.push_str(&self.context);
+        text.push_str(window);
+        let spans = self.redactor.text_spans(&text);
+        let b = window.as_bytes();
+        // Blanks from the end of the window back to its middle, skipping the
+        // spans that cover them (a span that reaches the end of the window
+        // may go on after it). A few are tried: the piece before the cut
+        // must read as the window reads it, so that a name is not cut off
+        // its value (`Authorization: Digest` would read as a credential).
+        let mut k = spans.len();
+        let mut p = b.len();
+        let mut tries = 0;
+        while p > limit / 2 && tries < CUT_TRIES {
+            p -= 1;
+            if !b[p].is_ascii_whitespace() {
+                continue;
+            }
+            let cut = p + 1;
+            while k > 0 && spans[k - 1].start >= ctx + cut {
+                k -= 1;
+            }
+            match spans[..k].last() {
+                Some(span) if span.end > ctx + cut || span.end == text.len() => {
+                    p = span.start.saturating_sub(ctx);
+                }
+                _ => {
+                    tries += 1;
+                    if self.reads_alike(&text[..ctx + cut], &spans[..k]) {
+                        return Some((cut, Some(Carry::No)));
+                    }
+                }
+            }
+        }
+        // Every blank is inside a secret: the one over the fallback cut
+        // decides what the next chunk drops.
+        let fallback = match b[limit / 2..].iter().rposition(u8::is_ascii_whitespace) {
+            Some(p) => limit / 2 + p + 1,
+            None => b.len(),
+        };
+        let over = spans.iter().find(|s| {
+            s.start < ctx + fallback && (s.end > ctx + fallback || s.end == text.len())
+        })?;
+        let then = if over.end < text.len() {
+            Carry::Bytes(over.end - ctx - fallback)
+        } else if text[over.start..].contains(char::is_whitespace) {
+            Carry::Line
+        } else {
+            Carry::Word
+        };
+        Some((fallback, Some(then)))
     }
 }
 
@@ -406,7 +633,43 @@ fn redact_run(
         span.end += from;
         span
     }));
-    open & OPEN_KEY != 0 && opens_key_block(run.as_bytes())
+    open.kinds & OPEN_KEY != 0 && opens_key_block(run.as_bytes())
+}
+
+/// How many blanks [`RedactingWriter::clean_cut_of_line`] tries as the cut of
+/// a long line.
+const CUT_TRIES: usize = 8;
+
+/// `bytes` as text, invalid UTF-8 replaced (validating first: most text is
+/// valid, and the check is faster than the replacing walk).
+fn lossy(bytes: &[u8]) -> Cow<'_, str> {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => Cow::Borrowed(text),
+        Err(_) => String::from_utf8_lossy(bytes),
+    }
+}
+
+/// Whether `line` goes on a YAML block whose key is at `column`.
+fn block_goes_on(column: usize, line: &[u8]) -> bool {
+    let block = Open {
+        kinds: OPEN_BLOCK,
+        first: OPEN_BLOCK,
+        at: 0,
+        column,
+        cut: 0,
+    };
+    block.stays_open(line)
+}
+
+/// `redact_text` on a text longer than the line limit: what a writer with
+/// the default limit writes for it, so that the two agree at any size.
+pub(crate) fn redact_bounded(redactor: &Redactor, text: &str) -> String {
+    let mut writer = RedactingWriter::new(redactor.clone(), Vec::with_capacity(text.len()));
+    // Writing to a `Vec` does not fail.
+    let _ = writer.write_all(text.as_bytes());
+    let _ = writer.flush();
+    let out = std::mem::take(&mut writer.inner);
+    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
 impl<W: Write> Write for RedactingWriter<W> {
@@ -425,7 +688,7 @@ impl<W: Write> Write for RedactingWriter<W> {
                     self.buf.extend_from_slice(&rest[..take]);
                     rest = &rest[take..];
                     while self.buf.len() > self.limit {
-                        self.settle(true)?;
+                        self.settle()?;
                         self.emit_chunk()?;
                     }
                 }
@@ -435,6 +698,13 @@ impl<W: Write> Write for RedactingWriter<W> {
     }
 
     fn flush(&mut self) -> io::Result<()> {
+        if let Some(column) = self.in_block {
+            if block_goes_on(column, &self.buf) {
+                self.buf.clear();
+            } else if !self.buf.is_empty() {
+                self.in_block = None;
+            }
+        }
         if self.in_key {
             // A partial line inside a private key block: kept only after the
             // block's end.
@@ -449,15 +719,16 @@ impl<W: Write> Write for RedactingWriter<W> {
         // A partial line that looks like JSON is redacted on its own, as a
         // complete one is.
         if self.context.is_empty()
-            && !self.carry
+            && self.carry == Carry::No
             && !looks_like_json(&String::from_utf8_lossy(&self.buf))
         {
-            self.pending.append(&mut self.buf);
+            self.pending.push_str(&String::from_utf8_lossy(&self.buf));
+            self.buf.clear();
         }
-        self.settle(true)?;
+        self.settle()?;
         if !self.buf.is_empty() {
             let all = self.buf.len();
-            let result = self.emit(all, false);
+            let result = self.emit(all, false, None);
             self.buf.clear();
             result?;
         }

@@ -2,6 +2,7 @@
 
 mod api;
 mod baseline;
+mod bound;
 // The bench's inputs and `regex` baseline, which `baseline` checks.
 #[path = "../../benches/support/mod.rs"]
 mod bench_support;
