@@ -404,13 +404,8 @@ impl Chain {
                 ]
             }
         };
-        // A child that speaks 2026-07-28 is named so: `auto` finds it with server/discover, and takes it
-        // for the handshake era when a loaded machine starts it slower than the detection waits. A
-        // handshake-era child is found by `auto`, since a late answer leads to the same verdict.
-        let protocol = match (run.server, run.via) {
-            (Server::Modern | Server::Both, Via::Stdio) => "modern",
-            _ => "auto",
-        };
+        // Every child runs with the default, `--protocol auto`: serve finds its era with server/discover.
+        let protocol = "auto";
         let log = dir.path().join("serve.log");
         let mut serve = calltape()
             .args([
