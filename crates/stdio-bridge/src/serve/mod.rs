@@ -16,9 +16,13 @@
 //!   only to the sessions that subscribed to that URI;
 //! - an event of a `subscriptions/listen` stream goes to that request's stream only, with the id the
 //!   client gave the request (an SSE stream, also with [`Serve::json_response`]);
-//! - a stateless 2026-07-28 request is held to its era's HTTP rules: `MCP-Protocol-Version`,
-//!   `Mcp-Method` and `Mcp-Name` must say what its body says (else HTTP 400 with -32020), and an error
-//!   answer has the status its code calls for (404 for -32601; 400 for -32602, -32020, -32021, -32022);
+//! - a stateless 2026-07-28 request (a POST with that `MCP-Protocol-Version` and no `Mcp-Session-Id`)
+//!   is held to its era's HTTP rules, and every refusal carries its id: `_meta` must name its protocol
+//!   version and client capabilities (else HTTP 400 with -32602), `MCP-Protocol-Version`, `Mcp-Method`
+//!   and `Mcp-Name` must be sent and say what its body says (else HTTP 400 with -32020), a version
+//!   serve does not speak gets HTTP 400 with -32022 and `supported` / `requested`, `initialize` and the
+//!   other methods 2026-07-28 removed get HTTP 404 with -32601, and an error answer has the status its
+//!   code calls for (404 for -32601; 400 for -32602, -32020, -32021, -32022);
 //! - a server-to-client request (roots, sampling, elicitation, ping) goes to the session whose request is
 //!   in flight (the most recent one if several), and its answer back with the upstream's own id;
 //! - a session's GET stream carries event ids; a client that leaves 1,024 messages or 16 MiB of it

@@ -3,6 +3,8 @@
 mod child;
 #[cfg(feature = "serve")]
 mod era_serve;
+#[cfg(feature = "serve")]
+mod era_serve_rules;
 mod fake;
 #[cfg(feature = "http")]
 mod http;

@@ -954,13 +954,21 @@ async fn stateless_requests_only_need_their_ids_remapped() {
     let mut a = Session::new(running.target.clone(), None);
     a.initialize().await;
     let body = serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-        "params": {"name": "echo", "arguments": {"text": "stateless"}}}))
+        "params": {"name": "echo", "arguments": {"text": "stateless"}, "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {}}}}))
     .unwrap();
     let res = raw(
         &running.target,
         Method::POST,
         "/mcp",
-        &[ACCEPT_BOTH, JSON, ("mcp-protocol-version", "2026-07-28")],
+        &[
+            ACCEPT_BOTH,
+            JSON,
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "echo"),
+        ],
         &body,
     )
     .await;

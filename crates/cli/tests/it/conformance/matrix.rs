@@ -15,13 +15,25 @@ use super::*;
 /// `dns-rebinding-protection` is none either: serve refuses every `Origin`, a localhost one too, by
 /// design.
 ///
-/// `server-stateless` and `http-header-validation` are candidates for a 2026-07-28 client that do not
-/// pass through serve yet, so no run lists them: serve answers a request without `_meta`, or without
-/// its protocol version, as a handshake-era one rather than with -32602 and HTTP 400, an error for a
-/// request that failed validation has a null id, an unsupported version's error lacks `supported` and
-/// `requested`, a removed method such as `initialize` is not answered with HTTP 404, and a `tools/call`
-/// without `Mcp-Name` is served.
 pub(super) const MUST_PASS: &[(&str, &[Run])] = &[
+    (
+        "server-stateless",
+        &[
+            LEGACY_MODERN,
+            MODERN_MODERN,
+            BOTH_MODERN,
+            HTTP_LEGACY_MODERN,
+        ],
+    ),
+    (
+        "http-header-validation",
+        &[
+            LEGACY_MODERN,
+            MODERN_MODERN,
+            BOTH_MODERN,
+            HTTP_LEGACY_MODERN,
+        ],
+    ),
     (
         "server-initialize",
         &[

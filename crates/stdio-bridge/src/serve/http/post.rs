@@ -21,8 +21,8 @@ use serde_json::Value;
 use tokio::{sync::mpsc, time::Instant};
 
 use super::{
-    Inner, MAX_BODY, ResBody, SESSION_HEADER, STATELESS_VERSION, SessionEntry, StreamGuard,
-    TAP_CAPACITY, VERSION_HEADER, lock,
+    Inner, MAX_BODY, ResBody, SESSION_HEADER, SessionEntry, StreamGuard, TAP_CAPACITY,
+    VERSION_HEADER, lock,
     reply::{accepts, header_str, invalid_request, json_response, plain, rpc_error},
     routes::UnknownSession,
     stateless,
@@ -109,6 +109,13 @@ impl Inner {
         let session = self
             .session_of(headers)
             .map_err(|UnknownSession| Box::new(UnknownSession.response()))?;
+        // The version header without a session id makes a 2026-07-28 request, also an `initialize`.
+        let stateless = session.is_none()
+            && header_str(headers, VERSION_HEADER)
+                .is_some_and(|v| stateless::is_stateless(v.trim()));
+        if stateless && let Some(refused) = stateless::refuse(headers, messages) {
+            return Err(refused);
+        }
         if is_initialize {
             if messages.len() != 1 {
                 let message = "initialize must be sent alone";
@@ -135,13 +142,9 @@ impl Inner {
                 ephemeral: false,
             });
         }
-        let stateless = header_str(headers, VERSION_HEADER).is_some_and(|v| v >= STATELESS_VERSION);
         if !stateless {
             let message = "Mcp-Session-Id is required; initialize first";
             return Err(invalid_request(message));
-        }
-        if let Some(refused) = stateless::header_mismatch(headers, messages) {
-            return Err(refused);
         }
         // A stateless request: a session of its own for this one exchange, ids remapped as usual.
         let Some(no) = self.mux.open(true).await else {

@@ -103,8 +103,13 @@ impl Inner {
             }
             return self.retire();
         }
+        // A POST without a session id is a stateless request when it names a version: `post` refuses
+        // a version it does not speak by 2026-07-28's rules, with the request's id.
+        let stateless_post =
+            req.method() == Method::POST && !req.headers().contains_key(SESSION_HEADER);
         if let Some(version) = header_str(req.headers(), VERSION_HEADER)
             && !SUPPORTED_PROTOCOL_VERSIONS.contains(&version)
+            && !stateless_post
         {
             return rpc_error(
                 StatusCode::BAD_REQUEST,

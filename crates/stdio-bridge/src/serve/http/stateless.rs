@@ -5,13 +5,91 @@ use http::{HeaderMap, Response, StatusCode};
 use serde_json::{Value, json};
 
 use super::{
-    ResBody, VERSION_HEADER,
+    ResBody, STATELESS_VERSION, SUPPORTED_PROTOCOL_VERSIONS, VERSION_HEADER,
     reply::{header_str, json_response},
 };
 use crate::jsonrpc::{id_of, method_of};
 
 /// The `_meta` key of a 2026-07-28 request's protocol version.
 const PROTOCOL_VERSION_META: &str = "io.modelcontextprotocol/protocolVersion";
+/// The `_meta` key of a 2026-07-28 request's client capabilities.
+const CAPABILITIES_META: &str = "io.modelcontextprotocol/clientCapabilities";
+/// The code of a request whose protocol version the server does not speak.
+const UNSUPPORTED_VERSION: i64 = -32022;
+/// The methods 2026-07-28 removed: a stateless request for one gets 404 and -32601.
+const REMOVED_METHODS: &[&str] = &[
+    "initialize",
+    "ping",
+    "logging/setLevel",
+    "resources/subscribe",
+    "resources/unsubscribe",
+];
+
+/// Whether a POST without `Mcp-Session-Id` whose `MCP-Protocol-Version` header says `version` is a
+/// stateless request: any version but those of the handshake era, so that one serve does not speak
+/// is refused by 2026-07-28's rules, with the request's id.
+pub(super) fn is_stateless(version: &str) -> bool {
+    version == STATELESS_VERSION || !SUPPORTED_PROTOCOL_VERSIONS.contains(&version)
+}
+
+/// The refusal of a stateless request that breaks 2026-07-28's rules, with the request's id and the
+/// HTTP status its code calls for: a version serve does not speak (-32022, naming the supported one
+/// and echoing the requested), a request without `_meta` or without its protocol version or client
+/// capabilities (-32602), headers that disagree with the body (-32020), a removed method (404,
+/// -32601). A notification is held only to the header rules, and only when it names its version.
+pub(super) fn refuse(headers: &HeaderMap, messages: &[Value]) -> Option<Box<Response<ResBody>>> {
+    let version = header_str(headers, VERSION_HEADER)
+        .unwrap_or_default()
+        .trim();
+    messages.iter().find_map(|message| {
+        let method = method_of(message)?;
+        let id = id_of(message)?;
+        let (status, answer) = if version != STATELESS_VERSION {
+            let message = format!(
+                "unsupported MCP-Protocol-Version {version:?}; this server speaks {STATELESS_VERSION} without a session"
+            );
+            let data = json!({"supported": [STATELESS_VERSION], "requested": version});
+            let error = json!({"code": UNSUPPORTED_VERSION, "message": message, "data": data});
+            (StatusCode::BAD_REQUEST, error)
+        } else if let Some(missing) = missing_meta(message) {
+            let error = json!({"code": -32602, "message": missing});
+            (StatusCode::BAD_REQUEST, error)
+        } else if REMOVED_METHODS.contains(&method) {
+            let message = format!(
+                "method not found: {method} was removed in {STATELESS_VERSION}, which needs no handshake and keeps no session state"
+            );
+            (StatusCode::NOT_FOUND, json!({"code": -32601, "message": message}))
+        } else {
+            return None;
+        };
+        let answer = json!({"jsonrpc": "2.0", "id": id, "error": answer});
+        Some(Box::new(json_response(status, &answer)))
+    })
+    .or_else(|| header_mismatch(headers, messages))
+}
+
+/// What a 2026-07-28 request's `_meta` lacks, as the message of its -32602 error.
+fn missing_meta(message: &Value) -> Option<&'static str> {
+    let Some(meta) = message.get("params").and_then(|p| p.get("_meta")) else {
+        return Some(
+            "invalid params: a 2026-07-28 request carries params._meta with its protocolVersion and clientCapabilities",
+        );
+    };
+    if !meta
+        .get(PROTOCOL_VERSION_META)
+        .is_some_and(Value::is_string)
+    {
+        return Some(
+            "invalid params: params._meta lacks io.modelcontextprotocol/protocolVersion; name the request's version there",
+        );
+    }
+    if !meta.get(CAPABILITIES_META).is_some_and(Value::is_object) {
+        return Some(
+            "invalid params: params._meta lacks io.modelcontextprotocol/clientCapabilities; send {} when the client declares none",
+        );
+    }
+    None
+}
 /// The code of a request whose headers disagree with its body.
 const HEADER_MISMATCH: i64 = -32020;
 /// The form of an `Mcp-Name` value that is not plain visible ASCII (base64 between these).
@@ -19,22 +97,20 @@ const ENCODED_START: &str = "=?base64?";
 const ENCODED_END: &str = "?=";
 
 /// The refusal of a 2026-07-28 request (one that names its version in `_meta`) whose
-/// `MCP-Protocol-Version`, `Mcp-Method` or `Mcp-Name` header disagrees with its body: HTTP 400 with
-/// -32020 and the request's id. An `Mcp-Name` in base64 is not compared.
-pub(super) fn header_mismatch(
-    headers: &HeaderMap,
-    messages: &[Value],
-) -> Option<Box<Response<ResBody>>> {
+/// `MCP-Protocol-Version`, `Mcp-Method` or `Mcp-Name` header disagrees with its body, or is missing:
+/// HTTP 400 with -32020 and the request's id. An `Mcp-Name` in base64 is not compared; values are
+/// compared without the whitespace around them.
+fn header_mismatch(headers: &HeaderMap, messages: &[Value]) -> Option<Box<Response<ResBody>>> {
     messages.iter().find_map(|message| {
         let method = method_of(message)?;
         let params = message.get("params")?;
         let version = params.get("_meta")?.get(PROTOCOL_VERSION_META)?;
-        let wrong = if header_str(headers, VERSION_HEADER) != version.as_str() {
+        let wrong = if trimmed(headers, VERSION_HEADER) != version.as_str() {
             "the MCP-Protocol-Version header does not match the request's _meta protocol version"
-        } else if header_str(headers, "mcp-method") != Some(method) {
+        } else if trimmed(headers, "mcp-method") != Some(method) {
             "the Mcp-Method header does not match the request's method; send the method in it"
         } else if name_differs(headers, method, params) {
-            "the Mcp-Name header does not match the request's name or uri"
+            "the Mcp-Name header is missing or does not match the request's name or uri; send the name in it"
         } else {
             return None;
         };
@@ -45,18 +121,24 @@ pub(super) fn header_mismatch(
     })
 }
 
-/// Whether a plain `Mcp-Name` header names another tool, prompt or resource than the body does.
+/// A header's value without the whitespace around it.
+fn trimmed<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    header_str(headers, name).map(str::trim)
+}
+
+/// Whether the `Mcp-Name` header is missing where the body names a tool, prompt or resource, or
+/// names another one (when plain).
 fn name_differs(headers: &HeaderMap, method: &str, params: &Value) -> bool {
     let key = match method {
         "tools/call" | "prompts/get" => "name",
         "resources/read" => "uri",
         _ => return false,
     };
-    let (Some(body), Some(header)) = (
-        params.get(key).and_then(Value::as_str),
-        header_str(headers, "mcp-name"),
-    ) else {
+    let Some(body) = params.get(key).and_then(Value::as_str) else {
         return false;
+    };
+    let Some(header) = trimmed(headers, "mcp-name") else {
+        return true;
     };
     let encoded = header.starts_with(ENCODED_START) && header.ends_with(ENCODED_END);
     !encoded && header != body
