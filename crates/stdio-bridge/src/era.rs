@@ -83,6 +83,31 @@ pub(crate) trait Translate: Send + 'static {
     fn on_upstream(&mut self, event: UpstreamEvent, out: &mut Vec<Out>);
 }
 
+/// A failure event (undelivered, not MCP, session expired) about `frame` instead of the frame it named:
+/// a translator reports the client's frame, not the one it sent upstream in its place.
+fn with_frame(event: UpstreamEvent, frame: Frame) -> UpstreamEvent {
+    match event {
+        UpstreamEvent::Undelivered {
+            maybe_delivered,
+            reason,
+            ..
+        } => UpstreamEvent::Undelivered {
+            frame,
+            maybe_delivered,
+            reason,
+        },
+        UpstreamEvent::ProtocolError {
+            status, message, ..
+        } => UpstreamEvent::ProtocolError {
+            frame,
+            status,
+            message,
+        },
+        UpstreamEvent::SessionExpired { .. } => UpstreamEvent::SessionExpired { frame },
+        other => other,
+    }
+}
+
 /// An [`Upstream`] that speaks to clients of both eras, whatever era the wrapped upstream speaks.
 ///
 /// ```

@@ -24,7 +24,7 @@ use std::collections::HashMap;
 use memchr::memmem;
 use serde_json::{Value, json};
 
-use super::{Out, Translate};
+use super::{Out, Translate, with_frame};
 use crate::{
     BUFFER_FULL, UPSTREAM_PROTOCOL_ERROR, jsonrpc,
     upstream::{Frame, UpstreamEvent},
@@ -616,30 +616,6 @@ impl Translate for ToLegacy {
 /// A message for the client side.
 fn client(message: &Value) -> Out {
     Out::Client(UpstreamEvent::Message(jsonrpc::to_frame(message)))
-}
-
-/// The event about `frame` instead of the frame it named.
-fn with_frame(event: UpstreamEvent, frame: Frame) -> UpstreamEvent {
-    match event {
-        UpstreamEvent::SessionExpired { .. } => UpstreamEvent::SessionExpired { frame },
-        UpstreamEvent::Undelivered {
-            maybe_delivered,
-            reason,
-            ..
-        } => UpstreamEvent::Undelivered {
-            frame,
-            maybe_delivered,
-            reason,
-        },
-        UpstreamEvent::ProtocolError {
-            status, message, ..
-        } => UpstreamEvent::ProtocolError {
-            frame,
-            status,
-            message,
-        },
-        other => other,
-    }
 }
 
 /// Why a frame did not get an answer, for a log line or an error.

@@ -17,7 +17,7 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value, json};
 
-use super::{Out, Translate};
+use super::{Out, Translate, with_frame};
 use crate::upstream::{Frame, UpstreamEvent};
 pub(super) use detect::{Discovery, discover, is_discover};
 pub(super) use wire::explain_refused_handshake;
@@ -391,30 +391,6 @@ impl Translate for ToModern {
 
 fn reply(out: &mut Vec<Out>, frame: Frame) {
     out.push(Out::Client(UpstreamEvent::Message(frame)));
-}
-
-/// A failure event about `frame` instead of the frame it names.
-fn with_frame(event: UpstreamEvent, frame: Frame) -> UpstreamEvent {
-    match event {
-        UpstreamEvent::Undelivered {
-            maybe_delivered,
-            reason,
-            ..
-        } => UpstreamEvent::Undelivered {
-            frame,
-            maybe_delivered,
-            reason,
-        },
-        UpstreamEvent::ProtocolError {
-            status, message, ..
-        } => UpstreamEvent::ProtocolError {
-            frame,
-            status,
-            message,
-        },
-        UpstreamEvent::SessionExpired { .. } => UpstreamEvent::SessionExpired { frame },
-        other => other,
-    }
 }
 
 /// What went wrong with a frame, for a message.
