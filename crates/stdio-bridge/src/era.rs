@@ -9,6 +9,7 @@
 //! one it was told), then translates every frame of the other era, in both directions: a client may even
 //! mix them on one link (as `serve`'s sessions do). Frames of the upstream's own era pass unchanged.
 
+mod lanes;
 mod pump;
 mod to_legacy;
 mod to_modern;
@@ -81,6 +82,13 @@ pub(crate) trait Translate: Send + 'static {
     fn on_client(&mut self, frame: Frame, out: &mut Vec<Out>);
     /// An event from the upstream.
     fn on_upstream(&mut self, event: UpstreamEvent, out: &mut Vec<Out>);
+    /// The upstream's link ended for good (a session of its own that closed): every request still
+    /// waiting for it is answered with an error that gives `reason`.
+    fn abandon(&mut self, _reason: &str, _out: &mut Vec<Out>) {}
+    /// Whether the client's request with this id is in flight here.
+    fn holds(&self, _id: &serde_json::Value) -> bool {
+        false
+    }
 }
 
 /// A failure event (undelivered, not MCP, session expired) about `frame` instead of the frame it named:
@@ -148,8 +156,13 @@ impl Upstream for EraUpstream {
     fn connect(&self) -> BoxFuture<'_, Result<Link, Error>> {
         Box::pin(async move {
             let link = self.inner.connect().await?;
-            let shown = self.inner.describe();
-            Ok(pump::start(link, self.protocol, shown, self.said.clone()))
+            let context = pump::Context {
+                protocol: self.protocol,
+                shown: self.inner.describe(),
+                said: self.said.clone(),
+                upstream: Some(Arc::clone(&self.inner)),
+            };
+            Ok(pump::start(link, context))
         })
     }
 }

@@ -8,6 +8,7 @@ mod era_bridge;
 mod era_legacy;
 mod era_replay;
 mod era_serve;
+mod era_sessions;
 mod errors;
 mod fill_follow;
 mod html;

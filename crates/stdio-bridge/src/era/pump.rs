@@ -13,10 +13,11 @@ use tokio::sync::mpsc;
 
 use super::{
     Era, Out, Protocol, Translate,
+    lanes::{Closes, Lanes},
     to_legacy::ToLegacy,
     to_modern::{self, Discovery, ToModern},
 };
-use crate::upstream::{Frame, Link, UpstreamEvent};
+use crate::upstream::{Frame, Link, Upstream, UpstreamEvent};
 
 /// How many frames wait between the client side and the pump, and between the pump and the client side.
 const QUEUE: usize = 64;
@@ -50,8 +51,19 @@ impl Said {
     }
 }
 
-/// Starts the pump for one upstream link and returns the link the client side uses instead.
-pub(super) fn start(inner: Link, protocol: Protocol, shown: String, said: Said) -> Link {
+/// What the pump knows of the upstream beyond its link.
+pub(super) struct Context {
+    pub(super) protocol: Protocol,
+    /// The upstream's description, for logs.
+    pub(super) shown: String,
+    pub(super) said: Said,
+    /// Where more sessions come from, for 2026-07-28 clients with other capabilities.
+    pub(super) upstream: Option<Arc<dyn Upstream>>,
+}
+
+/// Starts the pump for one upstream link and returns the link the client side uses instead. Closing
+/// it closes the sessions the pump opened beside the link's own.
+pub(super) fn start(inner: Link, context: Context) -> Link {
     let (client_tx, client_rx) = mpsc::channel::<Frame>(QUEUE);
     let (event_tx, event_rx) = mpsc::channel::<UpstreamEvent>(QUEUE);
     let Link {
@@ -59,34 +71,48 @@ pub(super) fn start(inner: Link, protocol: Protocol, shown: String, said: Said) 
         events,
         close,
     } = inner;
+    let closes = Closes::default();
     let ends = Ends {
         from_client: client_rx,
         to_upstream: outgoing,
         from_upstream: events,
         to_client: event_tx,
+        closes: closes.clone(),
     };
-    tokio::spawn(run(protocol, shown, said, ends));
+    tokio::spawn(run(context, ends));
     Link {
         outgoing: client_tx,
         events: event_rx,
-        close,
+        close: Box::new(move || {
+            Box::pin(async move {
+                tokio::join!(close(), closes.close_all());
+            })
+        }),
     }
 }
 
-/// The four ends the pump joins.
+/// The four ends the pump joins, and the stops of the sessions it opens.
 struct Ends {
     from_client: mpsc::Receiver<Frame>,
     to_upstream: mpsc::Sender<Frame>,
     from_upstream: mpsc::Receiver<UpstreamEvent>,
     to_client: mpsc::Sender<UpstreamEvent>,
+    closes: Closes,
 }
 
-async fn run(protocol: Protocol, shown: String, said: Said, ends: Ends) {
+async fn run(context: Context, ends: Ends) {
+    let Context {
+        protocol,
+        shown,
+        said,
+        upstream,
+    } = context;
     let Ends {
         mut from_client,
         to_upstream,
         mut from_upstream,
         to_client,
+        closes,
     } = ends;
     let mut early = Vec::new();
     let found = match protocol {
@@ -118,33 +144,38 @@ async fn run(protocol: Protocol, shown: String, said: Said, ends: Ends) {
     };
     // An answer to detection that came too late is dropped, not handed to the client.
     let mut late = found.late;
-    let mut translator: Box<dyn Translate> = match found.era {
-        Era::Legacy if protocol == Protocol::Legacy => Box::new(Told(ToLegacy::new())),
-        Era::Legacy => Box::new(ToLegacy::new()),
-        Era::Modern => Box::new(ToModern::new(found.result)),
+    let (translator, upstream): (Box<dyn Translate>, _) = match found.era {
+        Era::Legacy if protocol == Protocol::Legacy => (Box::new(Told(ToLegacy::new())), upstream),
+        Era::Legacy => (Box::new(ToLegacy::new()), upstream),
+        Era::Modern => (Box::new(ToModern::new(found.result)), None),
     };
+    let (mut lanes, mut from_lanes) =
+        Lanes::new(translator, to_upstream, upstream, shown, closes.clone());
     let mut out = Vec::new();
     for event in early {
-        translator.on_upstream(event, &mut out);
+        lanes.on_upstream(0, event, &mut out);
     }
     loop {
-        if !flush(&mut out, &to_upstream, &to_client).await {
-            return;
+        if !lanes.flush(&mut out, &to_client).await {
+            break;
         }
         tokio::select! {
             frame = from_client.recv() => match frame {
-                Some(frame) => translator.on_client(frame, &mut out),
-                None => return,
+                Some(frame) => lanes.on_client(frame, &mut out),
+                None => break,
             },
             event = from_upstream.recv() => match event {
                 Some(UpstreamEvent::Message(frame)) if late && to_modern::is_discover(&frame) => {
                     late = false;
                 }
-                Some(event) => translator.on_upstream(event, &mut out),
-                None => return,
+                Some(event) => lanes.on_upstream(0, event, &mut out),
+                None => break,
             },
+            Some((key, event)) = from_lanes.recv() => lanes.on_upstream(key, event, &mut out),
         }
     }
+    // The link's own session is over: so are the ones opened beside it.
+    closes.close_all().await;
 }
 
 fn found(era: Era) -> Discovery {
@@ -165,6 +196,14 @@ impl Translate for Told {
         self.0.on_client(frame, out);
     }
 
+    fn abandon(&mut self, reason: &str, out: &mut Vec<Out>) {
+        self.0.abandon(reason, out);
+    }
+
+    fn holds(&self, id: &serde_json::Value) -> bool {
+        self.0.holds(id)
+    }
+
     fn on_upstream(&mut self, event: UpstreamEvent, out: &mut Vec<Out>) {
         let start = out.len();
         self.0.on_upstream(event, out);
@@ -176,24 +215,6 @@ impl Translate for Told {
             }
         }
     }
-}
-
-/// Carries out what the translator asked for; false once either side is gone.
-async fn flush(
-    out: &mut Vec<Out>,
-    to_upstream: &mpsc::Sender<Frame>,
-    to_client: &mpsc::Sender<UpstreamEvent>,
-) -> bool {
-    for item in out.drain(..) {
-        let sent = match item {
-            Out::Upstream(frame) => to_upstream.send(frame).await.is_ok(),
-            Out::Client(event) => to_client.send(event).await.is_ok(),
-        };
-        if !sent {
-            return false;
-        }
-    }
-    true
 }
 
 #[cfg(test)]
@@ -219,7 +240,13 @@ mod tests {
             events,
             close: Box::new(|| Box::pin(async {})),
         };
-        let link = start(inner, protocol, "test".into(), Said::default());
+        let context = Context {
+            protocol,
+            shown: "test".into(),
+            said: Said::default(),
+            upstream: None,
+        };
+        let link = start(inner, context);
         (link, sent, events_tx)
     }
 

@@ -9,9 +9,9 @@
 //! the bridge has opened the session: that one is answered from the session's result.
 //!
 //! A session opened for a `server/discover` alone (the era detection's, as often as not) is opened
-//! again for the first other request whose client info or capabilities differ. After that, a client
-//! whose capabilities differ from the session's is served in the same session (logged once): one link
-//! is one session of the upstream, and a translator holds one link.
+//! again for the first other request whose client info or capabilities differ. A translator holds one
+//! session: a client whose capabilities differ from it is given a session (and a translator) of its
+//! own by `lanes`, and served here only when the upstream cannot open another (logged once).
 
 mod input;
 mod listen;
@@ -26,7 +26,7 @@ use serde_json::{Value, json};
 
 use super::{Out, Translate, with_frame};
 use crate::{
-    BUFFER_FULL, UPSTREAM_PROTOCOL_ERROR, jsonrpc,
+    BUFFER_FULL, UPSTREAM_EXITED, UPSTREAM_PROTOCOL_ERROR, jsonrpc,
     upstream::{Frame, UpstreamEvent},
 };
 
@@ -241,7 +241,9 @@ impl ToLegacy {
                 return self.open(&message, frame, out);
             }
         }
-        self.check_capabilities(&message);
+        if method != "server/discover" {
+            self.check_capabilities(&message);
+        }
         let id = message.get("id").filter(|id| !id.is_null()).cloned();
         let Some(id) = id else {
             if method == "notifications/cancelled"
@@ -320,7 +322,8 @@ impl ToLegacy {
         }
     }
 
-    /// Logs once that a client's capabilities differ from those the session was opened with.
+    /// Logs once that a client's capabilities differ from those the session was opened with: the
+    /// upstream could not open another session for it (see `lanes`).
     fn check_capabilities(&mut self, message: &Value) {
         let Session::Open {
             params: Some(params),
@@ -336,7 +339,9 @@ impl ToLegacy {
         self.told_capabilities = true;
         tracing::warn!(
             "a 2026-07-28 client declares other capabilities than the upstream session was opened with; \
-             it is served in that session, since one link to a legacy upstream is one session"
+             it is served in that session, since the upstream holds one session only or {} are open \
+             already",
+            super::lanes::MAX_SESSIONS
         );
     }
 
@@ -610,6 +615,40 @@ impl Translate for ToLegacy {
             UpstreamEvent::Message(frame) => self.on_message(frame, out),
             other => self.on_trouble(other, out),
         }
+    }
+
+    fn abandon(&mut self, reason: &str, out: &mut Vec<Out>) {
+        let why = format!(
+            "the session the bridge opened for this client's capabilities ended ({reason}); send the \
+             request again to have one opened anew"
+        );
+        if let Session::Opening { waiting, .. } =
+            std::mem::replace(&mut self.session, Session::Closed)
+        {
+            self.fail_waiting(waiting, UPSTREAM_EXITED, &why, None, out);
+        }
+        let data = jsonrpc::data("session_ended", None);
+        let waiting = std::mem::take(&mut self.modern)
+            .into_values()
+            .filter_map(|modern| modern.client);
+        for id in waiting.chain(self.listens.take_ids()) {
+            out.push(client(&shape::error(
+                &id,
+                UPSTREAM_EXITED,
+                &why,
+                data.clone(),
+            )));
+        }
+        self.exchanges.clear();
+        self.own.clear();
+    }
+
+    fn holds(&self, id: &Value) -> bool {
+        self.listens.holds(id)
+            || self
+                .modern
+                .values()
+                .any(|modern| modern.client.as_ref().is_some_and(|client| client == id))
     }
 }
 

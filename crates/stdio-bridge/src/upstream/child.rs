@@ -293,6 +293,11 @@ impl Upstream for ChildUpstream {
     fn connect(&self) -> BoxFuture<'_, Result<Link, Error>> {
         Box::pin(async move { self.spawn() })
     }
+
+    /// Another process of the same command: a process of a stdio server is one session.
+    fn connect_apart(&self) -> Option<BoxFuture<'_, Result<Link, Error>>> {
+        Some(self.connect())
+    }
 }
 
 /// Sets the parent-death signal in the child, so it never outlives the bridge.

@@ -95,6 +95,11 @@ impl Upstream for HttpUpstream {
     fn connect(&self) -> BoxFuture<'_, Result<Link, Error>> {
         self.core.connect()
     }
+
+    /// A link with a session of its own on the same endpoint, with the same headers.
+    fn connect_apart(&self) -> Option<BoxFuture<'_, Result<Link, Error>>> {
+        Some(self.core.apart().connect())
+    }
 }
 
 /// rustls with the ring provider and the operating system's certificate verifier, built here so the

@@ -36,6 +36,14 @@ pub trait Upstream: Send + Sync + 'static {
     /// Starts (or restarts) the upstream and returns a live link. Called again after the link closes.
     /// An Err means "not reachable yet": the bridge retries with backoff.
     fn connect(&self) -> BoxFuture<'_, Result<Link, crate::Error>>;
+
+    /// Starts a link that holds a session of its own, beside the one [`connect`](Upstream::connect)'s
+    /// links share: for a client the server must see apart (a 2026-07-28 client whose capabilities
+    /// differ from the session's). A child process is started once more; an HTTP endpoint is asked for
+    /// another session. `None` (the default): the upstream has one session only.
+    fn connect_apart(&self) -> Option<BoxFuture<'_, Result<Link, crate::Error>>> {
+        None
+    }
 }
 
 /// A live connection to an upstream. The upstream implementation owns its tasks; dropping `outgoing`

@@ -107,6 +107,11 @@ impl Upstream for UnixUpstream {
     fn connect(&self) -> BoxFuture<'_, Result<Link, Error>> {
         self.core.connect()
     }
+
+    /// A link with a session of its own on the same endpoint, with the same headers.
+    fn connect_apart(&self) -> Option<BoxFuture<'_, Result<Link, Error>>> {
+        Some(self.core.apart().connect())
+    }
 }
 
 /// HTTP/1.1 over a Unix socket with hyper's pooled client.

@@ -53,6 +53,16 @@ impl Listens {
         self.streams.is_empty()
     }
 
+    /// Whether a stream was opened by the request with this id.
+    pub(super) fn holds(&self, id: &Value) -> bool {
+        self.streams.iter().any(|listen| listen.id == *id)
+    }
+
+    /// Forgets every stream, and gives the ids of the requests that opened them.
+    pub(super) fn take_ids(&mut self) -> Vec<Value> {
+        self.streams.drain(..).map(|listen| listen.id).collect()
+    }
+
     /// Every resource some stream is subscribed to, once each.
     pub(super) fn uris(&self) -> Vec<String> {
         let mut uris: Vec<String> = Vec::new();

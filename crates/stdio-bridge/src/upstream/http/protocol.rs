@@ -61,7 +61,7 @@ const MIRRORED_HEADERS_SINCE: &str = "2026-07-28";
 
 /// The protocol client for one endpoint, shared by every link to it.
 pub(crate) struct Core<T> {
-    transport: T,
+    transport: Arc<T>,
     extra: HeaderMap,
     session: Mutex<Session>,
 }
@@ -90,10 +90,19 @@ enum Flow {
 impl<T: Transport> Core<T> {
     pub(crate) fn new(transport: T, extra: HeaderMap) -> Self {
         Self {
-            transport,
+            transport: Arc::new(transport),
             extra,
             session: Mutex::new(Session::default()),
         }
+    }
+
+    /// A protocol client for the same endpoint and headers that holds a session of its own.
+    pub(crate) fn apart(&self) -> Arc<Self> {
+        Arc::new(Self {
+            transport: Arc::clone(&self.transport),
+            extra: self.extra.clone(),
+            session: Mutex::new(Session::default()),
+        })
     }
 
     pub(crate) fn describe(&self) -> String {
