@@ -2,15 +2,14 @@
 //! servers (the Python SDK's FastMCP, and the reference "everything" server).
 
 use std::{
-    net::TcpListener,
     path::{Path, PathBuf},
     process::Stdio,
-    time::{Duration, Instant},
+    time::Duration,
 };
 
 use serde_json::{Value, json};
 
-use crate::support::{calltape, peers};
+use crate::support::{calltape, free_port, peers, wait_or_kill};
 
 /// A FastMCP server (stateful Streamable HTTP) on a port or a Unix socket, logging every request it gets
 /// (method, JSON-RPC method, status, session id, protocol version, Host, Authorization) as JSON lines.
@@ -187,14 +186,6 @@ struct Run {
     bridge_log: String,
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// Runs the Python client with `config` (paths and the calltape binary are filled in).
 fn run_client(dir: &Path, mut config: Value) -> Run {
     let peers = peers();
@@ -223,14 +214,8 @@ fn run_client(dir: &Path, mut config: Value) -> Run {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let started = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if started.elapsed() > Duration::from_secs(120) {
-            let _ = child.kill();
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    // Killed past two minutes; its output then says how far it came.
+    wait_or_kill(&mut child, Duration::from_secs(120));
     let out = child.wait_with_output().unwrap();
     let bridge_log = std::fs::read_to_string(&bridge_log).unwrap_or_default();
     assert!(

@@ -21,13 +21,12 @@
 
 use std::{
     io::Read,
-    net::{TcpListener, TcpStream},
     path::{Path, PathBuf},
     process::{Child, Command, Stdio},
-    time::{Duration, Instant},
+    time::Duration,
 };
 
-use crate::support::{calltape, peers, repo_root};
+use crate::support::{HttpPeer, KillOnDrop, calltape, free_port, peers, repo_root, wait_or_kill};
 
 /// The server under test.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -311,27 +310,11 @@ fn suite(args: &[&str], deadline: Duration) -> Outcome {
         .stderr(file)
         .spawn()
         .expect("start the conformance suite");
-    let status = wait_until(&mut child, deadline);
+    let status = wait_or_kill(&mut child, deadline).and_then(|status| status.code());
     let text = std::fs::read_to_string(&out).unwrap_or_default();
     Outcome {
         status,
         text: strip_ansi(&text),
-    }
-}
-
-/// Waits for `child` until `deadline`; kills it past that. Its exit code, or `None` when killed.
-fn wait_until(child: &mut Child, deadline: Duration) -> Option<i32> {
-    let end = Instant::now() + deadline;
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status.code();
-        }
-        if Instant::now() > end {
-            let _ = child.kill();
-            let _ = child.wait();
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(100));
     }
 }
 
@@ -357,10 +340,11 @@ fn peer(name: &str) -> PathBuf {
     repo_root().join("crates/cli/tests/peers").join(name)
 }
 
-/// `calltape serve` in front of the server of a run, and the server itself when it listens on HTTP.
+/// `calltape serve` in front of the server of a run, and the server itself when it listens on HTTP;
+/// both killed when dropped, serve first.
 struct Chain {
-    serve: Child,
-    http_server: Option<Child>,
+    _serve: KillOnDrop,
+    _http_server: Option<HttpPeer>,
     url: String,
     log: PathBuf,
     _dir: tempfile::TempDir,
@@ -385,22 +369,24 @@ impl Chain {
             (_, Via::Stdio) => vec![path(&python), path(&script), "--era".into(), era.into()],
             (_, Via::Bridge) => {
                 let port = free_port();
-                let server = Command::new(&python)
-                    .arg(&script)
-                    .args(["--era", era, "--transport", "http", "--port"])
-                    .arg(port.to_string())
-                    .stdin(Stdio::null())
-                    .stdout(Stdio::null())
-                    .stderr(std::fs::File::create(dir.path().join("server.log")).unwrap())
-                    .spawn()
-                    .expect("start the conformance server over HTTP");
+                let server = HttpPeer::start(
+                    Command::new(&python)
+                        .arg(&script)
+                        .args(["--era", era, "--transport", "http", "--port"])
+                        .arg(port.to_string())
+                        .stdin(Stdio::null())
+                        .stdout(Stdio::null())
+                        .stderr(std::fs::File::create(dir.path().join("server.log")).unwrap()),
+                    port,
+                    "the conformance server over HTTP",
+                );
+                let url = server.url();
                 http_server = Some(server);
-                wait_for_port(port);
                 vec![
                     env!("CARGO_BIN_EXE_calltape").into(),
                     "bridge".into(),
                     "--url".into(),
-                    format!("http://127.0.0.1:{port}/mcp"),
+                    url,
                 ]
             }
         };
@@ -422,6 +408,7 @@ impl Chain {
             .stdout(Stdio::piped())
             .stderr(std::fs::File::create(&log).unwrap())
             .spawn()
+            .map(KillOnDrop::new)
             .expect("start calltape serve");
         let url = first_line(&mut serve);
         assert!(
@@ -430,8 +417,8 @@ impl Chain {
             std::fs::read_to_string(&log).unwrap_or_default()
         );
         Self {
-            serve,
-            http_server,
+            _serve: serve,
+            _http_server: http_server,
             url,
             log,
             _dir: dir,
@@ -443,15 +430,6 @@ impl Chain {
         let log = std::fs::read_to_string(&self.log).unwrap_or_default();
         let lines: Vec<&str> = log.lines().collect();
         lines[lines.len().saturating_sub(40)..].join("\n")
-    }
-}
-
-impl Drop for Chain {
-    fn drop(&mut self) {
-        for child in std::iter::once(&mut self.serve).chain(self.http_server.as_mut()) {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
     }
 }
 
@@ -468,24 +446,4 @@ fn first_line(child: &mut Child) -> String {
         line.push(byte[0]);
     }
     String::from_utf8_lossy(&line).trim().to_owned()
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// Waits until something accepts connections on 127.0.0.1:`port` (a minute at most).
-fn wait_for_port(port: u16) {
-    let end = Instant::now() + Duration::from_secs(60);
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            Instant::now() < end,
-            "nothing listens on port {port} after a minute"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
 }

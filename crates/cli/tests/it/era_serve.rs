@@ -16,7 +16,7 @@ use std::{
 use calltape_stdio_bridge::shared::{Record, SharedKey, SharedPaths};
 use serde_json::Value;
 
-use crate::support::{calltape, peers, repo_root};
+use crate::support::{KillOnDrop, calltape, peers, repo_root};
 
 fn peer(name: &str) -> PathBuf {
     repo_root().join("crates/cli/tests/peers").join(name)
@@ -107,7 +107,7 @@ impl Kind {
 
 /// A running `calltape serve` and the URL it printed.
 struct Served {
-    process: Child,
+    _process: KillOnDrop,
     url: String,
     addr: String,
 }
@@ -126,6 +126,7 @@ impl Served {
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
+            .map(KillOnDrop::with_sigterm)
             .unwrap();
         let mut url = String::new();
         BufReader::new(process.stdout.take().unwrap())
@@ -137,7 +138,11 @@ impl Served {
             .and_then(|u| u.strip_suffix("/mcp"))
             .unwrap_or_else(|| panic!("a URL on stdout, got {url:?}"))
             .to_owned();
-        Self { process, url, addr }
+        Self {
+            _process: process,
+            url,
+            addr,
+        }
     }
 
     /// Starts a client of `era` that runs `steps` in one session (legacy) or one request each
@@ -169,16 +174,6 @@ impl Served {
         let mut response = String::new();
         let _ = stream.read_to_string(&mut response);
         response
-    }
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = Command::new("kill")
-            .arg(self.process.id().to_string())
-            .stderr(Stdio::null())
-            .status();
-        let _ = self.process.wait();
     }
 }
 

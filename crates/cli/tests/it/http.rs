@@ -4,12 +4,12 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::support::{CpuLoad, calltape, peers};
+use crate::support::{CpuLoad, KillOnDrop, calltape, peers};
 
 const OPENAI_KEY: &str = "sk-proj-e2eTestKey0123456789abcdefghij";
 const ANTHROPIC_KEY: &str = "sk-ant-api03-e2eTestKey0123456789abcdef";
@@ -26,7 +26,7 @@ pub(crate) fn python() -> PathBuf {
 
 /// The fake API; killed when dropped.
 pub(crate) struct FakeApi {
-    child: Child,
+    _process: KillOnDrop,
     port: u16,
     log: PathBuf,
 }
@@ -41,6 +41,7 @@ impl FakeApi {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .spawn()
+            .map(KillOnDrop::new)
             .expect("start the fake API");
         let mut line = String::new();
         BufReader::new(child.stdout.take().unwrap())
@@ -50,7 +51,11 @@ impl FakeApi {
             .trim()
             .parse()
             .unwrap_or_else(|_| panic!("fake API printed {line:?}"));
-        Self { child, port, log }
+        Self {
+            _process: child,
+            port,
+            log,
+        }
     }
 
     pub(crate) fn url(&self) -> String {
@@ -62,13 +67,6 @@ impl FakeApi {
             .unwrap_or_default()
             .lines()
             .count()
-    }
-}
-
-impl Drop for FakeApi {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

@@ -6,13 +6,13 @@ use std::{
     io::{BufRead, BufReader, Write},
     os::unix::fs::{MetadataExt, PermissionsExt, symlink},
     path::{Path, PathBuf},
-    process::{Command, Output, Stdio},
+    process::{Output, Stdio},
     time::{Duration, Instant},
 };
 
-use calltape_stdio_bridge::shared::{Record, SharedKey, SharedPaths};
+use calltape_stdio_bridge::shared::{SharedKey, SharedPaths};
 
-use crate::support::{calltape, peers, repo_root};
+use crate::support::{calltape, peers, repo_root, stop_shared_server};
 
 const BEARER: &str = "Bearer tok-Zq8vLw3nRt6yUe2pXa9sDf4g";
 const KEY: &str = "sk-proj-abcdefghijklmnopqrstuvwxyz012345";
@@ -136,16 +136,6 @@ fn shared_session(home: &Path, stderr: Stdio) -> (std::process::Child, String) {
     (session, line)
 }
 
-fn stop_server(paths: &SharedPaths) {
-    if let Ok(Some(record)) = Record::read(&paths.record()) {
-        let _ = Command::new("kill").arg(record.pid.to_string()).status();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while paths.record().exists() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-}
-
 #[test]
 fn the_shared_servers_log_holds_its_childs_stderr_redacted() {
     let home = private_home();
@@ -160,7 +150,7 @@ fn the_shared_servers_log_holds_its_childs_stderr_redacted() {
         std::thread::sleep(Duration::from_millis(25));
         log = std::fs::read_to_string(paths.log()).unwrap_or_default();
     }
-    stop_server(&paths);
+    stop_shared_server(&paths);
     assert_redacted(&log);
     assert_eq!(mode(&paths.log()), 0o600);
 }
@@ -178,7 +168,7 @@ fn no_file_of_the_shared_server_is_written_through_a_link() {
         let stderr = std::fs::File::create(&stderr_path).unwrap();
         let (mut session, answer) = shared_session(home.path(), stderr.into());
         let _ = session.wait();
-        stop_server(&paths);
+        stop_shared_server(&paths);
         let stderr = std::fs::read_to_string(&stderr_path).unwrap();
         assert!(
             answer.contains("shared_server_unavailable"),

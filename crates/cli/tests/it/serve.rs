@@ -6,11 +6,11 @@ use std::{
     io::{BufRead, BufReader, Read, Write},
     net::TcpStream,
     path::{Path, PathBuf},
-    process::{Child, Stdio},
+    process::Stdio,
     time::Duration,
 };
 
-use crate::support::{calltape, peers, repo_root};
+use crate::support::{KillOnDrop, calltape, peers, repo_root};
 
 fn python() -> PathBuf {
     peers().join("venv/bin/python")
@@ -22,7 +22,7 @@ fn peer(name: &str) -> PathBuf {
 
 /// A running `calltape serve` and its address.
 struct Served {
-    child: Child,
+    child: KillOnDrop,
     addr: String,
     stderr: PathBuf,
 }
@@ -39,6 +39,7 @@ impl Served {
             .stdout(Stdio::piped())
             .stderr(std::fs::File::create(&stderr).unwrap())
             .spawn()
+            .map(KillOnDrop::with_sigterm)
             .unwrap();
         let mut url = String::new();
         BufReader::new(child.stdout.take().unwrap())
@@ -115,16 +116,6 @@ impl Served {
 
     fn stderr(&self) -> String {
         std::fs::read_to_string(&self.stderr).unwrap_or_default()
-    }
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("kill")
-            .arg(self.child.id().to_string())
-            .stderr(Stdio::null())
-            .status();
-        let _ = self.child.wait();
     }
 }
 

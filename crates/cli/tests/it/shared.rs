@@ -11,7 +11,7 @@ use std::{
 use calltape_stdio_bridge::shared::{Record, SharedKey, SharedPaths};
 use serde_json::Value;
 
-use crate::support::{calltape, peers, repo_root};
+use crate::support::{calltape, peers, repo_root, stop_shared_server};
 
 fn python() -> PathBuf {
     peers().join("venv/bin/python")
@@ -25,16 +25,6 @@ fn home() -> tempfile::TempDir {
     let tmp = tempfile::tempdir().unwrap();
     std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
     tmp
-}
-
-fn stop_server(paths: &SharedPaths) {
-    if let Ok(Some(record)) = Record::read(&paths.record()) {
-        let _ = Command::new("kill").arg(record.pid.to_string()).status();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while paths.record().exists() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
 }
 
 /// Every process's arguments and environment, as text.
@@ -123,7 +113,7 @@ fn python_clients_started_together_share_one_server_over_both_transports() {
                 "{transport}: the token is in the {what}"
             );
         }
-        stop_server(&paths);
+        stop_shared_server(&paths);
         assert!(!paths.record().exists(), "the record is removed on SIGTERM");
         assert!(!paths.socket().exists(), "the socket is removed on SIGTERM");
     }
@@ -513,5 +503,5 @@ fn a_session_for_another_command_starts_its_own_server_and_says_so_in_one_line()
         std::thread::sleep(Duration::from_millis(50));
     }
     assert!(!running(), "the replaced server exited");
-    stop_server(&paths);
+    stop_shared_server(&paths);
 }
