@@ -9,7 +9,7 @@ use std::{
 
 use serde_json::{Value, json};
 
-use crate::support::{calltape, free_port, peers, wait_or_kill};
+use crate::support::{calltape, everything, free_port, python, wait_or_kill};
 
 /// A FastMCP server (stateful Streamable HTTP) on a port or a Unix socket, logging every request it gets
 /// (method, JSON-RPC method, status, session id, protocol version, Host, Authorization) as JSON lines.
@@ -188,8 +188,7 @@ struct Run {
 
 /// Runs the Python client with `config` (paths and the calltape binary are filled in).
 fn run_client(dir: &Path, mut config: Value) -> Run {
-    let peers = peers();
-    let python = peers.join("venv/bin/python");
+    let python = python();
     std::fs::write(dir.join("server.py"), SERVER_PY).unwrap();
     std::fs::write(dir.join("client.py"), CLIENT_PY).unwrap();
     let log = dir.join("requests.jsonl");
@@ -458,7 +457,7 @@ fn a_restarted_python_upstream_answering_404_costs_the_client_nothing() {
 fn a_restarted_everything_server_answering_400_costs_the_client_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
-    let everything = peers().join("node/node_modules/.bin/mcp-server-everything");
+    let everything = everything();
     let run = run_client(
         dir.path(),
         json!({

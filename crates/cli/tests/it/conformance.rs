@@ -26,7 +26,10 @@ use std::{
     time::Duration,
 };
 
-use crate::support::{HttpPeer, KillOnDrop, calltape, free_port, peers, repo_root, wait_or_kill};
+use crate::support::{
+    HttpPeer, KillOnDrop, calltape, everything, free_port, modern_python, peer_script, peers,
+    python, wait_or_kill,
+};
 
 /// The server under test.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -143,8 +146,8 @@ fn conformance_server_everything_modern_client() {
 fn conformance_client_http_standard_headers_from_a_legacy_client_through_the_bridge() {
     let command = format!(
         "{} {}",
-        peers().join("venv/bin/python").display(),
-        peer("conformance_client.py").display()
+        python().display(),
+        peer_script("conformance_client.py").display()
     );
     let outcome = suite(
         &[
@@ -336,10 +339,6 @@ fn strip_ansi(text: &str) -> String {
     out
 }
 
-fn peer(name: &str) -> PathBuf {
-    repo_root().join("crates/cli/tests/peers").join(name)
-}
-
 /// `calltape serve` in front of the server of a run, and the server itself when it listens on HTTP;
 /// both killed when dropped, serve first.
 struct Chain {
@@ -353,8 +352,8 @@ struct Chain {
 impl Chain {
     fn start(run: Run) -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let python = peers().join("venv2/bin/python");
-        let script = peer("conformance_server.py");
+        let python = modern_python();
+        let script = peer_script("conformance_server.py");
         let era = match run.server {
             Server::Legacy => "legacy",
             Server::Modern => "modern",
@@ -363,9 +362,7 @@ impl Chain {
         };
         let mut http_server = None;
         let child: Vec<String> = match (run.server, run.via) {
-            (Server::Everything, _) => vec![path(
-                &peers().join("node/node_modules/.bin/mcp-server-everything"),
-            )],
+            (Server::Everything, _) => vec![path(&everything())],
             (_, Via::Stdio) => vec![path(&python), path(&script), "--era".into(), era.into()],
             (_, Via::Bridge) => {
                 let port = free_port();

@@ -4,29 +4,13 @@
 
 use std::{
     io::{BufRead, BufReader, Write},
-    path::{Path, PathBuf},
+    path::Path,
     process::{Command, Stdio},
 };
 
 use serde_json::{Value, json};
 
-use crate::support::{HttpPeer, calltape, free_port, peers};
-
-fn peer_script(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/peers")
-        .join(name)
-}
-
-fn modern_python() -> PathBuf {
-    let python = peers().join("venv2/bin/python");
-    assert!(
-        python.exists(),
-        "{} is missing: run .ci/install-peers",
-        python.display()
-    );
-    python
-}
+use crate::support::{HttpPeer, calltape, free_port, modern_python, peer_script, python};
 
 /// The modern server on a loopback port, stopped when dropped.
 fn modern_http() -> HttpPeer {
@@ -49,7 +33,7 @@ fn legacy_client(args: &[&str]) -> Value {
 /// [`legacy_client`] with environment variables for the client (and so the bridge and its child);
 /// also returns the client's stderr, where the bridge logs.
 fn legacy_client_with(args: &[&str], env: &[(&str, &Path)]) -> (Value, String) {
-    let output = Command::new(peers().join("venv/bin/python"))
+    let output = Command::new(python())
         .arg(peer_script("era_client.py"))
         .args(args)
         .envs(env.iter().map(|(k, v)| (k, v.as_os_str())))

@@ -4,7 +4,6 @@
 
 use std::{
     io::{BufRead, BufReader, Write},
-    path::PathBuf,
     process::{Command, Stdio},
     sync::mpsc,
     time::Duration,
@@ -12,17 +11,12 @@ use std::{
 
 use serde_json::{Value, json};
 
-use crate::support::{HttpPeer, calltape, free_port, peers, repo_root};
+use crate::support::{HttpPeer, calltape, everything, free_port, modern_python, peer_script};
 
 /// Runs `modern_client.py SCENARIO` in front of `calltape ARGS…` and returns what it printed.
 fn modern_client(scenario: &str, args: &[&str]) -> Value {
-    let python = peers().join("venv2/bin/python");
-    assert!(
-        python.exists(),
-        "{} is missing: run .ci/install-peers",
-        python.display()
-    );
-    let script = repo_root().join("crates/cli/tests/peers/modern_client.py");
+    let python = modern_python();
+    let script = peer_script("modern_client.py");
     let out = Command::new(&python)
         .arg(&script)
         .arg(scenario)
@@ -47,10 +41,6 @@ fn modern_client(scenario: &str, args: &[&str]) -> Value {
             String::from_utf8_lossy(&out.stdout)
         )
     })
-}
-
-fn everything() -> PathBuf {
-    peers().join("node/node_modules/.bin/mcp-server-everything")
 }
 
 /// The "everything" server in its Streamable HTTP mode on `port`; killed when dropped.

@@ -16,17 +16,13 @@ use std::{
 use calltape_stdio_bridge::shared::{Record, SharedKey, SharedPaths};
 use serde_json::Value;
 
-use crate::support::{KillOnDrop, calltape, peers, repo_root};
-
-fn peer(name: &str) -> PathBuf {
-    repo_root().join("crates/cli/tests/peers").join(name)
-}
+use crate::support::{self, KillOnDrop, calltape, everything, peer_script};
 
 /// The Python of a client or server era: the SDK 1.x or the SDK 2.x.
 fn python(era: Era) -> PathBuf {
     match era {
-        Era::Legacy => peers().join("venv/bin/python"),
-        Era::Modern => peers().join("venv2/bin/python"),
+        Era::Legacy => support::python(),
+        Era::Modern => support::modern_python(),
     }
 }
 
@@ -71,16 +67,21 @@ impl Kind {
 
     fn command(self) -> Vec<PathBuf> {
         match self {
-            Kind::FastMcp1 => vec![python(Era::Legacy), peer("shared_server.py")],
-            Kind::Everything => vec![
-                peers().join("node/node_modules/.bin/mcp-server-everything"),
-                "stdio".into(),
+            Kind::FastMcp1 => vec![python(Era::Legacy), peer_script("shared_server.py")],
+            Kind::Everything => vec![everything(), "stdio".into()],
+            Kind::Dual => vec![
+                python(Era::Modern),
+                peer_script("era_server.py"),
+                "dual".into(),
             ],
-            Kind::Dual => vec![python(Era::Modern), peer("era_server.py"), "dual".into()],
-            Kind::ModernOnly => vec![python(Era::Modern), peer("era_server.py"), "modern".into()],
+            Kind::ModernOnly => vec![
+                python(Era::Modern),
+                peer_script("era_server.py"),
+                "modern".into(),
+            ],
             Kind::ModernServer => vec![
                 python(Era::Modern),
-                peer("modern_server.py"),
+                peer_script("modern_server.py"),
                 "stdio".into(),
             ],
         }
@@ -149,7 +150,7 @@ impl Served {
     /// (modern); it runs until [`Running::wait`].
     fn client(&self, era: Era, steps: &[String]) -> Running {
         let child = Command::new(python(era))
-            .arg(peer("era_serve_client.py"))
+            .arg(peer_script("era_serve_client.py"))
             .arg(era.name())
             .arg(&self.url)
             .args(steps)
@@ -350,7 +351,7 @@ fn era_serve_shared_serves_a_client_of_the_era_its_child_lacks() {
     ] {
         let (step, text) = kind.echo("through-shared");
         let output = Command::new(python(era))
-            .arg(peer("era_serve_client.py"))
+            .arg(peer_script("era_serve_client.py"))
             .arg(era.name())
             .arg("--")
             .arg(env!("CARGO_BIN_EXE_calltape"))
@@ -377,7 +378,7 @@ fn era_serve_shared_passes_protocol_on_and_a_modern_client_listens_through_it() 
     for (kind, protocol) in [(Kind::ModernOnly, "modern"), (Kind::Dual, "auto")] {
         let key = format!("listen-{protocol}");
         let output = Command::new(python(Era::Modern))
-            .arg(peer("era_serve_client.py"))
+            .arg(peer_script("era_serve_client.py"))
             .arg("modern")
             .arg("--")
             .arg(env!("CARGO_BIN_EXE_calltape"))

@@ -9,20 +9,10 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::support::{CpuLoad, KillOnDrop, calltape, peers};
+use crate::support::{CpuLoad, KillOnDrop, calltape, peer_script, python};
 
 const OPENAI_KEY: &str = "sk-proj-e2eTestKey0123456789abcdefghij";
 const ANTHROPIC_KEY: &str = "sk-ant-api03-e2eTestKey0123456789abcdef";
-
-pub(crate) fn peer_script(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/peers")
-        .join(name)
-}
-
-pub(crate) fn python() -> PathBuf {
-    peers().join("venv/bin/python")
-}
 
 /// The fake API; killed when dropped.
 pub(crate) struct FakeApi {

@@ -12,7 +12,7 @@ use std::{
 
 use calltape_stdio_bridge::shared::{SharedKey, SharedPaths};
 
-use crate::support::{calltape, peers, repo_root, stop_shared_server};
+use crate::support::{calltape, peer_script, python, stop_shared_server};
 
 const BEARER: &str = "Bearer tok-Zq8vLw3nRt6yUe2pXa9sDf4g";
 const KEY: &str = "sk-proj-abcdefghijklmnopqrstuvwxyz012345";
@@ -97,10 +97,6 @@ fn bridge_log_is_never_written_through_a_link() {
     assert_refused(&bridge_with_log(&log), &log, &target);
 }
 
-fn python() -> PathBuf {
-    peers().join("venv/bin/python")
-}
-
 fn private_home() -> tempfile::TempDir {
     let home = tempfile::tempdir().unwrap();
     std::fs::set_permissions(home.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
@@ -109,7 +105,7 @@ fn private_home() -> tempfile::TempDir {
 
 /// Starts a `calltape shared` session whose server logs credentials, and returns the first answer.
 fn shared_session(home: &Path, stderr: Stdio) -> (std::process::Child, String) {
-    let server = repo_root().join("crates/cli/tests/peers/shared_server.py");
+    let server = peer_script("shared_server.py");
     let mut session = calltape()
         .args(["shared", "--key", "k", "--", "sh", "-c"])
         .arg(format!("{}; exec \"$0\" \"$1\"", leaky_script()))

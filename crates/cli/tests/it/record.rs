@@ -4,12 +4,12 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 
 use serde_json::{Value, json};
 
-use crate::support::{HttpPeer, calltape, free_port, peers};
+use crate::support::{HttpPeer, calltape, everything, free_port, peer_script, python};
 
 const BIN: &str = env!("CARGO_BIN_EXE_calltape");
 
@@ -19,26 +19,6 @@ const SECRETS: &[&str] = &[
     "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiJyZXBsYXktdGVzdCJ9.c2lnbmF0dXJlLW9mLXRoZS10ZXN0",
     "ak_test_9f8e7d6c5b4a39281706",
 ];
-
-fn python() -> PathBuf {
-    peers().join("venv/bin/python")
-}
-
-fn everything() -> PathBuf {
-    let server = peers().join("node/node_modules/.bin/mcp-server-everything");
-    assert!(
-        server.exists(),
-        "{} is missing: run .ci/install-peers",
-        server.display()
-    );
-    server
-}
-
-fn peer_script(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/peers")
-        .join(name)
-}
 
 /// Runs replay_client.py SCENARIO against `command` (a `calltape record …` command line).
 fn client(scenario: &str, command: &[&str]) -> Value {

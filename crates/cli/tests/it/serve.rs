@@ -10,15 +10,7 @@ use std::{
     time::Duration,
 };
 
-use crate::support::{KillOnDrop, calltape, peers, repo_root};
-
-fn python() -> PathBuf {
-    peers().join("venv/bin/python")
-}
-
-fn peer(name: &str) -> PathBuf {
-    repo_root().join("crates/cli/tests/peers").join(name)
-}
+use crate::support::{KillOnDrop, calltape, peer_script, python};
 
 /// A running `calltape serve` and its address.
 struct Served {
@@ -35,7 +27,7 @@ impl Served {
             .args(args)
             .arg("--")
             .arg(python())
-            .arg(peer("shared_server.py"))
+            .arg(peer_script("shared_server.py"))
             .stdout(Stdio::piped())
             .stderr(std::fs::File::create(&stderr).unwrap())
             .spawn()

@@ -29,6 +29,37 @@ pub(crate) fn peers() -> PathBuf {
     dir
 }
 
+/// The Python of the SDK 1.x peers, the handshake era's client and servers.
+pub(crate) fn python() -> PathBuf {
+    peers().join("venv/bin/python")
+}
+
+/// The Python of the SDK 2.x peers, which speak 2026-07-28. Fails the test when it is missing.
+pub(crate) fn modern_python() -> PathBuf {
+    installed(peers().join("venv2/bin/python"))
+}
+
+/// The reference "everything" server. Fails the test when it is missing.
+pub(crate) fn everything() -> PathBuf {
+    installed(peers().join("node/node_modules/.bin/mcp-server-everything"))
+}
+
+fn installed(path: PathBuf) -> PathBuf {
+    assert!(
+        path.exists(),
+        "{} is missing: run .ci/install-peers",
+        path.display()
+    );
+    path
+}
+
+/// A script of the repository's own peers, in `crates/cli/tests/peers`.
+pub(crate) fn peer_script(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/peers")
+        .join(name)
+}
+
 /// The repository's root folder.
 pub(crate) fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
