@@ -20,15 +20,14 @@
 //! `eval "$(.ci/install-peers --env)"`).
 
 use std::{
-    io::Read,
     path::{Path, PathBuf},
-    process::{Child, Command, Stdio},
+    process::{Command, Stdio},
     time::Duration,
 };
 
 use crate::support::{
-    HttpPeer, KillOnDrop, calltape, everything, free_port, modern_python, peer_script, peers,
-    python, wait_or_kill,
+    HttpPeer, KillOnDrop, calltape, everything, first_line, free_port, modern_python, peer_script,
+    peers, python, wait_or_kill,
 };
 
 /// The server under test.
@@ -432,15 +431,4 @@ impl Chain {
 
 fn path(p: &Path) -> String {
     p.display().to_string()
-}
-
-/// Reads `child`'s stdout up to its first newline.
-fn first_line(child: &mut Child) -> String {
-    let mut stdout = child.stdout.take().unwrap();
-    let mut line = Vec::new();
-    let mut byte = [0u8];
-    while stdout.read(&mut byte).unwrap_or(0) == 1 && byte[0] != b'\n' {
-        line.push(byte[0]);
-    }
-    String::from_utf8_lossy(&line).trim().to_owned()
 }

@@ -5,7 +5,7 @@
 //! decides its era).
 
 use std::{
-    io::{BufRead, BufReader, Read, Write},
+    io::{Read, Write},
     net::TcpStream,
     os::unix::fs::PermissionsExt,
     path::PathBuf,
@@ -16,7 +16,7 @@ use std::{
 use calltape_stdio_bridge::shared::{Record, SharedKey, SharedPaths};
 use serde_json::Value;
 
-use crate::support::{self, KillOnDrop, calltape, everything, peer_script};
+use crate::support::{self, KillOnDrop, calltape, everything, first_line, peer_script};
 
 /// The Python of a client or server era: the SDK 1.x or the SDK 2.x.
 fn python(era: Era) -> PathBuf {
@@ -129,11 +129,7 @@ impl Served {
             .spawn()
             .map(KillOnDrop::with_sigterm)
             .unwrap();
-        let mut url = String::new();
-        BufReader::new(process.stdout.take().unwrap())
-            .read_line(&mut url)
-            .unwrap();
-        let url = url.trim().to_owned();
+        let url = first_line(&mut process);
         let addr = url
             .strip_prefix("http://")
             .and_then(|u| u.strip_suffix("/mcp"))

@@ -1,7 +1,7 @@
 //! `calltape http` against the official OpenAI and Anthropic Python SDKs, with a local fake API as the
 //! upstream: record, replay offline, no secrets in the cassette, byte-identical re-records.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::support::{CpuLoad, KillOnDrop, calltape, peer_script, python};
+use crate::support::{CpuLoad, KillOnDrop, calltape, first_line, peer_script, python};
 
 const OPENAI_KEY: &str = "sk-proj-e2eTestKey0123456789abcdefghij";
 const ANTHROPIC_KEY: &str = "sk-ant-api03-e2eTestKey0123456789abcdef";
@@ -33,12 +33,8 @@ impl FakeApi {
             .spawn()
             .map(KillOnDrop::new)
             .expect("start the fake API");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
+        let line = first_line(&mut child);
         let port = line
-            .trim()
             .parse()
             .unwrap_or_else(|_| panic!("fake API printed {line:?}"));
         Self {
@@ -289,10 +285,7 @@ fn a_proxy_killed_during_a_record_leaves_the_previous_cassette_intact() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let mut line = String::new();
-    BufReader::new(proxy.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    let line = first_line(&mut proxy);
     let base = line.split_whitespace().nth(1).unwrap().to_owned();
     let addr = base
         .trim_start_matches("http://")
@@ -575,10 +568,7 @@ fn with_auth_the_proxy_serves_under_a_path_prefix_that_env_and_stdout_carry() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let mut line = String::new();
-    BufReader::new(proxy.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    let line = first_line(&mut proxy);
     let base = line.split_whitespace().nth(1).unwrap().to_owned();
     let token = path_prefix_of(&base)
         .unwrap_or_else(|| panic!("{line}"))

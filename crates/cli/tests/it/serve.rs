@@ -3,14 +3,14 @@
 //! it, a real client is served and the process stays small.
 
 use std::{
-    io::{BufRead, BufReader, Read, Write},
+    io::{Read, Write},
     net::TcpStream,
     path::{Path, PathBuf},
     process::Stdio,
     time::Duration,
 };
 
-use crate::support::{KillOnDrop, calltape, peer_script, python};
+use crate::support::{KillOnDrop, calltape, first_line, peer_script, python};
 
 /// A running `calltape serve` and its address.
 struct Served {
@@ -33,12 +33,8 @@ impl Served {
             .spawn()
             .map(KillOnDrop::with_sigterm)
             .unwrap();
-        let mut url = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut url)
-            .unwrap();
         // `http://ADDR/mcp`, or `unix:PATH` on a socket.
-        let url = url.trim();
+        let url = first_line(&mut child);
         assert!(
             url.starts_with("http://") || url.starts_with("unix:"),
             "a URL on stdout, got {url:?}"
@@ -46,7 +42,7 @@ impl Served {
         let addr = url
             .strip_prefix("http://")
             .and_then(|u| u.strip_suffix("/mcp"))
-            .unwrap_or(url)
+            .unwrap_or(&url)
             .to_owned();
         Self {
             child,

@@ -11,7 +11,7 @@ use std::{
 use calltape_stdio_bridge::shared::{Record, SharedKey, SharedPaths};
 use serde_json::Value;
 
-use crate::support::{calltape, peer_script, python, stop_shared_server};
+use crate::support::{calltape, first_line, peer_script, python, stop_shared_server};
 
 fn home() -> tempfile::TempDir {
     let tmp = tempfile::tempdir().unwrap();
@@ -364,12 +364,8 @@ fn serve_over_loopback_http_requires_the_token_and_refuses_origin_and_foreign_ho
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let mut url = String::new();
-    BufReader::new(server.stdout.take().unwrap())
-        .read_line(&mut url)
-        .unwrap();
+    let url = first_line(&mut server);
     let addr = url
-        .trim()
         .strip_prefix("http://")
         .and_then(|u| u.strip_suffix("/mcp"))
         .expect("the URL")

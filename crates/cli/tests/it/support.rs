@@ -1,5 +1,6 @@
 //! Helpers shared by the end-to-end tests.
 
+use std::io::{BufRead, BufReader};
 use std::net::{TcpListener, TcpStream};
 use std::ops::{Deref, DerefMut};
 use std::path::PathBuf;
@@ -181,6 +182,17 @@ impl HttpPeer {
     pub(crate) fn url(&self) -> String {
         format!("http://127.0.0.1:{}/mcp", self.port)
     }
+}
+
+/// The first line `child` prints on its stdout (piped), trimmed: where `calltape serve` and `calltape
+/// http` say their address once they listen, and the fake API its port. Empty when the child exits
+/// first.
+pub(crate) fn first_line(child: &mut Child) -> String {
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("the child's stdout is piped"))
+        .read_line(&mut line)
+        .expect("read the child's stdout");
+    line.trim().to_owned()
 }
 
 /// Waits for `child` for `deadline` at most; kills and reaps it past that. Its exit status, or `None`
