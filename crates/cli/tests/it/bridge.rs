@@ -3,24 +3,14 @@
 
 use std::{
     io::Write,
-    path::{Path, PathBuf},
+    path::Path,
     process::{Command, Stdio},
     time::Duration,
 };
 
 use serde_json::Value;
 
-use crate::support::{calltape, peers};
-
-fn server_everything() -> PathBuf {
-    let server = peers().join("node/node_modules/.bin/mcp-server-everything");
-    assert!(
-        server.exists(),
-        "{} is missing: run .ci/install-peers",
-        server.display()
-    );
-    server
-}
+use crate::support::{calltape, everything, peer_script, python};
 
 fn calltape_bin() -> &'static str {
     env!("CARGO_BIN_EXE_calltape")
@@ -28,8 +18,8 @@ fn calltape_bin() -> &'static str {
 
 /// Runs the Python client's `scenario` against `command` and returns what it printed.
 fn client(scenario: &str, args: &[&str], command: &[&Path]) -> Value {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers/bridge_client.py");
-    let output = Command::new(peers().join("venv/bin/python"))
+    let script = peer_script("bridge_client.py");
+    let output = Command::new(python())
         .arg(script)
         .arg(scenario)
         .args(args)
@@ -64,7 +54,7 @@ fn bridged(server: &Path) -> Vec<&Path> {
 
 #[test]
 fn the_four_calls_answer_the_same_through_the_bridge() {
-    let server = server_everything();
+    let server = everything();
     let direct = client("calls", &[], &[&server, Path::new("stdio")]);
     let through = client("calls", &[], &bridged(&server));
     assert_eq!(through["server"], direct["server"]);
@@ -90,7 +80,7 @@ fn the_four_calls_answer_the_same_through_the_bridge() {
 
 #[test]
 fn a_killed_server_is_restarted_and_the_next_calls_succeed() {
-    let server = server_everything();
+    let server = everything();
     let result = client("killed", &[], &bridged(&server));
     assert_eq!(result["before"], "Echo: before");
     assert_eq!(
@@ -118,7 +108,7 @@ fn a_killed_server_is_restarted_and_the_next_calls_succeed() {
 
 #[test]
 fn a_server_that_appears_three_seconds_late_answers_the_first_call() {
-    let server = server_everything();
+    let server = everything();
     let dir = tempfile::tempdir().expect("tempdir");
     let script = dir.path().join("server.sh");
     let placed = script.clone();
@@ -150,7 +140,7 @@ fn a_server_that_appears_three_seconds_late_answers_the_first_call() {
 
 #[test]
 fn a_watched_file_change_restarts_the_server_and_announces_the_change() {
-    let server = server_everything();
+    let server = everything();
     let dir = tempfile::tempdir().expect("tempdir");
     let touched = dir.path().join("src.txt");
     std::fs::write(&touched, "v1").expect("write");
@@ -185,7 +175,7 @@ fn a_watched_file_change_restarts_the_server_and_announces_the_change() {
 
 #[test]
 fn malformed_lines_and_a_100_mb_line_are_answered_and_memory_stays_bounded() {
-    let server = server_everything();
+    let server = everything();
     let result = client("malformed", &[], &bridged(&server));
     assert_eq!(
         result["reasons"],

@@ -2,15 +2,14 @@
 //! servers (the Python SDK's FastMCP, and the reference "everything" server).
 
 use std::{
-    net::TcpListener,
     path::{Path, PathBuf},
     process::Stdio,
-    time::{Duration, Instant},
+    time::Duration,
 };
 
 use serde_json::{Value, json};
 
-use crate::support::{calltape, peers};
+use crate::support::{calltape, everything, free_port, python, wait_or_kill};
 
 /// A FastMCP server (stateful Streamable HTTP) on a port or a Unix socket, logging every request it gets
 /// (method, JSON-RPC method, status, session id, protocol version, Host, Authorization) as JSON lines.
@@ -187,18 +186,9 @@ struct Run {
     bridge_log: String,
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// Runs the Python client with `config` (paths and the calltape binary are filled in).
 fn run_client(dir: &Path, mut config: Value) -> Run {
-    let peers = peers();
-    let python = peers.join("venv/bin/python");
+    let python = python();
     std::fs::write(dir.join("server.py"), SERVER_PY).unwrap();
     std::fs::write(dir.join("client.py"), CLIENT_PY).unwrap();
     let log = dir.join("requests.jsonl");
@@ -223,14 +213,8 @@ fn run_client(dir: &Path, mut config: Value) -> Run {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let started = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if started.elapsed() > Duration::from_secs(120) {
-            let _ = child.kill();
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    // Killed past two minutes; its output then says how far it came.
+    wait_or_kill(&mut child, Duration::from_secs(120));
     let out = child.wait_with_output().unwrap();
     let bridge_log = std::fs::read_to_string(&bridge_log).unwrap_or_default();
     assert!(
@@ -473,7 +457,7 @@ fn a_restarted_python_upstream_answering_404_costs_the_client_nothing() {
 fn a_restarted_everything_server_answering_400_costs_the_client_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
-    let everything = peers().join("node/node_modules/.bin/mcp-server-everything");
+    let everything = everything();
     let run = run_client(
         dir.path(),
         json!({

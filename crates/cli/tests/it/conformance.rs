@@ -20,14 +20,15 @@
 //! `eval "$(.ci/install-peers --env)"`).
 
 use std::{
-    io::Read,
-    net::{TcpListener, TcpStream},
     path::{Path, PathBuf},
-    process::{Child, Command, Stdio},
-    time::{Duration, Instant},
+    process::{Command, Stdio},
+    time::Duration,
 };
 
-use crate::support::{calltape, peers, repo_root};
+use crate::support::{
+    HttpPeer, KillOnDrop, calltape, everything, first_line, free_port, modern_python, peer_script,
+    peers, python, wait_or_kill,
+};
 
 /// The server under test.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -144,8 +145,8 @@ fn conformance_server_everything_modern_client() {
 fn conformance_client_http_standard_headers_from_a_legacy_client_through_the_bridge() {
     let command = format!(
         "{} {}",
-        peers().join("venv/bin/python").display(),
-        peer("conformance_client.py").display()
+        python().display(),
+        peer_script("conformance_client.py").display()
     );
     let outcome = suite(
         &[
@@ -311,27 +312,11 @@ fn suite(args: &[&str], deadline: Duration) -> Outcome {
         .stderr(file)
         .spawn()
         .expect("start the conformance suite");
-    let status = wait_until(&mut child, deadline);
+    let status = wait_or_kill(&mut child, deadline).and_then(|status| status.code());
     let text = std::fs::read_to_string(&out).unwrap_or_default();
     Outcome {
         status,
         text: strip_ansi(&text),
-    }
-}
-
-/// Waits for `child` until `deadline`; kills it past that. Its exit code, or `None` when killed.
-fn wait_until(child: &mut Child, deadline: Duration) -> Option<i32> {
-    let end = Instant::now() + deadline;
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status.code();
-        }
-        if Instant::now() > end {
-            let _ = child.kill();
-            let _ = child.wait();
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(100));
     }
 }
 
@@ -353,14 +338,11 @@ fn strip_ansi(text: &str) -> String {
     out
 }
 
-fn peer(name: &str) -> PathBuf {
-    repo_root().join("crates/cli/tests/peers").join(name)
-}
-
-/// `calltape serve` in front of the server of a run, and the server itself when it listens on HTTP.
+/// `calltape serve` in front of the server of a run, and the server itself when it listens on HTTP;
+/// both killed when dropped, serve first.
 struct Chain {
-    serve: Child,
-    http_server: Option<Child>,
+    _serve: KillOnDrop,
+    _http_server: Option<HttpPeer>,
     url: String,
     log: PathBuf,
     _dir: tempfile::TempDir,
@@ -369,8 +351,8 @@ struct Chain {
 impl Chain {
     fn start(run: Run) -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let python = peers().join("venv2/bin/python");
-        let script = peer("conformance_server.py");
+        let python = modern_python();
+        let script = peer_script("conformance_server.py");
         let era = match run.server {
             Server::Legacy => "legacy",
             Server::Modern => "modern",
@@ -379,28 +361,28 @@ impl Chain {
         };
         let mut http_server = None;
         let child: Vec<String> = match (run.server, run.via) {
-            (Server::Everything, _) => vec![path(
-                &peers().join("node/node_modules/.bin/mcp-server-everything"),
-            )],
+            (Server::Everything, _) => vec![path(&everything())],
             (_, Via::Stdio) => vec![path(&python), path(&script), "--era".into(), era.into()],
             (_, Via::Bridge) => {
                 let port = free_port();
-                let server = Command::new(&python)
-                    .arg(&script)
-                    .args(["--era", era, "--transport", "http", "--port"])
-                    .arg(port.to_string())
-                    .stdin(Stdio::null())
-                    .stdout(Stdio::null())
-                    .stderr(std::fs::File::create(dir.path().join("server.log")).unwrap())
-                    .spawn()
-                    .expect("start the conformance server over HTTP");
+                let server = HttpPeer::start(
+                    Command::new(&python)
+                        .arg(&script)
+                        .args(["--era", era, "--transport", "http", "--port"])
+                        .arg(port.to_string())
+                        .stdin(Stdio::null())
+                        .stdout(Stdio::null())
+                        .stderr(std::fs::File::create(dir.path().join("server.log")).unwrap()),
+                    port,
+                    "the conformance server over HTTP",
+                );
+                let url = server.url();
                 http_server = Some(server);
-                wait_for_port(port);
                 vec![
                     env!("CARGO_BIN_EXE_calltape").into(),
                     "bridge".into(),
                     "--url".into(),
-                    format!("http://127.0.0.1:{port}/mcp"),
+                    url,
                 ]
             }
         };
@@ -422,6 +404,7 @@ impl Chain {
             .stdout(Stdio::piped())
             .stderr(std::fs::File::create(&log).unwrap())
             .spawn()
+            .map(KillOnDrop::new)
             .expect("start calltape serve");
         let url = first_line(&mut serve);
         assert!(
@@ -430,8 +413,8 @@ impl Chain {
             std::fs::read_to_string(&log).unwrap_or_default()
         );
         Self {
-            serve,
-            http_server,
+            _serve: serve,
+            _http_server: http_server,
             url,
             log,
             _dir: dir,
@@ -446,46 +429,6 @@ impl Chain {
     }
 }
 
-impl Drop for Chain {
-    fn drop(&mut self) {
-        for child in std::iter::once(&mut self.serve).chain(self.http_server.as_mut()) {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
 fn path(p: &Path) -> String {
     p.display().to_string()
-}
-
-/// Reads `child`'s stdout up to its first newline.
-fn first_line(child: &mut Child) -> String {
-    let mut stdout = child.stdout.take().unwrap();
-    let mut line = Vec::new();
-    let mut byte = [0u8];
-    while stdout.read(&mut byte).unwrap_or(0) == 1 && byte[0] != b'\n' {
-        line.push(byte[0]);
-    }
-    String::from_utf8_lossy(&line).trim().to_owned()
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// Waits until something accepts connections on 127.0.0.1:`port` (a minute at most).
-fn wait_for_port(port: u16) {
-    let end = Instant::now() + Duration::from_secs(60);
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            Instant::now() < end,
-            "nothing listens on port {port} after a minute"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
 }

@@ -4,71 +4,25 @@
 
 use std::{
     io::{BufRead, BufReader, Write},
-    net::{TcpListener, TcpStream},
-    path::{Path, PathBuf},
-    process::{Child, Command, Stdio},
-    time::{Duration, Instant},
+    path::Path,
+    process::{Command, Stdio},
 };
 
 use serde_json::{Value, json};
 
-use crate::support::{calltape, peers};
-
-fn peer_script(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/peers")
-        .join(name)
-}
-
-fn modern_python() -> PathBuf {
-    let python = peers().join("venv2/bin/python");
-    assert!(
-        python.exists(),
-        "{} is missing: run .ci/install-peers",
-        python.display()
-    );
-    python
-}
+use crate::support::{HttpPeer, calltape, free_port, modern_python, peer_script, python};
 
 /// The modern server on a loopback port, stopped when dropped.
-struct ModernHttp {
-    child: Child,
-    url: String,
-}
-
-impl ModernHttp {
-    fn start() -> Self {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let child = Command::new(modern_python())
+fn modern_http() -> HttpPeer {
+    let port = free_port();
+    HttpPeer::start(
+        Command::new(modern_python())
             .arg(peer_script("modern_server.py"))
             .args(["http", &port.to_string()])
-            .stdin(Stdio::null())
-            .spawn()
-            .expect("start the modern server");
-        let started = Instant::now();
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                started.elapsed() < Duration::from_secs(60),
-                "the modern server did not listen on {port}"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        Self {
-            child,
-            url: format!("http://127.0.0.1:{port}/mcp"),
-        }
-    }
-}
-
-impl Drop for ModernHttp {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+            .stdin(Stdio::null()),
+        port,
+        "the modern server",
+    )
 }
 
 /// Runs the legacy client against `calltape ARGS...` and returns what it printed.
@@ -79,7 +33,7 @@ fn legacy_client(args: &[&str]) -> Value {
 /// [`legacy_client`] with environment variables for the client (and so the bridge and its child);
 /// also returns the client's stderr, where the bridge logs.
 fn legacy_client_with(args: &[&str], env: &[(&str, &Path)]) -> (Value, String) {
-    let output = Command::new(peers().join("venv/bin/python"))
+    let output = Command::new(python())
         .arg(peer_script("era_client.py"))
         .args(args)
         .envs(env.iter().map(|(k, v)| (k, v.as_os_str())))
@@ -141,8 +95,8 @@ fn assert_translated(out: &Value) {
 fn a_legacy_client_reaches_a_modern_http_server_through_bridge_url() {
     for protocol in ["auto", "modern"] {
         // A server of its own: the note changes in each run.
-        let server = ModernHttp::start();
-        let out = legacy_client(&["bridge", "--protocol", protocol, "--url", &server.url]);
+        let server = modern_http();
+        let out = legacy_client(&["bridge", "--protocol", protocol, "--url", &server.url()]);
         assert_translated(&out);
     }
 }
@@ -190,7 +144,7 @@ fn raw_initialize(args: &[&str]) -> Value {
 
 #[test]
 fn protocol_legacy_on_a_modern_server_fails_saying_what_to_do() {
-    let server = ModernHttp::start();
+    let server = modern_http();
     let python = modern_python();
     let script = peer_script("modern_server.py");
     let stdio = [
@@ -202,7 +156,7 @@ fn protocol_legacy_on_a_modern_server_fails_saying_what_to_do() {
         script.to_str().unwrap(),
         "stdio",
     ];
-    let http = ["bridge", "--protocol", "legacy", "--url", &server.url];
+    let http = ["bridge", "--protocol", "legacy", "--url", &server.url()];
     for args in [&stdio[..], &http[..]] {
         let answer = raw_initialize(args);
         // The server itself refused the handshake, naming the one version it serves.
@@ -218,7 +172,7 @@ fn protocol_legacy_on_a_modern_server_fails_saying_what_to_do() {
         assert!(message.contains("auto or modern"), "{message}");
     }
     // With auto, the same initialize is answered by the bridge.
-    let answer = raw_initialize(&["bridge", "--url", &server.url]);
+    let answer = raw_initialize(&["bridge", "--url", &server.url()]);
     assert_eq!(
         answer["result"]["serverInfo"]["name"], "modern-server",
         "{answer}"

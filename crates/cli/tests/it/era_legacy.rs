@@ -4,26 +4,19 @@
 
 use std::{
     io::{BufRead, BufReader, Write},
-    net::{TcpListener, TcpStream},
-    path::PathBuf,
-    process::{Child, Command, Stdio},
+    process::{Command, Stdio},
     sync::mpsc,
-    time::{Duration, Instant},
+    time::Duration,
 };
 
 use serde_json::{Value, json};
 
-use crate::support::{calltape, peers, repo_root};
+use crate::support::{HttpPeer, calltape, everything, free_port, modern_python, peer_script};
 
 /// Runs `modern_client.py SCENARIO` in front of `calltape ARGS…` and returns what it printed.
 fn modern_client(scenario: &str, args: &[&str]) -> Value {
-    let python = peers().join("venv2/bin/python");
-    assert!(
-        python.exists(),
-        "{} is missing: run .ci/install-peers",
-        python.display()
-    );
-    let script = repo_root().join("crates/cli/tests/peers/modern_client.py");
+    let python = modern_python();
+    let script = peer_script("modern_client.py");
     let out = Command::new(&python)
         .arg(&script)
         .arg(scenario)
@@ -50,55 +43,18 @@ fn modern_client(scenario: &str, args: &[&str]) -> Value {
     })
 }
 
-fn everything() -> PathBuf {
-    peers().join("node/node_modules/.bin/mcp-server-everything")
-}
-
-/// The "everything" server in its Streamable HTTP mode on a loopback port; killed when dropped.
-struct HttpEverything {
-    child: Child,
-    url: String,
-}
-
-impl HttpEverything {
-    fn start() -> Self {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        Self::start_on(port)
-    }
-
-    fn start_on(port: u16) -> Self {
-        let child = Command::new(everything())
+/// The "everything" server in its Streamable HTTP mode on `port`; killed when dropped.
+fn http_everything(port: u16) -> HttpPeer {
+    HttpPeer::start(
+        Command::new(everything())
             .arg("streamableHttp")
             .env("PORT", port.to_string())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let started = Instant::now();
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                started.elapsed() < Duration::from_secs(60),
-                "the everything server never listened on port {port}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        Self {
-            child,
-            url: format!("http://127.0.0.1:{port}/mcp"),
-        }
-    }
-}
-
-impl Drop for HttpEverything {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+            .stderr(Stdio::null()),
+        port,
+        "the everything server",
+    )
 }
 
 /// What the SDK client must have seen through the bridge, whatever the transport.
@@ -235,15 +191,15 @@ fn era_legacy_raw_2026_lines_through_bridge_to_a_stdio_legacy_server_get_valid_r
 
 #[test]
 fn era_legacy_the_sdk_2_client_through_bridge_url_to_a_legacy_http_server() {
-    let server = HttpEverything::start();
-    let run = modern_client("sdk", &["bridge", "--url", &server.url]);
+    let server = http_everything(free_port());
+    let run = modern_client("sdk", &["bridge", "--url", &server.url()]);
     assert_sdk_run(&run);
 }
 
 #[test]
 fn era_legacy_raw_2026_lines_through_bridge_url_to_a_legacy_http_server_get_valid_results() {
-    let server = HttpEverything::start();
-    let run = modern_client("wire", &["bridge", "--url", &server.url]);
+    let server = http_everything(free_port());
+    let run = modern_client("wire", &["bridge", "--url", &server.url()]);
     assert_wire_run(&run);
 }
 
@@ -260,17 +216,10 @@ fn modern_request(id: u64, method: &str, params: Value) -> Value {
 
 #[test]
 fn era_legacy_a_restarted_legacy_http_server_costs_a_2026_client_nothing() {
-    let server = HttpEverything::start();
-    let port: u16 = server
-        .url
-        .rsplit(':')
-        .next()
-        .unwrap()
-        .trim_end_matches("/mcp")
-        .parse()
-        .unwrap();
+    let server = http_everything(free_port());
+    let port = server.port();
     let mut bridge = calltape()
-        .args(["bridge", "--url", &server.url])
+        .args(["bridge", "--url", &server.url()])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -309,7 +258,7 @@ fn era_legacy_a_restarted_legacy_http_server_costs_a_2026_client_nothing() {
     assert_eq!(before["result"]["resultType"], "complete", "{before}");
     // The server restarts and forgets every session; the bridge opens a new one for the client.
     drop(server);
-    let _server = HttpEverything::start_on(port);
+    let _server = http_everything(port);
     let after = call(2, "after");
     assert_eq!(
         after["result"]["content"][0]["text"], "Echo: after",

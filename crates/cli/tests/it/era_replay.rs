@@ -10,7 +10,7 @@ use std::process::{Command, Output, Stdio};
 
 use serde_json::{Value, json};
 
-use crate::support::{calltape, peers};
+use crate::support::{self, calltape, peer_script};
 
 const BIN: &str = env!("CARGO_BIN_EXE_calltape");
 
@@ -26,24 +26,12 @@ enum Era {
     Modern,
 }
 
-fn peer_script(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/peers")
-        .join(name)
-}
-
+/// The Python of a client or server era: the SDK 1.x or the SDK 2.x.
 fn python(era: Era) -> PathBuf {
-    let venv = match era {
-        Era::Legacy => "venv",
-        Era::Modern => "venv2",
-    };
-    let python = peers().join(venv).join("bin/python");
-    assert!(
-        python.exists(),
-        "{} is missing: run .ci/install-peers",
-        python.display()
-    );
-    python
+    match era {
+        Era::Legacy => support::python(),
+        Era::Modern => support::modern_python(),
+    }
 }
 
 /// The command line of the test server of `era`, at `version` (1, or 2 with three calls changed).

@@ -5,7 +5,7 @@
 //! decides its era).
 
 use std::{
-    io::{BufRead, BufReader, Read, Write},
+    io::{Read, Write},
     net::TcpStream,
     os::unix::fs::PermissionsExt,
     path::PathBuf,
@@ -16,17 +16,13 @@ use std::{
 use calltape_stdio_bridge::shared::{Record, SharedKey, SharedPaths};
 use serde_json::Value;
 
-use crate::support::{calltape, peers, repo_root};
-
-fn peer(name: &str) -> PathBuf {
-    repo_root().join("crates/cli/tests/peers").join(name)
-}
+use crate::support::{self, KillOnDrop, calltape, everything, first_line, peer_script};
 
 /// The Python of a client or server era: the SDK 1.x or the SDK 2.x.
 fn python(era: Era) -> PathBuf {
     match era {
-        Era::Legacy => peers().join("venv/bin/python"),
-        Era::Modern => peers().join("venv2/bin/python"),
+        Era::Legacy => support::python(),
+        Era::Modern => support::modern_python(),
     }
 }
 
@@ -71,16 +67,21 @@ impl Kind {
 
     fn command(self) -> Vec<PathBuf> {
         match self {
-            Kind::FastMcp1 => vec![python(Era::Legacy), peer("shared_server.py")],
-            Kind::Everything => vec![
-                peers().join("node/node_modules/.bin/mcp-server-everything"),
-                "stdio".into(),
+            Kind::FastMcp1 => vec![python(Era::Legacy), peer_script("shared_server.py")],
+            Kind::Everything => vec![everything(), "stdio".into()],
+            Kind::Dual => vec![
+                python(Era::Modern),
+                peer_script("era_server.py"),
+                "dual".into(),
             ],
-            Kind::Dual => vec![python(Era::Modern), peer("era_server.py"), "dual".into()],
-            Kind::ModernOnly => vec![python(Era::Modern), peer("era_server.py"), "modern".into()],
+            Kind::ModernOnly => vec![
+                python(Era::Modern),
+                peer_script("era_server.py"),
+                "modern".into(),
+            ],
             Kind::ModernServer => vec![
                 python(Era::Modern),
-                peer("modern_server.py"),
+                peer_script("modern_server.py"),
                 "stdio".into(),
             ],
         }
@@ -107,7 +108,7 @@ impl Kind {
 
 /// A running `calltape serve` and the URL it printed.
 struct Served {
-    process: Child,
+    _process: KillOnDrop,
     url: String,
     addr: String,
 }
@@ -126,25 +127,26 @@ impl Served {
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
+            .map(KillOnDrop::with_sigterm)
             .unwrap();
-        let mut url = String::new();
-        BufReader::new(process.stdout.take().unwrap())
-            .read_line(&mut url)
-            .unwrap();
-        let url = url.trim().to_owned();
+        let url = first_line(&mut process);
         let addr = url
             .strip_prefix("http://")
             .and_then(|u| u.strip_suffix("/mcp"))
             .unwrap_or_else(|| panic!("a URL on stdout, got {url:?}"))
             .to_owned();
-        Self { process, url, addr }
+        Self {
+            _process: process,
+            url,
+            addr,
+        }
     }
 
     /// Starts a client of `era` that runs `steps` in one session (legacy) or one request each
     /// (modern); it runs until [`Running::wait`].
     fn client(&self, era: Era, steps: &[String]) -> Running {
         let child = Command::new(python(era))
-            .arg(peer("era_serve_client.py"))
+            .arg(peer_script("era_serve_client.py"))
             .arg(era.name())
             .arg(&self.url)
             .args(steps)
@@ -169,16 +171,6 @@ impl Served {
         let mut response = String::new();
         let _ = stream.read_to_string(&mut response);
         response
-    }
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = Command::new("kill")
-            .arg(self.process.id().to_string())
-            .stderr(Stdio::null())
-            .status();
-        let _ = self.process.wait();
     }
 }
 
@@ -355,7 +347,7 @@ fn era_serve_shared_serves_a_client_of_the_era_its_child_lacks() {
     ] {
         let (step, text) = kind.echo("through-shared");
         let output = Command::new(python(era))
-            .arg(peer("era_serve_client.py"))
+            .arg(peer_script("era_serve_client.py"))
             .arg(era.name())
             .arg("--")
             .arg(env!("CARGO_BIN_EXE_calltape"))
@@ -382,7 +374,7 @@ fn era_serve_shared_passes_protocol_on_and_a_modern_client_listens_through_it() 
     for (kind, protocol) in [(Kind::ModernOnly, "modern"), (Kind::Dual, "auto")] {
         let key = format!("listen-{protocol}");
         let output = Command::new(python(Era::Modern))
-            .arg(peer("era_serve_client.py"))
+            .arg(peer_script("era_serve_client.py"))
             .arg("modern")
             .arg("--")
             .arg(env!("CARGO_BIN_EXE_calltape"))

@@ -2,27 +2,17 @@
 //! the client, recording through `calltape record` a FastMCP server of our own that needs a real card
 //! token and makes a new payment id in every process, then replaying against a fresh process.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
 
-use crate::support::{calltape, peers};
+use crate::support::{calltape, peer_script, python};
 
 const BIN: &str = env!("CARGO_BIN_EXE_calltape");
 
 /// The card token the client pays with; no file, report or log may hold it.
 const CARD: &str = "tok_test_4eC39HqLyjWDarjt";
-
-fn python() -> PathBuf {
-    peers().join("venv/bin/python")
-}
-
-fn peer_script(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/peers")
-        .join(name)
-}
 
 /// Records the `payments` scenario (a pay, then a refund of the new payment) into `file`; returns
 /// the id the payment got.

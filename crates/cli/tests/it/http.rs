@@ -1,32 +1,22 @@
 //! `calltape http` against the official OpenAI and Anthropic Python SDKs, with a local fake API as the
 //! upstream: record, replay offline, no secrets in the cassette, byte-identical re-records.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::support::{CpuLoad, calltape, peers};
+use crate::support::{CpuLoad, KillOnDrop, calltape, first_line, peer_script, python};
 
 const OPENAI_KEY: &str = "sk-proj-e2eTestKey0123456789abcdefghij";
 const ANTHROPIC_KEY: &str = "sk-ant-api03-e2eTestKey0123456789abcdef";
 
-pub(crate) fn peer_script(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/peers")
-        .join(name)
-}
-
-pub(crate) fn python() -> PathBuf {
-    peers().join("venv/bin/python")
-}
-
 /// The fake API; killed when dropped.
 pub(crate) struct FakeApi {
-    child: Child,
+    _process: KillOnDrop,
     port: u16,
     log: PathBuf,
 }
@@ -41,16 +31,17 @@ impl FakeApi {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .spawn()
+            .map(KillOnDrop::new)
             .expect("start the fake API");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
+        let line = first_line(&mut child);
         let port = line
-            .trim()
             .parse()
             .unwrap_or_else(|_| panic!("fake API printed {line:?}"));
-        Self { child, port, log }
+        Self {
+            _process: child,
+            port,
+            log,
+        }
     }
 
     pub(crate) fn url(&self) -> String {
@@ -62,13 +53,6 @@ impl FakeApi {
             .unwrap_or_default()
             .lines()
             .count()
-    }
-}
-
-impl Drop for FakeApi {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -301,10 +285,7 @@ fn a_proxy_killed_during_a_record_leaves_the_previous_cassette_intact() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let mut line = String::new();
-    BufReader::new(proxy.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    let line = first_line(&mut proxy);
     let base = line.split_whitespace().nth(1).unwrap().to_owned();
     let addr = base
         .trim_start_matches("http://")
@@ -587,10 +568,7 @@ fn with_auth_the_proxy_serves_under_a_path_prefix_that_env_and_stdout_carry() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let mut line = String::new();
-    BufReader::new(proxy.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    let line = first_line(&mut proxy);
     let base = line.split_whitespace().nth(1).unwrap().to_owned();
     let token = path_prefix_of(&base)
         .unwrap_or_else(|| panic!("{line}"))

@@ -6,13 +6,13 @@ use std::{
     io::{BufRead, BufReader, Write},
     os::unix::fs::{MetadataExt, PermissionsExt, symlink},
     path::{Path, PathBuf},
-    process::{Command, Output, Stdio},
+    process::{Output, Stdio},
     time::{Duration, Instant},
 };
 
-use calltape_stdio_bridge::shared::{Record, SharedKey, SharedPaths};
+use calltape_stdio_bridge::shared::{SharedKey, SharedPaths};
 
-use crate::support::{calltape, peers, repo_root};
+use crate::support::{calltape, peer_script, python, stop_shared_server};
 
 const BEARER: &str = "Bearer tok-Zq8vLw3nRt6yUe2pXa9sDf4g";
 const KEY: &str = "sk-proj-abcdefghijklmnopqrstuvwxyz012345";
@@ -97,10 +97,6 @@ fn bridge_log_is_never_written_through_a_link() {
     assert_refused(&bridge_with_log(&log), &log, &target);
 }
 
-fn python() -> PathBuf {
-    peers().join("venv/bin/python")
-}
-
 fn private_home() -> tempfile::TempDir {
     let home = tempfile::tempdir().unwrap();
     std::fs::set_permissions(home.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
@@ -109,7 +105,7 @@ fn private_home() -> tempfile::TempDir {
 
 /// Starts a `calltape shared` session whose server logs credentials, and returns the first answer.
 fn shared_session(home: &Path, stderr: Stdio) -> (std::process::Child, String) {
-    let server = repo_root().join("crates/cli/tests/peers/shared_server.py");
+    let server = peer_script("shared_server.py");
     let mut session = calltape()
         .args(["shared", "--key", "k", "--", "sh", "-c"])
         .arg(format!("{}; exec \"$0\" \"$1\"", leaky_script()))
@@ -136,16 +132,6 @@ fn shared_session(home: &Path, stderr: Stdio) -> (std::process::Child, String) {
     (session, line)
 }
 
-fn stop_server(paths: &SharedPaths) {
-    if let Ok(Some(record)) = Record::read(&paths.record()) {
-        let _ = Command::new("kill").arg(record.pid.to_string()).status();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while paths.record().exists() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-}
-
 #[test]
 fn the_shared_servers_log_holds_its_childs_stderr_redacted() {
     let home = private_home();
@@ -160,7 +146,7 @@ fn the_shared_servers_log_holds_its_childs_stderr_redacted() {
         std::thread::sleep(Duration::from_millis(25));
         log = std::fs::read_to_string(paths.log()).unwrap_or_default();
     }
-    stop_server(&paths);
+    stop_shared_server(&paths);
     assert_redacted(&log);
     assert_eq!(mode(&paths.log()), 0o600);
 }
@@ -178,7 +164,7 @@ fn no_file_of_the_shared_server_is_written_through_a_link() {
         let stderr = std::fs::File::create(&stderr_path).unwrap();
         let (mut session, answer) = shared_session(home.path(), stderr.into());
         let _ = session.wait();
-        stop_server(&paths);
+        stop_shared_server(&paths);
         let stderr = std::fs::read_to_string(&stderr_path).unwrap();
         assert!(
             answer.contains("shared_server_unavailable"),

@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use crate::http::{FakeApi, python};
-use crate::support::repo_root;
+use crate::http::FakeApi;
+use crate::support::{python, repo_root};
 
 const PYPROJECT: &str = r#"[project]
 name = "chat-app"

@@ -3,15 +3,13 @@
 //! then `calltape replay` of what was recorded.
 
 use std::io::{BufRead, BufReader, Write};
-use std::net::{TcpListener, TcpStream};
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::support::{calltape, peers};
+use crate::support::{HttpPeer, calltape, everything, free_port, peer_script, python};
 
 const BIN: &str = env!("CARGO_BIN_EXE_calltape");
 
@@ -21,26 +19,6 @@ const SECRETS: &[&str] = &[
     "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiJyZXBsYXktdGVzdCJ9.c2lnbmF0dXJlLW9mLXRoZS10ZXN0",
     "ak_test_9f8e7d6c5b4a39281706",
 ];
-
-fn python() -> PathBuf {
-    peers().join("venv/bin/python")
-}
-
-fn everything() -> PathBuf {
-    let server = peers().join("node/node_modules/.bin/mcp-server-everything");
-    assert!(
-        server.exists(),
-        "{} is missing: run .ci/install-peers",
-        server.display()
-    );
-    server
-}
-
-fn peer_script(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/peers")
-        .join(name)
-}
 
 /// Runs replay_client.py SCENARIO against `command` (a `calltape record …` command line).
 fn client(scenario: &str, command: &[&str]) -> Value {
@@ -208,52 +186,24 @@ fn python_client_through_record_over_stdio_then_replay_clean() {
 }
 
 /// server-everything over Streamable HTTP on a free loopback port; killed on drop.
-struct HttpServer {
-    child: Child,
-    url: String,
-}
-
-impl HttpServer {
-    fn start() -> Self {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let child = Command::new(everything())
+fn http_server() -> HttpPeer {
+    let port = free_port();
+    HttpPeer::start(
+        Command::new(everything())
             .arg("streamableHttp")
             .env("PORT", port.to_string())
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start server-everything");
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                Instant::now() < deadline,
-                "server-everything did not listen on {port}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        Self {
-            child,
-            url: format!("http://127.0.0.1:{port}/mcp"),
-        }
-    }
-}
-
-impl Drop for HttpServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+            .stderr(Stdio::null()),
+        port,
+        "server-everything",
+    )
 }
 
 #[test]
 fn python_client_through_record_over_streamable_http_then_replay_clean() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("calls.jsonl");
-    let server = HttpServer::start();
+    let server = http_server();
     client(
         "everything",
         &[
@@ -262,14 +212,14 @@ fn python_client_through_record_over_streamable_http_then_replay_clean() {
             "-o",
             file.to_str().unwrap(),
             "--url",
-            &server.url,
+            &server.url(),
         ],
     );
     assert_everything_recording(&file);
     let out = calltape()
         .arg("replay")
         .arg(&file)
-        .args(["--url", &server.url])
+        .args(["--url", &server.url()])
         .output()
         .unwrap();
     assert_eq!(

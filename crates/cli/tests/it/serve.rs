@@ -3,26 +3,18 @@
 //! it, a real client is served and the process stays small.
 
 use std::{
-    io::{BufRead, BufReader, Read, Write},
+    io::{Read, Write},
     net::TcpStream,
     path::{Path, PathBuf},
-    process::{Child, Stdio},
+    process::Stdio,
     time::Duration,
 };
 
-use crate::support::{calltape, peers, repo_root};
-
-fn python() -> PathBuf {
-    peers().join("venv/bin/python")
-}
-
-fn peer(name: &str) -> PathBuf {
-    repo_root().join("crates/cli/tests/peers").join(name)
-}
+use crate::support::{KillOnDrop, calltape, first_line, peer_script, python};
 
 /// A running `calltape serve` and its address.
 struct Served {
-    child: Child,
+    child: KillOnDrop,
     addr: String,
     stderr: PathBuf,
 }
@@ -35,17 +27,14 @@ impl Served {
             .args(args)
             .arg("--")
             .arg(python())
-            .arg(peer("shared_server.py"))
+            .arg(peer_script("shared_server.py"))
             .stdout(Stdio::piped())
             .stderr(std::fs::File::create(&stderr).unwrap())
             .spawn()
-            .unwrap();
-        let mut url = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut url)
+            .map(KillOnDrop::with_sigterm)
             .unwrap();
         // `http://ADDR/mcp`, or `unix:PATH` on a socket.
-        let url = url.trim();
+        let url = first_line(&mut child);
         assert!(
             url.starts_with("http://") || url.starts_with("unix:"),
             "a URL on stdout, got {url:?}"
@@ -53,7 +42,7 @@ impl Served {
         let addr = url
             .strip_prefix("http://")
             .and_then(|u| u.strip_suffix("/mcp"))
-            .unwrap_or(url)
+            .unwrap_or(&url)
             .to_owned();
         Self {
             child,
@@ -115,16 +104,6 @@ impl Served {
 
     fn stderr(&self) -> String {
         std::fs::read_to_string(&self.stderr).unwrap_or_default()
-    }
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("kill")
-            .arg(self.child.id().to_string())
-            .stderr(Stdio::null())
-            .status();
-        let _ = self.child.wait();
     }
 }
 

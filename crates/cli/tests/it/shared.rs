@@ -3,7 +3,7 @@
 use std::{
     io::{BufRead, BufReader, Read, Write},
     os::unix::fs::{MetadataExt, PermissionsExt},
-    path::{Path, PathBuf},
+    path::Path,
     process::{Command, Stdio},
     time::{Duration, Instant},
 };
@@ -11,30 +11,12 @@ use std::{
 use calltape_stdio_bridge::shared::{Record, SharedKey, SharedPaths};
 use serde_json::Value;
 
-use crate::support::{calltape, peers, repo_root};
-
-fn python() -> PathBuf {
-    peers().join("venv/bin/python")
-}
-
-fn peer(name: &str) -> PathBuf {
-    repo_root().join("crates/cli/tests/peers").join(name)
-}
+use crate::support::{calltape, first_line, peer_script, python, stop_shared_server};
 
 fn home() -> tempfile::TempDir {
     let tmp = tempfile::tempdir().unwrap();
     std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
     tmp
-}
-
-fn stop_server(paths: &SharedPaths) {
-    if let Ok(Some(record)) = Record::read(&paths.record()) {
-        let _ = Command::new("kill").arg(record.pid.to_string()).status();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while paths.record().exists() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
 }
 
 /// Every process's arguments and environment, as text.
@@ -56,13 +38,13 @@ fn python_clients_started_together_share_one_server_over_both_transports() {
     for transport in ["unix", "http"] {
         let home = home();
         let output = Command::new(python())
-            .arg(peer("shared_client.py"))
+            .arg(peer_script("shared_client.py"))
             .arg("2")
             .arg("--")
             .arg(env!("CARGO_BIN_EXE_calltape"))
             .args(["shared", "--key", "k", "--transport", transport, "--"])
             .arg(python())
-            .arg(peer("shared_server.py"))
+            .arg(peer_script("shared_server.py"))
             .env("CALLTAPE_HOME", home.path())
             .env("CALLTAPE_LOG", "trace")
             .env("NO_COLOR", "1")
@@ -123,7 +105,7 @@ fn python_clients_started_together_share_one_server_over_both_transports() {
                 "{transport}: the token is in the {what}"
             );
         }
-        stop_server(&paths);
+        stop_shared_server(&paths);
         assert!(!paths.record().exists(), "the record is removed on SIGTERM");
         assert!(!paths.socket().exists(), "the socket is removed on SIGTERM");
     }
@@ -217,7 +199,7 @@ fn a_failed_start_answers_the_held_request_with_its_own_id_and_the_reason() {
     let mut child = calltape()
         .args(["shared", "--key", "k", "--"])
         .arg(python())
-        .arg(peer("shared_server.py"))
+        .arg(peer_script("shared_server.py"))
         .env("CALLTAPE_HOME", home.path())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -270,7 +252,7 @@ fn a_session_that_cannot_attach_again_answers_at_once_and_says_why() {
     let mut child = calltape()
         .args(["shared", "--key", "k", "--"])
         .arg(python())
-        .arg(peer("shared_server.py"))
+        .arg(peer_script("shared_server.py"))
         .env("CALLTAPE_HOME", home.path())
         .env("CALLTAPE_LOG", "trace")
         .stdin(Stdio::piped())
@@ -377,17 +359,13 @@ fn serve_over_loopback_http_requires_the_token_and_refuses_origin_and_foreign_ho
         .arg(&recording)
         .arg("--")
         .arg(python())
-        .arg(peer("shared_server.py"))
+        .arg(peer_script("shared_server.py"))
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let mut url = String::new();
-    BufReader::new(server.stdout.take().unwrap())
-        .read_line(&mut url)
-        .unwrap();
+    let url = first_line(&mut server);
     let addr = url
-        .trim()
         .strip_prefix("http://")
         .and_then(|u| u.strip_suffix("/mcp"))
         .expect("the URL")
@@ -464,13 +442,13 @@ fn a_session_for_another_command_starts_its_own_server_and_says_so_in_one_line()
     let home = home();
     let run = |extra: &[&str]| {
         Command::new(python())
-            .arg(peer("shared_client.py"))
+            .arg(peer_script("shared_client.py"))
             .arg("1")
             .arg("--")
             .arg(env!("CARGO_BIN_EXE_calltape"))
             .args(["shared", "--key", "k", "--"])
             .arg(python())
-            .arg(peer("shared_server.py"))
+            .arg(peer_script("shared_server.py"))
             .args(extra)
             .env("CALLTAPE_HOME", home.path())
             .env_remove("CALLTAPE_LOG")
@@ -513,5 +491,5 @@ fn a_session_for_another_command_starts_its_own_server_and_says_so_in_one_line()
         std::thread::sleep(Duration::from_millis(50));
     }
     assert!(!running(), "the replaced server exited");
-    stop_server(&paths);
+    stop_shared_server(&paths);
 }

@@ -1,7 +1,13 @@
 //! Helpers shared by the end-to-end tests.
 
+use std::io::{BufRead, BufReader};
+use std::net::{TcpListener, TcpStream};
+use std::ops::{Deref, DerefMut};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use calltape_stdio_bridge::shared::{Record, SharedPaths};
 
 /// A command for the `calltape` binary under test, with a quiet, colourless environment.
 pub(crate) fn calltape() -> Command {
@@ -24,6 +30,37 @@ pub(crate) fn peers() -> PathBuf {
     dir
 }
 
+/// The Python of the SDK 1.x peers, the handshake era's client and servers.
+pub(crate) fn python() -> PathBuf {
+    peers().join("venv/bin/python")
+}
+
+/// The Python of the SDK 2.x peers, which speak 2026-07-28. Fails the test when it is missing.
+pub(crate) fn modern_python() -> PathBuf {
+    installed(peers().join("venv2/bin/python"))
+}
+
+/// The reference "everything" server. Fails the test when it is missing.
+pub(crate) fn everything() -> PathBuf {
+    installed(peers().join("node/node_modules/.bin/mcp-server-everything"))
+}
+
+fn installed(path: PathBuf) -> PathBuf {
+    assert!(
+        path.exists(),
+        "{} is missing: run .ci/install-peers",
+        path.display()
+    );
+    path
+}
+
+/// A script of the repository's own peers, in `crates/cli/tests/peers`.
+pub(crate) fn peer_script(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/peers")
+        .join(name)
+}
+
 /// The repository's root folder.
 pub(crate) fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -32,31 +69,180 @@ pub(crate) fn repo_root() -> PathBuf {
         .expect("repo root")
 }
 
+/// A free TCP port on 127.0.0.1, for a peer to listen on. The port is free again when this returns, so
+/// another process could take it first; the peer that is given it binds it within moments.
+pub(crate) fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .expect("bind a loopback port")
+        .local_addr()
+        .expect("the bound port")
+        .port()
+}
+
+/// How long a peer may take to listen on its port: a minute, for a loaded machine starting Python or
+/// Node.
+const PEER_START: Duration = Duration::from_secs(60);
+
+/// A child process that is killed and reaped when dropped, unless it has exited already, so that a
+/// failed assertion leaves no peer running. Derefs to the [`Child`].
+pub(crate) struct KillOnDrop {
+    child: Child,
+    sigterm: bool,
+}
+
+impl KillOnDrop {
+    /// Killed with SIGKILL.
+    pub(crate) fn new(child: Child) -> Self {
+        Self {
+            child,
+            sigterm: false,
+        }
+    }
+
+    /// Stopped with SIGTERM, and waited for: for `calltape serve`, which then stops its own child.
+    pub(crate) fn with_sigterm(child: Child) -> Self {
+        Self {
+            child,
+            sigterm: true,
+        }
+    }
+}
+
+impl Deref for KillOnDrop {
+    type Target = Child;
+
+    fn deref(&self) -> &Child {
+        &self.child
+    }
+}
+
+impl DerefMut for KillOnDrop {
+    fn deref_mut(&mut self) -> &mut Child {
+        &mut self.child
+    }
+}
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        // A reaped process's id may be another process's by now: only a running one is signalled.
+        if !matches!(self.child.try_wait(), Ok(None)) {
+            return;
+        }
+        if self.sigterm {
+            let _ = Command::new("kill")
+                .arg(self.child.id().to_string())
+                .stderr(Stdio::null())
+                .status();
+        } else {
+            let _ = self.child.kill();
+        }
+        let _ = self.child.wait();
+    }
+}
+
+/// A peer that listens on a loopback port, such as an MCP server over Streamable HTTP; killed when
+/// dropped.
+pub(crate) struct HttpPeer {
+    _process: KillOnDrop,
+    port: u16,
+}
+
+impl HttpPeer {
+    /// Starts `command`, which must listen on 127.0.0.1:`port`, and waits until that port accepts a
+    /// connection. Fails the test, naming `what`, when the peer exits first or does not listen within a
+    /// minute.
+    pub(crate) fn start(command: &mut Command, port: u16, what: &str) -> Self {
+        let mut process = KillOnDrop::new(
+            command
+                .spawn()
+                .unwrap_or_else(|e| panic!("cannot start {what}: {e}")),
+        );
+        let deadline = Instant::now() + PEER_START;
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            if let Some(status) = process.try_wait().expect("the peer's status") {
+                panic!("{what} exited ({status}) before it listened on port {port}");
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{what} did not listen on port {port} within {PEER_START:?}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Self {
+            _process: process,
+            port,
+        }
+    }
+
+    pub(crate) fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The peer's MCP endpoint, `http://127.0.0.1:PORT/mcp`.
+    pub(crate) fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/mcp", self.port)
+    }
+}
+
+/// The first line `child` prints on its stdout (piped), trimmed: where `calltape serve` and `calltape
+/// http` say their address once they listen, and the fake API its port. Empty when the child exits
+/// first.
+pub(crate) fn first_line(child: &mut Child) -> String {
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("the child's stdout is piped"))
+        .read_line(&mut line)
+        .expect("read the child's stdout");
+    line.trim().to_owned()
+}
+
+/// Waits for `child` for `deadline` at most; kills and reaps it past that. Its exit status, or `None`
+/// when it was killed.
+pub(crate) fn wait_or_kill(child: &mut Child, deadline: Duration) -> Option<ExitStatus> {
+    let end = Instant::now() + deadline;
+    loop {
+        if let Some(status) = child.try_wait().expect("the child's status") {
+            return Some(status);
+        }
+        if Instant::now() > end {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Stops the shared server of `paths`, if one runs, with SIGTERM, and waits (ten seconds at most) until
+/// it has removed its record.
+pub(crate) fn stop_shared_server(paths: &SharedPaths) {
+    if let Ok(Some(record)) = Record::read(&paths.record()) {
+        let _ = Command::new("kill").arg(record.pid.to_string()).status();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while paths.record().exists() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
 /// Busy-loop child processes that keep the machine's cores busy while a test runs, as a loaded CI
 /// runner would: one per core (at least two). Killed when dropped.
-pub(crate) struct CpuLoad(Vec<Child>);
+pub(crate) struct CpuLoad {
+    _busy: Vec<KillOnDrop>,
+}
 
 impl CpuLoad {
     pub(crate) fn start() -> Self {
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 4));
-        let children = (0..cores)
+        let busy = (0..cores)
             .map(|_| {
                 Command::new("sh")
                     .args(["-c", "while :; do :; done"])
                     .stdin(Stdio::null())
                     .spawn()
+                    .map(KillOnDrop::new)
                     .expect("start a busy-loop process")
             })
             .collect();
-        Self(children)
-    }
-}
-
-impl Drop for CpuLoad {
-    fn drop(&mut self) {
-        for child in &mut self.0 {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
+        Self { _busy: busy }
     }
 }

@@ -3,24 +3,13 @@
 //! the recording holds one plain call with that result, and `calltape replay` runs it as a task again,
 //! since the tool declares that it runs only as one.
 
-use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use serde_json::Value;
 
-use crate::support::{calltape, peers};
+use crate::support::{calltape, everything, peer_script, python};
 
 const BIN: &str = env!("CARGO_BIN_EXE_calltape");
-
-fn everything() -> PathBuf {
-    let server = peers().join("node/node_modules/.bin/mcp-server-everything");
-    assert!(
-        server.exists(),
-        "{} is missing: run .ci/install-peers",
-        server.display()
-    );
-    server
-}
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
@@ -30,8 +19,8 @@ fn text(bytes: &[u8]) -> String {
 fn a_task_is_recorded_as_one_call_with_its_result_and_replayed_as_a_task() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("calls.jsonl");
-    let client = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers/replay_client.py");
-    let out = Command::new(peers().join("venv/bin/python"))
+    let client = peer_script("replay_client.py");
+    let out = Command::new(python())
         .arg(client)
         .args(["tasks", "--", BIN, "record", "-o"])
         .arg(&file)

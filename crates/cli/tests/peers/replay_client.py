@@ -16,10 +16,12 @@ import sys
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-# Secrets the client puts in its arguments; the recording must hold none of them.
+import replay_demo
+from replay_demo import API_KEY
+
+# Secrets the client puts in its arguments (and replay_demo.API_KEY); the recording must hold none of them.
 BEARER = "Bearer rk_live_51HqLyjWDarjtT1zdp7dcXwq"
 JWT = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiJyZXBsYXktdGVzdCJ9.c2lnbmF0dXJlLW9mLXRoZS10ZXN0"
-API_KEY = "ak_test_9f8e7d6c5b4a39281706"
 
 
 def dump(value):
@@ -40,18 +42,7 @@ async def everything(session):
 
 
 async def demo(session):
-    quote = await session.call_tool("quote", {"symbol": "ACME"})
-    pay = await session.call_tool("pay", {"amount": 12, "apiKey": API_KEY})
-    refund = await session.call_tool("refund", {"paymentId": "pay_1001"})
-    terms = await session.read_resource("demo://terms")
-    greeting = await session.get_prompt("greeting", {"name": "Ada"})
-    return {
-        "quote": dump(quote),
-        "pay": dump(pay),
-        "refund": dump(refund),
-        "terms": dump(terms),
-        "greeting": dump(greeting),
-    }
+    return await replay_demo.demo(session, dump)
 
 
 async def payments(session):

@@ -3,9 +3,10 @@
 
 Usage: python modern_client.py SCENARIO -- COMMAND...
 
-SCENARIO is `demo` (replay_client.py's `demo` calls, against modern_server.py here) or `asked` (the
-`greet_asked` tool of the peers' modern_server.py, whose `input_required` result asks for a name,
-answered "Ada", then `add`). Prints one JSON object with what the client received.
+SCENARIO is `demo` (replay_demo.py's calls, one folder up, as replay_client.py makes them, against
+modern_server.py here) or `asked` (the `greet_asked` tool of the peers' modern_server.py, whose
+`input_required` result asks for a name, answered "Ada", then `add`). Prints one JSON object with
+what the client received.
 """
 
 import asyncio
@@ -17,7 +18,8 @@ import mcp_types as types
 from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters
 
-API_KEY = "ak_test_9f8e7d6c5b4a39281706"
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import replay_demo  # noqa: E402 (found through the path above)
 
 
 def dump(value):
@@ -25,18 +27,7 @@ def dump(value):
 
 
 async def demo(client):
-    quote = await client.call_tool("quote", {"symbol": "ACME"})
-    pay = await client.call_tool("pay", {"amount": 12, "apiKey": API_KEY})
-    refund = await client.call_tool("refund", {"paymentId": "pay_1001"})
-    terms = await client.read_resource("demo://terms")
-    greeting = await client.get_prompt("greeting", {"name": "Ada"})
-    return {
-        "quote": dump(quote),
-        "pay": dump(pay),
-        "refund": dump(refund),
-        "terms": dump(terms),
-        "greeting": dump(greeting),
-    }
+    return await replay_demo.demo(client, dump)
 
 
 async def asked(client):

@@ -3,9 +3,11 @@ request must carry the per-request `_meta`, and `initialize` is refused.
 
 Usage: python modern_server.py 1|2
 
-Run with the SDK 2.x. The tools, resource and prompt are replay_server.py's, answering alike.
+Run with the SDK 2.x. The tools, resource and prompt are replay_server.py's (replay_demo.py's, one
+folder up), answering alike.
 """
 
+import os
 import sys
 
 import anyio
@@ -14,42 +16,11 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.runner import _serve_modern_stream
 from mcp.server.stdio import stdio_server
 
-VERSION = int(sys.argv[1])
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from replay_demo import serve_demo  # noqa: E402 (found through the path above)
+
 mcp = MCPServer("replay-test-server")
-
-
-@mcp.tool()
-def quote(symbol: str) -> dict:
-    """The price of a symbol."""
-    return {"symbol": symbol, "price": 12 if VERSION == 1 else 15, "currency": "USD"}
-
-
-@mcp.tool()
-def pay(amount: float, apiKey: str = "") -> dict:
-    """Pay an amount."""
-    if VERSION == 2:
-        raise ToolError("card declined")
-    return {"status": "paid", "amount": amount}
-
-
-@mcp.tool()
-def refund(paymentId: str) -> dict:
-    """Refund a payment."""
-    if VERSION == 1:
-        raise ToolError("refunds are not supported yet")
-    return {"status": "refunded", "paymentId": paymentId}
-
-
-@mcp.resource("demo://terms")
-def terms() -> str:
-    """The terms."""
-    return "Quotes are valid for 15 minutes."
-
-
-@mcp.prompt()
-def greeting(name: str) -> str:
-    """Greet someone."""
-    return f"Say hello to {name}."
+serve_demo(mcp, int(sys.argv[1]), ToolError)
 
 
 async def main():
