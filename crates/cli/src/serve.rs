@@ -167,7 +167,7 @@ pub(crate) fn run(args: ServeArgs) -> Outcome {
                 calltape_stdio_bridge::shared::Endpoint::Http(addr) => {
                     if args.token_file.is_none() {
                         tracing::warn!(
-                            "listening on 127.0.0.1:{} with no token file, so any local user can connect and use the server; pass --token-file FILE to require a token",
+                            "listening on 127.0.0.1:{} with no token file, so any local user can connect and use the server; to require a token, name a file that holds one with --token-file",
                             addr.port()
                         );
                     }

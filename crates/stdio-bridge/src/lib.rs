@@ -51,8 +51,8 @@
 //! |---|---|---|---|
 //! | -32700 | [`PARSE_ERROR`] | `parse_error`, `not_object`, `frame_too_large` | a line that is not a message (`id: null`) |
 //! | -32600 | [`INVALID_REQUEST`] | `invalid_request` | an empty batch, a batch item that is not an object, or an `id` that is an object, an array or a boolean (`id: null`, never forwarded) |
-//! | -32000 | [`UPSTREAM_UNREACHABLE`] | `upstream_unreachable`, `session_expired`, `shared_server_unavailable` | the client left before the upstream could be reached, or the upstream forgot the session again right after a replay, or the key's shared server could not be attached ([`shared::unavailable_answer`]) |
-//! | -32001 | [`UPSTREAM_EXITED`] | `upstream_exited`, `upstream_restarted`, `connection_lost`, `session_ended` | the request was in flight when the upstream died or the connection dropped; never replayed |
+//! | -32000 | [`UPSTREAM_UNREACHABLE`] | `upstream_unreachable`, `session_expired`, `shared_server_unavailable` | the client left before the upstream could be reached, or the upstream forgot the session again right after a replay, or the key's shared server could not be attached ([`shared::unavailable_answer`]), or the session of its own a 2026-07-28 client was given could not take its request |
+//! | -32001 | [`UPSTREAM_EXITED`] | `upstream_exited`, `upstream_restarted`, `connection_lost`, `session_ended` | the request was in flight when the upstream died or the connection dropped, or the session of its own a 2026-07-28 client was given ended; never replayed |
 //! | -32002 | [`BUFFER_FULL`] | `buffer_full` | the upstream is not ready and the hold buffer is full |
 //! | -32003 | [`RESTART_DEADLINE`] | `restart_deadline` | the request was held longer than the restart deadline |
 //! | -32004 | [`UPSTREAM_PROTOCOL_ERROR`] | `upstream_protocol_error` | the upstream answered with something that is not MCP |

@@ -11,7 +11,9 @@ use std::{
 
 use serde_json::{Value, json};
 
-use crate::support::{HttpPeer, calltape, everything, free_port, modern_python, peer_script};
+use crate::support::{
+    calltape, everything, free_port, http_everything, modern_python, peer_script,
+};
 
 /// Runs `modern_client.py SCENARIO` in front of `calltape ARGS…` and returns what it printed.
 fn modern_client(scenario: &str, args: &[&str]) -> Value {
@@ -41,20 +43,6 @@ fn modern_client(scenario: &str, args: &[&str]) -> Value {
             String::from_utf8_lossy(&out.stdout)
         )
     })
-}
-
-/// The "everything" server in its Streamable HTTP mode on `port`; killed when dropped.
-fn http_everything(port: u16) -> HttpPeer {
-    HttpPeer::start(
-        Command::new(everything())
-            .arg("streamableHttp")
-            .env("PORT", port.to_string())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null()),
-        port,
-        "the everything server",
-    )
 }
 
 /// What the SDK client must have seen through the bridge, whatever the transport.

@@ -1,27 +1,23 @@
 //! 2026-07-28 clients with different capabilities in front of one legacy server (the reference
 //! "everything" server, which offers the tools that need elicitation only to a session whose client
-//! declared it): each set of capabilities gets a session of its own, through `calltape bridge` over
-//! stdio and through `calltape serve`'s stateless requests.
+//! declared it): each set of capabilities gets a session of its own, through `calltape bridge` to the
+//! server over stdio (a process each) and over Streamable HTTP (a session each), and through `calltape
+//! serve`'s stateless requests.
 
 use std::{
     io::{BufRead, BufReader, Read, Write},
     net::TcpStream,
-    path::PathBuf,
-    process::{Child, ChildStdin, Command, Stdio},
+    process::{ChildStdin, Stdio},
     sync::mpsc,
     time::Duration,
 };
 
 use serde_json::{Value, json};
 
-use crate::support::{calltape, peers};
+use crate::support::{KillOnDrop, calltape, everything, first_line, free_port, http_everything};
 
 /// The tool "everything" registers only for a client that declared elicitation.
 const ELICITING_TOOL: &str = "trigger-elicitation-request";
-
-fn everything() -> PathBuf {
-    peers().join("node/node_modules/.bin/mcp-server-everything")
-}
 
 /// A 2026-07-28 request from a client that declares `capabilities`.
 fn request(id: u64, method: &str, params: Value, capabilities: &Value) -> Value {
@@ -45,23 +41,24 @@ fn tool_names(answer: &Value) -> Vec<String> {
         .collect()
 }
 
-/// `calltape bridge -- everything`, fed and read line by line.
+/// `calltape bridge` with `args` naming the upstream, fed and read line by line.
 struct Bridge {
-    child: Child,
+    _process: KillOnDrop,
     stdin: ChildStdin,
     lines: mpsc::Receiver<Value>,
 }
 
 impl Bridge {
-    fn start() -> Self {
+    fn start(args: &[&str]) -> Self {
         let mut child = calltape()
-            .args(["bridge", "--"])
-            .arg(everything())
+            .arg("bridge")
+            .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .env("CALLTAPE_LOG", "info")
             .spawn()
+            .map(KillOnDrop::new)
             .unwrap();
         let stdin = child.stdin.take().unwrap();
         let stdout = child.stdout.take().unwrap();
@@ -76,7 +73,7 @@ impl Bridge {
             }
         });
         Self {
-            child,
+            _process: child,
             stdin,
             lines,
         }
@@ -97,13 +94,6 @@ impl Bridge {
     }
 }
 
-impl Drop for Bridge {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// What each client saw of the tools, in order: plain, eliciting, plain again.
 fn assert_each_client_saw_its_own_session(lists: &[Vec<String>; 3]) {
     let [plain, eliciting, plain_again] = lists;
@@ -120,9 +110,9 @@ fn assert_each_client_saw_its_own_session(lists: &[Vec<String>; 3]) {
     assert!(plain.iter().any(|name| name == "echo"), "{plain:?}");
 }
 
-#[test]
-fn era_sessions_a_client_with_other_capabilities_gets_a_session_of_its_own_through_bridge() {
-    let mut bridge = Bridge::start();
+/// Three clients, plain, eliciting and plain again, list the tools through `bridge`; then each calls a
+/// tool in its own session.
+fn clients_through(bridge: &mut Bridge) {
     let plain = json!({});
     let eliciting = json!({"elicitation": {}});
     let mut lists = [Vec::new(), Vec::new(), Vec::new()];
@@ -160,9 +150,23 @@ fn era_sessions_a_client_with_other_capabilities_gets_a_session_of_its_own_throu
     );
 }
 
+#[test]
+fn era_sessions_a_client_with_other_capabilities_gets_a_process_of_its_own_through_bridge() {
+    let everything = everything();
+    let mut bridge = Bridge::start(&["--", everything.to_str().unwrap()]);
+    clients_through(&mut bridge);
+}
+
+#[test]
+fn era_sessions_a_client_with_other_capabilities_gets_an_http_session_of_its_own_through_bridge() {
+    let server = http_everything(free_port());
+    let mut bridge = Bridge::start(&["--url", &server.url()]);
+    clients_through(&mut bridge);
+}
+
 /// `calltape serve -- everything` and its address.
 struct Served {
-    process: Child,
+    _process: KillOnDrop,
     addr: String,
 }
 
@@ -175,18 +179,18 @@ impl Served {
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
+            .map(KillOnDrop::with_sigterm)
             .unwrap();
-        let mut url = String::new();
-        BufReader::new(process.stdout.take().unwrap())
-            .read_line(&mut url)
-            .unwrap();
+        let url = first_line(&mut process);
         let addr = url
-            .trim()
             .strip_prefix("http://")
             .and_then(|u| u.strip_suffix("/mcp"))
             .unwrap_or_else(|| panic!("a URL on stdout, got {url:?}"))
             .to_owned();
-        Self { process, addr }
+        Self {
+            _process: process,
+            addr,
+        }
     }
 
     /// One stateless 2026-07-28 POST; the JSON-RPC answer it got.
@@ -214,16 +218,6 @@ impl Served {
             .filter_map(|line| serde_json::from_str::<Value>(line).ok())
             .find(|value| value["id"] == message["id"]);
         answer.unwrap_or_else(|| panic!("no answer in {response}"))
-    }
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = Command::new("kill")
-            .arg(self.process.id().to_string())
-            .stderr(Stdio::null())
-            .status();
-        let _ = self.process.wait();
     }
 }
 

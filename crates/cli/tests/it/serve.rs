@@ -179,6 +179,11 @@ fn serve_with_default_limits_outlasts_half_sent_requests_and_a_flood_of_sessions
         1,
         "{stderr}"
     );
+    // Its advice reaches the log whole: nothing in it reads as a credential to the log's redactor.
+    assert!(
+        stderr.contains("name a file that holds one with --token-file\n"),
+        "{stderr}"
+    );
 }
 
 #[test]

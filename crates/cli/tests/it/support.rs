@@ -184,6 +184,20 @@ impl HttpPeer {
     }
 }
 
+/// The "everything" server in its Streamable HTTP mode on `port`; killed when dropped.
+pub(crate) fn http_everything(port: u16) -> HttpPeer {
+    HttpPeer::start(
+        Command::new(everything())
+            .arg("streamableHttp")
+            .env("PORT", port.to_string())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+        port,
+        "the everything server",
+    )
+}
+
 /// The first line `child` prints on its stdout (piped), trimmed: where `calltape serve` and `calltape
 /// http` say their address once they listen, and the fake API its port. Empty when the child exits
 /// first.
