@@ -32,8 +32,8 @@ its own cassette under --cassette-dir with the header `x-calltape-cassette: NAME
 prefix /_cassette/NAME/ (a / in NAME written %2F); GET /_calltape/cassette/NAME answers, as JSON, \
 what the run did with that cassette so far.
 
-Loopback only, as `calltape serve`: a request with an Origin header gets 403 unless \
---allow-origin names that origin, and a Host that is not 127.0.0.1, localhost or [::1] with the \
+Loopback only: a request with an Origin header gets 403 unless --allow-origin names that \
+origin, and a Host that is not 127.0.0.1, localhost or [::1] with the \
 proxy's port gets 421. With --auth the proxy holds a real key, so it serves only under a random \
 per-run path prefix, http://127.0.0.1:PORT/ct-<32 hex digits>/<name>/<rest>: the URLs --env and \
 CALLTAPE_PROXY_URL give the command, and the URLs printed on stdout without a command, include it \

@@ -4,9 +4,14 @@
 //! A web page the user visits can reach 127.0.0.1 two ways: a cross-origin request (a plain `POST`
 //! with `Content-Type: text/plain` needs no preflight), which always carries an `Origin` header, and
 //! DNS rebinding, where the page's own name resolves to 127.0.0.1 and its requests carry that name in
-//! `Host`. [`LoopbackGuard`] refuses both: any `Origin` that was not allowed by name gets 403, and a
-//! `Host` that is not `127.0.0.1`, `localhost` or `[::1]` (with the listener's port, when it has one)
-//! gets 421.
+//! `Host`. [`LoopbackGuard`] refuses both: an `Origin` gets 403 unless it was allowed by name (or is the
+//! listener's own, when [`LoopbackGuard::allow_own_origin`] says so), and a `Host` that is not
+//! `127.0.0.1`, `localhost` or `[::1]` (with the listener's port, when it has one) gets 421.
+//!
+//! The listener's own origin (`http://127.0.0.1:PORT`, `http://localhost:PORT` or `http://[::1]:PORT`,
+//! with the port it listens on) is the one no foreign page can have: a page carries it only when it was
+//! loaded from this very address and port, and calltape's listeners serve no pages. A rebinding page
+//! carries its own name (`http://evil.example:PORT`), which is refused.
 //!
 //! # Example
 //!
@@ -32,6 +37,7 @@ use http::{HeaderMap, StatusCode, header};
 pub struct LoopbackGuard {
     port: Option<u16>,
     allowed_origins: Vec<String>,
+    own_origin: bool,
 }
 
 /// Why a request was refused: the status to answer with and a short text that says why.
@@ -66,7 +72,16 @@ impl LoopbackGuard {
         Self {
             port,
             allowed_origins: Vec::new(),
+            own_origin: false,
         }
+    }
+
+    /// Lets requests from the listener's own origin through: `http://` with `127.0.0.1`, `localhost`
+    /// or `[::1]` and the listener's port, as the MCP conformance suite sends them. A Unix socket has no
+    /// origin of its own.
+    pub fn allow_own_origin(mut self) -> Self {
+        self.own_origin = true;
+        self
     }
 
     /// Lets requests from exactly this origin through (`http://localhost:3000`, say: a browser app
@@ -81,20 +96,35 @@ impl LoopbackGuard {
         &self.allowed_origins
     }
 
+    /// Whether `origin` is this listener's own: `http://` and a loopback name with its port.
+    fn is_own_origin(&self, origin: &[u8]) -> bool {
+        let (true, Some(port)) = (self.own_origin, self.port) else {
+            return false;
+        };
+        let Some(host) = origin.strip_prefix(b"http://") else {
+            return false;
+        };
+        ["127.0.0.1", "localhost", "[::1]"]
+            .iter()
+            .any(|name| host == format!("{name}:{port}").as_bytes())
+    }
+
     /// Checks a request's headers: `Ok` when it may be served.
     pub fn check(&self, headers: &HeaderMap) -> Result<(), Refusal> {
         let mut origins = headers.get_all(header::ORIGIN).iter().peekable();
         // A browser always sends Origin on the requests that matter; only the ones allowed pass.
         if origins.peek().is_some()
             && !origins.all(|o| {
-                self.allowed_origins
-                    .iter()
-                    .any(|a| a.as_bytes() == o.as_bytes())
+                self.is_own_origin(o.as_bytes())
+                    || self
+                        .allowed_origins
+                        .iter()
+                        .any(|a| a.as_bytes() == o.as_bytes())
             })
         {
             return Err(Refusal {
                 status: StatusCode::FORBIDDEN,
-                message: "requests with an Origin header are refused",
+                message: "requests from a web page of another origin are refused",
             });
         }
         let mut hosts = headers.get_all(header::HOST).iter();
@@ -178,12 +208,35 @@ mod tests {
 
     #[test]
     fn origins_and_hosts_table() {
-        let guard = LoopbackGuard::new(Some(8080)).allow_origin("http://localhost:3000");
+        let guard = LoopbackGuard::new(Some(8080))
+            .allow_origin("http://localhost:3000")
+            .allow_own_origin();
         // (origins, hosts, expected status; None = served)
         let table: &[(&[&str], &[&str], Option<u16>)] = &[
             (&[], &["127.0.0.1:8080"], None),
             (&[], &["localhost"], None),
             (&["http://localhost:3000"], &["127.0.0.1:8080"], None),
+            // The listener's own origin, under each loopback name.
+            (&["http://127.0.0.1:8080"], &["127.0.0.1:8080"], None),
+            (&["http://localhost:8080"], &["localhost:8080"], None),
+            (&["http://[::1]:8080"], &["[::1]:8080"], None),
+            (&["http://127.0.0.1:8081"], &["127.0.0.1:8080"], Some(403)),
+            (&["http://127.0.0.1"], &["127.0.0.1:8080"], Some(403)),
+            (&["https://127.0.0.1:8080"], &["127.0.0.1:8080"], Some(403)),
+            (&["http://127.0.0.1:8080/"], &["127.0.0.1:8080"], Some(403)),
+            (&["http://localhost.:8080"], &["127.0.0.1:8080"], Some(403)),
+            (&["http://127.0.0.2:8080"], &["127.0.0.1:8080"], Some(403)),
+            (
+                &["http://evil.example:8080"],
+                &["127.0.0.1:8080"],
+                Some(403),
+            ),
+            (&["http://127.0.0.1:80800"], &["127.0.0.1:8080"], Some(403)),
+            (
+                &["http://127.0.0.1:8080"],
+                &["evil.example:8080"],
+                Some(421),
+            ),
             (&["https://evil.example"], &["127.0.0.1:8080"], Some(403)),
             (&["http://localhost:3000/"], &["127.0.0.1:8080"], Some(403)),
             (&["HTTP://LOCALHOST:3000"], &["127.0.0.1:8080"], Some(403)),
@@ -223,6 +276,35 @@ mod tests {
                 .status(),
             StatusCode::FORBIDDEN,
             "no origin is allowed by default"
+        );
+        // Its own origin only when asked, and a Unix socket has none.
+        headers.insert(
+            header::ORIGIN,
+            HeaderValue::from_static("http://localhost:80"),
+        );
+        headers.insert(header::HOST, HeaderValue::from_static("localhost:80"));
+        assert_eq!(
+            LoopbackGuard::new(Some(80))
+                .check(&headers)
+                .unwrap_err()
+                .status(),
+            StatusCode::FORBIDDEN,
+            "its own origin is refused unless allowed"
+        );
+        assert!(
+            LoopbackGuard::new(Some(80))
+                .allow_own_origin()
+                .check(&headers)
+                .is_ok()
+        );
+        assert_eq!(
+            LoopbackGuard::new(None)
+                .allow_own_origin()
+                .check(&headers)
+                .unwrap_err()
+                .status(),
+            StatusCode::FORBIDDEN,
+            "a socket's guard takes no origin as its own"
         );
     }
 }

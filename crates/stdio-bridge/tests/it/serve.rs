@@ -392,8 +392,16 @@ async fn loopback_hardening_origin_host_and_token() {
     let Target::Tcp(addr) = t else { unreachable!() };
     let auth = ("authorization", "Bearer t0ken");
 
-    // Any Origin, even a loopback one, and on every path.
-    for origin in ["http://evil.example", "http://127.0.0.1", "null"] {
+    // Any Origin but serve's own, even a loopback one on another port, and on every path.
+    let other_origin = format!("http://127.0.0.1:{}", addr.port().wrapping_add(1));
+    let rebound = format!("http://evil.example:{}", addr.port());
+    for origin in [
+        "http://evil.example",
+        "http://127.0.0.1",
+        "null",
+        &other_origin,
+        &rebound,
+    ] {
         let res = raw(
             t,
             Method::POST,
@@ -414,6 +422,34 @@ async fn loopback_hardening_origin_host_and_token() {
     )
     .await;
     assert_eq!(res.status(), StatusCode::FORBIDDEN);
+    // Its own origin (a page only this address and port could have served, and serve serves none)
+    // passes the guard; the token is still required.
+    let own_origin = format!("http://localhost:{}", addr.port());
+    let res = raw(
+        t,
+        Method::POST,
+        "/mcp",
+        &[ACCEPT_BOTH, JSON, auth, ("origin", own_origin.as_str())],
+        PING,
+    )
+    .await;
+    assert!(
+        !matches!(
+            res.status(),
+            StatusCode::FORBIDDEN | StatusCode::UNAUTHORIZED
+        ),
+        "{}",
+        res.status()
+    );
+    let res = raw(
+        t,
+        Method::POST,
+        "/mcp",
+        &[ACCEPT_BOTH, JSON, ("origin", own_origin.as_str())],
+        PING,
+    )
+    .await;
+    assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
 
     // A foreign Host (DNS rebinding), or our name on another port.
     let other_port = format!("127.0.0.1:{}", addr.port().wrapping_add(1));
@@ -582,15 +618,18 @@ async fn identity_endpoint() {
         let res = raw(t, Method::POST, IDENTITY_PATH, &[JSON], bad.as_bytes()).await;
         assert_eq!(res.status(), StatusCode::BAD_REQUEST, "{bad}");
     }
-    let res = raw(
-        t,
-        Method::POST,
-        IDENTITY_PATH,
-        &[JSON, ("origin", "http://x")],
-        body.as_bytes(),
-    )
-    .await;
-    assert_eq!(res.status(), StatusCode::FORBIDDEN);
+    // A shared server, which only calltape's sessions talk to, refuses its own origin too.
+    for origin in ["http://x", endpoint.as_str()] {
+        let res = raw(
+            t,
+            Method::POST,
+            IDENTITY_PATH,
+            &[JSON, ("origin", origin)],
+            body.as_bytes(),
+        )
+        .await;
+        assert_eq!(res.status(), StatusCode::FORBIDDEN, "{origin}");
+    }
     let res = raw(
         t,
         Method::POST,

@@ -12,10 +12,24 @@ use super::*;
 /// eleven scenarios at 2025-11-25: those, at either era. Through a handshake-era server,
 /// `input-required-result-basic-elicitation` is no candidate: it wants the key the server gave its
 /// input request (`user_name`), which a translated server-to-client request cannot know.
-/// `dns-rebinding-protection` is none either: serve refuses every `Origin`, a localhost one too, by
-/// design.
-///
+/// `dns-rebinding-protection` checks serve's listener (which lets its own origin through), so it holds
+/// in every run.
 pub(super) const MUST_PASS: &[(&str, &[Run])] = &[
+    (
+        "dns-rebinding-protection",
+        &[
+            LEGACY_LEGACY,
+            MODERN_LEGACY,
+            BOTH_LEGACY,
+            HTTP_MODERN_LEGACY,
+            EVERYTHING_LEGACY,
+            LEGACY_MODERN,
+            MODERN_MODERN,
+            BOTH_MODERN,
+            HTTP_LEGACY_MODERN,
+            EVERYTHING_MODERN,
+        ],
+    ),
     (
         "server-stateless",
         &[
