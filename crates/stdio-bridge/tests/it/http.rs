@@ -256,6 +256,32 @@ async fn a_404_on_a_request_with_a_session_reports_the_session_expired() {
 }
 
 #[tokio::test]
+async fn a_session_a_new_initialize_replaces_is_ended_with_a_delete() {
+    let server = FakeServer::tcp(no_handler).await;
+    let upstream = HttpUpstream::new(&server.url(), headers()).unwrap();
+    let mut link = upstream.connect().await.unwrap();
+    handshake(&mut link).await;
+    // The session is reopened on the same link (as the era adapter does for a client of its own).
+    handshake(&mut link).await;
+    let deletes = server.wait_for(1, |s| s.method == Method::DELETE).await;
+    assert_eq!(deletes[0].header("mcp-session-id"), Some("session-1"));
+    assert_eq!(
+        deletes[0].header("mcp-protocol-version"),
+        Some("2025-06-18")
+    );
+    send(&link, &request(1, "tools/list")).await;
+    next_message(&mut link).await;
+    let listed = &posts_of(&server.seen(), "tools/list")[0];
+    assert_eq!(listed.header("mcp-session-id"), Some("session-2"));
+    let deleted: Vec<_> = server
+        .seen()
+        .into_iter()
+        .filter(|s| s.method == Method::DELETE)
+        .collect();
+    assert_eq!(deleted.len(), 1, "the new session was not ended");
+}
+
+#[tokio::test]
 async fn a_400_saying_the_session_id_is_invalid_reports_the_session_expired() {
     let server = FakeServer::tcp(|seen, state| {
         if seen.rpc() == "tools/list" && state.sessions == 1 {

@@ -162,28 +162,36 @@ impl<T: Transport> Core<T> {
             (session.id.take(), session.version.clone())
         };
         let Some(id) = id else { return };
+        end_session(
+            &*self.transport,
+            self.delete_request(id, version.as_deref()),
+        )
+        .await;
+    }
+
+    /// The DELETE that ends the session `id`.
+    fn delete_request(&self, id: HeaderValue, version: Option<&str>) -> HttpRequest {
         let mut headers = self.extra.clone();
         headers.insert(MCP_SESSION_ID, id);
-        if let Some(version) = version.as_deref().and_then(header_value) {
+        if let Some(version) = version.and_then(header_value) {
             headers.insert(MCP_PROTOCOL_VERSION, version);
         }
-        let request = HttpRequest {
+        HttpRequest {
             method: Method::DELETE,
             headers,
             body: None,
-        };
-        match tokio::time::timeout(DELETE_TIMEOUT, self.transport.send(request)).await {
-            Ok(Ok(response)) => {
-                tracing::debug!(status = %response.status, "session ended with DELETE");
-            }
-            Ok(Err(err)) => tracing::debug!(?err, "DELETE of the session failed"),
-            Err(_) => tracing::debug!("DELETE of the session timed out"),
         }
     }
 
-    /// A new `initialize` starts a new session: forget the old one.
+    /// A new `initialize` starts a new session: the old one, which nobody will use again, is ended
+    /// with a DELETE on the side, and forgotten.
     fn begin_session(&self) {
-        *self.session() = Session::default();
+        let old = std::mem::take(&mut *self.session());
+        if let Some(id) = old.id {
+            let request = self.delete_request(id, old.version.as_deref());
+            let transport = Arc::clone(&self.transport);
+            tokio::spawn(async move { end_session(&*transport, request).await });
+        }
     }
 
     /// Forgets the session the server no longer knows, unless a newer one replaced it meanwhile.
@@ -401,6 +409,17 @@ impl<T: Transport> Driver<T> {
 async fn send_event(events: &mpsc::Sender<UpstreamEvent>, event: UpstreamEvent) {
     // A bridge that dropped the receiver has stopped listening; there is no one left to tell.
     let _ = events.send(event).await;
+}
+
+/// Sends a session's DELETE, giving it [`DELETE_TIMEOUT`]; the outcome is only logged.
+async fn end_session<T: Transport>(transport: &T, request: HttpRequest) {
+    match tokio::time::timeout(DELETE_TIMEOUT, transport.send(request)).await {
+        Ok(Ok(response)) => {
+            tracing::debug!(status = %response.status, "session ended with DELETE");
+        }
+        Ok(Err(err)) => tracing::debug!(?err, "DELETE of the session failed"),
+        Err(_) => tracing::debug!("DELETE of the session timed out"),
+    }
 }
 
 fn content_type(headers: &HeaderMap) -> String {

@@ -303,7 +303,9 @@ pub(super) fn standard(seen: &Seen, state: &mut State) -> Reply {
             .pop_front()
             .unwrap_or_else(|| Reply::status(405, "")),
         Method::DELETE => {
-            state.current = None;
+            if seen.header("mcp-session-id") == state.current.as_deref() {
+                state.current = None;
+            }
             Reply::status(200, "")
         }
         _ => {
