@@ -2,8 +2,10 @@
 //!
 //! Handy as an upstream for trying the bridge, and used by its tests and benches. A few extra tools help
 //! those: `pid` (this process's id), `inits` (how many `initialize` and `notifications/initialized`
-//! messages this process saw), `sleep` (answers after `ms` milliseconds) and `crash` (exits without
-//! answering).
+//! messages this process saw), `seen` (every method this process was sent, in order, with the tool,
+//! URI or level it named), `sleep` (answers after `ms` milliseconds) and `crash` (exits
+//! without answering). It takes resource subscriptions (refusing a URI that starts with `missing:`) and
+//! a log level (refusing one that is not a level).
 #![allow(clippy::print_stdout)]
 
 use std::{
@@ -13,11 +15,34 @@ use std::{
 
 use serde_json::{Value, json};
 
+const LEVELS: [&str; 8] = [
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+];
+
+/// The method of a message, with the tool, URI or level it names, as the `seen` tool lists it.
+fn seen_as(method: &str, params: &Value) -> String {
+    let named = ["name", "uri", "level"]
+        .into_iter()
+        .find_map(|k| params[k].as_str());
+    match named {
+        Some(what) => format!("{method} {what}"),
+        None => method.to_owned(),
+    }
+}
+
 fn main() {
     let stdin = std::io::stdin();
     let mut stdout = std::io::stdout().lock();
     let mut initializes = 0u64;
     let mut initialized = 0u64;
+    let mut seen = Vec::new();
     for line in stdin.lock().lines() {
         let Ok(line) = line else { break };
         let Ok(request) = serde_json::from_str::<Value>(&line) else {
@@ -25,6 +50,9 @@ fn main() {
         };
         let method = request["method"].as_str().unwrap_or_default();
         let id = request.get("id").cloned();
+        if !method.is_empty() {
+            seen.push(seen_as(method, &request["params"]));
+        }
         let result = match method {
             "initialize" => {
                 initializes += 1;
@@ -32,7 +60,8 @@ fn main() {
                     "protocolVersion": request["params"]["protocolVersion"].as_str().unwrap_or("2025-06-18"),
                     "capabilities": {
                         "tools": { "listChanged": true },
-                        "resources": {},
+                        "resources": { "subscribe": true },
+                        "logging": {},
                         "prompts": { "listChanged": false },
                     },
                     "serverInfo": { "name": "echo-server", "version": "1.0.0" },
@@ -54,6 +83,7 @@ fn main() {
                     "echo" => arguments["text"].as_str().unwrap_or_default().to_owned(),
                     "pid" => std::process::id().to_string(),
                     "inits" => format!("{initializes} {initialized}"),
+                    "seen" => seen.join(", "),
                     "sleep" => {
                         std::thread::sleep(Duration::from_millis(
                             arguments["ms"].as_u64().unwrap_or(0),
@@ -71,6 +101,14 @@ fn main() {
             "prompts/get" => Some(json!({ "messages": [{
                 "role": "user", "content": { "type": "text", "text": "say hello" },
             }] })),
+            "resources/subscribe" | "resources/unsubscribe" => {
+                let uri = request["params"]["uri"].as_str().unwrap_or("missing:");
+                (!uri.starts_with("missing:")).then(|| json!({}))
+            }
+            "logging/setLevel" => {
+                let level = request["params"]["level"].as_str().unwrap_or_default();
+                LEVELS.contains(&level).then(|| json!({}))
+            }
             _ => None,
         };
         let Some(id) = id else { continue };
@@ -78,7 +116,14 @@ fn main() {
             Some(result) => json!({ "jsonrpc": "2.0", "id": id, "result": result }),
             None if method.is_empty() => continue,
             None => {
-                json!({ "jsonrpc": "2.0", "id": id, "error": { "code": -32601, "message": "method not found" } })
+                let (code, message) = match method {
+                    "resources/subscribe" | "resources/unsubscribe" => {
+                        (-32002, "resource not found")
+                    }
+                    "logging/setLevel" => (-32602, "not a log level"),
+                    _ => (-32601, "method not found"),
+                };
+                json!({ "jsonrpc": "2.0", "id": id, "error": { "code": code, "message": message } })
             }
         };
         if writeln!(stdout, "{answer}")

@@ -4,10 +4,13 @@
 //! its answers, so a slow client or upstream applies backpressure instead of growing memory.
 //!
 //! This module holds the session's state, its event loop and what the client sends; `hold` holds the
-//! client's messages while the upstream is not ready, and `link` handles what the upstream link does.
+//! client's messages while the upstream is not ready, `link` handles what the upstream link does, and
+//! `resume` keeps what the client set up in its session (subscriptions, log level) to set it up again
+//! after a re-initialization.
 
 mod hold;
 mod link;
+mod resume;
 
 use std::{
     collections::{HashMap, HashSet, VecDeque},
@@ -65,6 +68,15 @@ enum Phase {
     Ready,
 }
 
+/// What a request sent upstream is, for what its answer does.
+enum Sent {
+    Plain,
+    /// The client's `initialize`.
+    Initialize,
+    /// A request that changes the session's state once the upstream accepts it.
+    Change(resume::Change),
+}
+
 /// A client message waiting to be sent upstream.
 struct Held {
     frame: Frame,
@@ -86,9 +98,14 @@ impl Held {
     }
 
     fn control(frame: Frame) -> Self {
+        Self::control_with(frame, Peek::Batch(Vec::new()))
+    }
+
+    /// A request of the bridge's own, whose id is known when it is dropped.
+    fn control_with(frame: Frame, peek: Peek) -> Self {
         Self {
             frame,
-            peek: Peek::Batch(Vec::new()),
+            peek,
             since: Instant::now(),
             control: true,
         }
@@ -166,6 +183,7 @@ where
         pause_until: None,
         in_flight: HashMap::new(),
         handshake: None,
+        resume: resume::Resume::default(),
         retried: HashSet::new(),
         server_requests: HashSet::new(),
         counts: Counts::default(),
@@ -243,9 +261,11 @@ struct Core {
     pending_bytes: usize,
     /// After a frame could not be delivered, sending waits until then.
     pause_until: Option<Instant>,
-    /// Requests sent upstream and not answered yet; `true` for the client's `initialize`.
-    in_flight: HashMap<Box<str>, bool>,
+    /// Requests sent upstream and not answered yet.
+    in_flight: HashMap<Box<str>, Sent>,
     handshake: Option<Handshake>,
+    /// What the client set up in its session, replayed after the handshake.
+    resume: resume::Resume,
     /// Requests already re-sent once after a session expired.
     retried: HashSet<Box<str>>,
     /// Requests the upstream sent the client, on the current link.
@@ -459,6 +479,7 @@ impl Core {
                         initialized: false,
                         list_changed: Vec::new(),
                     });
+                    self.resume.clear();
                 }
                 Some(jsonrpc::INITIALIZED) => {
                     if let Some(handshake) = &mut self.handshake {

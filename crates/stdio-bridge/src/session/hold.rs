@@ -7,7 +7,7 @@ use std::collections::VecDeque;
 use serde_json::Value;
 use tokio::{sync::mpsc, time::Instant};
 
-use super::{Core, Held};
+use super::{Core, Held, Sent, resume::Change};
 use crate::{
     BUFFER_FULL, RESTART_DEADLINE,
     jsonrpc::{self, Info, Peek},
@@ -92,17 +92,27 @@ impl Core {
         if held.control {
             return;
         }
+        let mut changes = Change::read(&held.frame, &held.peek);
         match held.peek {
-            Peek::One(info) => self.register_one(info),
-            Peek::Batch(infos) => infos.into_iter().for_each(|info| self.register_one(info)),
+            Peek::One(info) => self.register_one(info, &mut changes),
+            Peek::Batch(infos) => infos
+                .into_iter()
+                .for_each(|info| self.register_one(info, &mut changes)),
         }
     }
 
-    fn register_one(&mut self, info: Info) {
-        if let (true, Some(id)) = (info.is_request(), info.id) {
-            self.in_flight
-                .insert(id, info.method.as_deref() == Some("initialize"));
-        }
+    fn register_one(&mut self, info: Info, changes: &mut Vec<(Box<str>, Change)>) {
+        let (true, Some(id)) = (info.is_request(), info.id) else {
+            return;
+        };
+        let sent = if info.method.as_deref() == Some("initialize") {
+            Sent::Initialize
+        } else if let Some(at) = changes.iter().position(|(of, _)| *of == id) {
+            Sent::Change(changes.swap_remove(at).1)
+        } else {
+            Sent::Plain
+        };
+        self.in_flight.insert(id, sent);
     }
 
     pub(super) fn dispatch(&mut self, permit: mpsc::OwnedPermit<Frame>) {
@@ -161,8 +171,15 @@ impl Core {
         let before = self.pending.len();
         if self.pending.iter().any(|h| h.control) {
             let items: Vec<Held> = std::iter::from_fn(|| self.pop_front()).collect();
-            for held in items.into_iter().filter(|h| !h.control) {
-                self.push_back(held);
+            for held in items {
+                if held.control {
+                    // One of the bridge's own requests never goes now: its answer is not awaited.
+                    for id in held.requests() {
+                        self.resume.take(id);
+                    }
+                } else {
+                    self.push_back(held);
+                }
             }
         }
         debug_assert!(self.pending.len() <= before);

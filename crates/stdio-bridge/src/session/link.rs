@@ -7,7 +7,7 @@ use std::{sync::Arc, time::Duration};
 use serde_json::Value;
 use tokio::time::Instant;
 
-use super::{Core, Held, Live, Phase, backoff};
+use super::{Core, Held, Live, Phase, Sent, backoff, resume};
 use crate::{
     Error, UPSTREAM_EXITED, UPSTREAM_PROTOCOL_ERROR, UPSTREAM_UNREACHABLE,
     jsonrpc::{self, CONNECTION_LOST, EXITED_IN_FLIGHT, NOT_MCP, Peek, peek},
@@ -34,6 +34,7 @@ impl Core {
                 });
                 self.pause_until = None;
                 self.server_requests.clear();
+                self.resume.forget_sent();
                 if self.handshake.as_ref().is_some_and(|h| h.answered) {
                     self.start_reinit();
                 } else {
@@ -80,10 +81,14 @@ impl Core {
             return;
         };
         let lists = handshake.list_changed.clone();
+        let mut control = Vec::new();
         if handshake.initialized {
             let initialized = jsonrpc::notification(jsonrpc::INITIALIZED);
-            self.push_front(vec![Held::control(initialized)]);
+            control.push(Held::control(initialized));
         }
+        // Then what the client set up in its session, before anything of the client's.
+        control.extend(self.resume_requests());
+        self.push_front(control);
         for method in lists {
             self.send_to_client(jsonrpc::notification(method)).await;
         }
@@ -133,11 +138,21 @@ impl Core {
                 self.finish_reinit(&frame).await;
                 return;
             }
+            if matches!(peek, Peek::One(_))
+                && let Some(method) = self.resume.take(id)
+            {
+                self.on_resume_answer(method, &frame);
+                return;
+            }
             if !self.retried.is_empty() {
                 self.retried.remove(id);
             }
-            if self.in_flight.remove(id) == Some(true) {
-                self.on_initialize_answer(id, &frame);
+            match self.in_flight.remove(id) {
+                Some(Sent::Initialize) => self.on_initialize_answer(id, &frame),
+                Some(Sent::Change(change)) if resume::is_result(&frame, &peek, id) => {
+                    self.resume.apply(change);
+                }
+                _ => {}
             }
         }
         self.send_to_client(frame).await;
@@ -181,12 +196,12 @@ impl Core {
         self.drop_control();
         self.pause_until = None;
         self.server_requests.clear();
-        let mut in_flight: Vec<(Box<str>, bool)> = self.in_flight.drain().collect();
-        in_flight.sort();
+        let mut in_flight: Vec<(Box<str>, Sent)> = self.in_flight.drain().collect();
+        in_flight.sort_by(|a, b| a.0.cmp(&b.0));
         let upstream = serde_json::json!({ "message": format!("{} {reason}", self.describe) });
         let data = jsonrpc::data(code_reason, Some(upstream));
-        for (id, initialize) in in_flight {
-            let first_handshake = initialize
+        for (id, sent) in in_flight {
+            let first_handshake = matches!(sent, Sent::Initialize)
                 && self
                     .handshake
                     .as_ref()
@@ -232,6 +247,12 @@ impl Core {
         {
             tracing::warn!("the upstream refused the replayed initialize as an expired session");
             self.phase = Phase::Ready;
+            return;
+        }
+        if let Some(id) = self.resume.ours(&peek) {
+            // Never a new re-initialization for it, which could loop: the client's next request
+            // finds the session gone and brings the replay with it.
+            self.forget_resume_request(id, "the session expired");
             return;
         }
         let mut retry = true;
@@ -295,6 +316,16 @@ impl Core {
             self.attempts = self.attempts.saturating_add(1);
             return;
         }
+        if let Some(id) = self.resume.ours(&peek) {
+            if maybe_delivered {
+                self.forget_resume_request(id, reason);
+            } else {
+                self.push_front(vec![Held::control_with(frame, peek)]);
+                self.pause_until = Some(pause);
+                self.attempts = self.attempts.saturating_add(1);
+            }
+            return;
+        }
         for info in peek.infos() {
             if let Some(id) = &info.id {
                 self.in_flight.remove(id);
@@ -336,6 +367,10 @@ impl Core {
             && peek.infos().iter().any(|i| i.id.as_deref() == Some(&**id))
         {
             self.phase = Phase::Ready;
+            return;
+        }
+        if let Some(id) = self.resume.ours(&peek) {
+            self.forget_resume_request(id, message);
             return;
         }
         for info in peek.infos() {

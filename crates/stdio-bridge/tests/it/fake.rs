@@ -53,9 +53,22 @@ impl Scripted {
         })
     }
 
-    fn answer(message: &Value) -> Option<Value> {
+    /// The answer to a request; a subscription to `file:///flaky` is refused after its first time.
+    fn answer(&self, message: &Value) -> Option<Value> {
         let id = message.get("id")?;
-        let result = match message["method"].as_str()? {
+        let method = message["method"].as_str()?;
+        if method == "resources/subscribe" && message["params"]["uri"] == "file:///flaky" {
+            let times = self
+                .sent()
+                .iter()
+                .filter(|m| m["params"] == message["params"])
+                .count();
+            if times > 1 {
+                let error = json!({ "code": -32002, "message": "resource not found" });
+                return Some(json!({ "jsonrpc": "2.0", "id": id, "error": error }));
+            }
+        }
+        let result = match method {
             "initialize" => json!({
                 "protocolVersion": "2025-06-18",
                 "capabilities": { "tools": { "listChanged": true }, "resources": { "listChanged": true } },
@@ -87,7 +100,7 @@ impl Upstream for Scripted {
                     this.log.lock().expect("lock").push(message.clone());
                     let event = match this.event_for(&frame, &message) {
                         Some(event) => event,
-                        None => match Scripted::answer(&message) {
+                        None => match this.answer(&message) {
                             Some(answer) => UpstreamEvent::Message(Frame::from(answer.to_string())),
                             None => continue,
                         },
@@ -110,7 +123,7 @@ fn methods(sent: &[Value]) -> Vec<String> {
     sent.iter()
         .map(|m| {
             let method = m["method"].as_str().unwrap_or("?");
-            match m["params"]["name"].as_str() {
+            match m["params"]["name"].as_str().or(m["params"]["uri"].as_str()) {
                 Some(name) => format!("{method} {name}"),
                 None => method.to_owned(),
             }
@@ -210,4 +223,55 @@ async fn an_answer_that_is_not_mcp_is_an_upstream_protocol_error() {
         json!({ "status": 500, "message": "expected JSON, got text/html" })
     );
     client.finish().await;
+}
+
+#[tokio::test]
+async fn an_expired_session_gets_the_subscriptions_again_and_the_client_no_answer_of_the_bridge() {
+    let upstream = Scripted::default();
+    let mut client = Client::over(upstream.clone());
+    client.initialize().await;
+    for (id, uri) in [(1, "file:///a"), (2, "file:///flaky")] {
+        let answer = client
+            .request(id, "resources/subscribe", json!({ "uri": uri }))
+            .await;
+        assert_eq!(answer["result"], json!({}), "{answer}");
+    }
+    let answer = client.call(3, "expire", json!({})).await;
+    assert_eq!(text(&answer), "expire");
+    let sent = upstream.sent();
+    assert_eq!(
+        methods(&sent)[4..],
+        [
+            "tools/call expire",
+            "initialize",
+            "notifications/initialized",
+            "resources/subscribe file:///a",
+            "resources/subscribe file:///flaky",
+            "tools/call expire",
+        ]
+    );
+    // The replayed requests carry ids of the bridge's own, unlike any of the client's.
+    for replayed in &sent[7..9] {
+        let id = replayed["id"].as_str().expect("a string id");
+        assert!(id.starts_with("calltape-"), "{replayed}");
+    }
+    // The new session refused file:///flaky: the client hears nothing of it, nor of file:///a's answer.
+    let notes: Vec<&str> = client
+        .notes
+        .iter()
+        .map(|n| {
+            n["method"]
+                .as_str()
+                .unwrap_or_else(|| panic!("an answer the client did not ask for: {n}"))
+        })
+        .collect();
+    assert_eq!(
+        notes,
+        [
+            "notifications/tools/list_changed",
+            "notifications/resources/list_changed"
+        ]
+    );
+    let (_, rest) = client.finish().await;
+    assert!(rest.is_empty(), "{rest:?}");
 }

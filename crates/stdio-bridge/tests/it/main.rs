@@ -8,6 +8,7 @@ mod era_serve_rules;
 mod fake;
 #[cfg(feature = "http")]
 mod http;
+mod resume;
 #[cfg(feature = "serve")]
 mod serve;
 #[cfg(feature = "serve")]
