@@ -15,7 +15,8 @@
 //!   (256 messages / 64 MiB by default) and sent once it is ready. A held request gets an error when the
 //!   buffer is full or after the restart deadline (30 s by default); the bridge keeps trying.
 //! - **Restarts**: a request in flight when the upstream dies gets an error with its own id. The next
-//!   upstream receives the client's original `initialize` (and `notifications/initialized`), whose answers
+//!   upstream receives the client's original `initialize` (and `notifications/initialized`), then the log
+//!   level and the resource subscriptions the old one accepted (at most 1,024 URIs), all of whose answers
 //!   the client never sees, and the client receives `notifications/{tools,resources,prompts}/list_changed`
 //!   for each list the server said can change. An HTTP session the server forgot is re-initialized the
 //!   same way and the request retried once.
