@@ -9,12 +9,14 @@ use tokio::sync::mpsc;
 
 use crate::support::{Client, text};
 
-/// Answers like a small MCP server; some tool names make it report an event instead, once each.
+/// Answers like a small MCP server; some tool names make it report an event instead, once each, and so
+/// do subscriptions to URIs that start with those names and a colon, the second time they are sent
+/// (when the bridge replays them).
 #[derive(Debug, Clone, Default)]
 struct Scripted {
     /// Every frame the bridge sent, in order.
     log: Arc<Mutex<Vec<Value>>>,
-    /// Tool names whose event was already reported.
+    /// Tool names and URIs whose event was already reported.
     done: Arc<Mutex<Vec<String>>>,
 }
 
@@ -23,16 +25,29 @@ impl Scripted {
         self.log.lock().expect("lock").clone()
     }
 
+    /// How many times the bridge sent this method with these params.
+    fn times(&self, message: &Value) -> usize {
+        let log = self.log.lock().expect("lock");
+        log.iter()
+            .filter(|m| m["method"] == message["method"] && m["params"] == message["params"])
+            .count()
+    }
+
     fn event_for(&self, frame: &Frame, message: &Value) -> Option<UpstreamEvent> {
-        let tool = message["params"]["name"].as_str()?.to_owned();
+        let params = &message["params"];
+        let (key, kind) = match (params["name"].as_str(), params["uri"].as_str()) {
+            (Some(tool), _) => (tool, tool.trim_end_matches("-always")),
+            (None, Some(uri)) if self.times(message) == 2 => (uri, uri.split(':').next()?),
+            _ => return None,
+        };
         let mut done = self.done.lock().expect("lock");
-        let repeat = tool.ends_with("-always");
-        if done.contains(&tool) && !repeat {
+        let repeat = key.ends_with("-always");
+        if done.iter().any(|d| d == key) && !repeat {
             return None;
         }
-        done.push(tool.clone());
+        done.push(key.to_owned());
         let frame = frame.clone();
-        Some(match tool.trim_end_matches("-always") {
+        Some(match kind {
             "expire" => UpstreamEvent::SessionExpired { frame },
             "refused" => UpstreamEvent::Undelivered {
                 frame,
@@ -256,6 +271,54 @@ async fn an_expired_session_gets_the_subscriptions_again_and_the_client_no_answe
         assert!(id.starts_with("calltape-"), "{replayed}");
     }
     // The new session refused file:///flaky: the client hears nothing of it, nor of file:///a's answer.
+    let notes: Vec<&str> = client
+        .notes
+        .iter()
+        .map(|n| {
+            n["method"]
+                .as_str()
+                .unwrap_or_else(|| panic!("an answer the client did not ask for: {n}"))
+        })
+        .collect();
+    assert_eq!(
+        notes,
+        [
+            "notifications/tools/list_changed",
+            "notifications/resources/list_changed"
+        ]
+    );
+    let (_, rest) = client.finish().await;
+    assert!(rest.is_empty(), "{rest:?}");
+}
+
+#[tokio::test]
+async fn a_replayed_subscription_lost_on_the_way_is_never_an_answer_to_the_client() {
+    let upstream = Scripted::default();
+    let mut client = Client::over(upstream.clone());
+    client.initialize().await;
+    // Each is accepted now, and meets its event when the bridge replays it.
+    let uris = ["refused:a", "dropped:b", "html:c", "file:///d", "expire:e"];
+    for (id, uri) in (1..).zip(uris) {
+        let answer = client
+            .request(id, "resources/subscribe", json!({ "uri": uri }))
+            .await;
+        assert_eq!(answer["result"], json!({}), "{answer}");
+    }
+    let answer = client.call(9, "expire", json!({})).await;
+    assert_eq!(text(&answer), "expire");
+    // Once more after the replay: every replayed request was answered or given up by then.
+    assert_eq!(text(&client.call(10, "echo", json!({})).await), "echo");
+    let sent = methods(&upstream.sent());
+    let replayed = |uri: &str| {
+        let line = format!("resources/subscribe {uri}");
+        sent.iter().filter(|m| **m == line).count()
+    };
+    // Refused before sending: sent again; the others: sent once more, never again.
+    assert_eq!(replayed("refused:a"), 3, "{sent:?}");
+    for uri in &uris[1..] {
+        assert_eq!(replayed(uri), 2, "{uri}: {sent:?}");
+    }
+    assert_eq!(sent.iter().filter(|m| *m == "initialize").count(), 2);
     let notes: Vec<&str> = client
         .notes
         .iter()
