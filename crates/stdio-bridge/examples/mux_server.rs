@@ -5,8 +5,10 @@
 //! `slow {ms, steps}` (progress on the request's token, then "done"), `notify` (a tools list change and a
 //! log message), `update {uri}` (a resource update), `roots` (asks the client for its roots and returns
 //! them), `subs` (subscriptions held), `cancels` (the request ids of the `notifications/cancelled` it
-//! received, as JSON), `flood {count, size}` (`count` log messages of `size` bytes each), `crash` (exits
-//! with status 3).
+//! received, as JSON), `setup` (the `resources/subscribe` and `logging/setLevel` requests it was sent,
+//! refused ones too, as JSON), `flood {count, size}` (`count` log messages of `size` bytes each), `crash`
+//! (exits with status 3). It refuses a subscription to a URI that starts with `missing:`, and with
+//! `--init-delay-ms MS` it answers each `initialize` that much later.
 
 use std::{
     collections::HashMap,
@@ -45,6 +47,13 @@ fn main() {
     let subscriptions = Arc::new(AtomicI64::new(0));
     let next_ask = Arc::new(AtomicI64::new(1));
     let cancels = Arc::new(Mutex::new(Vec::<Value>::new()));
+    let mut setup = Vec::<Value>::new();
+    let args: Vec<String> = std::env::args().collect();
+    let init_delay = args
+        .windows(2)
+        .find(|w| w[0] == "--init-delay-ms")
+        .and_then(|w| w[1].parse().ok())
+        .map(Duration::from_millis);
     for line in std::io::stdin().lock().lines() {
         let Ok(line) = line else { break };
         let Ok(message) = serde_json::from_str::<Value>(&line) else {
@@ -60,6 +69,9 @@ fn main() {
         };
         match method.as_str() {
             "initialize" => {
+                if let Some(delay) = init_delay {
+                    thread::sleep(delay);
+                }
                 initializes.fetch_add(1, Ordering::SeqCst);
                 send(
                     &out,
@@ -80,12 +92,24 @@ fn main() {
             }
             "ping" => send(&out, &json!({"jsonrpc": "2.0", "id": id, "result": {}})),
             "resources/subscribe" | "resources/unsubscribe" => {
-                let delta = if method == "resources/subscribe" {
-                    1
-                } else {
-                    -1
-                };
-                subscriptions.fetch_add(delta, Ordering::SeqCst);
+                let uri = message["params"]["uri"].as_str().unwrap_or_default();
+                let subscribe = method == "resources/subscribe";
+                if subscribe {
+                    setup.push(json!(format!("{method} {uri}")));
+                }
+                if uri.starts_with("missing:") {
+                    send(
+                        &out,
+                        &json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32002, "message": "resource not found"}}),
+                    );
+                    continue;
+                }
+                subscriptions.fetch_add(if subscribe { 1 } else { -1 }, Ordering::SeqCst);
+                send(&out, &json!({"jsonrpc": "2.0", "id": id, "result": {}}));
+            }
+            "logging/setLevel" => {
+                let level = message["params"]["level"].as_str().unwrap_or_default();
+                setup.push(json!(format!("{method} {level}")));
                 send(&out, &json!({"jsonrpc": "2.0", "id": id, "result": {}}));
             }
             "tools/call" => {
@@ -97,8 +121,11 @@ fn main() {
                     subscriptions.load(Ordering::SeqCst),
                 );
                 let ask = next_ask.fetch_add(1, Ordering::SeqCst);
-                let cancelled = Value::Array(cancels.lock().expect("lock").clone());
-                thread::spawn(move || call(&out, &waiters, &message, counts, ask, &cancelled));
+                let seen = (
+                    Value::Array(cancels.lock().expect("lock").clone()),
+                    Value::Array(setup.clone()),
+                );
+                thread::spawn(move || call(&out, &waiters, &message, counts, ask, &seen));
             }
             _ if id.is_null() => {}
             _ => send(
@@ -115,7 +142,7 @@ fn call(
     message: &Value,
     counts: (i64, i64, i64),
     ask: i64,
-    cancelled: &Value,
+    (cancelled, setup): &(Value, Value),
 ) {
     let id = &message["id"];
     let args = &message["params"]["arguments"];
@@ -126,6 +153,7 @@ fn call(
         "inits" => format!("{} {}", counts.0, counts.1),
         "subs" => counts.2.to_string(),
         "cancels" => cancelled.to_string(),
+        "setup" => setup.to_string(),
         "slow" => {
             let ms = args["ms"].as_u64().unwrap_or(500);
             let steps = args["steps"].as_u64().unwrap_or(1).max(1);

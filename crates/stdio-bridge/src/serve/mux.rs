@@ -16,6 +16,9 @@
 //! - when the upstream exits, every session's in-flight requests get an error with their own ids, the
 //!   upstream is started again and re-initialized from the cached handshake, and sessions go on.
 //!
+//! What sessions set up (subscriptions, the log level) counts from the request on, and an error answer
+//! takes it back; a restarted upstream is set up with it again, except what is held for it anyway.
+//!
 //! What cannot be shared: `logging/setLevel` sets the one upstream's level for everybody (the last
 //! session to set it wins), and the upstream sees one client, so roots that differ between sessions
 //! cannot be told apart (a `roots/list` request goes to one session).
@@ -150,6 +153,22 @@ struct Route {
     token: Option<u64>,
     /// The first `initialize`, whose answer is cached.
     initialize: Option<Value>,
+    /// What an error answer to it takes back.
+    undo: Option<Undo>,
+}
+
+/// What a request changed before it was answered, taken back when it is answered with an error (by the
+/// upstream, or by the multiplexer when the upstream exits), so that only what the upstream accepted
+/// is set up again on a restarted one.
+#[derive(Clone)]
+enum Undo {
+    /// The session's subscription to this URI.
+    Subscribe(String),
+    /// The log level this request set, and the one before it.
+    SetLevel {
+        level: Value,
+        previous: Option<Value>,
+    },
 }
 
 enum Init {
@@ -309,6 +328,11 @@ impl State {
     }
 
     fn answer(&mut self, route: &Route, frame: Value) {
+        if frame.get("error").is_some()
+            && let Some(undo) = &route.undo
+        {
+            self.undo(route.session, undo.clone());
+        }
         self.deliver_answer(route.session, route.answers.as_ref(), frame);
     }
 

@@ -13,6 +13,8 @@ mod resume;
 mod serve;
 #[cfg(feature = "serve")]
 mod serve_limits;
+#[cfg(feature = "serve")]
+mod serve_resume;
 mod session;
 #[cfg(feature = "serve")]
 mod shared;

@@ -90,11 +90,32 @@ impl State {
 
     pub(super) fn handshake_replayed(&mut self) {
         let mut frames = vec![json!({"jsonrpc": "2.0", "method": INITIALIZED})];
-        if let Some(level) = self.log_level.clone() {
+        // What is held goes to the upstream right after: never twice.
+        let level_held = self
+            .held
+            .iter()
+            .any(|f| method_of(f) == Some("logging/setLevel"));
+        let level = if level_held {
+            None
+        } else {
+            self.log_level.clone()
+        };
+        let held_uris: HashSet<&str> = self
+            .held
+            .iter()
+            .filter(|f| method_of(f) == Some("resources/subscribe"))
+            .filter_map(|f| f["params"]["uri"].as_str())
+            .collect();
+        let uris: Vec<String> = self
+            .subscriptions
+            .keys()
+            .filter(|uri| !held_uris.contains(uri.as_str()))
+            .cloned()
+            .collect();
+        if let Some(level) = level {
             let id = self.internal_id();
             frames.push(json!({"jsonrpc": "2.0", "id": id, "method": "logging/setLevel", "params": {"level": level}}));
         }
-        let uris: Vec<String> = self.subscriptions.keys().cloned().collect();
         for uri in uris {
             let id = self.internal_id();
             frames.push(json!({"jsonrpc": "2.0", "id": id, "method": "resources/subscribe", "params": {"uri": uri}}));

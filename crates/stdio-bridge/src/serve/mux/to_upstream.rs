@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use super::{Init, Outbox, Route, SessionNo, State, id_key};
+use super::{Init, Outbox, Route, SessionNo, State, Undo, id_key};
 use crate::jsonrpc::{INITIALIZED, id_of, method_of};
 
 impl State {
@@ -110,6 +110,7 @@ impl State {
         answers: Option<Outbox>,
         related: bool,
     ) {
+        let mut undo = None;
         match method {
             "initialize" => match &mut self.init {
                 Init::Done { result, .. } => {
@@ -136,7 +137,9 @@ impl State {
                 let subscribers = self.subscriptions.entry(uri.clone()).or_default();
                 let others = subscribers.iter().any(|s| *s != session);
                 if subscribe {
-                    subscribers.insert(session);
+                    if subscribers.insert(session) {
+                        undo = Some(Undo::Subscribe(uri.clone()));
+                    }
                 } else {
                     subscribers.remove(&session);
                     if subscribers.is_empty() {
@@ -150,7 +153,11 @@ impl State {
                     return;
                 }
             }
-            "logging/setLevel" => self.log_level = Some(message["params"]["level"].clone()),
+            "logging/setLevel" => {
+                let level = message["params"]["level"].clone();
+                let previous = self.log_level.replace(level.clone());
+                undo = Some(Undo::SetLevel { level, previous });
+            }
             _ => {}
         }
         let up = self.next_id;
@@ -176,8 +183,29 @@ impl State {
                 related,
                 token,
                 initialize,
+                undo,
             },
         );
         self.send_upstream(message);
+    }
+
+    /// Takes back what a request answered with an error had changed.
+    pub(super) fn undo(&mut self, session: SessionNo, undo: Undo) {
+        match undo {
+            Undo::Subscribe(uri) => {
+                if let Some(subscribers) = self.subscriptions.get_mut(&uri) {
+                    subscribers.remove(&session);
+                    if subscribers.is_empty() {
+                        self.subscriptions.remove(&uri);
+                    }
+                }
+            }
+            // Unless a later request set another level since.
+            Undo::SetLevel { level, previous } => {
+                if self.log_level.as_ref() == Some(&level) {
+                    self.log_level = previous;
+                }
+            }
+        }
     }
 }
