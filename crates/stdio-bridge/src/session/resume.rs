@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use super::{Core, Held};
 use crate::{
-    jsonrpc::{Peek, peek, to_frame},
+    jsonrpc::{Info, Peek, peek, to_frame},
     upstream::Frame,
 };
 
@@ -45,7 +45,7 @@ impl Change {
     /// The changes the requests of a client's message ask for, by their raw ids; a message without
     /// such a request is not parsed.
     pub(super) fn read(frame: &[u8], peek: &Peek) -> Vec<(Box<str>, Self)> {
-        let changes = |info: &crate::jsonrpc::Info| {
+        let changes = |info: &Info| {
             info.is_request()
                 && matches!(
                     info.method.as_deref(),
