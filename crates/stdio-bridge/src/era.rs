@@ -14,7 +14,13 @@ mod pump;
 mod to_legacy;
 mod to_modern;
 
-use std::{fmt, str::FromStr, sync::Arc};
+use std::{
+    fmt,
+    str::FromStr,
+    sync::{Arc, LazyLock},
+};
+
+use memchr::memmem::Finder;
 
 use crate::{
     Error,
@@ -66,6 +72,20 @@ impl fmt::Display for Protocol {
 pub(crate) enum Era {
     Legacy,
     Modern,
+}
+
+/// Whether a frame may be of the 2026-07-28 era: it holds the prefix of the `_meta` keys every request of
+/// that era carries, which a legacy frame almost never does. The searcher is built once.
+fn may_be_modern(frame: &[u8]) -> bool {
+    static MARK: LazyLock<Finder<'static>> =
+        LazyLock::new(|| Finder::new(b"io.modelcontextprotocol/"));
+    MARK.find(frame).is_some()
+}
+
+/// Whether a frame may be a handshake: it holds the word `initialize`.
+fn may_be_handshake(frame: &[u8]) -> bool {
+    static WORD: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"initialize"));
+    WORD.find(frame).is_some()
 }
 
 /// What a translator wants done: a frame sent upstream, or an event handed to the client side.

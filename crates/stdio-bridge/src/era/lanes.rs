@@ -22,11 +22,13 @@ use std::{
     sync::{Arc, Mutex},
 };
 
-use memchr::memmem;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use super::{Out, Translate, to_legacy::ToLegacy};
+use super::{
+    Out, Translate, may_be_handshake, may_be_modern,
+    to_legacy::{CAPABILITIES_KEY, ToLegacy, VERSION_KEY},
+};
 use crate::{
     UPSTREAM_UNREACHABLE, jsonrpc,
     upstream::{BoxFuture, Frame, Link, Upstream, UpstreamEvent},
@@ -35,10 +37,6 @@ use crate::{
 /// How many sessions of the upstream one link may hold at once, its own included.
 pub(super) const MAX_SESSIONS: usize = 8;
 
-/// Bytes every 2026-07-28 request holds (its `_meta` keys), and a legacy frame almost never does.
-const MODERN_MARK: &[u8] = b"io.modelcontextprotocol/";
-const VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
-const CAPABILITIES_KEY: &str = "io.modelcontextprotocol/clientCapabilities";
 const METHOD_NOT_FOUND: i64 = -32601;
 /// How many frames wait for a lane's link.
 const QUEUE: usize = 64;
@@ -103,6 +101,8 @@ pub(super) struct Lanes {
     shown: String,
     events: mpsc::Sender<(u64, UpstreamEvent)>,
     closes: Closes,
+    /// What a translator asks for, before it is tagged with its lane (kept for its capacity).
+    scratch: Vec<Out>,
 }
 
 impl Lanes {
@@ -131,6 +131,7 @@ impl Lanes {
             shown,
             events,
             closes,
+            scratch: Vec::new(),
         };
         (lanes, events_rx)
     }
@@ -141,9 +142,10 @@ impl Lanes {
             Route::Lane(index) => index,
             Route::Open(capabilities) => self.open(capabilities),
         };
-        let mut outs = Vec::new();
+        let mut outs = std::mem::take(&mut self.scratch);
         self.lanes[index].translator.on_client(frame, &mut outs);
-        self.settle(index, outs, out);
+        self.settle(index, &mut outs, out);
+        self.scratch = outs;
     }
 
     /// An event from the upstream link of lane `key`; events of a lane that is gone are dropped.
@@ -151,9 +153,10 @@ impl Lanes {
         let Some(index) = self.lanes.iter().position(|lane| lane.key == key) else {
             return;
         };
-        let mut outs = Vec::new();
+        let mut outs = std::mem::take(&mut self.scratch);
         self.lanes[index].translator.on_upstream(event, &mut outs);
-        self.settle(index, outs, out);
+        self.settle(index, &mut outs, out);
+        self.scratch = outs;
     }
 
     /// Carries out what the translators asked for; false once the client side or lane 0's link is gone.
@@ -188,7 +191,7 @@ impl Lanes {
         if self.upstream.is_none() {
             return Route::Lane(0);
         }
-        if memmem::find(frame, MODERN_MARK).is_none() {
+        if !may_be_modern(frame) {
             self.claim_for_legacy(frame);
             return Route::Lane(0);
         }
@@ -239,7 +242,7 @@ impl Lanes {
     /// A legacy client's `initialize` gives lane 0 its capabilities, when nothing did before.
     fn claim_for_legacy(&mut self, frame: &Frame) {
         let first = &mut self.lanes[0];
-        if first.capabilities.is_some() || memmem::find(frame, b"initialize").is_none() {
+        if first.capabilities.is_some() || !may_be_handshake(frame) {
             return;
         }
         let Ok(message) = serde_json::from_slice::<Value>(frame) else {
@@ -284,10 +287,14 @@ impl Lanes {
     /// Hands on what lane `index`'s translator asked for. What a lane of its own hands the client side
     /// is settled here: its link's end closes the lane alone, a request it could not deliver is
     /// answered, and a server request with no client request to ride on is answered on the spot.
-    fn settle(&mut self, index: usize, outs: Vec<Out>, out: &mut Vec<Sent>) {
+    fn settle(&mut self, index: usize, outs: &mut Vec<Out>, out: &mut Vec<Sent>) {
         let key = self.lanes[index].key;
+        if key == 0 {
+            out.extend(outs.drain(..).map(|item| (0, item)));
+            return;
+        }
         let mut ended = None;
-        for item in outs {
+        for item in outs.drain(..) {
             let event = match item {
                 Out::Client(event) if key != 0 => event,
                 item => {

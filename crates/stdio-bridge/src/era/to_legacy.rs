@@ -16,12 +16,13 @@
 mod input;
 mod listen;
 mod shape;
+
+pub(super) use shape::{CAPABILITIES_KEY, VERSION_KEY};
 #[cfg(test)]
 mod tests;
 
 use std::collections::HashMap;
 
-use memchr::memmem;
 use serde_json::{Value, json};
 
 use super::{Out, Translate, with_frame};
@@ -33,9 +34,6 @@ use crate::{
 /// How many frames may wait for the session the bridge opens, as many as the bridge holds while an
 /// upstream starts; a request past that is refused.
 pub(super) const MAX_WAITING: usize = crate::DEFAULT_BUFFER_MESSAGES;
-
-/// Bytes every 2026-07-28 request holds (its `_meta` keys), and a legacy frame almost never does.
-const MODERN_MARK: &[u8] = b"io.modelcontextprotocol/";
 
 /// The translator for an upstream that speaks the handshake era.
 pub(super) struct ToLegacy {
@@ -148,7 +146,7 @@ impl ToLegacy {
     /// A frame of the handshake era from the client side: passed through, except the handshake of a
     /// session the bridge opened.
     fn on_legacy(&mut self, frame: Frame, out: &mut Vec<Out>) {
-        if memmem::find(&frame, b"initialize").is_none() {
+        if !super::may_be_handshake(&frame) {
             out.push(Out::Upstream(frame));
             return;
         }
@@ -332,7 +330,7 @@ impl ToLegacy {
         else {
             return;
         };
-        let theirs = shape::meta(message).and_then(|meta| meta.get(shape::CAPABILITIES_KEY));
+        let theirs = shape::meta(message).and_then(|meta| meta.get(CAPABILITIES_KEY));
         if self.told_capabilities || theirs.is_none_or(|theirs| *theirs == params["capabilities"]) {
             return;
         }
@@ -592,13 +590,11 @@ impl ToLegacy {
 
 impl Translate for ToLegacy {
     fn on_client(&mut self, frame: Frame, out: &mut Vec<Out>) {
-        if memmem::find(&frame, MODERN_MARK).is_none() {
+        if !super::may_be_modern(&frame) {
             return self.on_legacy(frame, out);
         }
         let message = match serde_json::from_slice::<Value>(&frame) {
-            Ok(message)
-                if shape::meta(&message).is_some_and(|m| m.contains_key(shape::VERSION_KEY)) =>
-            {
+            Ok(message) if shape::meta(&message).is_some_and(|m| m.contains_key(VERSION_KEY)) => {
                 message
             }
             _ => return self.on_legacy(frame, out),

@@ -7,9 +7,9 @@ use serde_json::{Map, Value, json};
 use crate::era::MODERN_VERSION;
 
 /// The `_meta` keys a 2026-07-28 client puts on every request, none of which a legacy server knows.
-pub(super) const VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
+pub(in crate::era) const VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
 pub(super) const CLIENT_INFO_KEY: &str = "io.modelcontextprotocol/clientInfo";
-pub(super) const CAPABILITIES_KEY: &str = "io.modelcontextprotocol/clientCapabilities";
+pub(in crate::era) const CAPABILITIES_KEY: &str = "io.modelcontextprotocol/clientCapabilities";
 pub(super) const LOG_LEVEL_KEY: &str = "io.modelcontextprotocol/logLevel";
 /// The `_meta` key of the server's identity on a discover result.
 const SERVER_INFO_KEY: &str = "io.modelcontextprotocol/serverInfo";
