@@ -16,7 +16,9 @@ use std::{
 use calltape_stdio_bridge::shared::{Record, SharedKey, SharedPaths};
 use serde_json::Value;
 
-use crate::support::{self, KillOnDrop, calltape, everything, first_line, peer_script};
+use crate::support::{
+    self, KillOnDrop, calltape, everything, first_line, peer_script, served_addr,
+};
 
 /// The Python of a client or server era: the SDK 1.x or the SDK 2.x.
 fn python(era: Era) -> PathBuf {
@@ -130,11 +132,7 @@ impl Served {
             .map(KillOnDrop::with_sigterm)
             .unwrap();
         let url = first_line(&mut process);
-        let addr = url
-            .strip_prefix("http://")
-            .and_then(|u| u.strip_suffix("/mcp"))
-            .unwrap_or_else(|| panic!("a URL on stdout, got {url:?}"))
-            .to_owned();
+        let addr = served_addr(&url);
         Self {
             _process: process,
             url,

@@ -14,7 +14,9 @@ use std::{
 
 use serde_json::{Value, json};
 
-use crate::support::{KillOnDrop, calltape, everything, first_line, free_port, http_everything};
+use crate::support::{
+    KillOnDrop, calltape, everything, first_line, free_port, http_everything, served_addr,
+};
 
 /// The tool "everything" registers only for a client that declared elicitation.
 const ELICITING_TOOL: &str = "trigger-elicitation-request";
@@ -181,12 +183,7 @@ impl Served {
             .spawn()
             .map(KillOnDrop::with_sigterm)
             .unwrap();
-        let url = first_line(&mut process);
-        let addr = url
-            .strip_prefix("http://")
-            .and_then(|u| u.strip_suffix("/mcp"))
-            .unwrap_or_else(|| panic!("a URL on stdout, got {url:?}"))
-            .to_owned();
+        let addr = served_addr(&first_line(&mut process));
         Self {
             _process: process,
             addr,

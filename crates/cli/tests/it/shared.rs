@@ -11,7 +11,7 @@ use std::{
 use calltape_stdio_bridge::shared::{Record, SharedKey, SharedPaths};
 use serde_json::Value;
 
-use crate::support::{calltape, first_line, peer_script, python, stop_shared_server};
+use crate::support::{calltape, first_line, peer_script, python, served_addr, stop_shared_server};
 
 fn home() -> tempfile::TempDir {
     let tmp = tempfile::tempdir().unwrap();
@@ -365,11 +365,7 @@ fn serve_over_loopback_http_requires_the_token_and_refuses_origin_and_foreign_ho
         .spawn()
         .unwrap();
     let url = first_line(&mut server);
-    let addr = url
-        .strip_prefix("http://")
-        .and_then(|u| u.strip_suffix("/mcp"))
-        .expect("the URL")
-        .to_owned();
+    let addr = served_addr(&url);
     assert_eq!(
         std::fs::metadata(&token_file).unwrap().mode() & 0o777,
         0o600

@@ -198,6 +198,14 @@ pub(crate) fn http_everything(port: u16) -> HttpPeer {
     )
 }
 
+/// The `IP:PORT` of the URL `calltape serve` prints when it listens on TCP (`http://IP:PORT/mcp`).
+pub(crate) fn served_addr(url: &str) -> String {
+    url.strip_prefix("http://")
+        .and_then(|u| u.strip_suffix("/mcp"))
+        .unwrap_or_else(|| panic!("a URL on stdout, got {url:?}"))
+        .to_owned()
+}
+
 /// The first line `child` prints on its stdout (piped), trimmed: where `calltape serve` and `calltape
 /// http` say their address once they listen, and the fake API its port. Empty when the child exits
 /// first.

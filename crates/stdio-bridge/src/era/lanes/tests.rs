@@ -174,6 +174,28 @@ async fn opened(setup: &mut Setup) -> Far {
         .unwrap()
 }
 
+/// Sends `request` from the client and plays the session it opens on `far`: the handshake, then the
+/// request's answer, which reaches the client. Returns the capabilities the session was opened with.
+async fn in_new_session(setup: &mut Setup, far: &mut Far, request: &Value) -> Value {
+    setup.client.outgoing.send(frame(request)).await.unwrap();
+    let capabilities = accept_session(far).await;
+    let up = next(far).await;
+    assert_eq!(up["method"], request["method"], "{up}");
+    answer(far, &up["id"], json!({"tools": []})).await;
+    assert_eq!(to_client(&mut setup.client).await["id"], request["id"]);
+    capabilities
+}
+
+/// Sends `request` from a client the open sessions were not opened for, and plays the handshake of the
+/// session opened for it; the request is next on the returned far end. Also returns the capabilities
+/// that session was opened with.
+async fn beside(setup: &mut Setup, request: &Value) -> (Far, Value) {
+    setup.client.outgoing.send(frame(request)).await.unwrap();
+    let mut far = opened(setup).await;
+    let capabilities = accept_session(&mut far).await;
+    (far, capabilities)
+}
+
 fn nothing_opened(setup: &mut Setup) {
     assert!(
         setup.opened.try_recv().is_err(),
@@ -189,17 +211,12 @@ async fn a_client_with_other_capabilities_gets_a_session_of_its_own_and_keeps_it
     let mut first = std::mem::replace(&mut setup.first, link().1);
 
     let request = modern(1, "tools/list", &elicits);
-    setup.client.outgoing.send(frame(&request)).await.unwrap();
-    assert_eq!(accept_session(&mut first).await, elicits);
-    let up = next(&mut first).await;
-    answer(&first, &up["id"], json!({"tools": []})).await;
-    assert_eq!(to_client(&mut setup.client).await["id"], 1);
+    let opened_with = in_new_session(&mut setup, &mut first, &request).await;
+    assert_eq!(opened_with, elicits);
     nothing_opened(&mut setup);
 
-    let request = modern(2, "tools/list", &plain);
-    setup.client.outgoing.send(frame(&request)).await.unwrap();
-    let mut second = opened(&mut setup).await;
-    assert_eq!(accept_session(&mut second).await, plain);
+    let (mut second, opened_with) = beside(&mut setup, &modern(2, "tools/list", &plain)).await;
+    assert_eq!(opened_with, plain);
     let up = next(&mut second).await;
     assert_eq!(up["method"], "tools/list");
     answer(&second, &up["id"], json!({"tools": []})).await;
@@ -254,25 +271,8 @@ async fn a_session_that_ends_answers_what_it_held_and_the_next_request_opens_ano
     let mut first = std::mem::replace(&mut setup.first, link().1);
     let elicits = json!({"elicitation": {}});
     let plain = json!({});
-    setup
-        .client
-        .outgoing
-        .send(frame(&modern(1, "tools/list", &elicits)))
-        .await
-        .unwrap();
-    accept_session(&mut first).await;
-    let up = next(&mut first).await;
-    answer(&first, &up["id"], json!({"tools": []})).await;
-    to_client(&mut setup.client).await;
-
-    setup
-        .client
-        .outgoing
-        .send(frame(&modern(2, "tools/call", &plain)))
-        .await
-        .unwrap();
-    let mut second = opened(&mut setup).await;
-    accept_session(&mut second).await;
+    in_new_session(&mut setup, &mut first, &modern(1, "tools/list", &elicits)).await;
+    let (mut second, _) = beside(&mut setup, &modern(2, "tools/call", &plain)).await;
     assert_eq!(next(&mut second).await["method"], "tools/call");
     second
         .events
@@ -287,14 +287,8 @@ async fn a_session_that_ends_answers_what_it_held_and_the_next_request_opens_ano
     let said = failed["error"]["message"].as_str().unwrap();
     assert!(said.contains("the child exited"), "{said}");
 
-    setup
-        .client
-        .outgoing
-        .send(frame(&modern(3, "tools/list", &plain)))
-        .await
-        .unwrap();
-    let mut third = opened(&mut setup).await;
-    assert_eq!(accept_session(&mut third).await, plain);
+    let (mut third, opened_with) = beside(&mut setup, &modern(3, "tools/list", &plain)).await;
+    assert_eq!(opened_with, plain);
     assert_eq!(next(&mut third).await["method"], "tools/list");
     // The first session never saw any of it.
     assert!(first.sent.try_recv().is_err());
@@ -334,20 +328,9 @@ async fn past_the_limit_and_on_an_upstream_of_one_session_other_clients_share_th
 async fn a_session_of_its_own_answers_server_requests_no_client_waits_for() {
     let mut setup = setup(true);
     let mut first = std::mem::replace(&mut setup.first, link().1);
-    setup
-        .client
-        .outgoing
-        .send(frame(&modern(1, "tools/list", &json!({"roots": {}}))))
-        .await
-        .unwrap();
-    accept_session(&mut first).await;
-    let up = next(&mut first).await;
-    answer(&first, &up["id"], json!({"tools": []})).await;
-    to_client(&mut setup.client).await;
-    let request = modern(2, "tools/list", &json!({}));
-    setup.client.outgoing.send(frame(&request)).await.unwrap();
-    let mut second = opened(&mut setup).await;
-    accept_session(&mut second).await;
+    let request = modern(1, "tools/list", &json!({"roots": {}}));
+    in_new_session(&mut setup, &mut first, &request).await;
+    let (mut second, _) = beside(&mut setup, &modern(2, "tools/list", &json!({}))).await;
     let up = next(&mut second).await;
     answer(&second, &up["id"], json!({"tools": []})).await;
     to_client(&mut setup.client).await;
@@ -372,20 +355,9 @@ async fn a_session_of_its_own_answers_server_requests_no_client_waits_for() {
 async fn a_cancellation_reaches_the_session_that_holds_the_request() {
     let mut setup = setup(true);
     let mut first = std::mem::replace(&mut setup.first, link().1);
-    setup
-        .client
-        .outgoing
-        .send(frame(&modern(1, "tools/list", &json!({"roots": {}}))))
-        .await
-        .unwrap();
-    accept_session(&mut first).await;
-    let up = next(&mut first).await;
-    answer(&first, &up["id"], json!({"tools": []})).await;
-    to_client(&mut setup.client).await;
-    let slow = modern(2, "tools/call", &json!({}));
-    setup.client.outgoing.send(frame(&slow)).await.unwrap();
-    let mut second = opened(&mut setup).await;
-    accept_session(&mut second).await;
+    let request = modern(1, "tools/list", &json!({"roots": {}}));
+    in_new_session(&mut setup, &mut first, &request).await;
+    let (mut second, _) = beside(&mut setup, &modern(2, "tools/call", &json!({}))).await;
     assert_eq!(next(&mut second).await["method"], "tools/call");
 
     let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
