@@ -124,7 +124,7 @@ impl LoopbackGuard {
         {
             return Err(Refusal {
                 status: StatusCode::FORBIDDEN,
-                message: "requests from a web page of another origin are refused",
+                message: "requests with an Origin header this server does not allow are refused: no web page may call it",
             });
         }
         let mut hosts = headers.get_all(header::HOST).iter();
