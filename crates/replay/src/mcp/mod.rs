@@ -25,6 +25,7 @@
 mod compare;
 mod fill;
 mod follow;
+mod mask;
 mod report;
 mod session;
 mod task;
@@ -33,6 +34,7 @@ mod update;
 pub use compare::{Comparer, ComparerBuilder, Comparison, Difference, Status};
 pub use fill::{FillSource, FillSpec, Fills};
 pub use follow::{MIN_FOLLOWED, Substitution};
+pub use mask::{CallRule, CallRules, CallRulesBuilder, MASKED, Mask, PRESETS};
 pub use report::{CallReport, Format, REPORT_VERSION, ReplayReport, Summary};
 pub use session::{
     DEFAULT_PROTOCOL_VERSION, DEFAULT_TIMEOUT, Progress, ReplayOptions, Replayed, compare_outcomes,

@@ -20,6 +20,7 @@ use crate::error::{Error, ErrorKind};
 use crate::mcp::compare::{Comparer, Comparison};
 use crate::mcp::fill::Fills;
 use crate::mcp::follow::{Answered, Follower, Substitution};
+use crate::mcp::mask::{CallRules, Mask, Scopes};
 use crate::mcp::report::{CallReport, ReplayReport};
 
 /// The protocol version a replay asks for when the recording names none.
@@ -37,6 +38,10 @@ pub type Progress = Arc<dyn Fn(usize, usize) + Send + Sync>;
 pub struct ReplayOptions {
     /// Compares each recorded outcome with the replayed one.
     pub comparer: Comparer,
+    /// Masks applied to copies of both outcomes of every call before they are compared.
+    pub mask: Mask,
+    /// Ignore globs and masks for some calls only, on top of `comparer`'s and `mask`.
+    pub call_rules: CallRules,
     /// Redacts replayed outcomes before comparison; use the rules the recording was made with.
     pub redactor: Redactor,
     /// Sessions replayed at once (at least 1).
@@ -57,6 +62,8 @@ impl fmt::Debug for ReplayOptions {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ReplayOptions")
             .field("comparer", &self.comparer)
+            .field("mask", &self.mask)
+            .field("call_rules", &self.call_rules)
             .field("jobs", &self.jobs)
             .field("timeout", &self.timeout)
             .field("fills", &self.fills)
@@ -70,6 +77,8 @@ impl Default for ReplayOptions {
     fn default() -> Self {
         Self {
             comparer: Comparer::new(),
+            mask: Mask::default(),
+            call_rules: CallRules::new(),
             redactor: Redactor::new(),
             jobs: 1,
             timeout: DEFAULT_TIMEOUT,
@@ -85,6 +94,19 @@ impl ReplayOptions {
     /// Uses `comparer`.
     pub fn comparer(mut self, comparer: Comparer) -> Self {
         self.comparer = comparer;
+        self
+    }
+
+    /// Masks copies of both outcomes of every call with `mask` before comparing them: what its
+    /// patterns match compares equal, the rest of each string is still compared.
+    pub fn mask(mut self, mask: Mask) -> Self {
+        self.mask = mask;
+        self
+    }
+
+    /// Applies `rules` to the calls they name, on top of the comparer and the mask for every call.
+    pub fn call_rules(mut self, rules: CallRules) -> Self {
+        self.call_rules = rules;
         self
     }
 
@@ -225,6 +247,7 @@ fn compare_with_notes(
     notes: Vec<Notes>,
     options: &ReplayOptions,
 ) -> Replayed {
+    let mut scopes = Scopes::new(&options.comparer, &options.mask, &options.call_rules);
     let calls = recording
         .calls
         .iter()
@@ -238,9 +261,8 @@ fn compare_with_notes(
                 Comparison::same()
             } else {
                 redact_outcome(&options.redactor, replayed);
-                options
-                    .comparer
-                    .compare_call(&call.record.method, recorded, replayed)
+                let (method, name) = (&call.record.method, &call.record.name);
+                scopes.compare(method, name, recorded, replayed)
             };
             CallReport::new(
                 i + 1,
