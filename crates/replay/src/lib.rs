@@ -15,6 +15,8 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+#[cfg(feature = "mcp")]
+pub mod config;
 mod error;
 #[cfg(any(feature = "http", feature = "mcp"))]
 mod html;
