@@ -668,4 +668,51 @@ mod tests {
         assert_eq!(note.path, "note");
         assert_eq!(note.replayed, Some(json!("Bearer [REDACTED]")));
     }
+
+    #[test]
+    fn masks_and_call_rules_compare_copies_and_the_kept_outcomes_stay_whole() {
+        let line = |name: &str, at: &str| {
+            json!({"v": 1, "at": "2026-11-29T20:46:45.123Z", "session": "3f9a1c2e", "method": "tools/call",
+                   "name": name, "answer": {"text": format!("created: {at}"), "id": "a"}, "durationMs": 1})
+            .to_string()
+        };
+        let lines = [
+            line("info", "2026-11-29T20:46:45Z"),
+            line("other", "2026-11-29T20:46:45Z"),
+        ];
+        let recording = Recording::parse("calls.jsonl", lines.join("\n").as_bytes()).unwrap();
+        let replayed = || {
+            vec![
+                Outcome::Answer(json!({"text": "created: 2026-12-01T08:00:00Z", "id": "b"})),
+                Outcome::Answer(json!({"text": "created: 2026-12-01T08:00:00Z", "id": "a"})),
+            ]
+        };
+        // (mask for every call, rules for some, the statuses)
+        let rules = CallRules::builder()
+            .rule(crate::mcp::CallRule::new("in*").ignore(["id"]))
+            .build()
+            .unwrap();
+        let timestamp = Mask::new(["timestamp"]).unwrap();
+        let rows = [
+            (
+                Mask::default(),
+                CallRules::new(),
+                [Status::Changed, Status::Changed],
+            ),
+            (
+                timestamp.clone(),
+                CallRules::new(),
+                [Status::Changed, Status::Same],
+            ),
+            (timestamp, rules, [Status::Same, Status::Same]),
+        ];
+        for (mask, rules, statuses) in rows {
+            let options = ReplayOptions::default().mask(mask).call_rules(rules);
+            let done = compare_outcomes(&recording, replayed(), &options);
+            let found: Vec<Status> = done.report.calls.iter().map(|c| c.status).collect();
+            assert_eq!(found, statuses, "{options:?}");
+            // What --update would write is the server's answer, never a masked copy.
+            assert_eq!(done.outcomes, replayed());
+        }
+    }
 }
