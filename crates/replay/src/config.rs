@@ -656,19 +656,18 @@ impl Reader<'_> {
         key: &str,
         out: &mut Vec<Sourced<FillSpec>>,
     ) -> Result<(), Error> {
-        let example = "a table of NAME = \"env:VAR\" or \"file:PATH\", e.g. fill = { cardToken = \"env:CARD\" }";
+        // Said with NAME, not a field's name: `cardToken = "…"` in a message reads as a credential
+        // to the redactor that every stderr line passes.
+        let example =
+            "a table of NAME = \"env:VAR\" or \"file:PATH\", e.g. fill = { NAME = \"env:VAR\" }";
         let table = self.table(value, key, example)?;
         for (name, source) in table.iter() {
             let name_key = format!("{key}.{}", name.get_ref());
             // The message never repeats what was written: it may be the very value that must not
             // be in a file that is committed.
             let refused = || {
-                let problem = format!(
-                    "a fill names where its value comes from, \"env:VAR\" or \"file:PATH\", never \
-                     the value itself; e.g. {} = \"env:{}\"",
-                    name.get_ref(),
-                    name.get_ref().to_uppercase()
-                );
+                let problem = "a fill names where its value comes from, \"env:VAR\" or \"file:PATH\", \
+                               never the value itself; e.g. fill = { NAME = \"env:VAR\" }";
                 self.error(source.span(), &name_key, problem)
             };
             let Some(text) = source.get_ref().as_str() else {

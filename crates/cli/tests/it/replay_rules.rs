@@ -297,6 +297,27 @@ pyproject.toml:9   upstreams     openai: url https://api.openai.com, env OPENAI_
         assert_eq!(out.status.code(), Some(2), "{flags:?}: {}", text(&out));
         assert!(text(&out).starts_with(said), "{flags:?}: {}", text(&out));
     }
+    // A fill written as a value: refused, and the value is not repeated.
+    let literal = root.join("literal.toml");
+    std::fs::write(
+        &literal,
+        "[replay]\nfill = { cardToken = \"tok_live_4242\" }\n",
+    )
+    .unwrap();
+    let out = calltape()
+        .current_dir(&root)
+        .args(["replay", "--print-config", "--config"])
+        .arg(&literal)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains(":2: replay.fill.cardToken: a fill names where its value comes from"),
+        "{}",
+        text(&out)
+    );
+    assert!(!text(&out).contains("tok_live_4242"), "{}", text(&out));
+
     let out = calltape()
         .current_dir(&root)
         .args(["replay", "--print-config"])

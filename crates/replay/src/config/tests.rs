@@ -151,7 +151,7 @@ fn wrong_settings_name_the_file_line_key_and_what_is_allowed() {
         (
             "calltape.toml",
             "[replay]\nfill = { cardToken = \"tok_live_4242\" }\n",
-            "calltape.toml:2: replay.fill.cardToken: a fill names where its value comes from, \"env:VAR\" or \"file:PATH\", never the value itself; e.g. cardToken = \"env:CARDTOKEN\"",
+            "calltape.toml:2: replay.fill.cardToken: a fill names where its value comes from, \"env:VAR\" or \"file:PATH\", never the value itself; e.g. fill = { NAME = \"env:VAR\" }",
         ),
         (
             "calltape.toml",
@@ -161,7 +161,7 @@ fn wrong_settings_name_the_file_line_key_and_what_is_allowed() {
         (
             "calltape.toml",
             "[replay]\nfill = [\"cardToken=env:CARD\"]\n",
-            "calltape.toml:2: replay.fill: is an array; write a table of NAME = \"env:VAR\" or \"file:PATH\", e.g. fill = { cardToken = \"env:CARD\" }",
+            "calltape.toml:2: replay.fill: is an array; write a table of NAME = \"env:VAR\" or \"file:PATH\", e.g. fill = { NAME = \"env:VAR\" }",
         ),
         (
             "calltape.toml",
