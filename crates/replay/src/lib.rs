@@ -11,6 +11,9 @@
 //!   or forwards to the real API and records the answer, with every credential scrubbed before a
 //!   byte reaches disk.
 //!
+//! With `mcp`, the `config` module reads the rules a replay compares by from `calltape.toml` or
+//! `pyproject.toml`'s `[tool.calltape]`.
+//!
 //! Both halves share the crate's one [`Error`].
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]

@@ -347,3 +347,16 @@ fn discovery_goes_upward_to_the_repository_root() {
             .is_none()
     );
 }
+
+#[test]
+fn the_readme_example_is_a_valid_file() {
+    let readme = include_str!("../../../../README.md");
+    let start = readme
+        .find("```toml\ncassette_dir")
+        .expect("the README shows a calltape.toml");
+    let block = &readme[start + "```toml\n".len()..];
+    let block = &block[..block.find("```").unwrap()];
+    let config = Config::parse(block, "calltape.toml").unwrap();
+    assert_eq!(config.replay.calls.len(), 1);
+    assert!(config.replay.mask().is_ok() && config.replay.call_rules().is_ok());
+}

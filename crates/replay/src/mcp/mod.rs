@@ -2,8 +2,9 @@
 //! connection, compare every answer with the recorded one, and report what changed.
 //!
 //! [`replay`] drives the sessions through any [`Upstream`](calltape_stdio_bridge::Upstream) (a child
-//! process, a Streamable HTTP endpoint); [`Comparer`] decides what differs; [`ReplayReport`] renders
-//! text, JSON or JUnit; [`update_recording`] accepts the new answers.
+//! process, a Streamable HTTP endpoint); [`Comparer`] decides what differs, after a [`Mask`] and
+//! [`CallRules`] set aside what varies per run; [`ReplayReport`] renders text, JSON or JUnit;
+//! [`update_recording`] accepts the new answers.
 //!
 //! # Example
 //!
