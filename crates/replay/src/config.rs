@@ -61,7 +61,8 @@ use toml::de::{DeTable, DeValue};
 
 use crate::error::{Error, ErrorKind};
 use crate::mcp::{
-    CallRule, CallRules, Comparer, ComparerBuilder, FillSource, FillSpec, Fills, Mask, PRESETS,
+    CallRule, CallRules, CallRulesBuilder, Comparer, ComparerBuilder, FillSource, FillSpec, Fills,
+    Mask, PRESETS,
 };
 
 /// The configuration file's own name.
@@ -302,35 +303,24 @@ impl ReplayConfig {
     /// A comparer builder with every ignore glob; each is checked first, so that an error says
     /// where the glob came from.
     pub fn comparer(&self) -> Result<ComparerBuilder, Error> {
-        for glob in &self.ignore {
-            Comparer::builder()
-                .ignore([&glob.value])
-                .build()
-                .map_err(|e| at(&glob.origin, "replay.ignore", e))?;
-        }
+        check_each(&self.ignore, "replay.ignore", |g| check_ignore(g))?;
         Ok(Comparer::builder().ignore(self.ignore.iter().map(|g| &g.value)))
     }
 
     /// Every mask, compiled into one; each is compiled alone first, so that an error says where
     /// the mask came from.
     pub fn mask(&self) -> Result<Mask, Error> {
-        for mask in &self.mask {
-            Mask::new([mask.value.as_str()]).map_err(|e| at(&mask.origin, "replay.mask", e))?;
-        }
+        check_each(&self.mask, "replay.mask", |m| check_mask(m))?;
         Mask::new(self.mask.iter().map(|m| m.value.as_str()))
     }
 
     /// The rules for some calls, compiled; an error says where the rule came from.
     pub fn call_rules(&self) -> Result<CallRules, Error> {
-        let mut builder = CallRules::builder();
-        for call in &self.calls {
-            CallRules::builder()
-                .rule(call.value.clone())
-                .build()
-                .map_err(|e| at(&call.origin, "replay.call", e))?;
-            builder = builder.rule(call.value.clone());
-        }
-        builder.build()
+        check_each(&self.calls, "replay.call", check_call)?;
+        let rules = self.calls.iter().map(|c| c.value.clone());
+        rules
+            .fold(CallRules::builder(), CallRulesBuilder::rule)
+            .build()
     }
 
     /// Every fill's value, read from its environment variable or file; a fill that a later one of
@@ -346,6 +336,31 @@ impl ReplayConfig {
         }
         Fills::resolve(specs.iter().map(|s| &s.value))
     }
+}
+
+/// Checks each setting alone with `check`, so that an error says where the failing one came from
+/// (its file, line and `key`, or the caller's label).
+fn check_each<T>(
+    settings: &[Sourced<T>],
+    key: &str,
+    check: impl Fn(&T) -> Result<(), Error>,
+) -> Result<(), Error> {
+    for setting in settings {
+        check(&setting.value).map_err(|e| at(&setting.origin, key, e))?;
+    }
+    Ok(())
+}
+
+fn check_ignore(glob: &str) -> Result<(), Error> {
+    Comparer::builder().ignore([glob]).build().map(drop)
+}
+
+fn check_mask(mask: &str) -> Result<(), Error> {
+    Mask::new([mask]).map(drop)
+}
+
+fn check_call(rule: &CallRule) -> Result<(), Error> {
+    CallRules::builder().rule(rule.clone()).build().map(drop)
 }
 
 /// `error`, said after where the setting `key` came from.
@@ -450,11 +465,6 @@ impl Reader<'_> {
             problem: problem.into(),
         }
         .into()
-    }
-
-    /// `error` from checking the setting `key` at `span`, said after the file, line and key.
-    fn invalid(&self, span: Range<usize>, key: &str, error: Error) -> Error {
-        at(&self.origin(span), key, error)
     }
 
     fn table<'v, 't>(
@@ -613,32 +623,28 @@ impl Reader<'_> {
             &what,
         )?;
         let r = &mut config.replay;
-        if let Some(ignore) = table.get("ignore") {
-            let key = format!("{key}.ignore");
-            let globs = self.strings(
-                ignore,
-                &key,
+        type Check = fn(&str) -> Result<(), Error>;
+        let lists: [(&str, &str, Check, &mut Vec<Sourced<String>>); 2] = [
+            (
+                "ignore",
                 "an array of dot-path globs, e.g. ignore = [\"**.requestId\"]",
-            )?;
-            for glob in &globs {
-                Comparer::builder()
-                    .ignore([&glob.value])
-                    .build()
-                    .map_err(|e| at(&glob.origin, &key, e))?;
-            }
-            r.ignore.extend(globs);
-        }
-        if let Some(mask) = table.get("mask") {
-            let key = format!("{key}.mask");
-            let masks = self.strings(
-                mask,
-                &key,
+                check_ignore,
+                &mut r.ignore,
+            ),
+            (
+                "mask",
                 "an array of presets or regular expressions, e.g. mask = [\"timestamp\"]",
-            )?;
-            for mask in &masks {
-                Mask::new([mask.value.as_str()]).map_err(|e| at(&mask.origin, &key, e))?;
+                check_mask,
+                &mut r.mask,
+            ),
+        ];
+        for (name, example, check, out) in lists {
+            if let Some(value) = table.get(name) {
+                let key = format!("{key}.{name}");
+                let items = self.strings(value, &key, example)?;
+                check_each(&items, &key, |item| check(item))?;
+                out.extend(items);
             }
-            r.mask.extend(masks);
         }
         if let Some(fill) = table.get("fill") {
             self.fill(fill, &format!("{key}.fill"), &mut r.fill)?;
@@ -739,10 +745,7 @@ impl Reader<'_> {
                     "a [[replay.call]] with neither ignore nor mask does nothing; give one";
                 return Err(self.error(item.span(), key, problem));
             }
-            CallRules::builder()
-                .rule(rule.clone())
-                .build()
-                .map_err(|e| self.invalid(item.span(), key, e))?;
+            check_call(&rule).map_err(|e| at(&self.origin(item.span()), key, e))?;
             out.push(Sourced::new(rule, self.origin(item.span())));
         }
         Ok(())

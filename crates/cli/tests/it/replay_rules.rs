@@ -6,10 +6,10 @@
 
 use std::fs::{File, FileTimes};
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 use std::time::{Duration, SystemTime};
 
-use crate::support::{calltape, peer_script, published_server, python};
+use crate::support::{calltape, published_server};
 
 const BIN: &str = env!("CARGO_BIN_EXE_calltape");
 
@@ -31,32 +31,24 @@ fn touch_all(data: &Path, secs: u64) {
 
 /// Records the `filesystem` scenario against `server` (a published release) serving `data`.
 fn record(server: &Path, data: &Path, file: &Path) {
-    let out = Command::new(python())
-        .arg(peer_script("replay_client.py"))
-        .args([
-            "filesystem",
-            "--",
-            BIN,
-            "record",
-            "--methods",
-            "tools/call",
-            "-o",
-        ])
-        .arg(file)
-        .args(["--", "node"])
-        .arg(server)
-        .arg(data)
-        .env("FS_DIR", data)
-        .env("NO_COLOR", "1")
-        .stderr(Stdio::piped())
-        .output()
-        .expect("run the Python client");
-    assert!(
-        out.status.success(),
-        "client failed: {}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (file, server, data) = (path(file), path(server), path(data));
+    let command = [
+        BIN,
+        "record",
+        "--methods",
+        "tools/call",
+        "-o",
+        file,
+        "--",
+        "node",
+        server,
+        data,
+    ];
+    crate::record::client("filesystem", &command);
+}
+
+fn path(p: &Path) -> &str {
+    p.to_str().expect("a UTF-8 path")
 }
 
 /// `calltape replay` of `file` in the folder `cwd` with `flags`, against `server` serving `data`.
@@ -71,6 +63,14 @@ fn replay(cwd: &Path, file: &Path, flags: &[&str], server: &Path, data: &Path) -
         .arg(data)
         .output()
         .expect("run calltape replay")
+}
+
+/// Whether a line of `text` holds `start` and, after it, each of `parts`.
+fn has_line(text: &str, start: &str, parts: &[&str]) -> bool {
+    text.lines().any(|line| {
+        line.find(start)
+            .is_some_and(|at| parts.iter().all(|p| line[at..].contains(p)))
+    })
 }
 
 fn text(out: &Output) -> String {
@@ -116,10 +116,15 @@ fn a_same_version_replay_of_the_filesystem_server_is_clean_with_a_timestamp_mask
         touch_all(&data, 1_000_000_000);
         let file = root.join("calls.jsonl");
         record(&server, &data, &file);
+        // What the release prints: JavaScript's Date.prototype.toString() (in the zone of the
+        // machine, so only the year is checked), e.g. "modified: Sun Sep 09 2001 01:46:40 GMT+0000
+        // (Coordinated Universal Time)".
         let recorded = std::fs::read_to_string(&file).unwrap();
         assert!(
-            recorded.contains(
-                "modified: Sun Sep 09 2001 01:46:40 GMT+0000 (Coordinated Universal Time)"
+            has_line(
+                &recorded.replace("\\n", "\n"),
+                "modified: ",
+                &[" 2001 ", " GMT"]
             ),
             "{release} prints its times otherwise: {recorded}"
         );
@@ -144,13 +149,29 @@ fn a_same_version_replay_of_the_filesystem_server_is_clean_with_a_timestamp_mask
         let config = config.to_str().unwrap();
 
         // (folder, flags, exit code)
-        let rows: [(&Path, &[&str], i32); 6] = [
+        let rows: [(&Path, &[&str], i32); 10] = [
             (&bare, &[], 1),
             (&bare, &["--mask", "timestamp"], 0),
             (&nested, &[], 0),
             (&toml, &["--no-config"], 1),
             (&bare, &["--config", config], 0),
             (&py, &[], 0),
+            (&bare, &["--mask-in", "get_file_*", "timestamp"], 0),
+            // A rule for another tool leaves get_file_info's differences.
+            (&bare, &["--mask-in", "read_*", "timestamp"], 1),
+            (&bare, &["--ignore-in", "get_file_info", "*.text"], 1),
+            (
+                &bare,
+                &[
+                    "--ignore-in",
+                    "get_file_info",
+                    "content.*.text",
+                    "--ignore-in",
+                    "get_file_info",
+                    "structuredContent.content",
+                ],
+                0,
+            ),
         ];
         for (cwd, flags, code) in rows {
             let out = replay(cwd, &file, flags, &server, &data);
@@ -180,48 +201,14 @@ fn a_same_version_replay_of_the_filesystem_server_is_clean_with_a_timestamp_mask
                 "{report}"
             );
             assert!(
-                report.contains("      - modified: Sun Sep 09 2001"),
+                has_line(&report, "      - modified: ", &[" 2001 "]),
                 "{report}"
             );
             assert!(
-                report.contains("      + modified: Tue Nov 09 2004"),
+                has_line(&report, "      + modified: ", &[" 2004 "]),
                 "{report}"
             );
         }
-
-        // A rule for another tool leaves get_file_info's differences, and the ignore scoped to it
-        // too narrow a path leaves the rest of them.
-        let out = replay(
-            &bare,
-            &file,
-            &["--mask-in", "read_*", "timestamp"],
-            &server,
-            &data,
-        );
-        assert_eq!(out.status.code(), Some(1), "{}", text(&out));
-        let out = replay(
-            &bare,
-            &file,
-            &["--mask-in", "get_file_*", "timestamp"],
-            &server,
-            &data,
-        );
-        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-        let out = replay(
-            &bare,
-            &file,
-            &[
-                "--ignore-in",
-                "get_file_info",
-                "content.*.text",
-                "--ignore-in",
-                "get_file_info",
-                "structuredContent.content",
-            ],
-            &server,
-            &data,
-        );
-        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     }
 }
 

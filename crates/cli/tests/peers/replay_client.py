@@ -5,7 +5,8 @@ Usage: python replay_client.py SCENARIO -- COMMAND...
 COMMAND is the stdio server the client starts (for the tests: `calltape record -o FILE -- SERVER…` or
 `calltape record -o FILE --url URL`). SCENARIO is `everything` (the reference server), `demo` (the
 replay_server.py test server) or `payments` (pay_server.py, with the card token from $CARD) or `tasks` (the reference server, a
-task-augmented call) or `filesystem` (the filesystem reference server, on the folder $FS_DIR holding a.txt and sub/b.txt). Prints one JSON object with what the client received.
+task-augmented call) or `filesystem` (the filesystem reference server, whose last argument is the folder it serves,
+holding a.txt and sub/b.txt). Prints one JSON object with what the client received.
 """
 
 import asyncio
@@ -70,7 +71,7 @@ async def tasks(session):
 
 async def filesystem(session):
     # File facts (get_file_info prints their times), contents, listings and the server's own folder list.
-    root = os.environ["FS_DIR"]
+    root = sys.argv[-1]
     calls = [
         ("get_file_info", {"path": f"{root}/a.txt"}),
         ("get_file_info", {"path": f"{root}/sub"}),
