@@ -32,6 +32,9 @@ pub(crate) enum Error {
     /// No server to talk to.
     #[error("give the server: `-- CMD ARGS…`, --url URL or --socket PATH")]
     NoServer,
+    /// `replay` without a recording.
+    #[error("give the recording to replay: calltape replay FILE -- CMD…")]
+    NoRecording,
     /// `--watch` without a child command to restart.
     #[error("--watch restarts a child command: give one after `--`")]
     WatchWithoutChild,

@@ -8,9 +8,8 @@ use std::time::{Duration, Instant};
 use calltape_recorder::mcp::Recording;
 use calltape_redact::Redactor;
 use calltape_replay::ReportContext;
-use calltape_replay::mcp::{
-    Comparer, FillSpec, Fills, Format, ReplayOptions, replay, update_recording,
-};
+use calltape_replay::config::{Config, Origin, Sourced};
+use calltape_replay::mcp::{CallRule, FillSpec, Format, ReplayOptions, replay, update_recording};
 use calltape_stdio_bridge::Stderr;
 use clap::Args;
 
@@ -29,10 +28,39 @@ Examples:
   calltape replay calls.jsonl --format html --output report.html -- node server.js
   calltape replay calls.jsonl --update -- node server.js     # accept the new answers
   calltape replay calls.jsonl --fill cardToken=env:CARD --fill apiKey=file:key.txt -- node server.js
+  calltape replay calls.jsonl --mask timestamp --mask 'req-[0-9]+' -- node server.js
+  calltape replay calls.jsonl --mask-in get_file_info timestamp -- node dist/index.js /srv/data
+  calltape replay calls.jsonl --ignore-in 'file:///tmp/*' 'contents.*.text' -- node server.js
+  calltape replay --print-config --mask uuid     # what is in force, and where each rule came from
 
 Each recorded session is replayed through a fresh connection (a new child process, a new HTTP \
 session) with the recorded client info, its calls in recorded order. A call is same, changed \
 (with each differing path), new-error or gone-error. A recorded \"[REDACTED]\" matches any value.
+
+--mask replaces what a regular expression (the regex crate's syntax) matches by [MASKED] in \
+copies of the recorded and the replayed answer alike, in every string at any depth (inside JSON \
+held in a text too), before they are compared: the rest of the text is still compared. Presets: \
+timestamp (RFC 3339 / ISO 8601 date and time, HTTP dates, JavaScript's Date.toString() as Node \
+servers print it: \"Tue Dec 01 2026 10:15:30 GMT+0000 (Coordinated Universal Time)\") and uuid. \
+Reports show masked texts. --ignore-in and --mask-in hold for the calls whose tool or prompt name, \
+or resource URI, matches NAME (a glob: * any text, ? one character), on top of the rules for \
+every call; they take two values, since URIs and regular expressions hold colons.
+
+The rules may also live in a file, calltape.toml (or [tool.calltape] in pyproject.toml), found \
+from the working folder upward to the repository's root (the folder holding .git), or given with \
+--config; flags add to it (a --fill of the same name replaces the file's):
+
+  [replay]
+  ignore = [\"**.requestId\"]
+  mask = [\"uuid\"]
+  fill = { cardToken = \"env:CARD\" }     # where the value comes from, never the value
+
+  [[replay.call]]
+  name = \"get_file_info\"
+  mask = [\"timestamp\"]
+
+The same file may hold the pytest integration's settings (cassette_dir, [upstreams]), which a \
+replay checks and shows but does not use. --print-config shows what is in force and where each rule came from (file and line, or flag).
 
 --fill sends a value in place of a recorded \"[REDACTED]\" at a field of that name, anywhere in \
 an input; the value comes from an environment variable or a file and appears in no report. A call \
@@ -59,16 +87,45 @@ invalid recording or bad arguments, 3 the server could not be started or stopped
 
 /// The arguments of `calltape replay`.
 #[derive(Debug, Args)]
-#[command(after_help = EXAMPLES)]
+// `--print-config` needs no server: the upstream group is checked when a replay runs instead.
+#[command(after_help = EXAMPLES, mut_group("upstream", |g| g.required(false)))]
 pub(crate) struct ReplayArgs {
     /// The recording to replay.
-    #[arg(value_name = "FILE")]
-    file: PathBuf,
+    #[arg(value_name = "FILE", required_unless_present = "print_config")]
+    file: Option<PathBuf>,
 
     /// Skip these dot paths (repeatable, comma-separated): * is one key or index, ** any number,
     /// e.g. '**.quotedAt', 'content.*.text', 'error.message'.
     #[arg(long = "ignore", value_name = "GLOB")]
     ignore: Vec<String>,
+
+    /// Compare what a regular expression matches as equal, in every string (repeatable); the
+    /// presets timestamp and uuid name common ones, e.g. --mask timestamp, --mask 'req-[0-9]+'.
+    #[arg(long = "mask", value_name = "REGEX|PRESET")]
+    mask: Vec<String>,
+
+    /// Skip a dot path in the calls whose tool or prompt name, or resource URI, matches the glob
+    /// NAME (repeatable), e.g. --ignore-in get_file_info 'content.*.text'.
+    #[arg(long = "ignore-in", num_args = 2, value_names = ["NAME", "GLOB"])]
+    ignore_in: Vec<String>,
+
+    /// Mask in the calls whose tool or prompt name, or resource URI, matches the glob NAME
+    /// (repeatable), e.g. --mask-in get_file_info timestamp.
+    #[arg(long = "mask-in", num_args = 2, value_names = ["NAME", "REGEX|PRESET"])]
+    mask_in: Vec<String>,
+
+    /// Read the rules from FILE instead of the calltape.toml (or pyproject.toml) found from the
+    /// working folder upward.
+    #[arg(long, value_name = "FILE", conflicts_with = "no_config")]
+    config: Option<PathBuf>,
+
+    /// Read no configuration file: only the flags' rules hold.
+    #[arg(long)]
+    no_config: bool,
+
+    /// Print the rules in force and where each came from (file and line, or flag), then exit 0.
+    #[arg(long)]
+    print_config: bool,
 
     /// Compare structure only: keys, types and array element shapes, not values.
     #[arg(long)]
@@ -118,45 +175,88 @@ pub(crate) struct ReplayArgs {
     upstream: UpstreamArgs,
 }
 
-/// The values of `--fill`, parsed here rather than by clap, whose error would repeat a value put on
-/// the command line.
-fn fills(specs: &[String]) -> Result<Fills, calltape_replay::Error> {
-    let specs = specs
-        .iter()
-        .map(|spec| spec.parse::<FillSpec>())
-        .collect::<Result<Vec<_>, _>>()?;
-    Fills::resolve(&specs)
+/// The configuration file's rules (unless turned off) with the flags' added.
+fn config(args: &ReplayArgs) -> Result<Config, Error> {
+    let mut config = match (&args.config, args.no_config) {
+        (Some(path), _) => Config::read(path)?,
+        (None, true) => Config::default(),
+        (None, false) => {
+            let here = std::env::current_dir().map_err(|source| Error::Read {
+                path: PathBuf::from("."),
+                source,
+            })?;
+            Config::load(&here)?
+        }
+    };
+    let r = &mut config.replay;
+    let flag = Origin::given;
+    r.ignore.extend(
+        args.ignore
+            .iter()
+            .map(|g| Sourced::new(g.as_str(), flag("--ignore"))),
+    );
+    r.mask.extend(
+        args.mask
+            .iter()
+            .map(|m| Sourced::new(m.as_str(), flag("--mask"))),
+    );
+    for spec in &args.fill {
+        // Parsed here rather than by clap, whose error would repeat a value put on the command line.
+        let spec: FillSpec = spec.parse()?;
+        r.fill.push(Sourced::new(spec, flag("--fill")));
+    }
+    for (pairs, label) in [
+        (&args.ignore_in, "--ignore-in"),
+        (&args.mask_in, "--mask-in"),
+    ] {
+        // Two values a flag, so the pairs are in order.
+        for pair in pairs.chunks(2) {
+            let [name, rule] = pair else {
+                continue;
+            };
+            let rule = match label {
+                "--ignore-in" => CallRule::new(name).ignore([rule]),
+                _ => CallRule::new(name).mask([rule]),
+            };
+            r.calls.push(Sourced::new(rule, flag(label)));
+        }
+    }
+    Ok(config)
 }
 
 pub(crate) fn run(args: ReplayArgs) -> Outcome {
-    let recording = Recording::read(&args.file)?;
-    let comparer = Comparer::builder()
-        .ignore(&args.ignore)
-        .shape(args.shape)
-        .build()
-        .map_err(|e| Error::context("--ignore", e))?;
+    let config = config(&args)?;
+    let rules = &config.replay;
+    // Compiled before anything is printed, so that --print-config also checks every rule (the
+    // fills' values are read only for a replay).
+    let comparer = rules.comparer()?.shape(args.shape).build()?;
+    let (mask, call_rules) = (rules.mask()?, rules.call_rules()?);
+    if args.print_config {
+        print!("{}", config.describe());
+        return Ok(exit::OK);
+    }
+    let Some(file) = &args.file else {
+        return Err(Error::NoRecording);
+    };
+    let recording = Recording::read(file)?;
     let redactor = Redactor::builder()
         .redact_names(args.names.redact.iter().map(String::as_str))
         .keep_names(args.names.keep.iter().map(String::as_str))
         .build()?;
-    let fills = fills(&args.fill)?;
+    let fills = rules.fills()?;
     let context = ReportContext::new()
         .server(redactor.redact_text(&args.upstream.describe()))
         .date(calltape_recorder::mcp::timestamp(
             std::time::SystemTime::now(),
         ))
-        .ignore(
-            args.ignore
-                .iter()
-                .flat_map(|arg| arg.split(','))
-                .map(str::trim)
-                .filter(|g| !g.is_empty()),
-        )
+        .ignore(ignored(rules))
         .fills(fills.names());
     let upstream = args.upstream.upstream(Stderr::Inherit)?;
     let format: Format = args.format.parse().unwrap_or_default();
     let mut options = ReplayOptions::default()
         .comparer(comparer)
+        .mask(mask)
+        .call_rules(call_rules)
         .redactor(redactor)
         .jobs(args.jobs)
         .timeout(args.timeout)
@@ -177,7 +277,7 @@ pub(crate) fn run(args: ReplayArgs) -> Outcome {
         update_recording(&recording, &replayed.outcomes)?;
         eprintln!(
             "calltape: {}: rewritten with the replayed answers ({})",
-            args.file.display(),
+            file.display(),
             report.summary()
         );
         return Ok(exit::OK);
@@ -202,6 +302,25 @@ pub(crate) fn run(args: ReplayArgs) -> Outcome {
     } else {
         Ok(exit::OK)
     }
+}
+
+/// The ignore globs as the HTML report lists them: each of every call's, then each of some calls'
+/// as `NAME: GLOB`.
+fn ignored(rules: &calltape_replay::config::ReplayConfig) -> Vec<String> {
+    let every = rules
+        .ignore
+        .iter()
+        .flat_map(|g| g.value.split(','))
+        .map(str::trim)
+        .filter(|g| !g.is_empty())
+        .map(str::to_owned);
+    let some = rules.calls.iter().flat_map(|call| {
+        let rule = &call.value;
+        rule.ignore
+            .iter()
+            .map(move |g| format!("{}: {g}", rule.name))
+    });
+    every.chain(some).collect()
 }
 
 /// A one-line progress bar on stderr, shown once the replay has run for a second.

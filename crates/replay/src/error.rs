@@ -109,6 +109,60 @@ pub enum ErrorKind {
         /// Where the value was looked for (`the environment variable CARD`, `the file …`).
         from: String,
     },
+    /// A mask is neither a preset's name nor a regular expression that compiles.
+    #[error(
+        "cannot compile the mask `{mask}` (a regular expression in the regex crate's syntax, or a \
+         preset: timestamp, uuid): {reason}"
+    )]
+    Mask {
+        /// The mask as given.
+        mask: String,
+        /// The regular expression compiler's message.
+        reason: String,
+    },
+    /// A rule's glob on call names or URIs does not compile.
+    #[error(
+        "cannot match calls by `{glob}`: {reason}; write a glob on a tool's or a prompt's name or a \
+         resource's URI, e.g. get_file_info, get_*, file:///tmp/*"
+    )]
+    CallName {
+        /// The glob as given.
+        glob: String,
+        /// Why it does not compile.
+        reason: String,
+    },
+    /// A setting in a configuration file is wrong: an unknown key, a value of the wrong type, a
+    /// value that is not allowed.
+    #[error("{}:{line}: {key}: {problem}", path.display())]
+    ConfigFile {
+        /// The file.
+        path: PathBuf,
+        /// The line of the setting, from 1.
+        line: usize,
+        /// The setting's full key, e.g. `replay.ignore`.
+        key: String,
+        /// What is wrong and what is allowed.
+        problem: String,
+    },
+    /// A configuration file is not valid TOML.
+    #[error("{}:{line}: not valid TOML: {reason}", path.display())]
+    ConfigSyntax {
+        /// The file.
+        path: PathBuf,
+        /// The line the parser stopped at, from 1.
+        line: usize,
+        /// The parser's message.
+        reason: String,
+    },
+    /// A setting, from a file or from the caller, that cannot be used; `at` says where it came from.
+    #[error("{at}: {source}")]
+    Setting {
+        /// Where the setting came from: `calltape.toml:4: replay.mask`, or the caller's label.
+        at: String,
+        /// Why it cannot be used.
+        #[source]
+        source: Box<Error>,
+    },
     /// The MCP server under replay could not be started, or stopped answering.
     #[error("{upstream}: {reason}")]
     ReplayUpstream {

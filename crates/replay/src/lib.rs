@@ -11,10 +11,15 @@
 //!   or forwards to the real API and records the answer, with every credential scrubbed before a
 //!   byte reaches disk.
 //!
+//! With `mcp`, the `config` module reads the rules a replay compares by from `calltape.toml` or
+//! `pyproject.toml`'s `[tool.calltape]`.
+//!
 //! Both halves share the crate's one [`Error`].
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+#[cfg(feature = "mcp")]
+pub mod config;
 mod error;
 #[cfg(any(feature = "http", feature = "mcp"))]
 mod html;

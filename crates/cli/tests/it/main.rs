@@ -19,6 +19,7 @@ mod pytest_plugin;
 mod record;
 mod redact;
 mod replay;
+mod replay_rules;
 mod serve;
 mod shared;
 mod support;

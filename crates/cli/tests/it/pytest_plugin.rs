@@ -19,6 +19,14 @@ addopts = "-p no:cacheprovider"
 
 [tool.calltape]
 cassette_dir = "tests/cassettes"
+
+# Read by calltape replay; the plugin reads the same table around it.
+[tool.calltape.replay]
+mask = ["uuid"]
+
+[[tool.calltape.replay.call]]
+name = "get_file_info"
+mask = ["timestamp"]
 "#;
 
 const TESTS: &str = r#"import os
@@ -228,6 +236,21 @@ fn pytest_records_a_cassette_per_test_and_replays_offline() {
     let project = write_project(dir.path());
     let cassettes = project.join("tests/cassettes");
     let fake = FakeApi::start(dir.path());
+    // calltape replay reads the same [tool.calltape] table as the plugin.
+    let out = Command::new(env!("CARGO_BIN_EXE_calltape"))
+        .args(["replay", "--print-config"])
+        .current_dir(&project)
+        .output()
+        .unwrap();
+    let config = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{config}");
+    for row in [
+        "pyproject.toml:13  replay.mask   uuid (preset)",
+        "pyproject.toml:15  replay.call   get_file_info: mask timestamp (preset)",
+        "pyproject.toml:9   cassette_dir  tests/cassettes",
+    ] {
+        assert!(config.contains(row), "{config}");
+    }
 
     let (out, text) = pytest(
         &site,

@@ -21,7 +21,7 @@ const SECRETS: &[&str] = &[
 ];
 
 /// Runs replay_client.py SCENARIO against `command` (a `calltape record …` command line).
-fn client(scenario: &str, command: &[&str]) -> Value {
+pub(crate) fn client(scenario: &str, command: &[&str]) -> Value {
     let out = Command::new(python())
         .arg(peer_script("replay_client.py"))
         .arg(scenario)

@@ -45,6 +45,17 @@ pub(crate) fn everything() -> PathBuf {
     installed(peers().join("node/node_modules/.bin/mcp-server-everything"))
 }
 
+/// A published release of a reference server, as `.ci/install-peers` pins it side by side with
+/// another (`filesystem-old`, `filesystem-new`, `everything-new`, …): the script `node` runs.
+pub(crate) fn published_server(name: &str) -> PathBuf {
+    installed(
+        peers()
+            .join("servers/node_modules")
+            .join(name)
+            .join("dist/index.js"),
+    )
+}
+
 fn installed(path: PathBuf) -> PathBuf {
     assert!(
         path.exists(),

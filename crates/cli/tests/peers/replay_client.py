@@ -5,7 +5,8 @@ Usage: python replay_client.py SCENARIO -- COMMAND...
 COMMAND is the stdio server the client starts (for the tests: `calltape record -o FILE -- SERVER…` or
 `calltape record -o FILE --url URL`). SCENARIO is `everything` (the reference server), `demo` (the
 replay_server.py test server) or `payments` (pay_server.py, with the card token from $CARD) or `tasks` (the reference server, a
-task-augmented call). Prints one JSON object with what the client received.
+task-augmented call) or `filesystem` (the filesystem reference server, whose last argument is the folder it serves,
+holding a.txt and sub/b.txt). Prints one JSON object with what the client received.
 """
 
 import asyncio
@@ -68,12 +69,33 @@ async def tasks(session):
     return {"statuses": statuses, "result": dump(final), "sum": dump(total)}
 
 
+async def filesystem(session):
+    # File facts (get_file_info prints their times), contents, listings and the server's own folder list.
+    root = sys.argv[-1]
+    calls = [
+        ("get_file_info", {"path": f"{root}/a.txt"}),
+        ("get_file_info", {"path": f"{root}/sub"}),
+        ("read_text_file", {"path": f"{root}/a.txt"}),
+        ("list_directory", {"path": root}),
+        ("get_file_info", {"path": f"{root}/sub/b.txt"}),
+        ("search_files", {"path": root, "pattern": "b.txt"}),
+        ("list_allowed_directories", {}),
+    ]
+    return {"calls": [dump(await session.call_tool(name, args)) for name, args in calls]}
+
+
 async def main(scenario, command):
     server = StdioServerParameters(command=command[0], args=command[1:], env=dict(os.environ))
     async with stdio_client(server) as (read, write):
         async with ClientSession(read, write) as session:
             init = await session.initialize()
-            result = await {"everything": everything, "demo": demo, "payments": payments, "tasks": tasks}[scenario](session)
+            result = await {
+                "everything": everything,
+                "demo": demo,
+                "payments": payments,
+                "tasks": tasks,
+                "filesystem": filesystem,
+            }[scenario](session)
             result["server"] = init.serverInfo.name
             return result
 

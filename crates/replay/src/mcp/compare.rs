@@ -85,6 +85,8 @@ impl Comparison {
 pub struct Comparer {
     ignore: Option<DotGlobs>,
     shape: bool,
+    /// What it was built from, so that rules for some calls can add to it (`mask.rs`).
+    built_from: ComparerBuilder,
 }
 
 /// Builds a [`Comparer`].
@@ -123,6 +125,7 @@ impl ComparerBuilder {
 
     /// Compiles the globs once.
     pub fn build(self) -> Result<Comparer, Error> {
+        let built_from = self.clone();
         let ignore = if self.globs.is_empty() {
             None
         } else {
@@ -132,6 +135,7 @@ impl ComparerBuilder {
         Ok(Comparer {
             ignore,
             shape: self.shape,
+            built_from,
         })
     }
 }
@@ -253,6 +257,11 @@ impl Comparer {
             status,
             differences: walk.out,
         }
+    }
+
+    /// This comparer with `globs` skipped too.
+    pub(crate) fn and_ignore(&self, globs: &[&str]) -> Result<Comparer, Error> {
+        self.built_from.clone().ignore(globs).build()
     }
 
     /// Whether `path` matches an `--ignore` glob; `scratch` holds the path as globset reads it.

@@ -2,8 +2,9 @@
 //! connection, compare every answer with the recorded one, and report what changed.
 //!
 //! [`replay`] drives the sessions through any [`Upstream`](calltape_stdio_bridge::Upstream) (a child
-//! process, a Streamable HTTP endpoint); [`Comparer`] decides what differs; [`ReplayReport`] renders
-//! text, JSON or JUnit; [`update_recording`] accepts the new answers.
+//! process, a Streamable HTTP endpoint); [`Comparer`] decides what differs, after a [`Mask`] and
+//! [`CallRules`] set aside what varies per run; [`ReplayReport`] renders text, JSON or JUnit;
+//! [`update_recording`] accepts the new answers.
 //!
 //! # Example
 //!
@@ -25,6 +26,7 @@
 mod compare;
 mod fill;
 mod follow;
+mod mask;
 mod report;
 mod session;
 mod task;
@@ -33,6 +35,7 @@ mod update;
 pub use compare::{Comparer, ComparerBuilder, Comparison, Difference, Status};
 pub use fill::{FillSource, FillSpec, Fills};
 pub use follow::{MIN_FOLLOWED, Substitution};
+pub use mask::{CallRule, CallRules, CallRulesBuilder, MASKED, Mask, PRESETS};
 pub use report::{CallReport, Format, REPORT_VERSION, ReplayReport, Summary};
 pub use session::{
     DEFAULT_PROTOCOL_VERSION, DEFAULT_TIMEOUT, Progress, ReplayOptions, Replayed, compare_outcomes,

@@ -20,6 +20,7 @@ use crate::error::{Error, ErrorKind};
 use crate::mcp::compare::{Comparer, Comparison};
 use crate::mcp::fill::Fills;
 use crate::mcp::follow::{Answered, Follower, Substitution};
+use crate::mcp::mask::{CallRules, Mask, Scopes};
 use crate::mcp::report::{CallReport, ReplayReport};
 
 /// The protocol version a replay asks for when the recording names none.
@@ -37,6 +38,10 @@ pub type Progress = Arc<dyn Fn(usize, usize) + Send + Sync>;
 pub struct ReplayOptions {
     /// Compares each recorded outcome with the replayed one.
     pub comparer: Comparer,
+    /// Masks applied to copies of both outcomes of every call before they are compared.
+    pub mask: Mask,
+    /// Ignore globs and masks for some calls only, on top of `comparer`'s and `mask`.
+    pub call_rules: CallRules,
     /// Redacts replayed outcomes before comparison; use the rules the recording was made with.
     pub redactor: Redactor,
     /// Sessions replayed at once (at least 1).
@@ -57,6 +62,8 @@ impl fmt::Debug for ReplayOptions {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ReplayOptions")
             .field("comparer", &self.comparer)
+            .field("mask", &self.mask)
+            .field("call_rules", &self.call_rules)
             .field("jobs", &self.jobs)
             .field("timeout", &self.timeout)
             .field("fills", &self.fills)
@@ -70,6 +77,8 @@ impl Default for ReplayOptions {
     fn default() -> Self {
         Self {
             comparer: Comparer::new(),
+            mask: Mask::default(),
+            call_rules: CallRules::new(),
             redactor: Redactor::new(),
             jobs: 1,
             timeout: DEFAULT_TIMEOUT,
@@ -85,6 +94,19 @@ impl ReplayOptions {
     /// Uses `comparer`.
     pub fn comparer(mut self, comparer: Comparer) -> Self {
         self.comparer = comparer;
+        self
+    }
+
+    /// Masks copies of both outcomes of every call with `mask` before comparing them: what its
+    /// patterns match compares equal, the rest of each string is still compared.
+    pub fn mask(mut self, mask: Mask) -> Self {
+        self.mask = mask;
+        self
+    }
+
+    /// Applies `rules` to the calls they name, on top of the comparer and the mask for every call.
+    pub fn call_rules(mut self, rules: CallRules) -> Self {
+        self.call_rules = rules;
         self
     }
 
@@ -225,6 +247,7 @@ fn compare_with_notes(
     notes: Vec<Notes>,
     options: &ReplayOptions,
 ) -> Replayed {
+    let mut scopes = Scopes::new(&options.comparer, &options.mask, &options.call_rules);
     let calls = recording
         .calls
         .iter()
@@ -238,9 +261,8 @@ fn compare_with_notes(
                 Comparison::same()
             } else {
                 redact_outcome(&options.redactor, replayed);
-                options
-                    .comparer
-                    .compare_call(&call.record.method, recorded, replayed)
+                let (method, name) = (&call.record.method, &call.record.name);
+                scopes.compare(method, name, recorded, replayed)
             };
             CallReport::new(
                 i + 1,
@@ -645,5 +667,52 @@ mod tests {
         let note = &replayed.report.calls[2].differences[1];
         assert_eq!(note.path, "note");
         assert_eq!(note.replayed, Some(json!("Bearer [REDACTED]")));
+    }
+
+    #[test]
+    fn masks_and_call_rules_compare_copies_and_the_kept_outcomes_stay_whole() {
+        let line = |name: &str, at: &str| {
+            json!({"v": 1, "at": "2026-11-29T20:46:45.123Z", "session": "3f9a1c2e", "method": "tools/call",
+                   "name": name, "answer": {"text": format!("created: {at}"), "id": "a"}, "durationMs": 1})
+            .to_string()
+        };
+        let lines = [
+            line("info", "2026-11-29T20:46:45Z"),
+            line("other", "2026-11-29T20:46:45Z"),
+        ];
+        let recording = Recording::parse("calls.jsonl", lines.join("\n").as_bytes()).unwrap();
+        let replayed = || {
+            vec![
+                Outcome::Answer(json!({"text": "created: 2026-12-01T08:00:00Z", "id": "b"})),
+                Outcome::Answer(json!({"text": "created: 2026-12-01T08:00:00Z", "id": "a"})),
+            ]
+        };
+        // (mask for every call, rules for some, the statuses)
+        let rules = CallRules::builder()
+            .rule(crate::mcp::CallRule::new("in*").ignore(["id"]))
+            .build()
+            .unwrap();
+        let timestamp = Mask::new(["timestamp"]).unwrap();
+        let rows = [
+            (
+                Mask::default(),
+                CallRules::new(),
+                [Status::Changed, Status::Changed],
+            ),
+            (
+                timestamp.clone(),
+                CallRules::new(),
+                [Status::Changed, Status::Same],
+            ),
+            (timestamp, rules, [Status::Same, Status::Same]),
+        ];
+        for (mask, rules, statuses) in rows {
+            let options = ReplayOptions::default().mask(mask).call_rules(rules);
+            let done = compare_outcomes(&recording, replayed(), &options);
+            let found: Vec<Status> = done.report.calls.iter().map(|c| c.status).collect();
+            assert_eq!(found, statuses, "{options:?}");
+            // What --update would write is the server's answer, never a masked copy.
+            assert_eq!(done.outcomes, replayed());
+        }
     }
 }
