@@ -62,7 +62,7 @@ closest recordings with a diff. The exit status is the command's, with two excep
 succeeded: in replay and verify modes a miss, a refused fuzzy match or drift exits 1, even when the \
 application swallowed the 404 (--allow-misses keeps the command's status), and any mode exits 1 \
 when an interaction was refused because a line or blob of it still held a credential (nothing of \
-it is stored).
+it is stored; the interactions after it are).
 
 --report FILE writes what the run did per cassette (hits, misses with their closest recordings, \
 fuzzy hits, drift) as JSON, with --report-format junit as one testcase per cassette, or with \

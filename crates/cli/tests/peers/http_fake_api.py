@@ -98,8 +98,12 @@ class Handler(BaseHTTPRequestHandler):
             events.append("data: [DONE]\n\n")
             sse(self, events)
         elif path == "/v1/chat/completions":
+            # "created N" answers with that number as the completion's timestamp: a number no
+            # redaction can rewrite without changing its type.
+            created = text.split(" ", 1)[1] if text.startswith("created ") else ""
             send_json(self, {
-                "id": "chatcmpl-1", "object": "chat.completion", "created": 1700000000, "model": body.get("model"),
+                "id": "chatcmpl-1", "object": "chat.completion",
+                "created": int(created) if created.isdigit() else 1700000000, "model": body.get("model"),
                 "choices": [{"index": 0, "finish_reason": "stop",
                              "message": {"role": "assistant", "content": "echo: " + text}}],
                 "usage": {"prompt_tokens": 3, "completion_tokens": 5, "total_tokens": 8},

@@ -336,6 +336,10 @@ impl Tape {
     /// Adds a recording and makes it durable. Record mode appends it to the run's journal and leaves
     /// the cassette whole until [`finish`](Self::finish); the other modes rewrite the cassette
     /// atomically with it.
+    ///
+    /// A recording refused because a line or blob of it still holds a credential is dropped from
+    /// the tape as well as from the file: kept, it would refuse every later save of the run, and the
+    /// recordings after it would never be written.
     pub(crate) fn record(
         &mut self,
         interaction: Interaction,
@@ -349,8 +353,24 @@ impl Tape {
         };
         // Refused before it is kept: a later save must not fail on it again.
         scrubber.check_blobs(&self.path, &interaction)?;
+        let was_dirty = self.dirty;
         self.recorded.push(interaction);
         self.dirty = true;
+        let stored = self.store_last(mode, scrubber);
+        if stored
+            .as_ref()
+            .is_err_and(calltape_recorder::Error::is_refusal)
+        {
+            // Nothing of it was written: the file is as the tape was without it.
+            self.recorded.pop();
+            self.dirty = was_dirty;
+        }
+        stored
+    }
+
+    /// Makes the last recording durable: the whole cassette rewritten, or in record mode the
+    /// recording appended to the run's journal.
+    fn store_last(&mut self, mode: Mode, scrubber: &Scrubber) -> calltape_recorder::Result<()> {
         if mode != Mode::Record {
             return self.save(scrubber).map(|_| ());
         }
