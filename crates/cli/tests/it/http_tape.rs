@@ -1,10 +1,12 @@
 //! What a `calltape http` run keeps in its cassette, with the official OpenAI Python SDK as the
-//! application: an interaction refused for a credential is dropped and the run goes on recording.
+//! application: an interaction refused for a credential is dropped and the run goes on recording, and
+//! re-recording against an upstream that answers real APIs' headers (new request ids, rate-limit
+//! counters, dates) rewrites only the interactions whose answers changed.
 
 use std::path::Path;
 use std::process::Stdio;
 
-use crate::http::FakeApi;
+use crate::http::{FakeApi, run_client_with};
 use crate::support::{calltape, python};
 
 const OPENAI_KEY: &str = "sk-proj-tapeTestKey0123456789abcdefghij";
@@ -97,5 +99,92 @@ fn an_interaction_refused_for_a_credential_is_dropped_and_the_later_ones_are_sav
         );
         assert_eq!(status, 0, "{mode}: {stderr}");
         assert!(stdout.contains("echo: last"), "{mode}: {stdout}");
+    }
+}
+
+/// The lines of `new` that are not in `old`, in order.
+fn changed_lines<'a>(old: &str, new: &'a str) -> Vec<&'a str> {
+    let old: std::collections::HashSet<&str> = old.lines().collect();
+    new.lines().filter(|l| !old.contains(l)).collect()
+}
+
+#[test]
+fn re_recording_a_real_api_keeps_every_line_whose_answer_is_the_same() {
+    let dir = tempfile::tempdir().unwrap();
+    let cassette = dir.path().join("real.jsonl");
+    // The request ids, dates, processing times and rate-limit headers kept too, beside the
+    // request ids and rate-limit counters kept by default.
+    let keep = [
+        "--keep-header",
+        "date",
+        "--keep-header",
+        "openai-*",
+        "--keep-header",
+        "x-envoy-upstream-service-time",
+        "--keep-header",
+        "cf-ray",
+        "--keep-header",
+        "anthropic-organization-id",
+    ];
+    for options in [&[][..], &keep[..]] {
+        let _ = std::fs::remove_file(&cassette);
+        let fake = FakeApi::start(dir.path());
+        let (status, _, stderr) =
+            run_client_with("record", options, &fake.url(), &cassette, "basic");
+        assert_eq!(status, 0, "{options:?}: {stderr}");
+        let first = std::fs::read_to_string(&cassette).unwrap();
+        // The real APIs' headers are there, with values that differ from one request to the next.
+        for header in [
+            r#"["x-request-id","req_"#,
+            r#"["x-ratelimit-remaining-requests","#,
+            r#"["anthropic-ratelimit-tokens-remaining","#,
+            r#"["request-id","req_011C"#,
+        ] {
+            assert!(first.contains(header), "{header}: {first}");
+        }
+        if !options.is_empty() {
+            for header in [
+                r#"["date","#,
+                r#"["openai-processing-ms","#,
+                r#"["cf-ray","#,
+            ] {
+                assert!(first.contains(header), "{header}: {first}");
+            }
+        }
+        assert!(!first.contains("set-cookie"), "{first}");
+
+        // The same traffic again: the upstream answered new ids and counters, the file is the same.
+        let (status, _, stderr) =
+            run_client_with("record", options, &fake.url(), &cassette, "basic");
+        assert_eq!(status, 0, "{options:?}: {stderr}");
+        let again = std::fs::read_to_string(&cassette).unwrap();
+        assert!(
+            again == first,
+            "{options:?}: re-recording changed {:#?}",
+            changed_lines(&first, &again)
+        );
+        drop(fake);
+
+        // An upstream whose chat answer changed: that interaction is rewritten, with the new
+        // answer's request id; the stream whose answer is the same keeps its stored lines.
+        let changed = FakeApi::start_with(dir.path(), &["--answer", "echo, changed: "]);
+        let (status, recorded, stderr) =
+            run_client_with("record", options, &changed.url(), &cassette, "basic");
+        assert_eq!(status, 0, "{options:?}: {stderr}");
+        assert_eq!(recorded["chat"], "echo, changed: hi");
+        let rewritten = std::fs::read_to_string(&cassette).unwrap();
+        let new_lines = changed_lines(&first, &rewritten);
+        assert_eq!(new_lines.len(), 1, "{options:?}: {new_lines:#?}");
+        assert!(
+            new_lines[0].contains("echo, changed: hi")
+                && new_lines[0].contains(r#"["x-request-id","req_"#),
+            "{options:?}: {}",
+            new_lines[0]
+        );
+        assert_eq!(
+            changed_lines(&rewritten, &first).len(),
+            1,
+            "{options:?}: only the chat answer's line went"
+        );
     }
 }

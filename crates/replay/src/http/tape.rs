@@ -98,15 +98,15 @@ impl Previous {
         Some(Self { index, kept })
     }
 
-    /// The stored recording that `new` repeats apart from timing, as stored (delays included),
-    /// with `new`'s sequence number; or `new` itself when nothing stored is the same.
+    /// The stored recording that `new` repeats apart from noise, as stored (delays and request ids
+    /// included), with `new`'s sequence number; or `new` itself when nothing stored is the same.
     fn keep(&mut self, new: Interaction) -> Interaction {
         for i in 0..self.index.len() {
             if self.kept[i] || self.index.key(i) != new.request.key {
                 continue;
             }
             match self.index.interaction(i) {
-                Ok(mut old) if old.same_apart_from_timing(&new) => {
+                Ok(mut old) if old.same_apart_from_noise(&new) => {
                     self.kept[i] = true;
                     old.request.seq = new.request.seq;
                     return old;
@@ -346,7 +346,8 @@ impl Tape {
         mode: Mode,
         scrubber: &Scrubber,
     ) -> calltape_recorder::Result<()> {
-        // The same traffic recorded again leaves the cassette as it was, whatever its timing.
+        // The same traffic recorded again leaves the cassette as it was, whatever its timing and
+        // request ids.
         let interaction = match &mut self.previous {
             Some(previous) => previous.keep(interaction),
             None => interaction,
