@@ -74,6 +74,8 @@ pub(crate) struct Tape {
     /// Record mode: the cassette as it was before this run, whose recordings this run keeps as
     /// they were when it records them again.
     previous: Option<Previous>,
+    /// No file was there to load (a zero-byte one is an empty cassette, not a missing one).
+    missing: bool,
 }
 
 /// The cassette a record run replaces, and which of its recordings the run has recorded again.
@@ -132,6 +134,7 @@ impl Tape {
             redaction: scrubber.fingerprint(),
         };
         let mut index = None;
+        let mut missing = false;
         let previous = match mode {
             Mode::Record => Previous::load(path, &meta),
             _ => None,
@@ -139,7 +142,7 @@ impl Tape {
         if !matches!(mode, Mode::Record | Mode::Live) {
             match CassetteIndex::load(path) {
                 Ok(i) => index = Some(i),
-                Err(e) if e.is_not_found() => {}
+                Err(e) if e.is_not_found() => missing = true,
                 // A zero-byte file (made by `touch`, or by a tool that creates files up front) is an
                 // empty cassette: every request is a miss, not a broken cassette.
                 Err(_) if std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() == 0) => {}
@@ -212,11 +215,18 @@ impl Tape {
             dirty: false,
             journal: None,
             previous,
+            missing,
         })
     }
 
     pub(crate) fn len(&self) -> usize {
         self.slots.len()
+    }
+
+    /// Whether the mode loads the file and none was there: every lookup misses, and a miss should
+    /// say that the cassette itself is missing.
+    pub(crate) fn missing(&self) -> bool {
+        self.missing
     }
 
     /// The recording in slot `i`, built on first use.
