@@ -268,3 +268,44 @@ impl CpuLoad {
         Self { _busy: busy }
     }
 }
+
+/// The quick start of an integration's README (its first `sh` block after `## Quick start`), cut
+/// where a test stands in for a step: the install lines (offline, the test installs from the
+/// repository itself), the lines that write the project, and its last two commands, which record
+/// and then replay in CI.
+pub(crate) struct QuickStart {
+    /// The install lines, as the README writes them.
+    pub(crate) install: Vec<String>,
+    /// The lines that write the project's files, for `sh -e`.
+    pub(crate) files: String,
+    /// The command that records.
+    pub(crate) record: String,
+    /// The command that replays in CI.
+    pub(crate) replay: String,
+}
+
+impl QuickStart {
+    pub(crate) fn read(readme: &std::path::Path) -> Self {
+        let text = std::fs::read_to_string(readme).expect("the README");
+        let block = text
+            .split_once("## Quick start")
+            .and_then(|(_, rest)| rest.split_once("```sh\n"))
+            .and_then(|(_, rest)| rest.split_once("\n```"))
+            .map(|(block, _)| block)
+            .unwrap_or_else(|| panic!("{} has no quick start block", readme.display()));
+        let mut lines: Vec<&str> = block.lines().collect();
+        let replay = lines.pop().expect("a replay line").to_owned();
+        let record = lines.pop().expect("a record line").to_owned();
+        let (install, files): (Vec<&str>, Vec<&str>) = lines.into_iter().partition(|l| {
+            ["cargo install ", "pip install ", "npm install "]
+                .iter()
+                .any(|p| l.starts_with(p))
+        });
+        Self {
+            install: install.into_iter().map(str::to_owned).collect(),
+            files: files.join("\n") + "\n",
+            record,
+            replay,
+        }
+    }
+}
