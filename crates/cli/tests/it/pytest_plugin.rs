@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use crate::http::FakeApi;
-use crate::support::{QuickStart, python, repo_root};
+use crate::support::{self, QuickStart, python, repo_root};
 
 const PYPROJECT: &str = r#"[project]
 name = "chat-app"
@@ -192,9 +192,8 @@ fn pytest(
     (out, text)
 }
 
-/// Runs one line of a README through `sh` in `project`, as a user would type it: the Python peers'
-/// `pytest` first on PATH, the plugin on PYTHONPATH, the upstreams at `upstream`, and no API key
-/// unless `env` gives one; returns its output (stdout then stderr).
+/// Runs one line of a README through `sh` in `project`, as [`support::sh`] does, with the Python
+/// peers' `pytest` first on PATH and the plugin on PYTHONPATH.
 fn sh(
     site: &Path,
     project: &Path,
@@ -202,46 +201,12 @@ fn sh(
     line: &str,
     env: &[(&str, &str)],
 ) -> (Output, String) {
-    let bin = python().parent().unwrap().to_owned();
-    let path = format!(
-        "{}:{}",
-        bin.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    let mut cmd = Command::new("sh");
-    cmd.args(["-e", "-c", line])
-        .current_dir(project)
-        .env("PATH", path)
-        .env("PYTHONPATH", site)
-        .env("CALLTAPE_BIN", env!("CARGO_BIN_EXE_calltape"))
-        .env("CALLTAPE_UPSTREAM_OPENAI", upstream)
-        .env("CALLTAPE_UPSTREAM_ANTHROPIC", upstream)
-        .env("NO_COLOR", "1")
-        .env_remove("CALLTAPE_LOG");
-    for var in [
-        "CI",
-        "CALLTAPE_MODE",
-        "LLM_TEST_MODE",
-        "UPDATE_RECORDINGS",
-        "RECORD_LLM",
-        "OPENAI_BASE_URL",
-        "ANTHROPIC_BASE_URL",
-        "OPENAI_API_KEY",
-        "ANTHROPIC_API_KEY",
-        "PYTEST_ADDOPTS",
-    ] {
-        cmd.env_remove(var);
-    }
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let out = cmd.output().expect("run sh");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out, text)
+    let bin = python().parent().unwrap().display().to_string();
+    let path = format!("{bin}:{}", std::env::var("PATH").unwrap_or_default());
+    let site = site.display().to_string();
+    let mut all = vec![("PATH", path.as_str()), ("PYTHONPATH", site.as_str())];
+    all.extend_from_slice(env);
+    support::sh(project, upstream, line, &all)
 }
 
 /// Every file under `dir`, by its path relative to `dir`, with its bytes.

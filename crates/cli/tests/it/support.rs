@@ -269,6 +269,50 @@ impl CpuLoad {
     }
 }
 
+/// Runs one line of a README through `sh -e` in `project`, as a user would type it, with the test
+/// runners' environment: calltape the binary under test, the `openai` and `anthropic` upstreams at
+/// `upstream`, no mode, base URL or API key of the caller's environment, and `env` on top; returns
+/// its output (stdout then stderr).
+pub(crate) fn sh(
+    project: &std::path::Path,
+    upstream: &str,
+    line: &str,
+    env: &[(&str, &str)],
+) -> (std::process::Output, String) {
+    let mut cmd = Command::new("sh");
+    cmd.args(["-e", "-c", line])
+        .current_dir(project)
+        .env("CALLTAPE_BIN", env!("CARGO_BIN_EXE_calltape"))
+        .env("CALLTAPE_UPSTREAM_OPENAI", upstream)
+        .env("CALLTAPE_UPSTREAM_ANTHROPIC", upstream)
+        .env("NO_COLOR", "1")
+        .env_remove("CALLTAPE_LOG");
+    for var in [
+        "CI",
+        "CALLTAPE_MODE",
+        "LLM_TEST_MODE",
+        "UPDATE_RECORDINGS",
+        "RECORD_LLM",
+        "OPENAI_BASE_URL",
+        "ANTHROPIC_BASE_URL",
+        "OPENAI_API_KEY",
+        "ANTHROPIC_API_KEY",
+        "PYTEST_ADDOPTS",
+    ] {
+        cmd.env_remove(var);
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("run sh");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out, text)
+}
+
 /// The quick start of an integration's README (its first `sh` block after `## Quick start`), cut
 /// where a test stands in for a step: the install lines (offline, the test installs from the
 /// repository itself), the lines that write the project, and its last two commands, which record
