@@ -161,35 +161,8 @@ fn pytest(
     let mut cmd = Command::new(python());
     cmd.args(["-m", "pytest", "-v", "-rA"])
         .args(args)
-        .current_dir(project)
-        .env("PYTHONPATH", site)
-        .env("CALLTAPE_BIN", env!("CARGO_BIN_EXE_calltape"))
-        .env("CALLTAPE_UPSTREAM_OPENAI", upstream)
-        .env("CALLTAPE_UPSTREAM_ANTHROPIC", upstream)
-        .env("NO_COLOR", "1")
-        .env_remove("CALLTAPE_LOG");
-    for var in [
-        "CI",
-        "CALLTAPE_MODE",
-        "LLM_TEST_MODE",
-        "UPDATE_RECORDINGS",
-        "RECORD_LLM",
-        "OPENAI_BASE_URL",
-        "ANTHROPIC_BASE_URL",
-        "PYTEST_ADDOPTS",
-    ] {
-        cmd.env_remove(var);
-    }
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let out = cmd.output().expect("run pytest");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out, text)
+        .env("PYTHONPATH", site);
+    support::run_runner(cmd, project, upstream, env)
 }
 
 /// Runs one line of a README through `sh` in `project`, as [`support::sh`] does, with the Python

@@ -269,10 +269,8 @@ impl CpuLoad {
     }
 }
 
-/// Runs one line of a README through `sh -e` in `project`, as a user would type it, with the test
-/// runners' environment: calltape the binary under test, the `openai` and `anthropic` upstreams at
-/// `upstream`, no mode, base URL or API key of the caller's environment, and `env` on top; returns
-/// its output (stdout then stderr).
+/// Runs one line of a README through `sh -e` in `project`, as a user would type it, as
+/// [`run_runner`] runs a command.
 pub(crate) fn sh(
     project: &std::path::Path,
     upstream: &str,
@@ -280,8 +278,20 @@ pub(crate) fn sh(
     env: &[(&str, &str)],
 ) -> (std::process::Output, String) {
     let mut cmd = Command::new("sh");
-    cmd.args(["-e", "-c", line])
-        .current_dir(project)
+    cmd.args(["-e", "-c", line]);
+    run_runner(cmd, project, upstream, env)
+}
+
+/// Runs a test runner's command in `project` with the integrations' environment: calltape the
+/// binary under test, the `openai` and `anthropic` upstreams at `upstream`, no mode, base URL or
+/// API key of the caller's environment, and `env` on top; returns its output (stdout then stderr).
+pub(crate) fn run_runner(
+    mut cmd: Command,
+    project: &std::path::Path,
+    upstream: &str,
+    env: &[(&str, &str)],
+) -> (std::process::Output, String) {
+    cmd.current_dir(project)
         .env("CALLTAPE_BIN", env!("CARGO_BIN_EXE_calltape"))
         .env("CALLTAPE_UPSTREAM_OPENAI", upstream)
         .env("CALLTAPE_UPSTREAM_ANTHROPIC", upstream)
@@ -304,7 +314,7 @@ pub(crate) fn sh(
     for (k, v) in env {
         cmd.env(k, v);
     }
-    let out = cmd.output().expect("run sh");
+    let out = cmd.output().expect("run the test runner");
     let text = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),

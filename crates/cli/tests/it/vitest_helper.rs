@@ -10,7 +10,7 @@ use std::process::Command;
 use serde_json::Value;
 
 use crate::http::FakeApi;
-use crate::support::{QuickStart, peers, repo_root, sh};
+use crate::support::{QuickStart, peers, repo_root, run_runner, sh};
 
 const PACKAGE: &str = r#"{
   "name": "chat-app",
@@ -96,17 +96,21 @@ fn write_project(dir: &Path) -> PathBuf {
     std::fs::write(project.join("tests/ask.js"), ASK).unwrap();
     std::fs::write(project.join("tests/chat.test.js"), CHAT).unwrap();
     std::fs::write(project.join("tests/other.test.js"), OTHER).unwrap();
+    install(&project, &["--install-links", "--no-save"]);
+    project
+}
+
+/// Installs the helper into `project` with npm from the repository (offline, with `how`), and
+/// links the peers' vitest and openai beside it, with vitest's command where `npx vitest` finds
+/// it: what `npm install -D vitest openai` would add, offline.
+fn install(project: &Path, how: &[&str]) {
     let out = Command::new("npm")
-        .args([
-            "install",
-            "--install-links",
-            "--no-save",
-            "--offline",
-            "--legacy-peer-deps",
-        ])
+        .arg("install")
+        .args(how)
+        .args(["--offline", "--legacy-peer-deps"])
         .args(["--no-audit", "--no-fund", "--loglevel=error"])
         .arg(repo_root().join("integrations/vitest"))
-        .current_dir(&project)
+        .current_dir(project)
         .output()
         .expect("run npm");
     assert!(
@@ -114,13 +118,6 @@ fn write_project(dir: &Path) -> PathBuf {
         "npm install failed:\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    link_peers(&project);
-    project
-}
-
-/// Links the peers' vitest and openai into `project`'s node_modules, with vitest's command where
-/// `npx vitest` finds it: what `npm install -D vitest openai` would give, offline.
-fn link_peers(project: &Path) {
     for name in ["vitest", "openai"] {
         std::os::unix::fs::symlink(
             peers().join("node/node_modules").join(name),
@@ -155,32 +152,8 @@ fn vitest(
             "--outputFile.json",
         ])
         .arg(&results)
-        .args(args)
-        .current_dir(project)
-        .env("CALLTAPE_BIN", env!("CARGO_BIN_EXE_calltape"))
-        .env("CALLTAPE_UPSTREAM_OPENAI", upstream)
-        .env("CALLTAPE_UPSTREAM_ANTHROPIC", upstream)
-        .env("NO_COLOR", "1")
-        .env_remove("CALLTAPE_LOG");
-    for var in [
-        "CI",
-        "CALLTAPE_MODE",
-        "LLM_TEST_MODE",
-        "UPDATE_RECORDINGS",
-        "RECORD_LLM",
-        "OPENAI_BASE_URL",
-    ] {
-        cmd.env_remove(var);
-    }
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let out = cmd.output().expect("run vitest");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .args(args);
+    let (out, text) = run_runner(cmd, project, upstream, env);
     let json: Value = std::fs::read(&results)
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok())
@@ -416,20 +389,8 @@ fn vitest_quick_start_replays_in_ci_with_no_api_key_in_commonjs_and_esm_projects
     for (n, (shape, esm, config)) in SHAPES.iter().enumerate() {
         let project = dir.path().join(format!("quick{n}"));
         std::fs::create_dir(&project).unwrap();
-        // `npm install -D … ./integrations/vitest`, offline: it writes a package.json of its own.
-        let out = Command::new("npm")
-            .args(["install", "-D", "--offline", "--legacy-peer-deps"])
-            .args(["--no-audit", "--no-fund", "--loglevel=error"])
-            .arg(repo_root().join("integrations/vitest"))
-            .current_dir(&project)
-            .output()
-            .expect("run npm");
-        assert!(
-            out.status.success(),
-            "npm install failed:\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        link_peers(&project);
+        // `npm install -D … ./integrations/vitest`: it writes a package.json of its own.
+        install(&project, &["-D"]);
         let package = project.join("package.json");
         let mut manifest: Value =
             serde_json::from_slice(&std::fs::read(&package).unwrap()).unwrap();

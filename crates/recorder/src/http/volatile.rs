@@ -46,8 +46,14 @@ pub const VOLATILE_RESPONSE_HEADERS: &[&str] = &[
 
 /// Whether a response header is on [`VOLATILE_RESPONSE_HEADERS`] (the name in any case).
 pub fn is_volatile_response_header(name: &str) -> bool {
+    on_header_list(VOLATILE_RESPONSE_HEADERS, name)
+}
+
+/// Whether a header name (in any case) matches one of the lower-case `patterns`, where one `*`
+/// stands for any run of characters: the header lists' one matcher.
+pub(crate) fn on_header_list(patterns: &[&str], name: &str) -> bool {
     let name = name.to_ascii_lowercase();
-    VOLATILE_RESPONSE_HEADERS
+    patterns
         .iter()
         .any(|pattern| match pattern.split_once('*') {
             Some((prefix, suffix)) => {
