@@ -50,7 +50,8 @@ CI is set to anything but empty, 0 or false, else auto):
            forwarded and added
   replay   strict: a miss is a 404 and no upstream is ever contacted (the default when CI is set)
   record   re-record every cassette the run touches from scratch (alias: update); the previous
-           cassette stays whole until a clean exit replaces it
+           cassette stays whole until a clean exit replaces it, and an interaction whose answer
+           is the same (request ids, rate-limit counters, dates and timing aside) keeps its line
   append   keep every recording and add misses: each recording answers its exact request once;
            anything else (new, repeated beyond the recorded count, near match) is recorded
   live     forward only, write nothing
