@@ -33,8 +33,11 @@ prefix /_cassette/NAME/ (a / in NAME written %2F); GET /_calltape/cassette/NAME 
 what the run did with that cassette so far.
 
 Loopback only: a request with an Origin header gets 403 unless --allow-origin names that \
-origin, and a Host that is not 127.0.0.1, localhost or [::1] with the \
-proxy's port gets 421. With --auth the proxy holds a real key, so it serves only under a random \
+origin, so does a request without one that a browser marks as sent by a page of another site \
+(Sec-Fetch-Site: cross-site or same-site, as an <img> or a form sends it), and a Host that is not \
+127.0.0.1, localhost or [::1] with the proxy's port gets 421. Without --auth or --path-token any \
+local user can use the proxy, which it says once on stderr. With --auth the proxy holds a real \
+key, so it serves only under a random \
 per-run path prefix, http://127.0.0.1:PORT/ct-<32 hex digits>/<name>/<rest>: the URLs --env and \
 CALLTAPE_PROXY_URL give the command, and the URLs printed on stdout without a command, include it \
 (--path-token FILE also writes it to an owner-only file). A request without it gets 404 and never \
@@ -47,7 +50,8 @@ CI is set to anything but empty, 0 or false, else auto):
            forwarded and added
   replay   strict: a miss is a 404 and no upstream is ever contacted (the default when CI is set)
   record   re-record every cassette the run touches from scratch (alias: update); the previous
-           cassette stays whole until a clean exit replaces it
+           cassette stays whole until a clean exit replaces it, and an interaction whose answer
+           is the same (request ids, rate-limit counters, dates and timing aside) keeps its line
   append   keep every recording and add misses: each recording answers its exact request once;
            anything else (new, repeated beyond the recorded count, near match) is recorded
   live     forward only, write nothing
@@ -59,7 +63,7 @@ closest recordings with a diff. The exit status is the command's, with two excep
 succeeded: in replay and verify modes a miss, a refused fuzzy match or drift exits 1, even when the \
 application swallowed the 404 (--allow-misses keeps the command's status), and any mode exits 1 \
 when an interaction was refused because a line or blob of it still held a credential (nothing of \
-it is stored).
+it is stored; the interactions after it are).
 
 --report FILE writes what the run did per cassette (hits, misses with their closest recordings, \
 fuzzy hits, drift) as JSON, with --report-format junit as one testcase per cassette, or with \
@@ -430,14 +434,26 @@ fn serve(args: ServeArgs) -> Outcome {
         let proxy = builder.start().await?;
         // The address only: the path prefix goes to stdout or to the command, not to logs.
         tracing::info!(mode = %proxy.mode(), addr = %proxy.local_addr(), "calltape http proxy listening");
+        if proxy.path_token().is_none() {
+            // No word follows a flag but a comma or the line end: the log's redactor would take
+            // it for the flag's value.
+            tracing::warn!(
+                "listening on 127.0.0.1:{} with no path prefix, so any local user can send requests through it (to the upstreams, and into the cassettes); to serve only under a random per-run path prefix, give --auth, or name a file for the prefix with --path-token",
+                proxy.local_addr().port()
+            );
+        }
         let code = if args.command.is_empty() {
+            // Caught before the URLs are printed: whoever reads them may stop the proxy at once,
+            // and it must still write its cassettes.
+            let mut signals = Signals::new();
             for u in &args.upstreams {
                 if let Some((name, _)) = u.split_once('=') {
                     println!("{name} {}", proxy.base_url(name));
                 }
             }
             println!("{}", proxy.url());
-            crate::signals::termination("stopping the proxy").await;
+            let signal = signals.next().await;
+            tracing::info!("{signal}: stopping the proxy");
             exit::OK
         } else {
             run_child(&args.command, &envs, &proxy.url()).await?

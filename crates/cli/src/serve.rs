@@ -36,7 +36,9 @@ events.
 
 Loopback only: a request with an Origin header gets 403 unless it is serve's own \
 (http://127.0.0.1:PORT, http://localhost:PORT or http://[::1]:PORT: no web page of another address \
-or port), a Host that is not 127.0.0.1, localhost or [::1] gets 421, and there is no CORS. With --token-file a fresh token is written to \
+or port), so does a request without one that a browser marks as sent by a page of another site \
+(Sec-Fetch-Site: cross-site or same-site, as an <img> or a form sends it), a Host that is not \
+127.0.0.1, localhost or [::1] gets 421, and there is no CORS. With --token-file a fresh token is written to \
 that file (0600) and every /mcp request must carry it as `Authorization: Bearer <token>`.
 
 Both protocol eras: sessions of the handshake era and stateless 2026-07-28 requests share the \

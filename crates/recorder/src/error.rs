@@ -138,6 +138,16 @@ impl Error {
         &self.kind
     }
 
+    /// Whether the error refused an interaction because a line or a sidecar blob of it still held a
+    /// credential ([`ErrorKind::SecretInLine`], [`ErrorKind::SecretInBlob`]): nothing of it was
+    /// written, and a caller that keeps interactions to write again must drop it.
+    pub fn is_refusal(&self) -> bool {
+        matches!(
+            &*self.kind,
+            ErrorKind::SecretInLine { .. } | ErrorKind::SecretInBlob { .. }
+        )
+    }
+
     /// Whether the error is a file that does not exist.
     pub fn is_not_found(&self) -> bool {
         matches!(&*self.kind, ErrorKind::Io { source, .. } if source.kind() == io::ErrorKind::NotFound)

@@ -1,12 +1,17 @@
 //! Who may talk to a loopback HTTP listener: the check `serve`, the shared server and calltape's HTTP
 //! proxy run on every request before anything else.
 //!
-//! A web page the user visits can reach 127.0.0.1 two ways: a cross-origin request (a plain `POST`
-//! with `Content-Type: text/plain` needs no preflight), which always carries an `Origin` header, and
-//! DNS rebinding, where the page's own name resolves to 127.0.0.1 and its requests carry that name in
-//! `Host`. [`LoopbackGuard`] refuses both: an `Origin` gets 403 unless it was allowed by name (or is the
-//! listener's own, when [`LoopbackGuard::allow_own_origin`] says so), and a `Host` that is not
-//! `127.0.0.1`, `localhost` or `[::1]` (with the listener's port, when it has one) gets 421.
+//! A web page the user visits can reach 127.0.0.1 three ways: a cross-origin request (a plain `POST`
+//! with `Content-Type: text/plain` needs no preflight), which always carries an `Origin` header; a
+//! request the page makes without one (an `<img>`, a `<script>`, a link followed or a form's `GET`),
+//! which a browser marks `Sec-Fetch-Site: cross-site` or `same-site` (a page on another port of
+//! `localhost` is the same site); and DNS rebinding, where the page's own name resolves to 127.0.0.1
+//! and its requests carry that name in `Host`. [`LoopbackGuard`] refuses all three: an `Origin` gets
+//! 403 unless it was allowed by name (or is the listener's own, when
+//! [`LoopbackGuard::allow_own_origin`] says so), a request without an `Origin` whose `Sec-Fetch-Site`
+//! is anything but `same-origin` or `none` (the user's own navigation) gets 403, and a `Host` that is
+//! not `127.0.0.1`, `localhost` or `[::1]` (with the listener's port, when it has one) gets 421. A
+//! client that is not a browser sends neither header and is served.
 //!
 //! The listener's own origin (`http://127.0.0.1:PORT`, `http://localhost:PORT` or `http://[::1]:PORT`,
 //! with the port it listens on) is the one no foreign page can have: a page carries it only when it was
@@ -26,11 +31,24 @@
 //!
 //! headers.insert("origin", HeaderValue::from_static("https://evil.example"));
 //! assert_eq!(guard.check(&headers).unwrap_err().status(), StatusCode::FORBIDDEN);
+//!
+//! // An `<img src="http://127.0.0.1:8808/…">` on a page: no Origin, but the browser says where from.
+//! headers.remove("origin");
+//! headers.insert("sec-fetch-site", HeaderValue::from_static("cross-site"));
+//! assert_eq!(guard.check(&headers).unwrap_err().status(), StatusCode::FORBIDDEN);
 //! ```
 
 use std::fmt;
 
 use http::{HeaderMap, StatusCode, header};
+
+/// The header a browser adds to every request it makes, saying whether a page of another site, of
+/// the same site, of the same origin, or the user (`none`) caused it.
+const SEC_FETCH_SITE: &str = "sec-fetch-site";
+
+/// The `Sec-Fetch-Site` values a request without an `Origin` may carry: the user's own navigation,
+/// and a page of the listener's own origin.
+const SEC_FETCH_SITE_ALLOWED: [&[u8]; 2] = [b"same-origin", b"none"];
 
 /// The checks a loopback listener runs on each request's `Origin` and `Host` headers.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -127,6 +145,21 @@ impl LoopbackGuard {
                 message: "requests with an Origin header this server does not allow are refused: no web page may call it",
             });
         }
+        // Without an Origin, a browser still says whether a page made the request: only the user's
+        // own navigation (`none`) and the listener's own pages (`same-origin`, which no calltape
+        // listener serves) may pass. A request with an allowed Origin was checked above.
+        if headers.get(header::ORIGIN).is_none()
+            && !headers.get_all(SEC_FETCH_SITE).iter().all(|v| {
+                SEC_FETCH_SITE_ALLOWED
+                    .iter()
+                    .any(|a| v.as_bytes().eq_ignore_ascii_case(a))
+            })
+        {
+            return Err(Refusal {
+                status: StatusCode::FORBIDDEN,
+                message: "requests a web page sent (Sec-Fetch-Site other than same-origin or none, and no Origin header this server allows) are refused: no web page may call it",
+            });
+        }
         let mut hosts = headers.get_all(header::HOST).iter();
         let host_ok = match (hosts.next(), hosts.next()) {
             (Some(h), None) => h.to_str().is_ok_and(|h| host_is_loopback(h, self.port)),
@@ -203,6 +236,55 @@ mod tests {
             "127.0.0.1.nip.io",
         ] {
             assert!(!host_is_loopback(host, Some(8080)), "{host}");
+        }
+    }
+
+    #[test]
+    fn a_request_a_page_made_without_an_origin_is_refused_by_its_sec_fetch_site() {
+        let guard = LoopbackGuard::new(Some(8080))
+            .allow_origin("http://localhost:3000")
+            .allow_own_origin();
+        // (origins, Sec-Fetch-Site values, expected status; None = served)
+        let table: &[(&[&str], &[&str], Option<u16>)] = &[
+            // Not a browser: neither header.
+            (&[], &[], None),
+            // The user's own navigation, and a page of the listener's own origin.
+            (&[], &["none"], None),
+            (&[], &["same-origin"], None),
+            (&[], &["Same-Origin"], None),
+            // An <img>, a <script> or a form's GET on a page of another site, or of another port
+            // of localhost (the same site).
+            (&[], &["cross-site"], Some(403)),
+            (&[], &["same-site"], Some(403)),
+            (&[], &["CROSS-SITE"], Some(403)),
+            (&[], &["none", "cross-site"], Some(403)),
+            (&[], &["something-else"], Some(403)),
+            (&[], &[""], Some(403)),
+            // With an Origin, the Origin decides: an allowed app's CORS fetch is cross-site.
+            (&["http://localhost:3000"], &["cross-site"], None),
+            (&["http://localhost:3000"], &["same-site"], None),
+            (&["http://127.0.0.1:8080"], &["same-origin"], None),
+            (&["https://evil.example"], &["none"], Some(403)),
+            (&["https://evil.example"], &["cross-site"], Some(403)),
+        ];
+        for (origins, sites, expected) in table {
+            let mut headers = HeaderMap::new();
+            headers.insert(header::HOST, HeaderValue::from_static("127.0.0.1:8080"));
+            for o in *origins {
+                headers.append(header::ORIGIN, HeaderValue::from_str(o).unwrap());
+            }
+            for s in *sites {
+                headers.append(SEC_FETCH_SITE, HeaderValue::from_str(s).unwrap());
+            }
+            let got = guard.check(&headers).err().map(|r| r.status().as_u16());
+            assert_eq!(got, *expected, "{origins:?} {sites:?}");
+            // Every listener's guard does the same, whatever it allows.
+            if origins.is_empty() {
+                for other in [LoopbackGuard::new(Some(8080)), LoopbackGuard::new(None)] {
+                    let got = other.check(&headers).err().map(|r| r.status().as_u16());
+                    assert_eq!(got, *expected, "{sites:?} {other:?}");
+                }
+            }
         }
     }
 

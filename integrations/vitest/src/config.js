@@ -4,10 +4,25 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
 
+// Each upstream's API, the variables its SDKs read their base URL (`env`) and key (`key`) from, and
+// the path of the base URL: the one table the helper knows providers by.
 export const DEFAULT_UPSTREAMS = {
-  openai: { url: "https://api.openai.com", env: "OPENAI_BASE_URL", path: "v1" },
-  anthropic: { url: "https://api.anthropic.com", env: "ANTHROPIC_BASE_URL", path: "" },
+  openai: { url: "https://api.openai.com", env: "OPENAI_BASE_URL", path: "v1", key: "OPENAI_API_KEY" },
+  anthropic: { url: "https://api.anthropic.com", env: "ANTHROPIC_BASE_URL", path: "", key: "ANTHROPIC_API_KEY" },
 };
+
+// What a replay run puts in an unset key variable, so that an SDK which refuses to start without a
+// key reaches the proxy, which answers from the cassette and sends nothing upstream.
+export const PLACEHOLDER_KEY = "calltape-replay-placeholder-key";
+
+/** The key variables of `upstreams` that `env` leaves unset or empty, each once, in order. */
+export function unsetKeyVariables(upstreams, env = process.env) {
+  const unset = [];
+  for (const u of Object.values(upstreams)) {
+    if (u.key && !env[u.key] && !unset.includes(u.key)) unset.push(u.key);
+  }
+  return unset;
+}
 
 /** Reads the settings of the project rooted at `root`. Throws an Error that says what to fix. */
 export function loadSettings(root, env = process.env) {
@@ -40,8 +55,10 @@ export function loadSettings(root, env = process.env) {
           `{"url": "https://api.example.com", "env": "${name.toUpperCase()}_BASE_URL"}`,
       );
     }
-    const override = env[`CALLTAPE_UPSTREAM_${name.toUpperCase().replaceAll("-", "_")}`];
-    upstreams[name] = { url: override || u.url, env: u.env, path: u.path ?? "" };
+    const upper = name.toUpperCase().replaceAll("-", "_");
+    const override = env[`CALLTAPE_UPSTREAM_${upper}`];
+    // An upstream that names no key variable: <NAME>_API_KEY, as SDKs name theirs.
+    upstreams[name] = { url: override || u.url, env: u.env, path: u.path ?? "", key: u.key || `${upper}_API_KEY` };
   }
   const cassetteDir = path.resolve(root, field.cassetteDir ?? "tests/cassettes");
   return { upstreams, cassetteDir };

@@ -24,3 +24,6 @@ export function useCalltape(options?: CalltapeOptions): Calltape;
 
 /** The cassette name of a Vitest test (without `.jsonl`). */
 export function cassetteName(task: unknown, root: string): string;
+
+/** The command that records one Vitest test's cassette, run from the project's root. */
+export function recordCommand(task: unknown, root: string): string;

@@ -7,15 +7,33 @@ import { afterEach, beforeEach, inject } from "vitest";
 
 import { baseURL, fileSafe, loadSettings } from "./config.js";
 
-/** The cassette name of a Vitest test: its file (without extension), its describe blocks, its name. */
-export function cassetteName(task, root) {
+/** A test's file relative to `root`, and its describe blocks' names. */
+function located(task, root) {
   const file = task.file?.filepath ? path.relative(root, task.file.filepath) : task.file?.name ?? "unknown";
-  const parts = [fileSafe(path.basename(file).replace(/\.[cm]?[jt]sx?$/, ""))];
   const suites = [];
   for (let s = task.suite; s && s.type === "suite" && s !== task.file && s.name; s = s.suite) suites.unshift(s.name);
+  return { file, suites };
+}
+
+/** The cassette name of a Vitest test: its file (without extension), its describe blocks, its name. */
+export function cassetteName(task, root) {
+  const { file, suites } = located(task, root);
+  const parts = [fileSafe(path.basename(file).replace(/\.[cm]?[jt]sx?$/, ""))];
   for (const s of suites) parts.push(fileSafe(s));
   parts.push(fileSafe(task.name));
   return parts.join("/");
+}
+
+/** `text` as one shell word. */
+function shellWord(text) {
+  return /^[A-Za-z0-9_\/.,:=@%+-]+$/.test(text) ? text : `'${text.replaceAll("'", "'\\''")}'`;
+}
+
+/** The command that records this one test's cassette, from the project's root. */
+export function recordCommand(task, root) {
+  const { file, suites } = located(task, root);
+  const fullName = [...suites, task.name].join(" ").replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  return `CALLTAPE_MODE=record npx vitest run ${shellWord(file)} -t ${shellWord(`^${fullName}$`)}`;
 }
 
 async function query(url, name) {
@@ -73,6 +91,7 @@ export function useCalltape(options = {}) {
       proxy,
       mode: live ? "live" : proxy.mode,
       cassette: path.join(settings.cassetteDir, `${name}.jsonl`),
+      record: recordCommand(ctx.task, proxy.root),
     };
   });
 
@@ -87,6 +106,10 @@ export function useCalltape(options = {}) {
     if (live) return;
     const answer = await query(cur.proxy.url, cur.name);
     const failed = answer.failures - cur.before;
+    if (failed > 0 && answer.cassette.missing) {
+      const shown = path.relative(cur.proxy.root, cur.cassette);
+      throw new Error(`calltape: no cassette at ${shown}; record it with: ${cur.record}\n${answer.text}`);
+    }
     if (failed > 0) {
       throw new Error(
         `calltape: ${failed} request(s) of this test failed against cassette ${cur.cassette} (${answer.mode} mode); ` +

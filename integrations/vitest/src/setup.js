@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { createInterface } from "node:readline";
 
-import { loadSettings } from "./config.js";
+import { PLACEHOLDER_KEY, loadSettings, unsetKeyVariables } from "./config.js";
 
 const MODES = ["auto", "replay", "record", "update", "append", "live", "verify"];
 
@@ -42,6 +42,9 @@ export async function startProxy(root, env = process.env) {
   const work = mkdtempSync(path.join(tmpdir(), "calltape-vitest-"));
   const logPath = path.join(work, "proxy.log");
   const args = ["http", "--listen", "127.0.0.1:0", "--cassette-dir", settings.cassetteDir, "--allow-misses"];
+  // Served only under a random per-run path prefix, which the URLs it prints carry: no other local
+  // user can use this proxy.
+  args.push("--path-token", path.join(work, "path-token"));
   for (const [name, u] of Object.entries(settings.upstreams)) args.push("--upstream", `${name}=${u.url}`);
   const child = spawn(findBinary(env), args, { cwd: root, env, stdio: ["ignore", "pipe", openSync(logPath, "w")] });
   const log = () => readFileSync(logPath, "utf8");
@@ -70,11 +73,29 @@ export async function startProxy(root, env = process.env) {
   return { url, mode, settings, stop, log };
 }
 
+/**
+ * In replay mode, puts a placeholder in each upstream's key variable that `env` leaves unset (an SDK
+ * refuses to start without a key before any request reaches the proxy, and in replay nothing reaches
+ * the real API) and says so once. Returns the variables it set.
+ */
+export function placeholderKeys(proxy, env = process.env) {
+  if (proxy.mode !== "replay") return [];
+  const unset = unsetKeyVariables(proxy.settings.upstreams, env);
+  for (const name of unset) env[name] = PLACEHOLDER_KEY;
+  if (unset.length > 0) {
+    console.log(`calltape: ${unset.join(", ")} unset, so a placeholder key stands in for this replay run (it sends nothing to the real API)`);
+  }
+  return unset;
+}
+
 export default async function setup(project) {
   const root = project?.config?.root ?? process.cwd();
   const proxy = await startProxy(root);
+  // Set in this process before the test workers start: they inherit it.
+  const placeholders = placeholderKeys(proxy);
   project.provide("calltape", { url: proxy.url, mode: proxy.mode, root });
   return async () => {
+    for (const name of placeholders) if (process.env[name] === PLACEHOLDER_KEY) delete process.env[name];
     await proxy.stop();
   };
 }

@@ -1,10 +1,10 @@
 //! `calltape http` against the official OpenAI and Anthropic Python SDKs, with a local fake API as the
 //! upstream: record, replay offline, no secrets in the cassette, byte-identical re-records.
 
-use std::io::{Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{ChildStdout, Command, Stdio};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -23,11 +23,17 @@ pub(crate) struct FakeApi {
 
 impl FakeApi {
     pub(crate) fn start(dir: &Path) -> Self {
+        Self::start_with(dir, &[])
+    }
+
+    /// The fake API with more arguments, such as `--answer PREFIX`.
+    pub(crate) fn start_with(dir: &Path, args: &[&str]) -> Self {
         let log = dir.join("fake-connections.log");
         let mut child = Command::new(python())
             .arg(peer_script("http_fake_api.py"))
             .arg("--log")
             .arg(&log)
+            .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .spawn()
@@ -140,7 +146,7 @@ fn real_sdks_record_then_replay_offline_with_no_secrets() {
     assert!(!text.contains("set-cookie") && !text.contains("cf-ray"));
     assert!(!text.contains("openai-organization"));
     assert!(
-        text.contains(r#"["x-request-id","req_fake_1"]"#),
+        text.contains(r#"["x-request-id","req_"#),
         "the request id is on the allow-list"
     );
     let connections_after_record = fake.connections();
@@ -200,6 +206,8 @@ fn real_sdks_record_then_replay_offline_with_no_secrets() {
     );
 }
 
+/// Re-recorded under load, against an upstream that answers each request with a new request id,
+/// new rate-limit counters and a new processing time, as the real APIs do.
 #[test]
 fn re_recording_real_sdk_traffic_under_load_leaves_the_cassette_unchanged() {
     let dir = tempfile::tempdir().unwrap();
@@ -248,11 +256,16 @@ fn re_recording_real_sdk_traffic_under_load_leaves_the_cassette_unchanged() {
 
 /// Sends one HTTP/1.1 request and returns the whole answer.
 fn http_post(addr: &str, path: &str, body: &str) -> String {
+    http_post_with(addr, path, "", body)
+}
+
+/// [`http_post`] with extra header lines (each ending in `\r\n`).
+fn http_post_with(addr: &str, path: &str, extra: &str, body: &str) -> String {
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
     write!(
         s,
-        "POST {path} HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        "POST {path} HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\n{extra}content-length: {}\r\nconnection: close\r\n\r\n{body}",
         body.len()
     )
     .unwrap();
@@ -667,4 +680,162 @@ for path in ("speech", "echo"):
         "{report}"
     );
     assert!(!report.contains(OPENAI_KEY), "{report}");
+}
+
+/// A standalone `calltape http` proxy: the child, its address, the file its stderr goes to, and
+/// its stdout, kept open so that it never writes to a closed pipe.
+struct Standalone {
+    child: KillOnDrop,
+    addr: String,
+    stderr: PathBuf,
+    _stdout: BufReader<ChildStdout>,
+}
+
+impl Standalone {
+    fn start(dir: &Path, args: &[&str]) -> Self {
+        let stderr = dir.join("proxy.stderr");
+        let mut child = calltape()
+            .arg("http")
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(&stderr).unwrap())
+            .spawn()
+            .map(KillOnDrop::with_sigterm)
+            .unwrap();
+        // `NAME URL` per upstream, then the proxy's root URL alone on its line.
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        while !line.trim().starts_with("http://") {
+            line.clear();
+            assert!(
+                stdout.read_line(&mut line).unwrap() > 0,
+                "the proxy did not start"
+            );
+        }
+        let addr = line
+            .trim()
+            .trim_start_matches("http://")
+            .split('/')
+            .next()
+            .unwrap()
+            .to_owned();
+        Self {
+            child,
+            addr,
+            stderr,
+            _stdout: stdout,
+        }
+    }
+
+    /// Stops the proxy with SIGTERM (it writes its cassettes) and returns its stderr.
+    fn stop(mut self) -> String {
+        let _ = Command::new("kill")
+            .arg(self.child.id().to_string())
+            .status();
+        let status = self.child.wait().unwrap();
+        assert!(
+            status.success(),
+            "SIGTERM stops the proxy cleanly: {status}"
+        );
+        std::fs::read_to_string(&self.stderr).unwrap()
+    }
+}
+
+#[test]
+fn a_request_a_page_made_without_an_origin_never_reaches_the_upstream_or_the_cassette() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = FakeApi::start(dir.path());
+    let cassette = dir.path().join("page.jsonl");
+    let proxy = Standalone::start(
+        dir.path(),
+        &[
+            "--mode",
+            "record",
+            "--upstream",
+            &format!("openai={}", fake.url()),
+            "--cassette",
+            cassette.to_str().unwrap(),
+        ],
+    );
+    let chat = |text: &str| {
+        format!(r#"{{"model":"gpt-4o-mini","messages":[{{"role":"user","content":"{text}"}}]}}"#)
+    };
+    // (Sec-Fetch-Site, expected status): what a browser says of a request an <img> or a form on
+    // a page of another site (or of another port of localhost) made; the user's own navigation;
+    // the listener's own origin; and no such header, as any client that is not a browser sends.
+    // The refused ones first: until then the proxy has opened no connection upstream.
+    let table = [
+        (Some("cross-site"), 403),
+        (Some("same-site"), 403),
+        (Some("none"), 200),
+        (Some("same-origin"), 200),
+        (None, 200),
+    ];
+    let mut refused_ones_checked = false;
+    for (site, status) in table {
+        if status == 200 && !refused_ones_checked {
+            assert_eq!(fake.connections(), 0, "a page's request went upstream");
+            refused_ones_checked = true;
+        }
+        let extra = site.map_or(String::new(), |s| format!("sec-fetch-site: {s}\r\n"));
+        let text = format!("sent as {}", site.unwrap_or("no browser"));
+        let answer = http_post_with(
+            &proxy.addr,
+            "/openai/v1/chat/completions",
+            &extra,
+            &chat(&text),
+        );
+        assert!(
+            answer.starts_with(&format!("HTTP/1.1 {status}")),
+            "{site:?}: {answer}"
+        );
+        if status == 403 {
+            assert!(answer.contains("Sec-Fetch-Site"), "{answer}");
+        }
+    }
+    let stderr = proxy.stop();
+    let text = std::fs::read_to_string(&cassette).unwrap();
+    assert!(
+        text.contains("sent as none")
+            && text.contains("sent as same-origin")
+            && text.contains("sent as no browser"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("-site"),
+        "a page's request was recorded: {text}"
+    );
+    // Without --auth or --path-token, anyone on the machine can use it: said once, with what to do.
+    assert_eq!(
+        stderr
+            .matches("any local user can send requests through it")
+            .count(),
+        1,
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("give --auth, or name a file for the prefix with --path-token\n"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_proxy_under_a_path_prefix_gives_no_warning_about_local_users() {
+    let dir = tempfile::tempdir().unwrap();
+    let token = dir.path().join("token");
+    let proxy = Standalone::start(
+        dir.path(),
+        &[
+            "--mode",
+            "live",
+            "--upstream",
+            "openai=http://127.0.0.1:9",
+            "--path-token",
+            token.to_str().unwrap(),
+        ],
+    );
+    // The URLs are printed after the warning would be: the log is complete up to here.
+    let stderr = proxy.stop();
+    assert!(!stderr.contains("any local user"), "{stderr}");
 }

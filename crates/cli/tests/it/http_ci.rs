@@ -124,7 +124,7 @@ fn a_miss_the_application_swallows_fails_the_run_unless_allowed() {
 }
 
 #[test]
-fn a_zero_byte_cassette_is_an_empty_cassette() {
+fn a_zero_byte_cassette_is_empty_and_a_missing_one_says_how_to_record_it() {
     let dir = tempfile::tempdir().unwrap();
     let cassette = dir.path().join("empty.jsonl");
     std::fs::write(&cassette, "").unwrap();
@@ -144,6 +144,33 @@ fn a_zero_byte_cassette_is_an_empty_cassette() {
         b"",
         "replay writes nothing"
     );
+
+    // No file at all: each miss says so, and how to record it, to the application and on stderr.
+    std::fs::remove_file(&cassette).unwrap();
+    let (status, missed, stderr) =
+        run_client_with("replay", &[], "http://127.0.0.1:9", &cassette, "miss");
+    assert_eq!(status, 1, "{stderr}");
+    let c = cassette.display();
+    let record = format!(
+        "record it with: calltape http --mode record --upstream openai=http://127.0.0.1:9 \
+         --upstream anthropic=http://127.0.0.1:9 --cassette {c} -- <your test command> \
+         (or set CALLTAPE_MODE=record)"
+    );
+    let message = missed["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains(&format!(
+            "calltape: no cassette at {c} for POST openai /v1/chat/completions"
+        )) && message.ends_with(&format!("; {record}")),
+        "{message}"
+    );
+    assert!(stderr.contains(&format!("\n  {record}\n")), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "no cassette at {c}: POST anthropic /v1/messages found nothing to replay"
+        )),
+        "{stderr}"
+    );
+    assert!(!cassette.exists(), "replay writes nothing");
 }
 
 #[test]

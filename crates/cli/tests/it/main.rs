@@ -14,6 +14,7 @@ mod fill_follow;
 mod html;
 mod http;
 mod http_ci;
+mod http_tape;
 mod private_files;
 mod pytest_plugin;
 mod record;

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use crate::http::FakeApi;
-use crate::support::{python, repo_root};
+use crate::support::{self, QuickStart, python, repo_root};
 
 const PYPROJECT: &str = r#"[project]
 name = "chat-app"
@@ -169,35 +169,25 @@ fn pytest(
     let mut cmd = Command::new(python());
     cmd.args(["-m", "pytest", "-v", "-rA"])
         .args(args)
-        .current_dir(project)
-        .env("PYTHONPATH", site)
-        .env("CALLTAPE_BIN", env!("CARGO_BIN_EXE_calltape"))
-        .env("CALLTAPE_UPSTREAM_OPENAI", upstream)
-        .env("CALLTAPE_UPSTREAM_ANTHROPIC", upstream)
-        .env("NO_COLOR", "1")
-        .env_remove("CALLTAPE_LOG");
-    for var in [
-        "CI",
-        "CALLTAPE_MODE",
-        "LLM_TEST_MODE",
-        "UPDATE_RECORDINGS",
-        "RECORD_LLM",
-        "OPENAI_BASE_URL",
-        "ANTHROPIC_BASE_URL",
-        "PYTEST_ADDOPTS",
-    ] {
-        cmd.env_remove(var);
-    }
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let out = cmd.output().expect("run pytest");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out, text)
+        .env("PYTHONPATH", site);
+    support::run_runner(cmd, project, upstream, env)
+}
+
+/// Runs one line of a README through `sh` in `project`, as [`support::sh`] does, with the Python
+/// peers' `pytest` first on PATH and the plugin on PYTHONPATH.
+fn sh(
+    site: &Path,
+    project: &Path,
+    upstream: &str,
+    line: &str,
+    env: &[(&str, &str)],
+) -> (Output, String) {
+    let bin = python().parent().unwrap().display().to_string();
+    let path = format!("{bin}:{}", std::env::var("PATH").unwrap_or_default());
+    let site = site.display().to_string();
+    let mut all = vec![("PATH", path.as_str()), ("PYTHONPATH", site.as_str())];
+    all.extend_from_slice(env);
+    support::sh(project, upstream, line, &all)
 }
 
 /// Every file under `dir`, by its path relative to `dir`, with its bytes.
@@ -382,11 +372,81 @@ fn pytest_records_a_cassette_per_test_and_replays_offline() {
         ],
         "{text}"
     );
+    // The test says that its cassette is missing, and the one command that records it.
+    let record = "pytest --calltape-mode record tests/test_chat.py::test_hello_again";
     assert!(
-        text.contains("test_chat/test_hello_again.jsonl: POST openai /v1/chat/completions: no recording\n  the cassette holds no recordings"),
+        text.contains(&format!(
+            "calltape: no cassette at tests/cassettes/test_chat/test_hello_again.jsonl; record it with: {record}\n"
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains("test_chat/test_hello_again.jsonl: POST openai /v1/chat/completions found nothing to replay"),
         "{text}"
     );
     assert_eq!(files(&cassettes), recorded, "a miss wrote a cassette");
+
+    // That command records exactly that cassette, and the run in CI passes again.
+    let fake = FakeApi::start(dir.path());
+    let (out, text) = sh(&site, &project, &fake.url(), record, &[]);
+    assert!(out.status.success(), "{text}");
+    let mut now = files(&cassettes);
+    assert!(
+        now.remove("test_chat/test_hello_again.jsonl").is_some(),
+        "{text}"
+    );
+    assert_eq!(
+        now, recorded,
+        "recording one test changed another's cassette"
+    );
+    drop(fake);
+    let (out, text) = pytest(
+        &site,
+        &project,
+        dead,
+        &[("CI", "true")],
+        &["-k", "not live"],
+    );
+    assert!(out.status.success(), "{text}");
+}
+
+#[test]
+fn pytest_quick_start_replays_in_ci_with_no_api_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let site = install_plugin(dir.path());
+    let quick = QuickStart::read(&repo_root().join("integrations/pytest/README.md"));
+    // The test installs what these install, offline.
+    assert_eq!(quick.install.len(), 2, "{:?}", quick.install);
+    let project = dir.path().join("quick");
+    std::fs::create_dir(&project).unwrap();
+    let (out, text) = sh(&site, &project, "http://127.0.0.1:9", &quick.files, &[]);
+    assert!(out.status.success(), "{text}");
+
+    // Recorded where a key is at hand, as on a developer's machine.
+    let fake = FakeApi::start(dir.path());
+    let key = [("OPENAI_API_KEY", "sk-proj-quickStartKey0123456789abcdef")];
+    let (out, text) = sh(&site, &project, &fake.url(), &quick.record, &key);
+    assert!(out.status.success(), "{}: {text}", quick.record);
+    let cassettes = project.join("tests/cassettes");
+    let recorded = files(&cassettes);
+    assert_eq!(
+        recorded.keys().collect::<Vec<_>>(),
+        ["test_chat/test_hello.jsonl"],
+        "{text}"
+    );
+    drop(fake);
+
+    // In CI: no key in the environment, and no upstream.
+    let (out, text) = sh(&site, &project, "http://127.0.0.1:9", &quick.replay, &[]);
+    assert!(out.status.success(), "{}: {text}", quick.replay);
+    assert!(text.contains("1 passed"), "{text}");
+    assert!(!text.contains("api_key"), "{text}");
+    assert_eq!(
+        text.matches("calltape: OPENAI_API_KEY, ANTHROPIC_API_KEY unset, so a placeholder key stood in for this replay run").count(),
+        1,
+        "{text}"
+    );
+    assert_eq!(files(&cassettes), recorded, "replay changed a cassette");
 }
 
 #[test]

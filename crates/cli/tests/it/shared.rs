@@ -348,7 +348,7 @@ fn status_of(addr: &str, request: &str) -> u16 {
 }
 
 #[test]
-fn serve_over_loopback_http_requires_the_token_and_refuses_origin_and_foreign_hosts() {
+fn serve_over_loopback_http_requires_the_token_and_refuses_pages_and_foreign_hosts() {
     let tmp = home();
     let token_file = tmp.path().join("token");
     let recording = tmp.path().join("calls.jsonl");
@@ -395,6 +395,17 @@ fn serve_over_loopback_http_requires_the_token_and_refuses_origin_and_foreign_ho
         403
     );
     assert_eq!(status_of(&addr, &request(&auth, "evil.example")), 421);
+    // What a page sends without an Origin (an <img>, a form's GET): the browser's Sec-Fetch-Site
+    // says another site made it. The user's own navigation and the listener's own origin pass.
+    for (site, status) in [
+        ("cross-site", 403),
+        ("same-site", 403),
+        ("none", 200),
+        ("same-origin", 200),
+    ] {
+        let extra = format!("{auth}Sec-Fetch-Site: {site}\r\n");
+        assert_eq!(status_of(&addr, &request(&extra, &addr)), status, "{site}");
+    }
     let response = exchange(&addr, &request(&auth, &addr));
     assert!(response.starts_with("HTTP/1.1 200"), "{response}");
     assert!(
@@ -421,12 +432,20 @@ fn serve_over_loopback_http_requires_the_token_and_refuses_origin_and_foreign_ho
     let call = r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"recorded call"}}}"#;
     let response = exchange(&addr, &post(&in_session, &addr, call));
     assert!(response.contains("recorded call"), "{response}");
+    // A page's request in the session is neither served nor recorded.
+    let from_a_page = format!("{in_session}Sec-Fetch-Site: cross-site\r\n");
+    let page_call = call.replace("recorded call", "a page's call");
+    assert_eq!(
+        status_of(&addr, &post(&from_a_page, &addr, &page_call)),
+        403
+    );
 
     let _ = Command::new("kill").arg(server.id().to_string()).status();
     let status = server.wait().unwrap();
     assert!(status.success(), "SIGTERM stops serve cleanly: {status}");
     let recorded = std::fs::read_to_string(&recording).expect("a recording");
     assert_eq!(std::fs::metadata(&recording).unwrap().mode() & 0o777, 0o600);
+    assert!(!recorded.contains("a page's call"), "{recorded}");
     let line: Value = serde_json::from_str(recorded.lines().next().expect("one call")).unwrap();
     assert_eq!(line["method"], "tools/call");
     assert_eq!(line["name"], "echo");

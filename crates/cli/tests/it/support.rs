@@ -279,3 +279,98 @@ impl CpuLoad {
         Self { _busy: busy }
     }
 }
+
+/// Runs one line of a README through `sh -e` in `project`, as a user would type it, as
+/// [`run_runner`] runs a command.
+pub(crate) fn sh(
+    project: &std::path::Path,
+    upstream: &str,
+    line: &str,
+    env: &[(&str, &str)],
+) -> (std::process::Output, String) {
+    let mut cmd = Command::new("sh");
+    cmd.args(["-e", "-c", line]);
+    run_runner(cmd, project, upstream, env)
+}
+
+/// Runs a test runner's command in `project` with the integrations' environment: calltape the
+/// binary under test, the `openai` and `anthropic` upstreams at `upstream`, no mode, base URL or
+/// API key of the caller's environment, and `env` on top; returns its output (stdout then stderr).
+pub(crate) fn run_runner(
+    mut cmd: Command,
+    project: &std::path::Path,
+    upstream: &str,
+    env: &[(&str, &str)],
+) -> (std::process::Output, String) {
+    cmd.current_dir(project)
+        .env("CALLTAPE_BIN", env!("CARGO_BIN_EXE_calltape"))
+        .env("CALLTAPE_UPSTREAM_OPENAI", upstream)
+        .env("CALLTAPE_UPSTREAM_ANTHROPIC", upstream)
+        .env("NO_COLOR", "1")
+        .env_remove("CALLTAPE_LOG");
+    for var in [
+        "CI",
+        "CALLTAPE_MODE",
+        "LLM_TEST_MODE",
+        "UPDATE_RECORDINGS",
+        "RECORD_LLM",
+        "OPENAI_BASE_URL",
+        "ANTHROPIC_BASE_URL",
+        "OPENAI_API_KEY",
+        "ANTHROPIC_API_KEY",
+        "PYTEST_ADDOPTS",
+    ] {
+        cmd.env_remove(var);
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("run the test runner");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out, text)
+}
+
+/// The quick start of an integration's README (its first `sh` block after `## Quick start`), cut
+/// where a test stands in for a step: the install lines (offline, the test installs from the
+/// repository itself), the lines that write the project, and its last two commands, which record
+/// and then replay in CI.
+pub(crate) struct QuickStart {
+    /// The install lines, as the README writes them.
+    pub(crate) install: Vec<String>,
+    /// The lines that write the project's files, for `sh -e`.
+    pub(crate) files: String,
+    /// The command that records.
+    pub(crate) record: String,
+    /// The command that replays in CI.
+    pub(crate) replay: String,
+}
+
+impl QuickStart {
+    pub(crate) fn read(readme: &std::path::Path) -> Self {
+        let text = std::fs::read_to_string(readme).expect("the README");
+        let block = text
+            .split_once("## Quick start")
+            .and_then(|(_, rest)| rest.split_once("```sh\n"))
+            .and_then(|(_, rest)| rest.split_once("\n```"))
+            .map(|(block, _)| block)
+            .unwrap_or_else(|| panic!("{} has no quick start block", readme.display()));
+        let mut lines: Vec<&str> = block.lines().collect();
+        let replay = lines.pop().expect("a replay line").to_owned();
+        let record = lines.pop().expect("a record line").to_owned();
+        let (install, files): (Vec<&str>, Vec<&str>) = lines.into_iter().partition(|l| {
+            ["cargo install ", "pip install ", "npm install "]
+                .iter()
+                .any(|p| l.starts_with(p))
+        });
+        Self {
+            install: install.into_iter().map(str::to_owned).collect(),
+            files: files.join("\n") + "\n",
+            record,
+            replay,
+        }
+    }
+}

@@ -10,7 +10,7 @@ use std::process::Command;
 use serde_json::Value;
 
 use crate::http::FakeApi;
-use crate::support::{peers, repo_root};
+use crate::support::{QuickStart, peers, repo_root, run_runner, sh};
 
 const PACKAGE: &str = r#"{
   "name": "chat-app",
@@ -96,17 +96,21 @@ fn write_project(dir: &Path) -> PathBuf {
     std::fs::write(project.join("tests/ask.js"), ASK).unwrap();
     std::fs::write(project.join("tests/chat.test.js"), CHAT).unwrap();
     std::fs::write(project.join("tests/other.test.js"), OTHER).unwrap();
+    install(&project, &["--install-links", "--no-save"]);
+    project
+}
+
+/// Installs the helper into `project` with npm from the repository (offline, with `how`), and
+/// links the peers' vitest and openai beside it, with vitest's command where `npx vitest` finds
+/// it: what `npm install -D vitest openai` would add, offline.
+fn install(project: &Path, how: &[&str]) {
     let out = Command::new("npm")
-        .args([
-            "install",
-            "--install-links",
-            "--no-save",
-            "--offline",
-            "--legacy-peer-deps",
-        ])
+        .arg("install")
+        .args(how)
+        .args(["--offline", "--legacy-peer-deps"])
         .args(["--no-audit", "--no-fund", "--loglevel=error"])
         .arg(repo_root().join("integrations/vitest"))
-        .current_dir(&project)
+        .current_dir(project)
         .output()
         .expect("run npm");
     assert!(
@@ -121,7 +125,12 @@ fn write_project(dir: &Path) -> PathBuf {
         )
         .unwrap();
     }
-    project
+    std::fs::create_dir_all(project.join("node_modules/.bin")).unwrap();
+    std::os::unix::fs::symlink(
+        "../vitest/vitest.mjs",
+        project.join("node_modules/.bin/vitest"),
+    )
+    .unwrap();
 }
 
 /// Runs `vitest run` in `project` with the openai upstream at `upstream` and the extra environment;
@@ -143,32 +152,8 @@ fn vitest(
             "--outputFile.json",
         ])
         .arg(&results)
-        .args(args)
-        .current_dir(project)
-        .env("CALLTAPE_BIN", env!("CARGO_BIN_EXE_calltape"))
-        .env("CALLTAPE_UPSTREAM_OPENAI", upstream)
-        .env("CALLTAPE_UPSTREAM_ANTHROPIC", upstream)
-        .env("NO_COLOR", "1")
-        .env_remove("CALLTAPE_LOG");
-    for var in [
-        "CI",
-        "CALLTAPE_MODE",
-        "LLM_TEST_MODE",
-        "UPDATE_RECORDINGS",
-        "RECORD_LLM",
-        "OPENAI_BASE_URL",
-    ] {
-        cmd.env_remove(var);
-    }
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let out = cmd.output().expect("run vitest");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .args(args);
+    let (out, text) = run_runner(cmd, project, upstream, env);
     let json: Value = std::fs::read(&results)
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok())
@@ -317,11 +302,147 @@ fn vitest_records_a_cassette_per_test_replays_offline_and_fails_the_test_that_mi
         ],
         "{text}"
     );
+    // The test says that its cassette is missing, and the one command that records it.
+    let record =
+        "CALLTAPE_MODE=record npx vitest run tests/chat.test.js -t '^chat says hello again$'";
+    assert!(
+        text.contains(&format!(
+            "calltape: no cassette at tests/cassettes/chat.test/chat/says_hello_again.jsonl; record it with: {record}\n"
+        )),
+        "{text}"
+    );
     assert!(
         text.contains(
-            "chat.test/chat/says_hello_again.jsonl: POST openai /v1/chat/completions: no recording"
+            "chat.test/chat/says_hello_again.jsonl: POST openai /v1/chat/completions found nothing to replay"
         ),
         "{text}"
     );
     assert_eq!(files(&cassettes), recorded, "a miss wrote a cassette");
+
+    // That command records exactly that cassette, and the run in CI passes again.
+    let fake = FakeApi::start(dir.path());
+    let (out, text) = sh(&project, &fake.url(), record, &[]);
+    assert!(out.status.success(), "{text}");
+    let mut now = files(&cassettes);
+    assert!(
+        now.remove("chat.test/chat/says_hello_again.jsonl")
+            .is_some(),
+        "{text}"
+    );
+    assert_eq!(
+        now, recorded,
+        "recording one test changed another's cassette"
+    );
+    drop(fake);
+    let (ok, _, text) = vitest(&project, dead, &[("CI", "true")], NOT_LIVE);
+    assert!(ok, "{text}");
+}
+
+/// How a user's project may stand around the README's quick start: (what it is, whether its
+/// package.json says `"type": "module"`, the config file it writes instead of the README's).
+type Shape = (&'static str, bool, Option<(&'static str, &'static str)>);
+
+const SHAPES: &[Shape] = &[
+    ("CommonJS, as npm install makes it", false, None),
+    ("an ES module package", true, None),
+    (
+        "CommonJS, vitest.config.js",
+        false,
+        Some((
+            "vitest.config.js",
+            "module.exports = { test: { globalSetup: [\"calltape-vitest/setup\"] } };\n",
+        )),
+    ),
+    (
+        "CommonJS, vitest.config.cjs",
+        false,
+        Some((
+            "vitest.config.cjs",
+            "const config = { test: { globalSetup: [\"calltape-vitest/setup\"] } };\nmodule.exports = config;\n",
+        )),
+    ),
+    (
+        "CommonJS, vitest.config.ts",
+        false,
+        Some((
+            "vitest.config.ts",
+            "import { defineConfig } from \"vitest/config\";\n\nexport default defineConfig({ test: { globalSetup: [\"calltape-vitest/setup\"] } });\n",
+        )),
+    ),
+    (
+        "an ES module package, vitest.config.js",
+        true,
+        Some((
+            "vitest.config.js",
+            "import { defineConfig } from \"vitest/config\";\n\nexport default defineConfig({ test: { globalSetup: [\"calltape-vitest/setup\"] } });\n",
+        )),
+    ),
+];
+
+#[test]
+fn vitest_quick_start_replays_in_ci_with_no_api_key_in_commonjs_and_esm_projects() {
+    let dir = tempfile::tempdir().unwrap();
+    let quick = QuickStart::read(&repo_root().join("integrations/vitest/README.md"));
+    // The test installs what these install, offline.
+    assert_eq!(quick.install.len(), 2, "{:?}", quick.install);
+    let dead = "http://127.0.0.1:9";
+    for (n, (shape, esm, config)) in SHAPES.iter().enumerate() {
+        let project = dir.path().join(format!("quick{n}"));
+        std::fs::create_dir(&project).unwrap();
+        // `npm install -D … ./integrations/vitest`: it writes a package.json of its own.
+        install(&project, &["-D"]);
+        let package = project.join("package.json");
+        let mut manifest: Value =
+            serde_json::from_slice(&std::fs::read(&package).unwrap()).unwrap();
+        assert_eq!(manifest.get("type"), None, "{manifest}");
+        if *esm {
+            manifest["type"] = "module".into();
+            std::fs::write(&package, manifest.to_string()).unwrap();
+        }
+        let (out, text) = sh(&project, dead, &quick.files, &[]);
+        assert!(out.status.success(), "{shape}: {text}");
+        if let Some((name, text)) = config {
+            for entry in std::fs::read_dir(&project).unwrap() {
+                let path = entry.unwrap().path();
+                let file = path.file_name().unwrap().to_string_lossy().into_owned();
+                if file.starts_with("vitest.config.") {
+                    std::fs::remove_file(&path).unwrap();
+                }
+            }
+            std::fs::write(project.join(name), text).unwrap();
+        }
+
+        // Recorded where a key is at hand, as on a developer's machine.
+        let fake = FakeApi::start(&project);
+        let key = [("OPENAI_API_KEY", "sk-proj-quickStartKey0123456789abcdef")];
+        let (out, text) = sh(&project, &fake.url(), &quick.record, &key);
+        assert!(out.status.success(), "{shape}: {}: {text}", quick.record);
+        let cassettes = project.join("tests/cassettes");
+        let recorded = files(&cassettes);
+        assert_eq!(
+            recorded.keys().collect::<Vec<_>>(),
+            ["chat.test/chat/says_hi.jsonl"],
+            "{shape}: {text}"
+        );
+        drop(fake);
+
+        // In CI: no key in the environment, and no upstream.
+        let (out, text) = sh(&project, dead, &quick.replay, &[]);
+        assert!(out.status.success(), "{shape}: {}: {text}", quick.replay);
+        assert!(text.contains("1 passed"), "{shape}: {text}");
+        assert_eq!(
+            text.matches("calltape: OPENAI_API_KEY, ANTHROPIC_API_KEY unset, so a placeholder key stands in for this replay run").count(),
+            1,
+            "{shape}: {text}"
+        );
+        if config.is_none() {
+            // The README's config is read the same way in both kinds of package, with no warning.
+            assert!(!text.contains("ESM syntax"), "{shape}: {text}");
+        }
+        assert_eq!(
+            files(&cassettes),
+            recorded,
+            "{shape}: replay changed a cassette"
+        );
+    }
 }

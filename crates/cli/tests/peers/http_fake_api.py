@@ -5,24 +5,94 @@ Anthropic messages SSE (named events, a ping, an error event mid-stream when the
 "overload"), binary audio, and a gzip-encoded model list. Every accepted connection is appended to
 the --log file so a test can prove replay never reached this server.
 
-Usage: python http_fake_api.py --log FILE   (prints the port on stdout, then serves until killed)
+Every answer carries the header set the real API sends (copied from OpenAI's and Anthropic's
+answers), with what varies per request varying: a new request id, a new Cloudflare ray, rate-limit
+counters that count down, reset times and processing times.
+
+Usage: python http_fake_api.py --log FILE [--answer PREFIX]   (prints the port on stdout, then serves
+until killed; a chat completion answers PREFIX and the question, "echo: " by default)
 """
 
 import argparse
 import gzip
+import itertools
 import json
+import random
 import sys
+import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 LOG = None
+ANSWER = "echo: "
+_COUNT = itertools.count(1)
+_COUNT_LOCK = threading.Lock()
+
+
+def _iso(t):
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
+
+
+def api_headers(handler):
+    """The headers OpenAI (or, under /v1/messages, Anthropic) sends with an answer, as one request
+    among many: the values that vary per request are new each time."""
+    with _COUNT_LOCK:
+        n = next(_COUNT)
+    now = time.time()
+    ray = "%016x-SJC" % random.getrandbits(64)
+    if handler.path.startswith("/v1/messages"):
+        headers = [
+            ("anthropic-ratelimit-input-tokens-limit", "400000"),
+            ("anthropic-ratelimit-input-tokens-remaining", str(400000 - 13 * n)),
+            ("anthropic-ratelimit-input-tokens-reset", _iso(now + 1)),
+            ("anthropic-ratelimit-output-tokens-limit", "80000"),
+            ("anthropic-ratelimit-output-tokens-remaining", str(80000 - 4 * n)),
+            ("anthropic-ratelimit-output-tokens-reset", _iso(now + 1)),
+            ("anthropic-ratelimit-requests-limit", "4000"),
+            ("anthropic-ratelimit-requests-remaining", str(4000 - n)),
+            ("anthropic-ratelimit-requests-reset", _iso(now + 1)),
+            ("anthropic-ratelimit-tokens-limit", "480000"),
+            ("anthropic-ratelimit-tokens-remaining", str(480000 - 17 * n)),
+            ("anthropic-ratelimit-tokens-reset", _iso(now + 1)),
+            ("request-id", "req_011C%020x" % random.getrandbits(80)),
+            ("anthropic-organization-id", "27796668-7351-40ac-acc4-024aee8995a5"),
+            ("via", "1.1 google"),
+            ("cf-cache-status", "DYNAMIC"),
+            ("x-robots-tag", "none"),
+            ("cf-ray", ray),
+        ]
+    else:
+        headers = [
+            ("access-control-expose-headers", "X-Request-ID"),
+            ("openai-organization", "org-fake"),
+            ("openai-processing-ms", str(random.randint(150, 900))),
+            ("openai-project", "proj_fake"),
+            ("openai-version", "2020-10-01"),
+            ("x-envoy-upstream-service-time", str(random.randint(150, 900))),
+            ("x-ratelimit-limit-requests", "10000"),
+            ("x-ratelimit-limit-tokens", "200000"),
+            ("x-ratelimit-remaining-requests", str(10000 - n)),
+            ("x-ratelimit-remaining-tokens", str(200000 - 27 * n)),
+            ("x-ratelimit-reset-requests", "%.2fs" % (8.64 * random.random())),
+            ("x-ratelimit-reset-tokens", "%dms" % random.randint(1, 40)),
+            ("x-request-id", "req_%032x" % random.getrandbits(128)),
+            ("strict-transport-security", "max-age=31536000; includeSubDomains; preload"),
+            ("cf-cache-status", "DYNAMIC"),
+            ("set-cookie", "__cf_bm=abc123.%d; path=/; domain=.api.openai.com; HttpOnly; Secure" % n),
+            ("x-content-type-options", "nosniff"),
+            ("set-cookie", "_cfuvid=def456.%d; path=/; domain=.api.openai.com; HttpOnly; Secure" % n),
+            ("cf-ray", ray),
+            ("alt-svc", 'h3=":443"; ma=86400'),
+        ]
+    for name, value in headers:
+        handler.send_header(name, value)
 
 
 def sse(handler, events):
     handler.send_response(200)
     handler.send_header("content-type", "text/event-stream; charset=utf-8")
     handler.send_header("cache-control", "no-cache")
-    handler.send_header("x-request-id", "req_fake_1")
-    handler.send_header("cf-ray", "8f1-LHR")
+    api_headers(handler)
     handler.send_header("connection", "close")
     handler.end_headers()
     for chunk in events:
@@ -35,9 +105,7 @@ def send_json(handler, body, status=200, gzip_it=False):
     data = json.dumps(body).encode()
     handler.send_response(status)
     handler.send_header("content-type", "application/json")
-    handler.send_header("set-cookie", "__cf_bm=abc123; HttpOnly")
-    handler.send_header("openai-organization", "org-fake")
-    handler.send_header("x-ratelimit-remaining-requests", "99")
+    api_headers(handler)
     if gzip_it:
         data = gzip.compress(data)
         handler.send_header("content-encoding", "gzip")
@@ -98,10 +166,14 @@ class Handler(BaseHTTPRequestHandler):
             events.append("data: [DONE]\n\n")
             sse(self, events)
         elif path == "/v1/chat/completions":
+            # "created N" answers with that number as the completion's timestamp: a number no
+            # redaction can rewrite without changing its type.
+            created = text.split(" ", 1)[1] if text.startswith("created ") else ""
             send_json(self, {
-                "id": "chatcmpl-1", "object": "chat.completion", "created": 1700000000, "model": body.get("model"),
+                "id": "chatcmpl-1", "object": "chat.completion",
+                "created": int(created) if created.isdigit() else 1700000000, "model": body.get("model"),
                 "choices": [{"index": 0, "finish_reason": "stop",
-                             "message": {"role": "assistant", "content": "echo: " + text}}],
+                             "message": {"role": "assistant", "content": ANSWER + text}}],
                 "usage": {"prompt_tokens": 3, "completion_tokens": 5, "total_tokens": 8},
                 # An upstream that echoes the caller's key: the proxy must scrub it.
                 "x_echo": "auth was " + auth,
@@ -161,11 +233,13 @@ class Handler(BaseHTTPRequestHandler):
 
 
 def main():
-    global LOG
+    global LOG, ANSWER
     parser = argparse.ArgumentParser()
     parser.add_argument("--log", required=True)
+    parser.add_argument("--answer", default=ANSWER)
     args = parser.parse_args()
     LOG = args.log
+    ANSWER = args.answer
     open(LOG, "w").close()
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     print(server.server_address[1], flush=True)

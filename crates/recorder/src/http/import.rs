@@ -29,13 +29,7 @@ pub const KEPT_RESPONSE_HEADERS: &[&str] = &[
 
 /// Whether a response header is on [`KEPT_RESPONSE_HEADERS`].
 pub fn is_kept_response_header(name: &str) -> bool {
-    let name = name.to_ascii_lowercase();
-    KEPT_RESPONSE_HEADERS
-        .iter()
-        .any(|p| match p.strip_suffix('*') {
-            Some(prefix) => name.starts_with(prefix),
-            None => name == *p,
-        })
+    super::volatile::on_header_list(KEPT_RESPONSE_HEADERS, name)
 }
 
 /// The upstream name used for a well-known API host.

@@ -18,8 +18,9 @@
 //! appends each interaction to a [`Journal`] beside it as it completes, and replaces the cassette only
 //! when it ends cleanly: a run that dies leaves the previous cassette whole and its own work in the
 //! journal. A run that records an interaction again keeps the stored one when the two are
-//! [the same apart from timing](Interaction::same_apart_from_timing), so the network's timing never
-//! churns a re-recorded cassette.
+//! [the same apart from noise](Interaction::same_apart_from_noise) (timing, and the
+//! [volatile response headers](VOLATILE_RESPONSE_HEADERS) such as request ids and rate-limit
+//! counters), so re-recording a real API does not churn its cassette.
 //!
 //! # Example
 //!
@@ -75,6 +76,7 @@ mod redaction;
 mod scan;
 mod scrub;
 mod url;
+mod volatile;
 
 pub use canonical::to_canonical_string;
 pub use file::{SaveOutcome, blobs_dir};
@@ -88,3 +90,4 @@ pub use model::{
 pub use normalize::Normalizer;
 pub use scan::{Finding, scan_file, scan_text};
 pub use scrub::{Scrubber, ScrubberBuilder, is_secret_env_name};
+pub use volatile::{VOLATILE_RESPONSE_HEADERS, is_volatile_response_header};

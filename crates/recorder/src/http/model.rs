@@ -6,6 +6,8 @@ use std::sync::Arc;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+use super::volatile::is_volatile_response_header;
+
 /// The cassette format version this crate reads and writes.
 pub const FORMAT_VERSION: u64 = 1;
 
@@ -38,13 +40,17 @@ pub struct Interaction {
 }
 
 impl Interaction {
-    /// Whether `other` is the same interaction apart from timing: the same request (its sequence
+    /// Whether `other` is the same interaction apart from noise: the same request (its sequence
     /// number aside), status, kept headers and body, or the same stream events (each one's data,
-    /// name, id and exact bytes) ending the same way. Only the delays between events may differ.
+    /// name, id and exact bytes) ending the same way. Only what varies per request while the
+    /// application sees the same answer may differ: the delays between events, and the
+    /// [volatile response headers](super::VOLATILE_RESPONSE_HEADERS) (request ids, rate-limit
+    /// counters, the date, processing times), whether present or not.
     ///
-    /// A run that records such an interaction again keeps the stored one, delays included, so that
-    /// re-recording the same traffic never changes a cassette because the network's timing moved.
-    pub fn same_apart_from_timing(&self, other: &Interaction) -> bool {
+    /// A run that records such an interaction again keeps the stored one, delays and request ids
+    /// included, so that re-recording the same traffic against a real API never changes a
+    /// cassette.
+    pub fn same_apart_from_noise(&self, other: &Interaction) -> bool {
         let (a, b) = (&self.request, &other.request);
         let same_request = a.method == b.method
             && a.upstream == b.upstream
@@ -66,8 +72,18 @@ impl Interaction {
             }
             _ => false,
         };
-        same_request && a.status == b.status && a.headers == b.headers && same_content
+        same_request
+            && a.status == b.status
+            && steady(&a.headers).eq(steady(&b.headers))
+            && same_content
     }
+}
+
+/// The response headers that count when an interaction is recorded again, in their order.
+fn steady(headers: &[(String, String)]) -> impl Iterator<Item = &(String, String)> {
+    headers
+        .iter()
+        .filter(|(name, _)| !is_volatile_response_header(name))
 }
 
 /// A recorded request.
@@ -378,7 +394,7 @@ mod tests {
     }
 
     #[test]
-    fn interactions_that_differ_only_in_delays_are_the_same_apart_from_timing() {
+    fn interactions_that_differ_only_in_delays_and_volatile_headers_are_the_same() {
         let stream = |delays: [u64; 2], last: &str| Interaction {
             request: Request {
                 method: "POST".into(),
@@ -392,7 +408,12 @@ mod tests {
             },
             response: Response {
                 status: 200,
-                headers: vec![("content-type".into(), "text/event-stream".into())],
+                headers: vec![
+                    ("content-type".into(), "text/event-stream".into()),
+                    ("x-request-id".into(), "req_1".into()),
+                    ("x-ratelimit-limit-requests".into(), "10000".into()),
+                    ("x-ratelimit-remaining-requests".into(), "9999".into()),
+                ],
                 content: Content::Stream(Stream {
                     format: StreamFormat::Sse,
                     events: vec![
@@ -404,9 +425,84 @@ mod tests {
             },
         };
         let recorded = stream([40, 0], "data: 2\n\n");
-        let mut again = stream([0, 10], "data: 2\n\n");
-        again.request.seq = 3;
-        assert!(recorded.same_apart_from_timing(&again));
+        let with_headers = |headers: &[(&str, &str)]| {
+            let mut again = stream([0, 10], "data: 2\n\n");
+            again.request.seq = 3;
+            again.response.headers = headers
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect();
+            again
+        };
+        // (the answer's headers when recorded again, whether it is the stored one)
+        let table: &[(&[(&str, &str)], bool)] = &[
+            (
+                &[
+                    ("content-type", "text/event-stream"),
+                    ("x-request-id", "req_1"),
+                    ("x-ratelimit-limit-requests", "10000"),
+                    ("x-ratelimit-remaining-requests", "9999"),
+                ],
+                true,
+            ),
+            // Another request id and counter, a date, a processing time: the same answer.
+            (
+                &[
+                    ("date", "Tue, 01 Dec 2026 10:00:00 GMT"),
+                    ("content-type", "text/event-stream"),
+                    ("x-request-id", "req_2"),
+                    ("x-ratelimit-limit-requests", "10000"),
+                    ("x-ratelimit-remaining-requests", "9998"),
+                    ("openai-processing-ms", "311"),
+                ],
+                true,
+            ),
+            // A volatile header gone: still the same.
+            (
+                &[
+                    ("content-type", "text/event-stream"),
+                    ("x-ratelimit-limit-requests", "10000"),
+                ],
+                true,
+            ),
+            // A limit or the content type changed, a header added or moved: not the same.
+            (
+                &[
+                    ("content-type", "text/event-stream"),
+                    ("x-request-id", "req_1"),
+                    ("x-ratelimit-limit-requests", "500"),
+                    ("x-ratelimit-remaining-requests", "9999"),
+                ],
+                false,
+            ),
+            (
+                &[
+                    ("content-type", "application/json"),
+                    ("x-ratelimit-limit-requests", "10000"),
+                ],
+                false,
+            ),
+            (
+                &[
+                    ("content-type", "text/event-stream"),
+                    ("x-ratelimit-limit-requests", "10000"),
+                    ("x-should-retry", "false"),
+                ],
+                false,
+            ),
+            (
+                &[
+                    ("x-ratelimit-limit-requests", "10000"),
+                    ("content-type", "text/event-stream"),
+                ],
+                false,
+            ),
+        ];
+        for (headers, same) in table {
+            let again = with_headers(headers);
+            assert_eq!(recorded.same_apart_from_noise(&again), *same, "{headers:?}");
+            assert_eq!(again.same_apart_from_noise(&recorded), *same, "{headers:?}");
+        }
         let cases = [
             stream([40, 0], "data: 3\n\n"),
             stream([40, 0], "event: x\ndata: 2\n\n"),
@@ -414,19 +510,14 @@ mod tests {
             stream([40, 0], "data:2\n\n"),
         ];
         for other in cases {
-            assert!(!recorded.same_apart_from_timing(&other), "{other:?}");
+            assert!(!recorded.same_apart_from_noise(&other), "{other:?}");
         }
         let mut status = recorded.clone();
         status.response.status = 201;
-        let mut header = recorded.clone();
-        header
-            .response
-            .headers
-            .push(("x-request-id".into(), "req_2".into()));
         let mut body = recorded.clone();
         body.request.body = Body::Json(serde_json::json!({"stream": false}));
-        for other in [status, header, body] {
-            assert!(!recorded.same_apart_from_timing(&other), "{other:?}");
+        for other in [status, body] {
+            assert!(!recorded.same_apart_from_noise(&other), "{other:?}");
         }
     }
 

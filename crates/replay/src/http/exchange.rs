@@ -352,11 +352,7 @@ fn settle(state: &State, request: Request, mut response: Response, sink: Sink) {
                 Ok(()) => report.recorded += 1,
                 Err(e) => {
                     tracing::error!("{e}");
-                    if matches!(
-                        e.kind(),
-                        calltape_recorder::ErrorKind::SecretInBlob { .. }
-                            | calltape_recorder::ErrorKind::SecretInLine { .. }
-                    ) {
+                    if e.is_refusal() {
                         report.refused.push(e.to_string());
                     } else {
                         report.errors.push(e.to_string());

@@ -142,6 +142,7 @@ fn write_cassette(out: &mut String, c: &CassetteReport) {
         out.push_str("</p>\n");
         match m.closest.first() {
             Some(best) => write_closest(out, "closest recording", best),
+            None if c.missing => {}
             None => out.push_str("<p>the cassette holds no recordings</p>\n"),
         }
     }
@@ -221,6 +222,7 @@ mod tests {
         report.cassettes = vec![
             CassetteReport {
                 path: PathBuf::from("a/chat<script>alert(1)</script>.jsonl"),
+                missing: false,
                 hits: 2,
                 misses: vec![Miss {
                     method: "POST".into(),

@@ -11,6 +11,9 @@ use super::ProxyBody;
 use super::report::{Closest, Miss};
 use super::tape::{Tape, diff_text};
 
+/// The reason of a miss on a cassette file that does not exist.
+pub(crate) const NO_CASSETTE: &str = "no cassette";
+
 /// Which error shape an upstream's clients expect.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Provider {
@@ -74,7 +77,7 @@ pub(crate) fn error_response(
 }
 
 /// A miss as the report keeps it, the short message for the client, and the full diagnostics for
-/// stderr.
+/// stderr. A miss on a cassette that does not exist says so, with how to record it.
 pub(crate) fn describe_miss(
     tape: &mut Tape,
     request: &Request,
@@ -82,6 +85,20 @@ pub(crate) fn describe_miss(
     why: &str,
     rerecord: &str,
 ) -> (Miss, String, String) {
+    let request_text = indent(&diff_text(normalizer, request), "    ");
+    if tape.missing() {
+        let head = format!(
+            "calltape: no cassette at {} for {} {} {} (key {})",
+            tape.path.display(),
+            request.method,
+            request.upstream,
+            request.path,
+            request.key,
+        );
+        let short = format!("{head}; record it with: {rerecord}");
+        let long = format!("{head}\n  request:\n{request_text}\n  record it with: {rerecord}");
+        return (Miss::new(request, NO_CASSETTE.to_owned()), short, long);
+    }
     let ranked = tape.ranked(request, normalizer, false);
     let mut miss = Miss::new(request, why.to_owned());
     for &(i, ratio) in ranked.iter().take(3) {
@@ -99,10 +116,7 @@ pub(crate) fn describe_miss(
     );
     let mut short = head.clone();
     let mut long = head;
-    long.push_str(&format!(
-        "\n  request:\n{}",
-        indent(&diff_text(normalizer, request), "    ")
-    ));
+    long.push_str(&format!("\n  request:\n{request_text}"));
     match miss.closest.first() {
         None => {
             short.push_str("; the cassette holds no recordings");

@@ -12,8 +12,9 @@
 //! failure text), so a test runner's plugin can fail the very test whose request missed.
 //!
 //! The proxy listens on loopback only and refuses what a web page could send it: a request with an
-//! `Origin` header (403) unless that origin was [allowed](ProxyBuilder::allow_origin), and a `Host`
-//! that does not name the listener (421), as `serve` does
+//! `Origin` header (403) unless that origin was [allowed](ProxyBuilder::allow_origin), a request
+//! without one that the browser marks as sent by another site's page (`Sec-Fetch-Site: cross-site`
+//! or `same-site`, 403), and a `Host` that does not name the listener (421), as `serve` does
 //! (`calltape_stdio_bridge::guard::LoopbackGuard`). A proxy that adds a key itself
 //! ([`auth`](ProxyBuilder::auth), [`auth_key`](ProxyBuilder::auth_key)) also serves only under a random per-run path prefix
 //! (`/ct-<32 hex digits>/`), which its [`url`](ProxyHandle::url) and

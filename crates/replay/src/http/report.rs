@@ -44,6 +44,9 @@ pub struct Report {
 pub struct CassetteReport {
     /// The cassette file.
     pub path: PathBuf,
+    /// No cassette file was there when the run first used it, in a mode that reads one: each of
+    /// its misses (reason `no cassette`) is a cassette still to record.
+    pub missing: bool,
     /// Requests answered by an exact recording.
     pub hits: usize,
     /// Requests no recording answered (each got a 404).
@@ -213,6 +216,7 @@ impl CassetteReport {
             .collect();
         json!({
             "path": self.path.display().to_string(),
+            "missing": self.missing,
             "hits": self.hits,
             "misses": misses,
             "fuzzy": fuzzy,
@@ -293,6 +297,14 @@ impl Report {
         for c in &self.cassettes {
             let cassette = c.path.display();
             for m in &c.misses {
+                if c.missing {
+                    let _ = writeln!(
+                        s,
+                        "no cassette at {cassette}: {} {} {} found nothing to replay",
+                        m.method, m.upstream, m.path
+                    );
+                    continue;
+                }
                 let _ = write!(
                     s,
                     "miss in {cassette}: {} {} {}: {}",
@@ -330,8 +342,9 @@ impl Report {
         s
     }
 
-    /// The JSON report: `{"version":1,"mode":…,"cassettes":[{"path":…,"hits":N,"misses":[…],
-    /// "fuzzy":[…],"drift":[…]}]}`, each miss with its `closest` recordings and their diffs.
+    /// The JSON report: `{"version":1,"mode":…,"cassettes":[{"path":…,"missing":false,"hits":N,
+    /// "misses":[…],"fuzzy":[…],"drift":[…]}]}`, each miss with its `closest` recordings and their
+    /// diffs.
     pub fn to_json(&self) -> Value {
         json!({
             "version": 1,

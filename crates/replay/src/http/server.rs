@@ -261,7 +261,8 @@ fn open_tape(
             &format!("calltape: {e}"),
         ))
     })?;
-    state.report().cassette(path);
+    let missing = lock(&tape).missing();
+    state.report().cassette(path).missing = missing;
     Ok(tape)
 }
 

@@ -2,8 +2,8 @@
 //! so a test runner's plugin can fail the test that missed even when the application swallowed the
 //! 404 (the pytest and Vitest integrations ask after each test).
 //!
-//! The answer is JSON: `{"version":1,"mode":…,"cassette":{"path":…,"hits":N,"misses":[…],
-//! "fuzzy":[…],"drift":[…]},"failures":N,"text":…}`, the cassette's entry of the run's
+//! The answer is JSON: `{"version":1,"mode":…,"cassette":{"path":…,"missing":false,"hits":N,
+//! "misses":[…],"fuzzy":[…],"drift":[…]},"failures":N,"text":…}`, the cassette's entry of the run's
 //! [`Report`] and the failure text its report prints. A cassette the run has not used yet answers
 //! with zero hits and no failures. The request passes the same front door as any other (origin,
 //! host, per-run path prefix) and never reaches an upstream.

@@ -74,6 +74,8 @@ pub(crate) struct Tape {
     /// Record mode: the cassette as it was before this run, whose recordings this run keeps as
     /// they were when it records them again.
     previous: Option<Previous>,
+    /// No file was there to load (a zero-byte one is an empty cassette, not a missing one).
+    missing: bool,
 }
 
 /// The cassette a record run replaces, and which of its recordings the run has recorded again.
@@ -98,15 +100,15 @@ impl Previous {
         Some(Self { index, kept })
     }
 
-    /// The stored recording that `new` repeats apart from timing, as stored (delays included),
-    /// with `new`'s sequence number; or `new` itself when nothing stored is the same.
+    /// The stored recording that `new` repeats apart from noise, as stored (delays and request ids
+    /// included), with `new`'s sequence number; or `new` itself when nothing stored is the same.
     fn keep(&mut self, new: Interaction) -> Interaction {
         for i in 0..self.index.len() {
             if self.kept[i] || self.index.key(i) != new.request.key {
                 continue;
             }
             match self.index.interaction(i) {
-                Ok(mut old) if old.same_apart_from_timing(&new) => {
+                Ok(mut old) if old.same_apart_from_noise(&new) => {
                     self.kept[i] = true;
                     old.request.seq = new.request.seq;
                     return old;
@@ -132,6 +134,7 @@ impl Tape {
             redaction: scrubber.fingerprint(),
         };
         let mut index = None;
+        let mut missing = false;
         let previous = match mode {
             Mode::Record => Previous::load(path, &meta),
             _ => None,
@@ -139,7 +142,7 @@ impl Tape {
         if !matches!(mode, Mode::Record | Mode::Live) {
             match CassetteIndex::load(path) {
                 Ok(i) => index = Some(i),
-                Err(e) if e.is_not_found() => {}
+                Err(e) if e.is_not_found() => missing = true,
                 // A zero-byte file (made by `touch`, or by a tool that creates files up front) is an
                 // empty cassette: every request is a miss, not a broken cassette.
                 Err(_) if std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() == 0) => {}
@@ -212,11 +215,18 @@ impl Tape {
             dirty: false,
             journal: None,
             previous,
+            missing,
         })
     }
 
     pub(crate) fn len(&self) -> usize {
         self.slots.len()
+    }
+
+    /// Whether the mode loads the file and none was there: every lookup misses, and a miss should
+    /// say that the cassette itself is missing.
+    pub(crate) fn missing(&self) -> bool {
+        self.missing
     }
 
     /// The recording in slot `i`, built on first use.
@@ -336,21 +346,42 @@ impl Tape {
     /// Adds a recording and makes it durable. Record mode appends it to the run's journal and leaves
     /// the cassette whole until [`finish`](Self::finish); the other modes rewrite the cassette
     /// atomically with it.
+    ///
+    /// A recording refused because a line or blob of it still holds a credential is dropped from
+    /// the tape as well as from the file: kept, it would refuse every later save of the run, and the
+    /// recordings after it would never be written.
     pub(crate) fn record(
         &mut self,
         interaction: Interaction,
         mode: Mode,
         scrubber: &Scrubber,
     ) -> calltape_recorder::Result<()> {
-        // The same traffic recorded again leaves the cassette as it was, whatever its timing.
+        // The same traffic recorded again leaves the cassette as it was, whatever its timing and
+        // request ids.
         let interaction = match &mut self.previous {
             Some(previous) => previous.keep(interaction),
             None => interaction,
         };
         // Refused before it is kept: a later save must not fail on it again.
         scrubber.check_blobs(&self.path, &interaction)?;
+        let was_dirty = self.dirty;
         self.recorded.push(interaction);
         self.dirty = true;
+        let stored = self.store_last(mode, scrubber);
+        if stored
+            .as_ref()
+            .is_err_and(calltape_recorder::Error::is_refusal)
+        {
+            // Nothing of it was written: the file is as the tape was without it.
+            self.recorded.pop();
+            self.dirty = was_dirty;
+        }
+        stored
+    }
+
+    /// Makes the last recording durable: the whole cassette rewritten, or in record mode the
+    /// recording appended to the run's journal.
+    fn store_last(&mut self, mode: Mode, scrubber: &Scrubber) -> calltape_recorder::Result<()> {
         if mode != Mode::Record {
             return self.save(scrubber).map(|_| ());
         }

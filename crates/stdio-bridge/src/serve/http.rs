@@ -91,9 +91,11 @@ pub enum StopReason {
 /// A Streamable HTTP server in front of one upstream (usually a stdio child process), multiplexing any
 /// number of MCP sessions onto it.
 ///
-/// It listens on 127.0.0.1 or on a Unix socket only, refuses any request with an `Origin` header (403)
-/// or a `Host` that is not a loopback name (421), sends no CORS headers, and, when given a token,
-/// answers `/mcp` only to requests that carry it as a bearer token (401), compared in constant time.
+/// It listens on 127.0.0.1 or on a Unix socket only, refuses any request with an `Origin` header or a
+/// `Sec-Fetch-Site` that says another site's page sent it (403, see
+/// [`LoopbackGuard`](crate::guard::LoopbackGuard)) or a `Host` that is not a loopback name (421),
+/// sends no CORS headers, and, when given a token, answers `/mcp` only to requests that carry it as
+/// a bearer token (401), compared in constant time.
 pub struct Serve {
     upstream: Arc<dyn Upstream>,
     protocol: Protocol,

@@ -2,8 +2,9 @@
 //! share.
 //!
 //! [`Serve`] builds the server: it listens on 127.0.0.1 or on an owner-only Unix socket, hardens loopback
-//! HTTP (no `Origin` but the listener's own, none at all for a shared server; loopback `Host` only; no
-//! CORS; an optional bearer token compared in constant time),
+//! HTTP (no `Origin` but the listener's own, none at all for a shared server; no request a browser
+//! marks as sent by another site's page; loopback `Host` only; no CORS; an optional bearer token
+//! compared in constant time),
 //! and multiplexes every session onto one upstream:
 //!
 //! - the upstream is reached through an [`EraUpstream`](crate::EraUpstream) ([`Serve::protocol`],

@@ -18,12 +18,14 @@ MODES = ("auto", "replay", "record", "update", "append", "live", "verify")
 @dataclass(frozen=True)
 class Upstream:
     """An API the proxy forwards to: `url` is the real API, `env` the variable an SDK reads its base
-    URL from, and `path` what follows the host in that base URL (`v1` for OpenAI's SDKs)."""
+    URL from, `path` what follows the host in that base URL (`v1` for OpenAI's SDKs), and `key` the
+    variable an SDK reads its API key from."""
 
     name: str
     url: str
     env: str
     path: str = ""
+    key: str = ""
 
     def base_url(self, root: str) -> str:
         """The base URL under `root` (the proxy's per-test root, or the real API's)."""
@@ -31,10 +33,30 @@ class Upstream:
         return f"{root.rstrip('/')}/{path}" if path else root.rstrip("/")
 
 
+# Each upstream's API, the variables its SDKs read their base URL and key from, and the path of the
+# base URL: the one table the plugin knows providers by.
 DEFAULT_UPSTREAMS = {
-    "openai": Upstream("openai", "https://api.openai.com", "OPENAI_BASE_URL", "v1"),
-    "anthropic": Upstream("anthropic", "https://api.anthropic.com", "ANTHROPIC_BASE_URL", ""),
+    "openai": Upstream("openai", "https://api.openai.com", "OPENAI_BASE_URL", "v1", "OPENAI_API_KEY"),
+    "anthropic": Upstream("anthropic", "https://api.anthropic.com", "ANTHROPIC_BASE_URL", "", "ANTHROPIC_API_KEY"),
 }
+
+# What a replay run puts in an unset key variable, so that an SDK which refuses to start without a
+# key reaches the proxy, which answers from the cassette and sends nothing upstream.
+PLACEHOLDER_KEY = "calltape-replay-placeholder-key"
+
+
+def default_key_variable(name: str) -> str:
+    """The key variable of an upstream that names none: `<NAME>_API_KEY`, as SDKs name theirs."""
+    return f"{name.upper().replace('-', '_')}_API_KEY"
+
+
+def unset_key_variables(upstreams: dict[str, Upstream], environ) -> list[str]:
+    """The key variables of `upstreams` that `environ` leaves unset or empty, each once, in order."""
+    unset = []
+    for u in upstreams.values():
+        if u.key and not environ.get(u.key) and u.key not in unset:
+            unset.append(u.key)
+    return unset
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
 
@@ -72,7 +94,7 @@ def load(rootpath: Path, extra: list[dict] | None = None) -> Settings:
         override = os.environ.get(f"CALLTAPE_UPSTREAM_{name.upper().replace('-', '_')}")
         if override:
             u = upstreams[name]
-            upstreams[name] = Upstream(name, override, u.env, u.path)
+            upstreams[name] = Upstream(name, override, u.env, u.path, u.key)
     cassette_dir = Path(table.get("cassette_dir", "tests/cassettes"))
     if not cassette_dir.is_absolute():
         cassette_dir = rootpath / cassette_dir
@@ -85,10 +107,10 @@ def _upstream(source: str, name: str, spec, known: Upstream | None) -> Upstream:
     if isinstance(spec, str):
         spec = {"url": spec}
     if not isinstance(spec, dict):
-        raise ConfigError(f"{source}: upstream {name!r} must be a URL or a table with url, env and path")
-    unknown = set(spec) - {"url", "env", "path"}
+        raise ConfigError(f"{source}: upstream {name!r} must be a URL or a table with url, env, path and key")
+    unknown = set(spec) - {"url", "env", "path", "key"}
     if unknown:
-        raise ConfigError(f"{source}: upstream {name!r} has unknown keys {sorted(unknown)}; use url, env and path")
+        raise ConfigError(f"{source}: upstream {name!r} has unknown keys {sorted(unknown)}; use url, env, path and key")
     url = spec.get("url") or (known.url if known else None)
     env = spec.get("env") or (known.env if known else None)
     if not url or not env:
@@ -97,7 +119,8 @@ def _upstream(source: str, name: str, spec, known: Upstream | None) -> Upstream:
             f'{name} = {{ url = "https://api.example.com", env = "{name.upper()}_BASE_URL" }}'
         )
     path = spec.get("path", known.path if known else "")
-    return Upstream(name, url, env, path)
+    key = spec.get("key") or (known.key if known else default_key_variable(name))
+    return Upstream(name, url, env, path, key)
 
 
 def file_safe(text: str) -> str:

@@ -4,12 +4,13 @@ that fails when one of its requests found no recording."""
 from __future__ import annotations
 
 import os
+import shlex
 from pathlib import Path
 
 import pytest
 
 from . import hooks
-from .config import MODES, ConfigError, Settings, file_safe, load
+from .config import MODES, PLACEHOLDER_KEY, ConfigError, Settings, file_safe, load, unset_key_variables
 from .proxy import Proxy, ProxyError
 
 _STATE = pytest.StashKey["_Session"]()
@@ -51,6 +52,8 @@ class _Session:
         self.proxy: Proxy | None = None
         self.failed: ProxyError | None = None
         self.report: dict | None = None
+        # The key variables that hold a placeholder for this run.
+        self.placeholders: list[str] = []
 
     def started(self) -> Proxy:
         """The session's proxy, started by the first test that needs it."""
@@ -64,7 +67,18 @@ class _Session:
             except (ConfigError, ProxyError) as e:
                 self.failed = e if isinstance(e, ProxyError) else ProxyError(str(e))
                 raise self.failed from None
+            if self.proxy.mode == "replay":
+                # An SDK refuses to start without a key before any request reaches the proxy; in
+                # replay nothing reaches the real API, so CI needs no key.
+                self.placeholders = unset_key_variables(self.settings.upstreams, os.environ)
+                for var in self.placeholders:
+                    os.environ[var] = PLACEHOLDER_KEY
         return self.proxy
+
+    def restore_keys(self) -> None:
+        for var in self.placeholders:
+            if os.environ.get(var) == PLACEHOLDER_KEY:
+                del os.environ[var]
 
 
 def pytest_addhooks(pluginmanager):
@@ -160,9 +174,23 @@ def pytest_runtest_call(item):
             _fail_on_misses(item, test)
 
 
+def _record_command(item) -> str:
+    """The command that records this one test's cassette, from the folder pytest was run in."""
+    here = item.config.invocation_params.dir
+    node = item.nodeid.split("::", 1)
+    node[0] = os.path.relpath(item.path, here)
+    return f"pytest --calltape-mode record {shlex.quote('::'.join(node))}"
+
+
 def _fail_on_misses(item, test: Calltape) -> None:
     answer = _state(item.config).started().cassette(test.name)
     new = answer["failures"] - test._failures_before
+    if new > 0 and answer["cassette"].get("missing"):
+        shown = os.path.relpath(test.cassette, item.config.invocation_params.dir)
+        pytest.fail(
+            f"calltape: no cassette at {shown}; record it with: {_record_command(item)}\n{answer['text']}",
+            pytrace=False,
+        )
     if new > 0:
         pytest.fail(
             f"calltape: {new} request(s) of this test failed against cassette {test.cassette} "
@@ -203,6 +231,7 @@ def pytest_sessionfinish(session):
     if state is None or state.proxy is None:
         return
     state.report = state.proxy.stop()
+    state.restore_keys()
 
 
 def pytest_terminal_summary(terminalreporter, config):
@@ -216,6 +245,11 @@ def pytest_terminal_summary(terminalreporter, config):
     terminalreporter.write_line(
         f"calltape: {state.proxy.mode} mode, {len(cassettes)} cassettes, {hits} replayed, {failed} with failures"
     )
+    if state.placeholders:
+        terminalreporter.write_line(
+            f"calltape: {', '.join(state.placeholders)} unset, so a placeholder key stood in for this "
+            "replay run (it sends nothing to the real API)"
+        )
     if state.proxy.returncode not in (0, None) or state.report is None:
         terminalreporter.write_line(f"calltape http exited with {state.proxy.returncode}:\n{state.proxy.log()}")
     state.proxy.cleanup()

@@ -49,6 +49,9 @@ class Proxy:
         if mode:
             cmd += ["--mode", mode]
         cmd += ["--allow-misses", "--report", str(self.report_path), "--report-format", "json"]
+        # Served only under a random per-run path prefix, which the URLs it prints carry: no other
+        # local user can use this proxy.
+        cmd += ["--path-token", str(work / "path-token")]
         self._stderr = self.stderr_path.open("wb")
         try:
             self._child = subprocess.Popen(

@@ -984,8 +984,29 @@ async fn replay_mode_never_connects_and_needs_no_cassette_file_to_start() {
     let proxy = start(Mode::Replay, &fake.url(), &cassette).await;
     let a = post(&proxy, "openai", "/v1/chat/completions", &chat("x", false)).await;
     assert_eq!(a.status, 404);
-    assert!(String::from_utf8_lossy(&a.body).contains("the cassette holds no recordings"));
-    proxy.shutdown().await.unwrap();
+    // The SDK's error says the cassette is missing and how to record it.
+    let body = String::from_utf8_lossy(&a.body);
+    assert!(
+        body.contains(&format!(
+            "calltape: no cassette at {} for POST openai /v1/chat/completions",
+            cassette.display()
+        )),
+        "{body}"
+    );
+    assert!(
+        body.contains("; record it with: run the tests again with CALLTAPE_MODE=record"),
+        "{body}"
+    );
+    let report = proxy.shutdown().await.unwrap();
+    assert!(report.cassettes[0].missing);
+    assert_eq!(report.cassettes[0].misses[0].reason, "no cassette");
+    assert_eq!(
+        report.failure_text(),
+        format!(
+            "no cassette at {}: POST openai /v1/chat/completions found nothing to replay\n",
+            cassette.display()
+        )
+    );
     assert_eq!(fake.connections(), 0);
     assert!(!cassette.exists());
     assert!(files_in(dir.path()).is_empty());

@@ -112,13 +112,18 @@ async fn the_cassette_query_tells_each_cassettes_hits_and_failures_so_far() {
         text.contains("+      \"content\": \"the recorded question, reworded\""),
         "{text}"
     );
+    assert_eq!(v["cassette"]["missing"], false);
+    // suite/two.jsonl does not exist: its miss says so.
     let two = cassette(&proxy, "suite/two").await;
     assert_eq!(two["failures"], 1);
-    assert!(
-        two["text"]
-            .as_str()
-            .unwrap()
-            .contains("the cassette holds no recordings"),
+    assert_eq!(two["cassette"]["missing"], true);
+    assert_eq!(two["cassette"]["misses"][0]["reason"], "no cassette");
+    assert_eq!(
+        two["text"],
+        format!(
+            "no cassette at {}: POST openai /v1/chat/completions found nothing to replay\n",
+            dir.path().join("suite/two.jsonl").display()
+        ),
         "{two}"
     );
     let unused = cassette(&proxy, "suite/three.jsonl").await;
