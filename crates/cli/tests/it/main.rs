@@ -18,6 +18,8 @@ mod private_files;
 mod pytest_plugin;
 mod record;
 mod redact;
+mod redact_keys;
+mod redact_tables;
 mod replay;
 mod serve;
 mod shared;
