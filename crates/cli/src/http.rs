@@ -15,6 +15,7 @@ use clap::{Args, Subcommand, ValueEnum};
 
 use crate::error::{Error, Outcome};
 use crate::exit;
+use crate::output::{err, errln, outln, shown};
 use crate::signals::{Signal, Signals};
 
 pub(crate) const EXAMPLES: &str = "\
@@ -447,10 +448,10 @@ fn serve(args: ServeArgs) -> Outcome {
         let code = if args.command.is_empty() {
             for u in &args.upstreams {
                 if let Some((name, _)) = u.split_once('=') {
-                    println!("{name} {}", proxy.base_url(name));
+                    outln!("{name} {}", proxy.base_url(name));
                 }
             }
-            println!("{}", proxy.url());
+            outln!("{}", proxy.url());
             crate::signals::termination("stopping the proxy").await;
             exit::OK
         } else {
@@ -473,9 +474,9 @@ fn finish(report: &Report, args: &ServeArgs, code: u8) -> Outcome {
     {
         tracing::info!("{summary}");
     } else {
-        eprintln!("{summary}");
+        errln!("{summary}");
     }
-    eprint!("{}", report.failure_text());
+    err!("{}", report.failure_text());
     if let Some(file) = &args.report {
         let text = match args.report_format {
             ReportFormat::Json => format!("{:#}\n", report.to_json()),
@@ -556,14 +557,18 @@ fn ls(dir: &Path) -> Outcome {
         match Cassette::load(p) {
             Ok(c) => {
                 let size = std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
-                println!(
+                outln!(
                     "{}  {} interactions  {}",
-                    p.display(),
+                    shown(&p.display().to_string()),
                     c.interactions.len(),
                     human_size(size)
                 );
             }
-            Err(e) => println!("{}  unreadable: {e}", p.display()),
+            Err(e) => outln!(
+                "{}  unreadable: {}",
+                shown(&p.display().to_string()),
+                shown(&e.to_string())
+            ),
         }
     }
     Ok(exit::OK)
@@ -592,7 +597,7 @@ fn rm(path: &Path) -> Outcome {
     if blobs.exists() {
         std::fs::remove_dir_all(&blobs).map_err(cannot_remove(&blobs))?;
     }
-    println!("removed {}", path.display());
+    outln!("removed {}", shown(&path.display().to_string()));
     Ok(exit::OK)
 }
 
@@ -612,12 +617,12 @@ fn scan(paths: &[PathBuf]) -> Outcome {
         match scan_file(f, &scrubber) {
             Ok(findings) => {
                 for finding in findings {
-                    println!(
+                    outln!(
                         "{}:{}: {}: {}",
-                        f.display(),
+                        shown(&f.display().to_string()),
                         finding.line,
-                        finding.location,
-                        finding.what
+                        shown(&finding.location),
+                        shown(&finding.what)
                     );
                     found += 1;
                 }
@@ -629,7 +634,7 @@ fn scan(paths: &[PathBuf]) -> Outcome {
         }
     }
     if found > 0 {
-        eprintln!(
+        errln!(
             "calltape http scan: {found} possible credential(s) in {} file(s) checked; redact them or re-record",
             files.len()
         );
@@ -681,14 +686,14 @@ fn import_from_mastra(dir: &Path, out: &Path) -> Outcome {
                 let n = imported.cassette.interactions.len();
                 let mut line = format!(
                     "{} -> {} ({n} interactions",
-                    file.display(),
-                    target.display()
+                    shown(&file.display().to_string()),
+                    shown(&target.display().to_string())
                 );
                 if !imported.skipped.is_empty() {
                     line.push_str(&format!(", {} left out", imported.skipped.len()));
                 }
                 line.push(')');
-                println!("{line}");
+                outln!("{line}");
                 // Each recording left out is named; the run then exits 1.
                 for e in imported.skipped {
                     Error::from(e).report();

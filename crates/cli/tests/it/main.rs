@@ -2,6 +2,7 @@
 
 mod bridge;
 mod bridge_http;
+mod closed_pipe;
 mod conformance;
 mod demo;
 mod era_bridge;
@@ -10,6 +11,7 @@ mod era_replay;
 mod era_serve;
 mod era_sessions;
 mod errors;
+mod escapes;
 mod fill_follow;
 mod html;
 mod http;
