@@ -2,162 +2,70 @@
 //! key alone (a file and stdin), in a log, and in JSON loses every line of its body, and the lines
 //! around it stay.
 
-use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
 use crate::support::calltape;
 
-/// How each key is made: its name, the program and its arguments (`{out}` is the key file's path).
-const KEYS: &[(&str, &str, &[&str])] = &[
-    (
-        "OpenSSH Ed25519",
-        "ssh-keygen",
-        &["-q", "-t", "ed25519", "-N", "", "-f", "{out}"],
-    ),
-    (
-        "OpenSSH RSA",
-        "ssh-keygen",
-        &["-q", "-t", "rsa", "-b", "2048", "-N", "", "-f", "{out}"],
-    ),
-    (
-        "OpenSSH ECDSA",
-        "ssh-keygen",
-        &["-q", "-t", "ecdsa", "-N", "", "-f", "{out}"],
-    ),
+/// How each key is made: its name, and the command line (`''` is an empty argument, `{out}` the key
+/// file's path).
+const KEYS: &[(&str, &str)] = &[
+    ("OpenSSH Ed25519", "ssh-keygen -q -t ed25519 -N '' -f {out}"),
+    ("OpenSSH RSA", "ssh-keygen -q -t rsa -b 2048 -N '' -f {out}"),
+    ("OpenSSH ECDSA", "ssh-keygen -q -t ecdsa -N '' -f {out}"),
     (
         "OpenSSH Ed25519, passphrase",
-        "ssh-keygen",
-        &["-q", "-t", "ed25519", "-N", "correct horse", "-f", "{out}"],
+        "ssh-keygen -q -t ed25519 -N correct-horse -f {out}",
     ),
     (
         "PKCS#1 RSA (ssh-keygen -m PEM)",
-        "ssh-keygen",
-        &[
-            "-q", "-t", "rsa", "-b", "2048", "-m", "PEM", "-N", "", "-f", "{out}",
-        ],
+        "ssh-keygen -q -t rsa -b 2048 -m PEM -N '' -f {out}",
     ),
     (
         "PKCS#1 RSA, passphrase (ssh-keygen -m PEM)",
-        "ssh-keygen",
-        &[
-            "-q",
-            "-t",
-            "rsa",
-            "-b",
-            "2048",
-            "-m",
-            "PEM",
-            "-N",
-            "correct horse",
-            "-f",
-            "{out}",
-        ],
+        "ssh-keygen -q -t rsa -b 2048 -m PEM -N correct-horse -f {out}",
     ),
     (
         "traditional EC (ssh-keygen -m PEM)",
-        "ssh-keygen",
-        &["-q", "-t", "ecdsa", "-m", "PEM", "-N", "", "-f", "{out}"],
+        "ssh-keygen -q -t ecdsa -m PEM -N '' -f {out}",
     ),
     (
         "PKCS#8 ECDSA (ssh-keygen -m PKCS8)",
-        "ssh-keygen",
-        &["-q", "-t", "ecdsa", "-m", "PKCS8", "-N", "", "-f", "{out}"],
+        "ssh-keygen -q -t ecdsa -m PKCS8 -N '' -f {out}",
     ),
     (
         "PKCS#8 RSA (openssl genpkey)",
-        "openssl",
-        &[
-            "genpkey",
-            "-algorithm",
-            "RSA",
-            "-pkeyopt",
-            "rsa_keygen_bits:2048",
-            "-out",
-            "{out}",
-        ],
+        "openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out {out}",
     ),
     (
         "PKCS#8 EC (openssl genpkey)",
-        "openssl",
-        &[
-            "genpkey",
-            "-algorithm",
-            "EC",
-            "-pkeyopt",
-            "ec_paramgen_curve:P-256",
-            "-out",
-            "{out}",
-        ],
+        "openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out {out}",
     ),
     (
         "PKCS#8 Ed25519 (openssl genpkey)",
-        "openssl",
-        &["genpkey", "-algorithm", "ED25519", "-out", "{out}"],
+        "openssl genpkey -algorithm ED25519 -out {out}",
     ),
     (
         "encrypted PKCS#8 RSA (openssl genpkey -aes-256-cbc)",
-        "openssl",
-        &[
-            "genpkey",
-            "-algorithm",
-            "RSA",
-            "-pkeyopt",
-            "rsa_keygen_bits:2048",
-            "-aes-256-cbc",
-            "-pass",
-            "pass:correct horse",
-            "-out",
-            "{out}",
-        ],
+        "openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -aes-256-cbc \
+         -pass pass:correct-horse -out {out}",
     ),
     (
         "encrypted PKCS#8 EC (openssl genpkey -aes-256-cbc)",
-        "openssl",
-        &[
-            "genpkey",
-            "-algorithm",
-            "EC",
-            "-pkeyopt",
-            "ec_paramgen_curve:P-384",
-            "-aes-256-cbc",
-            "-pass",
-            "pass:correct horse",
-            "-out",
-            "{out}",
-        ],
+        "openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-384 -aes-256-cbc \
+         -pass pass:correct-horse -out {out}",
     ),
     (
         "traditional RSA (openssl genrsa -traditional)",
-        "openssl",
-        &["genrsa", "-traditional", "-out", "{out}", "2048"],
+        "openssl genrsa -traditional -out {out} 2048",
     ),
     (
         "traditional RSA, passphrase (openssl genrsa -traditional -aes256)",
-        "openssl",
-        &[
-            "genrsa",
-            "-traditional",
-            "-aes256",
-            "-passout",
-            "pass:correct horse",
-            "-out",
-            "{out}",
-            "2048",
-        ],
+        "openssl genrsa -traditional -aes256 -passout pass:correct-horse -out {out} 2048",
     ),
     (
         "traditional EC (openssl ecparam -genkey)",
-        "openssl",
-        &[
-            "ecparam",
-            "-name",
-            "prime256v1",
-            "-genkey",
-            "-noout",
-            "-out",
-            "{out}",
-        ],
+        "openssl ecparam -name prime256v1 -genkey -noout -out {out}",
     ),
 ];
 
@@ -165,11 +73,16 @@ const KEYS: &[(&str, &str, &[&str])] = &[
 const BEFORE: &str = "2026-05-01T10:00:00Z INFO deploy: loading the signing key from /etc/app/key";
 const AFTER: &str = "2026-05-01T10:00:01Z INFO deploy: key loaded, listening on 127.0.0.1:8443";
 
-/// Makes the key file `path` as `program args` says.
-fn make_key(path: &Path, program: &str, args: &[&str]) -> String {
+/// Makes the key file `path` as the command line `command` says.
+fn make_key(path: &Path, command: &str) -> String {
     let out = path.to_str().expect("a UTF-8 path");
-    let args: Vec<String> = args.iter().map(|a| a.replace("{out}", out)).collect();
-    let made = Command::new(program)
+    let mut words = command.split_whitespace().map(|word| match word {
+        "''" => String::new(),
+        word => word.replace("{out}", out),
+    });
+    let program = words.next().expect("a program");
+    let args: Vec<String> = words.collect();
+    let made = Command::new(&program)
         .args(&args)
         .stdin(Stdio::null())
         .output()
@@ -218,33 +131,23 @@ fn assert_no_body(what: &str, out: &str, body: &[&str]) {
 
 /// `calltape redact` with `input` as a file argument, or on stdin.
 fn redact(dir: &Path, input: &str, stdin: bool) -> Output {
-    if !stdin {
-        let file = dir.join("input");
-        std::fs::write(&file, input).expect("write the input");
-        return calltape()
-            .arg("redact")
-            .arg(&file)
-            .output()
-            .expect("run calltape redact");
+    if stdin {
+        return crate::redact::run_with_stdin(&[], input.as_bytes());
     }
-    let mut child = calltape()
+    let file = dir.join("input");
+    std::fs::write(&file, input).expect("write the input");
+    calltape()
         .arg("redact")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run calltape redact");
-    let mut pipe = child.stdin.take().expect("stdin");
-    pipe.write_all(input.as_bytes()).expect("write stdin");
-    drop(pipe);
-    child.wait_with_output().expect("wait")
+        .arg(&file)
+        .output()
+        .expect("run calltape redact")
 }
 
 #[test]
 fn no_line_of_a_generated_private_key_survives_alone_in_a_log_or_in_json() {
     let dir = tempfile::tempdir().expect("tempdir");
-    for (i, (name, program, args)) in KEYS.iter().enumerate() {
-        let pem = make_key(&dir.path().join(format!("key{i}")), program, args);
+    for (i, (name, command)) in KEYS.iter().enumerate() {
+        let pem = make_key(&dir.path().join(format!("key{i}")), command);
         let body = body(&pem);
         let log = format!("{BEFORE}\n{pem}{AFTER}\n");
         let jsonl = [
