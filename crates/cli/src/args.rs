@@ -88,8 +88,8 @@ impl UpstreamArgs {
         !self.command.is_empty()
     }
 
-    /// The server as a report names it: the command line, the URL, or the socket and path; never
-    /// a header.
+    /// The server as a report names it: the command line, the URL (without its user info), or the
+    /// socket and path; never a header.
     pub(crate) fn describe(&self) -> String {
         if self.is_child() {
             let words: Vec<String> = self
@@ -100,7 +100,7 @@ impl UpstreamArgs {
             return words.join(" ");
         }
         match (&self.url, &self.socket) {
-            (Some(url), _) => url.clone(),
+            (Some(url), _) => calltape_recorder::http::without_userinfo(url).into_owned(),
             (None, Some(socket)) => format!("{} {}", socket.display(), self.http_path),
             (None, None) => String::new(),
         }

@@ -25,6 +25,7 @@ use serde_json::{Value, json};
 
 use crate::error::{Error, Outcome};
 use crate::exit;
+use crate::output::{errln, outln};
 
 /// The secret the scripted client sends in `pay`'s input; the recording must not hold it.
 const SECRET: &str = "tok_live_4eC39HqLyjWDarjtT1zdp7dc";
@@ -304,24 +305,22 @@ fn demo(args: DemoArgs) -> Result<bool, String> {
     let _ = std::fs::remove_file(&path);
     let color = crate::logging::color_enabled(std::io::stdout().is_terminal());
 
-    println!("calltape demo: files in {}", dir.display());
-    println!();
-    println!(
+    outln!("calltape demo: files in {}", dir.display());
+    outln!();
+    outln!(
         "{}",
         bold("1. Record a client session against demo server v1", color)
     );
-    println!(
+    outln!(
         "   $ calltape record -o {} -- calltape demo-server 1",
         path.display()
     );
     let calls = record(&exe, &path)?;
-    println!(
-        "   the client made {calls} calls: quote, pay (with cardToken \"{SECRET}\"), a refund"
-    );
-    println!("   of the new payment, a resource read and a receipt prompt for the payment");
+    outln!("   the client made {calls} calls: quote, pay (with cardToken \"{SECRET}\"), a refund");
+    outln!("   of the new payment, a resource read and a receipt prompt for the payment");
 
-    println!();
-    println!("{}", bold("2. Check the recording", color));
+    outln!();
+    outln!("{}", bold("2. Check the recording", color));
     let (recording, recorded_ok) = check(&path, calls)?;
 
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -335,21 +334,21 @@ fn demo(args: DemoArgs) -> Result<bool, String> {
         recording,
         color,
     };
-    println!();
-    println!("{}", bold("3. Replay it against v1", color));
+    outln!();
+    outln!("{}", bold("3. Replay it against v1", color));
     let v1_ok = replayer.against_v1()?;
-    println!();
-    println!("{}", bold("4. Replay it against v2", color));
+    outln!();
+    outln!("{}", bold("4. Replay it against v2", color));
     let v2_ok = replayer.against_v2(calls)?;
-    println!();
-    println!(
+    outln!();
+    outln!(
         "done in {:.1} s; the recording is {}",
         started.elapsed().as_secs_f64(),
         path.display()
     );
     let as_expected = recorded_ok && v1_ok && v2_ok;
     if !as_expected {
-        eprintln!("calltape demo: the demo did not go as expected (see above)");
+        errln!("calltape demo: the demo did not go as expected (see above)");
     }
     Ok(as_expected)
 }
@@ -389,7 +388,7 @@ fn check(path: &Path, calls: usize) -> Result<(Recording, bool), String> {
         .mode()
         & 0o777;
     let recording = Recording::read(path).map_err(|e| e.to_string())?;
-    println!(
+    outln!(
         "   {} lines, mode {mode:04o}, secret present: {}",
         recording.calls.len(),
         if text.contains(SECRET) {
@@ -400,7 +399,7 @@ fn check(path: &Path, calls: usize) -> Result<(Recording, bool), String> {
     );
     if let Some(pay) = recording.calls.iter().find(|c| c.record.name == "pay") {
         let input = pay.record.input.clone().unwrap_or(Value::Null);
-        println!("   pay's recorded input: {input}");
+        outln!("   pay's recorded input: {input}");
     }
     let ok = !text.contains(SECRET) && mode == 0o600 && recording.calls.len() == calls;
     Ok((recording, ok))
@@ -449,14 +448,14 @@ impl Replayer {
     /// refund follows the new payment id. Returns whether it went as it should.
     fn against_v1(&self) -> Result<bool, String> {
         let path = self.recording.path.display();
-        println!("   $ calltape replay {path} -- calltape demo-server 1");
+        outln!("   $ calltape replay {path} -- calltape demo-server 1");
         let unfilled = self.against("1", VOLATILE, false)?;
-        println!(
+        outln!(
             "   pay is sent with cardToken \"[REDACTED]\", as recorded, and the server refuses it:"
         );
         print_calls(&unfilled, |c| c.name == "pay", self.color);
-        println!("   so give the token back from the environment (never on the command line):");
-        println!(
+        outln!("   so give the token back from the environment (never on the command line):");
+        outln!(
             "   $ calltape replay {path} --fill cardToken=env:CARD_TOKEN -- calltape demo-server 1"
         );
         let plain = self.against("1", "", true)?;
@@ -466,19 +465,17 @@ impl Replayer {
             .iter()
             .flat_map(|c| c.differences.iter().map(|d| d.path.clone()))
             .collect();
-        println!(
+        outln!(
             "   {}: only fields that vary per call differ: {}",
             plain.report.summary(),
             varying.join(", ")
         );
-        println!(
+        outln!(
             "   $ calltape replay {path} --fill cardToken=env:CARD_TOKEN --ignore '{VOLATILE}' -- calltape demo-server 1"
         );
         let clean = self.against("1", VOLATILE, true)?;
-        println!("   {}  → exit 0", clean.report.summary());
-        println!(
-            "   the new server made a new payment id; the refund and the receipt followed it:"
-        );
+        outln!("   {}  → exit 0", clean.report.summary());
+        outln!("   the new server made a new payment id; the refund and the receipt followed it:");
         print_calls(&clean, |c| !c.substitutions.is_empty(), self.color);
         let followed = |c: &CallReport| c.name == "refund" && !c.substitutions.is_empty();
         Ok(!clean.report.has_differences()
@@ -492,20 +489,20 @@ impl Replayer {
 
     /// Step 4: against v2, where three calls changed. Returns whether exactly those did.
     fn against_v2(&self, calls: usize) -> Result<bool, String> {
-        println!(
+        outln!(
             "   $ calltape replay {} --fill cardToken=env:CARD_TOKEN --ignore '{VOLATILE}' -- calltape demo-server 2",
             self.recording.path.display()
         );
         let v2 = self.against("2", VOLATILE, true)?;
-        println!();
+        outln!();
         for line in v2.report.to_text(self.color).lines() {
             if line.is_empty() {
-                println!();
+                outln!();
             } else {
-                println!("   {line}");
+                outln!("   {line}");
             }
         }
-        println!("   → exit 1: CI fails and shows this report");
+        outln!("   → exit 1: CI fails and shows this report");
         let page = self.recording.path.with_file_name("report.html");
         let context = ReportContext::new()
             .server("calltape demo-server 2")
@@ -514,7 +511,7 @@ impl Replayer {
             .fills(["cardToken"]);
         calltape_jsonl_store::fs::write_atomic(&page, v2.report.to_html(&context))
             .map_err(|e| format!("cannot write {}: {e}", page.display()))?;
-        println!(
+        outln!(
             "   the same report as a page to open in a browser: {}",
             page.display()
         );
@@ -543,7 +540,7 @@ fn print_calls(replayed: &Replayed, which: impl Fn(&CallReport) -> bool, color: 
         .collect();
     let report = ReplayReport::new(replayed.report.file.clone(), calls);
     for line in report.to_text(color).lines().take_while(|l| !l.is_empty()) {
-        println!("   {line}");
+        outln!("   {line}");
     }
 }
 

@@ -4,6 +4,7 @@
 use std::io::{self, Write};
 use std::path::PathBuf;
 
+use calltape_recorder::terminal::{LineBreaks, escape_controls};
 use calltape_redact::{RedactingWriter, Redactor};
 
 use crate::exit;
@@ -205,11 +206,13 @@ impl Error {
         }
     }
 
-    /// Says this error on stderr as `calltape: …`, redacted: the one way a command's failure, or
-    /// one of several inputs' failures, is said.
+    /// Says this error on stderr as `calltape: …`, redacted and with its control characters
+    /// escaped (a message may quote a recorded string): the one way a command's failure, or one
+    /// of several inputs' failures, is said.
     pub(crate) fn report(&self) {
+        let message = format!("calltape: {self}");
         let mut stderr = RedactingWriter::new(Redactor::new(), io::stderr());
-        let _ = writeln!(stderr, "calltape: {self}");
+        let _ = writeln!(stderr, "{}", escape_controls(&message, LineBreaks::Keep));
         let _ = stderr.flush();
     }
 }

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use calltape_recorder::http::{Cassette, Normalizer, Scrubber};
-use calltape_recorder::http::{blobs_dir, import_mastra, scan_file};
+use calltape_recorder::http::{blobs_dir, import_mastra, scan_file, without_userinfo};
 use calltape_recorder::inspect::{FileKind, find_cassettes, sniff};
 use calltape_redact::Redactor;
 use calltape_replay::ReportContext;
@@ -15,6 +15,7 @@ use clap::{Args, Subcommand, ValueEnum};
 
 use crate::error::{Error, Outcome};
 use crate::exit;
+use crate::output::{err, errln, outln, shown};
 use crate::signals::{Signal, Signals};
 
 pub(crate) const EXAMPLES: &str = "\
@@ -115,7 +116,13 @@ Examples:
     #[command(after_help = "\
 Examples:
   calltape http import --from mastra src/__recordings__
-  calltape http import --from mastra src/__recordings__ --out tests/cassettes")]
+  calltape http import --from mastra src/__recordings__ --out tests/cassettes
+
+Each *.json file becomes a cassette of the same name. Only regular files inside the folder are \
+read, never through a symbolic link: a recordings file of at most 256 MiB, a binary artifact of at \
+most 64 MiB. A URL's user info (https://user:token@host) is dropped. A recording that cannot be \
+imported (its artifact missing, a link or too large) is named on stderr and left out, the others \
+are imported, and the run exits 1; a file that cannot be read at all exits 2.")]
     Import {
         /// The format to read.
         #[arg(long, value_enum)]
@@ -326,6 +333,14 @@ fn split_pair<'a>(
         })
 }
 
+/// `--upstream NAME=URL` as a hint or a report shows it: the URL without its user info.
+fn shown_upstream(spec: &str) -> String {
+    match spec.split_once('=') {
+        Some((name, url)) => format!("{name}={}", without_userinfo(url)),
+        None => spec.to_owned(),
+    }
+}
+
 /// `NAME=env:VAR` or `NAME=HEADER:env:VAR` → (upstream, the header if named, the variable's value).
 fn resolve_auth(spec: &str) -> Result<(&str, Option<&str>, String), Error> {
     let (name, rest) = split_pair(spec, "--auth", "")?;
@@ -378,7 +393,7 @@ fn serve(args: ServeArgs) -> Outcome {
     }
     let mut hint = String::from("calltape http --mode record");
     for u in &args.upstreams {
-        hint.push_str(&format!(" --upstream {u}"));
+        hint.push_str(&format!(" --upstream {}", shown_upstream(u)));
     }
     if let Some(c) = &args.cassette {
         builder = builder.cassette(c);
@@ -448,10 +463,10 @@ fn serve(args: ServeArgs) -> Outcome {
             let mut signals = Signals::new();
             for u in &args.upstreams {
                 if let Some((name, _)) = u.split_once('=') {
-                    println!("{name} {}", proxy.base_url(name));
+                    outln!("{name} {}", proxy.base_url(name));
                 }
             }
-            println!("{}", proxy.url());
+            outln!("{}", proxy.url());
             let signal = signals.next().await;
             tracing::info!("{signal}: stopping the proxy");
             exit::OK
@@ -475,16 +490,25 @@ fn finish(report: &Report, args: &ServeArgs, code: u8) -> Outcome {
     {
         tracing::info!("{summary}");
     } else {
-        eprintln!("{summary}");
+        errln!("{summary}");
     }
-    eprint!("{}", report.failure_text());
+    err!("{}", report.failure_text());
     if let Some(file) = &args.report {
         let text = match args.report_format {
             ReportFormat::Json => format!("{:#}\n", report.to_json()),
             ReportFormat::Junit => report.to_junit(),
             ReportFormat::Html => report.to_html(
                 &ReportContext::new()
-                    .server(Redactor::new().redact_text(&args.upstreams.join(", ")))
+                    .server(
+                        Redactor::new().redact_text(
+                            &args
+                                .upstreams
+                                .iter()
+                                .map(|u| shown_upstream(u))
+                                .collect::<Vec<_>>()
+                                .join(", "),
+                        ),
+                    )
                     .date(calltape_recorder::mcp::timestamp(
                         std::time::SystemTime::now(),
                     )),
@@ -549,14 +573,18 @@ fn ls(dir: &Path) -> Outcome {
         match Cassette::load(p) {
             Ok(c) => {
                 let size = std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
-                println!(
+                outln!(
                     "{}  {} interactions  {}",
-                    p.display(),
+                    shown(&p.display().to_string()),
                     c.interactions.len(),
                     human_size(size)
                 );
             }
-            Err(e) => println!("{}  unreadable: {e}", p.display()),
+            Err(e) => outln!(
+                "{}  unreadable: {}",
+                shown(&p.display().to_string()),
+                shown(&e.to_string())
+            ),
         }
     }
     Ok(exit::OK)
@@ -585,7 +613,7 @@ fn rm(path: &Path) -> Outcome {
     if blobs.exists() {
         std::fs::remove_dir_all(&blobs).map_err(cannot_remove(&blobs))?;
     }
-    println!("removed {}", path.display());
+    outln!("removed {}", shown(&path.display().to_string()));
     Ok(exit::OK)
 }
 
@@ -605,12 +633,12 @@ fn scan(paths: &[PathBuf]) -> Outcome {
         match scan_file(f, &scrubber) {
             Ok(findings) => {
                 for finding in findings {
-                    println!(
+                    outln!(
                         "{}:{}: {}: {}",
-                        f.display(),
+                        shown(&f.display().to_string()),
                         finding.line,
-                        finding.location,
-                        finding.what
+                        shown(&finding.location),
+                        shown(&finding.what)
                     );
                     found += 1;
                 }
@@ -622,7 +650,7 @@ fn scan(paths: &[PathBuf]) -> Outcome {
         }
     }
     if found > 0 {
-        eprintln!(
+        errln!(
             "calltape http scan: {found} possible credential(s) in {} file(s) checked; redact them or re-record",
             files.len()
         );
@@ -657,6 +685,7 @@ fn import_from_mastra(dir: &Path, out: &Path) -> Outcome {
     }
     let total = files.len();
     let mut failed = 0;
+    let mut left_out = 0;
     for file in files {
         let stem = file
             .file_stem()
@@ -664,26 +693,42 @@ fn import_from_mastra(dir: &Path, out: &Path) -> Outcome {
             .to_string_lossy()
             .into_owned();
         let target = out.join(format!("{stem}.jsonl"));
-        let result = import_mastra(&file, &normalizer, &scrubber)
-            .and_then(|c| c.save(&target, &scrubber).map(|_| c.interactions.len()));
+        let result = import_mastra(&file, &normalizer, &scrubber).and_then(|imported| {
+            imported.cassette.save(&target, &scrubber)?;
+            Ok(imported)
+        });
         match result {
-            Ok(n) => println!(
-                "{} -> {} ({n} interactions)",
-                file.display(),
-                target.display()
-            ),
+            Ok(imported) => {
+                let n = imported.cassette.interactions.len();
+                let mut line = format!(
+                    "{} -> {} ({n} interactions",
+                    shown(&file.display().to_string()),
+                    shown(&target.display().to_string())
+                );
+                if !imported.skipped.is_empty() {
+                    line.push_str(&format!(", {} left out", imported.skipped.len()));
+                }
+                line.push(')');
+                outln!("{line}");
+                // Each recording left out is named; the run then exits 1.
+                for e in imported.skipped {
+                    Error::from(e).report();
+                    left_out += 1;
+                }
+            }
             Err(e) => {
                 Error::from(e).report();
                 failed += 1;
             }
         }
     }
-    match failed {
-        0 => Ok(exit::OK),
-        failed => Err(Error::Partly {
+    match (failed, left_out) {
+        (0, 0) => Ok(exit::OK),
+        (0, _) => Ok(exit::DIFFERENCES),
+        (failed, _) => Err(Error::Partly {
             failed,
             total,
-            what: "recordings could not be imported",
+            what: "recordings files could not be imported",
         }),
     }
 }

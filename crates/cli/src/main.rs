@@ -2,7 +2,8 @@
 //!
 //! Every behaviour lives in a library crate; this binary only wires them together.
 #![forbid(unsafe_code)]
-#![allow(clippy::print_stdout)]
+// What commands write goes through `output`, which a closed pipe does not make panic.
+#![warn(clippy::print_stderr)]
 // Doc comments here are `--help` text, where a URL must stay plain.
 #![allow(rustdoc::bare_urls)]
 
@@ -12,6 +13,7 @@ mod demo;
 mod error;
 mod http;
 mod logging;
+mod output;
 mod record;
 mod redact;
 mod replay;
@@ -138,10 +140,16 @@ fn main() -> ExitCode {
         Command::Demo(args) => demo::run(args),
         Command::DemoServer(args) => demo::run_server(args),
     };
-    ExitCode::from(outcome.unwrap_or_else(|error| {
+    let code = outcome.unwrap_or_else(|error| {
         error.report();
         error.exit_code()
-    }))
+    });
+    // What is still buffered; a closed pipe is no failure, another failure to write is.
+    output::flush_stdout();
+    if output::stdout_failed() && code == exit::OK {
+        return ExitCode::from(exit::USAGE);
+    }
+    ExitCode::from(code)
 }
 
 #[cfg(test)]

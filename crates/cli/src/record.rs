@@ -8,6 +8,7 @@ use calltape_stdio_bridge::Tap;
 use clap::Args;
 
 use crate::error::{Error, Outcome};
+use crate::output::errln;
 
 pub(crate) const EXAMPLES: &str = "\
 Examples:
@@ -115,7 +116,7 @@ impl ActiveRecording {
         if report.is_complete() {
             tracing::info!("{}: {report}", self.path.display());
         } else {
-            eprintln!("calltape: {}: {report}", self.path.display());
+            errln!("calltape: {}: {report}", self.path.display());
         }
     }
 }

@@ -13,6 +13,7 @@ use calltape_replay::mcp::{CallRule, FillSpec, Format, ReplayOptions, replay, up
 use calltape_stdio_bridge::Stderr;
 use clap::Args;
 
+use crate::output::{err, errln, out};
 use crate::{
     args::{ProtocolArg, UpstreamArgs},
     error::{Error, Outcome},
@@ -269,13 +270,13 @@ pub(crate) fn run(args: ReplayArgs) -> Outcome {
     let runtime = crate::multi_thread_runtime()?;
     let result = runtime.block_on(replay(&recording, upstream, &options));
     if std::io::stderr().is_terminal() {
-        eprint!("\r\x1b[2K");
+        err!("\r\x1b[2K");
     }
     let replayed = result.map_err(Error::upstream)?;
     let report = &replayed.report;
     if args.update {
         update_recording(&recording, &replayed.outcomes)?;
-        eprintln!(
+        errln!(
             "calltape: {}: rewritten with the replayed answers ({})",
             file.display(),
             report.summary()
@@ -293,9 +294,9 @@ pub(crate) fn run(args: ReplayArgs) -> Outcome {
             // answers, redacted as the recording is, but still nobody else's to read.
             calltape_jsonl_store::fs::write_atomic(path, &text)
                 .map_err(|e| Error::context("cannot write the report", e))?;
-            eprintln!("calltape: {}", report.summary());
+            errln!("calltape: {}", report.summary());
         }
-        None => print!("{text}"),
+        None => out!("{text}"),
     }
     if report.has_differences() {
         Ok(exit::DIFFERENCES)
@@ -332,7 +333,7 @@ fn progress_bar() -> calltape_replay::mcp::Progress {
         }
         let width = 30;
         let filled = done * width / total;
-        eprint!(
+        err!(
             "\r\x1b[2K[{}{}] {done}/{total} calls",
             "#".repeat(filled),
             " ".repeat(width - filled)

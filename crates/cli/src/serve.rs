@@ -1,6 +1,6 @@
 //! `calltape serve`: one stdio MCP server behind a Streamable HTTP endpoint shared by many sessions.
 
-use std::{ffi::OsString, io::Write, net::SocketAddr, path::PathBuf, time::Duration};
+use std::{ffi::OsString, net::SocketAddr, path::PathBuf, time::Duration};
 
 use calltape_stdio_bridge::{
     ChildUpstream, ErrorKind, Stderr,
@@ -9,6 +9,7 @@ use calltape_stdio_bridge::{
 };
 use clap::Args;
 
+use crate::output::outln;
 use crate::{
     args::ProtocolArg,
     error::{Error, Outcome},
@@ -174,13 +175,13 @@ pub(crate) fn run(args: ServeArgs) -> Outcome {
                             addr.port()
                         );
                     }
-                    println!("http://127.0.0.1:{}/mcp", addr.port());
+                    outln!("http://127.0.0.1:{}/mcp", addr.port());
                 }
                 calltape_stdio_bridge::shared::Endpoint::Unix(path) => {
-                    println!("unix:{}", path.display())
+                    outln!("unix:{}", path.display())
                 }
             }
-            let _ = std::io::stdout().flush();
+            crate::output::flush_stdout();
             tracing::info!("serving at {}", server.endpoint());
             server.run_until(crate::signals::termination("stopping the server")).await
         })

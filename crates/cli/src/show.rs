@@ -9,6 +9,7 @@ use clap::Args;
 
 use crate::error::{Error, Outcome};
 use crate::exit;
+use crate::output::out;
 
 pub(crate) const EXAMPLES: &str = "\
 Examples:
@@ -48,6 +49,6 @@ pub(crate) fn show(path: &Path) -> Outcome {
             return Err(Error::UnknownFormat(path.to_owned()));
         }
     };
-    print!("{summary}");
+    out!("{summary}");
     Ok(exit::OK)
 }

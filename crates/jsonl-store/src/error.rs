@@ -50,6 +50,23 @@ pub enum ErrorKind {
         /// The path that was refused.
         path: PathBuf,
     },
+    /// The file is larger than the reader takes.
+    #[error("{}: is larger than {max} bytes, more than is read of it; leave it out", path.display())]
+    TooLarge {
+        /// The file that was refused.
+        path: PathBuf,
+        /// The most bytes the reader takes.
+        max: u64,
+    },
+    /// A path meant to name a file inside a folder leaves it, or names the folder itself (an
+    /// absolute path, `..`, `.` or nothing).
+    #[error("{}: is not a path inside {}; give a relative path of plain names", path.display(), folder.display())]
+    OutsideFolder {
+        /// The path that was refused.
+        path: PathBuf,
+        /// The folder it was meant to be inside.
+        folder: PathBuf,
+    },
     /// The path is not a folder, where [`fs`](crate::fs) wants one.
     #[error("{}: is not a folder; remove it or choose another path", path.display())]
     NotAFolder {

@@ -36,10 +36,14 @@
 //! # }
 //! ```
 
+use std::ffi::OsStr;
 use std::fs::{DirBuilder, File, OpenOptions};
 use std::io::{Read, Write};
+use std::os::fd::OwnedFd;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
-use std::path::Path;
+use std::path::{Component, Path, PathBuf};
+
+use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 
 use crate::error::{Error, ErrorKind};
 use crate::options::DEFAULT_MODE;
@@ -127,6 +131,110 @@ pub fn read(path: impl AsRef<Path>) -> Result<Vec<u8>, Error> {
     Ok(data)
 }
 
+/// Reads the regular file at `rel` inside the folder `dir`, whole, when it holds at most `max` bytes.
+///
+/// For a file that someone else's tree names (an artifact a recording points at): every name of
+/// `rel` is opened below the one before it without following a symbolic link, so a link anywhere
+/// under `dir`, to a file outside it, a folder or a device, is [`ErrorKind::Symlink`], naming the
+/// path, and is never read through. What is not a regular file (a folder, a named pipe, a device) is
+/// [`ErrorKind::NotAFile`], a file of more than `max` bytes [`ErrorKind::TooLarge`], and a `rel`
+/// that is not a relative path of plain names (`..`, `.`, an absolute path)
+/// [`ErrorKind::OutsideFolder`]. The folder `dir` itself is opened as given, links and all.
+///
+/// ```
+/// use calltape_jsonl_store::{ErrorKind, fs};
+///
+/// let dir = tempfile::tempdir().unwrap();
+/// std::fs::create_dir(dir.path().join("audio")).unwrap();
+/// std::fs::write(dir.path().join("audio/a.wav"), b"RIFF").unwrap();
+/// assert_eq!(fs::read_within(dir.path(), "audio/a.wav", 1024).unwrap(), b"RIFF");
+///
+/// std::os::unix::fs::symlink("/dev/zero", dir.path().join("audio/zero.wav")).unwrap();
+/// let err = fs::read_within(dir.path(), "audio/zero.wav", 1024).unwrap_err();
+/// assert!(matches!(err.kind(), ErrorKind::Symlink { .. }));
+/// let err = fs::read_within(dir.path(), "audio/a.wav", 3).unwrap_err();
+/// assert!(matches!(err.kind(), ErrorKind::TooLarge { .. }));
+/// ```
+pub fn read_within(
+    dir: impl AsRef<Path>,
+    rel: impl AsRef<Path>,
+    max: u64,
+) -> Result<Vec<u8>, Error> {
+    let (dir, rel) = (dir.as_ref(), rel.as_ref());
+    let outside = || -> Error {
+        ErrorKind::OutsideFolder {
+            path: rel.to_owned(),
+            folder: dir.to_owned(),
+        }
+        .into()
+    };
+    let mut names = Vec::new();
+    for component in rel.components() {
+        match component {
+            Component::Normal(name) => names.push(name),
+            _ => return Err(outside()),
+        }
+    }
+    let Some((last, folders)) = names.split_last() else {
+        return Err(outside());
+    };
+    let mut at = rustix::fs::open(
+        dir,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| Error::open(dir, e.into()))?;
+    let mut path = dir.to_path_buf();
+    for name in folders {
+        path.push(name);
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        at = rustix::fs::openat(&at, *name, flags, Mode::empty())
+            .map_err(|e| opened_below(&at, name, &path, e))?;
+    }
+    path.push(last);
+    // Non-blocking for the open: a named pipe is refused below, not waited on.
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+    let fd = rustix::fs::openat(&at, *last, flags, Mode::empty())
+        .map_err(|e| opened_below(&at, last, &path, e))?;
+    let file = File::from(fd);
+    let meta = file.metadata().map_err(|e| Error::read(&path, e))?;
+    if !meta.file_type().is_file() {
+        return Err(ErrorKind::NotAFile { path }.into());
+    }
+    let too_large = |path: PathBuf| -> Error { ErrorKind::TooLarge { path, max }.into() };
+    if meta.len() > max {
+        return Err(too_large(path));
+    }
+    let mut data = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    // One byte past the cap tells a file that grew while it was read.
+    file.take(max.saturating_add(1))
+        .read_to_end(&mut data)
+        .map_err(|e| Error::read(&path, e))?;
+    if data.len() as u64 > max {
+        return Err(too_large(path));
+    }
+    Ok(data)
+}
+
+/// The error of opening `name` below the folder `at` (`path` for the message): a symbolic link
+/// there is [`ErrorKind::Symlink`], something that is not a folder where one was wanted
+/// [`ErrorKind::NotAFolder`].
+fn opened_below(at: &OwnedFd, name: &OsStr, path: &Path, e: rustix::io::Errno) -> Error {
+    let found = rustix::fs::statat(at, name, AtFlags::SYMLINK_NOFOLLOW)
+        .map(|stat| FileType::from_raw_mode(stat.st_mode));
+    match found {
+        Ok(FileType::Symlink) => ErrorKind::Symlink {
+            path: path.to_owned(),
+        }
+        .into(),
+        Ok(_) if e == rustix::io::Errno::NOTDIR => ErrorKind::NotAFolder {
+            path: path.to_owned(),
+        }
+        .into(),
+        _ => Error::open(path, e.into()),
+    }
+}
+
 /// Creates the folder at `path` and any missing folder above it, each `0o700`. An existing folder is
 /// kept as it is; a symbolic link at `path` is refused, and so is anything there that is not a folder.
 pub fn create_dir_all(path: impl AsRef<Path>) -> Result<(), Error> {
@@ -186,6 +294,7 @@ mod tests {
     use super::*;
     use std::fs::Permissions;
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    use std::process::Command;
 
     type Step = fn(&Path) -> Result<(), Error>;
 
@@ -288,5 +397,62 @@ mod tests {
         let err = create_dir_all(&file).unwrap_err();
         assert!(matches!(err.kind(), ErrorKind::NotAFolder { .. }), "{err}");
         assert!(err.to_string().starts_with(&file.display().to_string()));
+    }
+
+    #[test]
+    fn read_within_reads_only_regular_files_inside_the_folder_never_through_a_link() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("recordings");
+        std::fs::create_dir_all(dir.join("audio")).unwrap();
+        std::fs::write(dir.join("audio/a.wav"), "RIFF").unwrap();
+        std::fs::write(root.path().join("outside.txt"), "secret").unwrap();
+        std::fs::create_dir(root.path().join("elsewhere")).unwrap();
+        std::fs::write(root.path().join("elsewhere/b.wav"), "RIFF").unwrap();
+        let link =
+            |target: &Path, at: &str| std::os::unix::fs::symlink(target, dir.join(at)).unwrap();
+        link(&root.path().join("outside.txt"), "outside.wav");
+        link(Path::new("/dev/zero"), "zero.wav");
+        link(&root.path().join("elsewhere"), "linked");
+        link(Path::new("audio/a.wav"), "audio/relative.wav");
+        let made = Command::new("mkfifo")
+            .arg(dir.join("pipe.wav"))
+            .status()
+            .unwrap();
+        assert!(made.success());
+        std::fs::write(dir.join("big.wav"), vec![b'x'; 1025]).unwrap();
+
+        assert_eq!(read_within(&dir, "audio/a.wav", 1024).unwrap(), b"RIFF");
+        type Kind = fn(&ErrorKind) -> bool;
+        let symlink: Kind = |k| matches!(k, ErrorKind::Symlink { .. });
+        let cases: [(&str, Kind); 10] = [
+            ("outside.wav", symlink),
+            ("zero.wav", symlink),
+            ("linked/b.wav", symlink),
+            ("audio/relative.wav", symlink),
+            ("audio", |k| matches!(k, ErrorKind::NotAFile { .. })),
+            ("pipe.wav", |k| matches!(k, ErrorKind::NotAFile { .. })),
+            ("big.wav", |k| {
+                matches!(k, ErrorKind::TooLarge { max: 1024, .. })
+            }),
+            ("audio/a.wav/x", |k| {
+                matches!(k, ErrorKind::NotAFolder { .. })
+            }),
+            ("../outside.txt", |k| {
+                matches!(k, ErrorKind::OutsideFolder { .. })
+            }),
+            ("/etc/passwd", |k| {
+                matches!(k, ErrorKind::OutsideFolder { .. })
+            }),
+        ];
+        for (rel, kind) in cases {
+            let err = read_within(&dir, rel, 1024).unwrap_err();
+            assert!(kind(err.kind()), "{rel}: {err}");
+        }
+        let err = read_within(&dir, "zero.wav", 1024).unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with(&dir.join("zero.wav").display().to_string()),
+            "{err}"
+        );
     }
 }

@@ -102,6 +102,20 @@ pub enum ErrorKind {
         /// The reference as written.
         reference: String,
     },
+    /// One recording of a file being imported could not be; the file's other recordings were.
+    #[cfg(feature = "http")]
+    #[error(
+        "{}: {recording} was not imported: {reason}; the file's other recordings were",
+        path.display()
+    )]
+    NotImported {
+        /// The file of recordings.
+        path: PathBuf,
+        /// The recording: its place in the file, and its request when it has one.
+        recording: String,
+        /// Why it could not be imported.
+        reason: String,
+    },
     /// A dot-path glob is malformed.
     #[error(
         "invalid glob {glob:?}: {reason}; write a dot path where * is part of one key and ** any \

@@ -141,8 +141,17 @@ struct Tally {
     total_ms: f64,
 }
 
+/// A recorded string (or a path) on one line of a summary, its control characters escaped.
+#[cfg(any(feature = "mcp", feature = "http"))]
+fn shown(text: &str) -> std::borrow::Cow<'_, str> {
+    crate::terminal::escape_controls(text, crate::terminal::LineBreaks::Escape)
+}
+
 /// The summary of a call recording: its calls per method and name (with their errors and average
-/// duration), its sessions with their clients and servers, and its time span.
+/// duration), its sessions with their clients and servers, and its time span. Every recorded
+/// string in it has its control characters escaped ([`escape_controls`]).
+///
+/// [`escape_controls`]: crate::terminal::escape_controls
 #[cfg(feature = "mcp")]
 pub fn recording_summary(recording: &Recording) -> String {
     let mut out = String::new();
@@ -151,7 +160,7 @@ pub fn recording_summary(recording: &Recording) -> String {
     let _ = writeln!(
         out,
         "{}: {} call{} in {} session{}",
-        recording.path.display(),
+        shown(&recording.path.display().to_string()),
         calls.len(),
         plural(calls.len()),
         sessions.len(),
@@ -170,7 +179,7 @@ pub fn recording_summary(recording: &Recording) -> String {
         .map(|c| c.record.at.as_str())
         .max()
         .unwrap_or("");
-    let _ = writeln!(out, "time span: {first} … {last}");
+    let _ = writeln!(out, "time span: {} … {}", shown(first), shown(last));
 
     let mut per_call: BTreeMap<(&str, &str), Tally> = BTreeMap::new();
     let mut errors = 0usize;
@@ -181,17 +190,19 @@ pub fn recording_summary(recording: &Recording) -> String {
         tally.total_ms += r.duration_ms;
         if let Outcome::Error(e) = &r.outcome {
             errors += 1;
-            *tally.errors.entry(e.code.to_string()).or_default() += 1;
+            *tally
+                .errors
+                .entry(shown(&e.code.to_string()).into_owned())
+                .or_default() += 1;
         }
     }
     let _ = writeln!(out, "\ncalls:");
-    let width = per_call
+    let labels: Vec<String> = per_call
         .keys()
-        .map(|(m, n)| m.len() + n.len() + 1)
-        .max()
-        .unwrap_or(0);
-    for ((method, name), tally) in &per_call {
-        let label = format!("{method} {name}");
+        .map(|(method, name)| format!("{} {}", shown(method), shown(name)))
+        .collect();
+    let width = labels.iter().map(|l| l.chars().count()).max().unwrap_or(0);
+    for (label, tally) in labels.iter().zip(per_call.values()) {
         let _ = write!(
             out,
             "  {label:<width$}  {:>4} call{}  avg {:.1} ms",
@@ -217,17 +228,19 @@ pub fn recording_summary(recording: &Recording) -> String {
             .client
             .as_ref()
             .map(|c| {
-                let field = |k: &str| c.get(k).and_then(|v| v.as_str()).unwrap_or("?").to_owned();
+                let field =
+                    |k: &str| shown(c.get(k).and_then(|v| v.as_str()).unwrap_or("?")).into_owned();
                 format!("{} {}", field("name"), field("version"))
             })
             .unwrap_or_else(|| "unknown client".to_owned());
         let mut line = format!(
-            "  {session}  {client}  {} call{}",
+            "  {}  {client}  {} call{}",
+            shown(session),
             indexes.len(),
             plural(indexes.len())
         );
         if let Some(version) = &record.protocol_version {
-            let _ = write!(line, "  protocol {version}");
+            let _ = write!(line, "  protocol {}", shown(version));
         }
         if let Some(server) = &record.server {
             let name = server.get("name").and_then(|v| v.as_str()).unwrap_or("?");
@@ -235,7 +248,7 @@ pub fn recording_summary(recording: &Recording) -> String {
                 .get("version")
                 .and_then(|v| v.as_str())
                 .unwrap_or("?");
-            let _ = write!(line, "  server {name} {version}");
+            let _ = write!(line, "  server {} {}", shown(name), shown(version));
         }
         let _ = writeln!(out, "{line}");
     }
@@ -254,17 +267,20 @@ fn plural(n: usize) -> &'static str {
 }
 
 /// The summary of an HTTP cassette read from `path`: its fingerprints, then one line per interaction
-/// (key, method, upstream, path, model, status and what answered), then the models asked.
+/// (key, method, upstream, path, model, status and what answered), then the models asked. Every
+/// recorded string in it has its control characters escaped ([`escape_controls`]).
+///
+/// [`escape_controls`]: crate::terminal::escape_controls
 #[cfg(feature = "http")]
 pub fn cassette_summary(path: &Path, cassette: &Cassette) -> String {
     let mut out = String::new();
     let mut models: BTreeMap<&str, usize> = BTreeMap::new();
-    let _ = writeln!(out, "{}", path.display());
+    let _ = writeln!(out, "{}", shown(&path.display().to_string()));
     let _ = writeln!(
         out,
         "  format v{FORMAT_VERSION}, normaliser {}, redaction {}, {} interactions",
-        cassette.meta.normalizer,
-        cassette.meta.redaction,
+        shown(&cassette.meta.normalizer),
+        shown(&cassette.meta.redaction),
         cassette.interactions.len()
     );
     for i in &cassette.interactions {
@@ -279,18 +295,23 @@ pub fn cassette_summary(path: &Path, cassette: &Cassette) -> String {
         let _ = writeln!(
             out,
             "  {} #{} {} {} {}{} -> {} {}",
-            r.key,
+            shown(&r.key),
             r.seq,
-            r.method,
-            r.upstream,
-            r.path,
-            model.map(|m| format!(" [{m}]")).unwrap_or_default(),
+            shown(&r.method),
+            shown(&r.upstream),
+            shown(&r.path),
+            model
+                .map(|m| format!(" [{}]", shown(m)))
+                .unwrap_or_default(),
             i.response.status,
             answer(&i.response.content)
         );
     }
     if !models.is_empty() {
-        let list: Vec<String> = models.iter().map(|(m, n)| format!("{m} ×{n}")).collect();
+        let list: Vec<String> = models
+            .iter()
+            .map(|(m, n)| format!("{} ×{n}", shown(m)))
+            .collect();
         let _ = writeln!(out, "  models: {}", list.join(", "));
     }
     out

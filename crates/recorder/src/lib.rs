@@ -12,9 +12,10 @@
 //!   match keys, and the `Scrubber` that removes credentials and refuses to write a
 //!   line that still holds one.
 //!
-//! Both halves share the crate's [`Error`], the dot-path [`glob`]s, and [`inspect`], which tells the
+//! Both halves share the crate's [`Error`], the dot-path [`glob`]s, [`inspect`], which tells the
 //! two formats apart by a file's first line ([`inspect::sniff`], with no feature), finds the
-//! cassettes under a folder ([`inspect::find_cassettes`]) and summarises a file of either.
+//! cassettes under a folder ([`inspect::find_cassettes`]) and summarises a file of either, and
+//! [`terminal`], which makes recorded text safe to show ([`terminal::escape_controls`]).
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
@@ -27,5 +28,6 @@ pub mod http;
 pub mod inspect;
 #[cfg(feature = "mcp")]
 pub mod mcp;
+pub mod terminal;
 
 pub use error::{Error, ErrorKind, Result};

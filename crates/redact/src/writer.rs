@@ -64,12 +64,14 @@ enum Carry {
 ///   what is written after it continues that line, but a construct open
 ///   before the flush is not reopened.
 ///
-/// The line limit bounds memory. Lines held for more than it from the line
-/// their construct starts on are written out as the text rules read them
-/// then; what they leave open goes on where it can without holding lines (a
-/// private key block drops the lines up to its `END` marker, a YAML block the
-/// lines indented under its key, and a pair's name stays the context of the
-/// lines after it). A line longer than the limit is redacted in chunks, each
+/// The line limit bounds memory, and so does the hold limit (the line limit
+/// unless [`with_hold_limit`](Self::with_hold_limit) sets it apart). Lines
+/// held for more than the hold limit from the line their construct starts on
+/// are written out as the text rules read them then; what they leave open
+/// goes on where it can without holding lines (a private key block drops the
+/// lines up to its `END` marker, a YAML block the lines indented under its
+/// key, and a pair's name stays the context of the lines after it). A line
+/// longer than the line limit is redacted in chunks, each
 /// scanned together with the end of the one before, cut at a blank that no
 /// secret runs over where there is one in the second half of the limit;
 /// else a secret that runs over the cut is hidden to its end (to the end of
@@ -94,6 +96,10 @@ pub struct RedactingWriter<W: Write> {
     inner: W,
     buf: Vec<u8>,
     limit: usize,
+    /// The bound on held lines, when it is not `limit`.
+    hold_limit: Option<usize>,
+    /// Bytes that are not UTF-8 were written through (and replaced).
+    replaced: bool,
     /// The end of the chunk before, redacted text already written.
     context: String,
     /// The chunk before ended inside a secret: what of the next to drop.
@@ -121,6 +127,7 @@ impl<W: Write> std::fmt::Debug for RedactingWriter<W> {
             .field("buffered", &self.buf.len())
             .field("held", &self.pending.len())
             .field("line_limit", &self.limit)
+            .field("hold_limit", &self.hold_bound())
             .finish_non_exhaustive()
     }
 }
@@ -133,6 +140,8 @@ impl<W: Write> RedactingWriter<W> {
             inner,
             buf: Vec::new(),
             limit: DEFAULT_LINE_LIMIT,
+            hold_limit: None,
+            replaced: false,
             context: String::new(),
             carry: Carry::No,
             in_key: false,
@@ -144,10 +153,50 @@ impl<W: Write> RedactingWriter<W> {
     }
 
     /// Sets how many bytes of a line are buffered before it is redacted in
-    /// chunks (at least 256; 64 KiB by default).
+    /// chunks (at least 256; 64 KiB by default), and, unless
+    /// [`with_hold_limit`](Self::with_hold_limit) sets it apart, how many
+    /// bytes of lines are held.
     pub fn with_line_limit(mut self, bytes: usize) -> RedactingWriter<W> {
         self.limit = bytes.max(MIN_LINE_LIMIT);
         self
+    }
+
+    /// Sets how many bytes of lines are held, from the line a construct that
+    /// spans lines starts on, before they are written out as the text rules
+    /// read them then (at least 256; the line limit by default).
+    ///
+    /// A writer whose line limit is raised, so that long JSON lines are read
+    /// whole, keeps with this the bound `redact_text` reads by (64 KiB): a
+    /// text whose lines are within 64 KiB then comes out as `redact_text`
+    /// gives it, and held lines take no more memory than that.
+    ///
+    /// ```
+    /// use std::io::Write;
+    /// use calltape_redact::{Redactor, RedactingWriter};
+    ///
+    /// let mut out = Vec::new();
+    /// let mut writer = RedactingWriter::new(Redactor::new(), &mut out)
+    ///     .with_line_limit(16 << 20)
+    ///     .with_hold_limit(64 << 10);
+    /// writer.write_all(b"-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0B\n-----END PRIVATE KEY-----\nnext\n")?;
+    /// drop(writer);
+    /// assert_eq!(out, b"[REDACTED]\nnext\n");
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn with_hold_limit(mut self, bytes: usize) -> RedactingWriter<W> {
+        self.hold_limit = Some(bytes.max(MIN_LINE_LIMIT));
+        self
+    }
+
+    /// Whether bytes that are not UTF-8 were written through: each such
+    /// sequence was written as U+FFFD.
+    pub fn replaced_invalid_utf8(&self) -> bool {
+        self.replaced
+    }
+
+    /// The bound on held lines.
+    fn hold_bound(&self) -> usize {
+        self.hold_limit.unwrap_or(self.limit)
     }
 
     /// The wrapped writer.
@@ -164,7 +213,7 @@ impl<W: Write> RedactingWriter<W> {
     /// there. `then` is what the next chunk drops, when the caller knows; else
     /// the rest of a word when a secret runs to the cut.
     fn emit(&mut self, cut: usize, line_end: bool, then: Option<Carry>) -> io::Result<()> {
-        let chunk = lossy(&self.buf[..cut]).into_owned();
+        let chunk = lossy(&self.buf[..cut], &mut self.replaced).into_owned();
         let from = self.context.len();
         let mut text = std::mem::take(&mut self.context);
         text.push_str(&chunk);
@@ -248,7 +297,7 @@ impl<W: Write> RedactingWriter<W> {
         }
         let mid_line = !self.context.is_empty() || self.carry != Carry::No;
         if !mid_line {
-            let line = lossy(&self.buf);
+            let line = lossy(&self.buf, &mut self.replaced);
             // The line break after `end` is ASCII: as long in the text.
             let body = line.len() - (self.buf.len() - end);
             if !looks_like_json(&line[..body]) {
@@ -278,7 +327,8 @@ impl<W: Write> RedactingWriter<W> {
     /// written out as the text rules read them then (a private key block left
     /// open drops the lines after it up to its `END` marker).
     fn hold(&mut self, from: usize) -> io::Result<()> {
-        let over = self.pending.len() > self.limit;
+        let bound = self.hold_bound();
+        let over = self.pending.len() > bound;
         if !over && self.waiting.stays_open(&self.pending.as_bytes()[from..]) {
             return Ok(());
         }
@@ -288,7 +338,7 @@ impl<W: Write> RedactingWriter<W> {
             return self.write_held(all, &spans, open);
         }
         let cut = open.cut;
-        if all - cut > self.limit {
+        if all - cut > bound {
             return self.settle_at_limit(&spans, open);
         }
         if cut <= self.written {
@@ -640,12 +690,16 @@ fn redact_run(
 /// a long line.
 const CUT_TRIES: usize = 8;
 
-/// `bytes` as text, invalid UTF-8 replaced (validating first: most text is
-/// valid, and the check is faster than the replacing walk).
-fn lossy(bytes: &[u8]) -> Cow<'_, str> {
+/// `bytes` as text, invalid UTF-8 replaced, which sets `replaced`
+/// (validating first: most text is valid, and the check is faster than the
+/// replacing walk).
+fn lossy<'b>(bytes: &'b [u8], replaced: &mut bool) -> Cow<'b, str> {
     match std::str::from_utf8(bytes) {
         Ok(text) => Cow::Borrowed(text),
-        Err(_) => String::from_utf8_lossy(bytes),
+        Err(_) => {
+            *replaced = true;
+            String::from_utf8_lossy(bytes)
+        }
     }
 }
 
@@ -720,9 +774,9 @@ impl<W: Write> Write for RedactingWriter<W> {
         // complete one is.
         if self.context.is_empty()
             && self.carry == Carry::No
-            && !looks_like_json(&String::from_utf8_lossy(&self.buf))
+            && !looks_like_json(&lossy(&self.buf, &mut self.replaced))
         {
-            self.pending.push_str(&String::from_utf8_lossy(&self.buf));
+            self.pending.push_str(&lossy(&self.buf, &mut self.replaced));
             self.buf.clear();
         }
         self.settle()?;

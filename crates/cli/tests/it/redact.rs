@@ -16,7 +16,8 @@ const SAMPLE_SECRETS: &[&str] = &[
     "AKIAIOSFODNN7EXAMPLE",
 ];
 
-fn run_with_stdin(args: &[&str], input: &[u8]) -> std::process::Output {
+/// `calltape redact ARGS` with `input` on stdin.
+pub(crate) fn run_with_stdin(args: &[&str], input: &[u8]) -> std::process::Output {
     let mut child = calltape()
         .arg("redact")
         .args(args)

@@ -1,7 +1,6 @@
 //! Importing recordings made by other tools.
 
 use std::collections::{BTreeMap, HashMap};
-use std::fs;
 use std::path::Path;
 
 use serde_json::Value;
@@ -12,7 +11,25 @@ use super::model::{
 };
 use super::normalize::Normalizer;
 use super::scrub::Scrubber;
-use crate::error::{Error, Result};
+use super::url::without_userinfo;
+use crate::error::{Error, ErrorKind, Result};
+
+/// The largest recordings file [`import_mastra`] reads (256 MiB): it is parsed whole.
+pub const MAX_IMPORT_FILE: u64 = 256 << 20;
+
+/// The largest binary artifact [`import_mastra`] reads (64 MiB, as much as the proxy takes of a
+/// request body).
+pub const MAX_IMPORT_ARTIFACT: u64 = 64 << 20;
+
+/// A file of another recorder's recordings, converted.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct Imported {
+    /// The cassette of the recordings that could be imported.
+    pub cassette: Cassette,
+    /// Each recording that could not be imported ([`ErrorKind::NotImported`]), naming it and why.
+    pub skipped: Vec<Error>,
+}
 
 /// Response headers a cassette keeps (`prefix*` matches a prefix): the content type, what tells a
 /// client to wait, and the providers' request ids. Every other header is dropped unless the recorder
@@ -44,16 +61,30 @@ fn upstream_for_host(host: &str) -> String {
 }
 
 /// Converts one recording file of Mastra's LLM recorder (`{meta, recordings}`, or the older plain
-/// array) into a cassette: URLs become upstream names and paths, streamed chunks become events with
-/// their delays, binary artifacts are read from beside the file, and everything is redacted and keyed
-/// as if it had been recorded by the proxy.
+/// array) into a cassette: URLs become upstream names and paths (without their user info), streamed
+/// chunks become events with their delays, binary artifacts are read from beside the file, and
+/// everything is redacted and keyed as if it had been recorded by the proxy.
+///
+/// The file and its artifacts are read only as regular files inside the file's folder, never
+/// through a symbolic link, and at most [`MAX_IMPORT_FILE`] and [`MAX_IMPORT_ARTIFACT`] bytes.
+/// A recording that cannot be imported (an artifact missing, a link, too large; a recording
+/// without its request) is left out and named in [`Imported::skipped`]; the others are imported.
+/// Fails when the file itself cannot be read or is not such a file.
 pub fn import_mastra(
     file: &Path,
     normalizer: &Normalizer,
     scrubber: &Scrubber,
-) -> Result<Cassette> {
-    let text = fs::read_to_string(file).map_err(|e| Error::io(file, "cannot read", e))?;
-    let root: Value = serde_json::from_str(&text)
+) -> Result<Imported> {
+    let dir = match file.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    let name = file
+        .file_name()
+        .ok_or_else(|| Error::parse(file, 1, "not a file name"))?;
+    let bytes = calltape_jsonl_store::fs::read_within(dir, name, MAX_IMPORT_FILE)
+        .map_err(ErrorKind::Store)?;
+    let root: Value = serde_json::from_slice(&bytes)
         .map_err(|e| Error::parse(file, e.line(), format!("not valid JSON: {e}")))?;
     let recordings = match &root {
         Value::Array(items) => items,
@@ -63,40 +94,65 @@ pub fn import_mastra(
         },
         _ => return Err(Error::parse(file, 1, "expected an object or an array")),
     };
-    let dir = file.parent().unwrap_or(Path::new("."));
     let mut cassette = Cassette::new(Meta {
         normalizer: normalizer.fingerprint().to_owned(),
         redaction: scrubber.fingerprint(),
     });
+    let mut skipped = Vec::new();
     let mut seqs: HashMap<String, u32> = HashMap::new();
     for (i, rec) in recordings.iter().enumerate() {
-        let err = |m: &str| Error::parse(file, 1, format!("recording {i}: {m}"));
-        let req = rec.get("request").ok_or_else(|| err("missing `request`"))?;
-        let res = rec
-            .get("response")
-            .ok_or_else(|| err("missing `response`"))?;
-        let mut request = mastra_request(req, &err)?;
+        let skip = |request: Option<&Request>, reason: String| -> Error {
+            ErrorKind::NotImported {
+                path: file.to_owned(),
+                recording: match request {
+                    Some(r) => format!("recordings[{i}] ({} {} {})", r.method, r.upstream, r.path),
+                    None => format!("recordings[{i}]"),
+                },
+                reason,
+            }
+            .into()
+        };
+        let (Some(req), Some(res)) = (rec.get("request"), rec.get("response")) else {
+            skipped.push(skip(None, "it has no `request` or no `response`".into()));
+            continue;
+        };
+        let mut request = match mastra_request(req) {
+            Ok(request) => request,
+            Err(reason) => {
+                skipped.push(skip(None, reason));
+                continue;
+            }
+        };
         scrubber.scrub_request(&mut request);
+        let mut response = match mastra_response(res, dir, scrubber) {
+            Ok(response) => response,
+            Err(reason) => {
+                skipped.push(skip(Some(&request), reason));
+                continue;
+            }
+        };
         request.key = normalizer.key(&request);
         let seq = seqs.entry(request.key.clone()).or_default();
         request.seq = *seq;
         *seq += 1;
-        let mut response = mastra_response(res, dir, scrubber, &err)?;
         scrubber.scrub_response(&mut response);
         cassette
             .interactions
             .push(Interaction { request, response });
     }
-    Ok(cassette)
+    Ok(Imported { cassette, skipped })
 }
 
-/// One recording's request as the proxy would have seen it, before redaction and keying.
-fn mastra_request(req: &Value, err: &dyn Fn(&str) -> Error) -> Result<Request> {
+/// One recording's request as the proxy would have seen it, before redaction and keying; why not
+/// when it cannot be.
+fn mastra_request(req: &Value) -> Result<Request, String> {
     let url = req
         .get("url")
         .and_then(Value::as_str)
-        .ok_or_else(|| err("missing `request.url`"))?;
-    let after_scheme = url.split_once("://").map_or(url, |(_, r)| r);
+        .ok_or("its request has no `url`")?;
+    // The user info of a URL (`https://user:token@host`) goes: it would be the upstream's name.
+    let url = without_userinfo(url);
+    let after_scheme = url.split_once("://").map_or(&*url, |(_, r)| r);
     let (host, path_query) = after_scheme
         .split_once('/')
         .map_or((after_scheme, ""), |(h, p)| (h, p));
@@ -139,13 +195,8 @@ fn mastra_request(req: &Value, err: &dyn Fn(&str) -> Error) -> Result<Request> {
 }
 
 /// One recording's response, before redaction: kept headers, and a body, a stream of events or a
-/// binary artifact read from beside the recordings file.
-fn mastra_response(
-    res: &Value,
-    dir: &Path,
-    scrubber: &Scrubber,
-    err: &dyn Fn(&str) -> Error,
-) -> Result<Response> {
+/// binary artifact read from beside the recordings file; why not when it cannot be.
+fn mastra_response(res: &Value, dir: &Path, scrubber: &Scrubber) -> Result<Response, String> {
     let status = res
         .get("status")
         .and_then(Value::as_u64)
@@ -172,7 +223,7 @@ fn mastra_response(
         .and_then(Value::as_bool)
         .unwrap_or(false);
     let content = if let Some(artifact) = res.get("binaryArtifact").filter(|a| a.is_object()) {
-        Content::Body(Body::Binary(mastra_artifact(artifact, dir, err)?))
+        Content::Body(Body::Binary(mastra_artifact(artifact, dir)?))
     } else if streaming {
         let chunks: Vec<&str> = res
             .get("chunks")
@@ -203,12 +254,13 @@ fn mastra_response(
     })
 }
 
-/// A binary artifact's bytes, read from a path inside the recordings folder only.
-fn mastra_artifact(artifact: &Value, dir: &Path, err: &dyn Fn(&str) -> Error) -> Result<Blob> {
+/// A binary artifact's bytes, read from a regular file inside the recordings folder only, never
+/// through a link, and at most [`MAX_IMPORT_ARTIFACT`] bytes.
+fn mastra_artifact(artifact: &Value, dir: &Path) -> Result<Blob, String> {
     let rel = artifact
         .get("path")
         .and_then(Value::as_str)
-        .ok_or_else(|| err("binaryArtifact without a path"))?;
+        .ok_or("its binaryArtifact has no path")?;
     let safe = !rel.is_empty()
         && !rel.starts_with('/')
         && !rel.contains('\\')
@@ -216,11 +268,12 @@ fn mastra_artifact(artifact: &Value, dir: &Path, err: &dyn Fn(&str) -> Error) ->
             .split('/')
             .all(|s| !s.is_empty() && s != "." && s != "..");
     if !safe {
-        return Err(err(&format!(
-            "binaryArtifact path {rel:?} leaves the recordings folder; refusing to read it"
-        )));
+        return Err(format!(
+            "its binaryArtifact path {rel:?} leaves the recordings folder; refusing to read it"
+        ));
     }
-    let data = fs::read(dir.join(rel)).map_err(|e| Error::io(&dir.join(rel), "cannot read", e))?;
+    let data = calltape_jsonl_store::fs::read_within(dir, rel, MAX_IMPORT_ARTIFACT)
+        .map_err(|e| format!("its binaryArtifact cannot be read: {e}"))?;
     let ct = artifact
         .get("contentType")
         .and_then(Value::as_str)
@@ -268,6 +321,7 @@ fn split_chunks(chunks: &[&str], timings: &[u64]) -> Stream {
 mod tests {
     use super::*;
     use serde_json::json;
+    use std::fs;
 
     #[test]
     fn a_mastra_file_becomes_a_cassette() {
@@ -293,7 +347,9 @@ mod tests {
             ]
         });
         fs::write(&file, doc.to_string()).unwrap();
-        let c = import_mastra(&file, &Normalizer::new(), &Scrubber::new()).unwrap();
+        let imported = import_mastra(&file, &Normalizer::new(), &Scrubber::new()).unwrap();
+        assert!(imported.skipped.is_empty(), "{:?}", imported.skipped);
+        let c = imported.cassette;
         assert_eq!(c.interactions.len(), 3);
         let first = &c.interactions[0];
         assert_eq!(
@@ -323,14 +379,143 @@ mod tests {
         assert!(
             matches!(&third.response.content, Content::Body(Body::Binary(b)) if &*b.data == b"RIFFdata")
         );
+    }
 
-        let escape = json!([{"request": {"url": "https://api.openai.com/v1/x", "method": "POST"},
-            "response": {"status": 200, "binaryArtifact": {"path": "../secret.wav"}}}]);
-        fs::write(&file, escape.to_string()).unwrap();
-        let e = import_mastra(&file, &Normalizer::new(), &Scrubber::new()).unwrap_err();
+    #[test]
+    fn a_recording_that_cannot_be_imported_is_named_and_the_others_are_imported() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("__recordings__");
+        fs::create_dir_all(dir.join("audio")).unwrap();
+        fs::write(dir.join("audio/ok.wav"), b"RIFFok").unwrap();
+        fs::write(root.path().join("outside.wav"), b"RIFFoutside").unwrap();
+        fs::create_dir(root.path().join("elsewhere")).unwrap();
+        fs::write(root.path().join("elsewhere/b.wav"), b"RIFFelsewhere").unwrap();
+        let link =
+            |target: &Path, at: &str| std::os::unix::fs::symlink(target, dir.join(at)).unwrap();
+        link(Path::new("/dev/zero"), "zero.wav");
+        link(&root.path().join("outside.wav"), "outside.wav");
+        link(&root.path().join("elsewhere"), "linked");
+        let big = fs::File::create(dir.join("big.wav")).unwrap();
+        big.set_len(MAX_IMPORT_ARTIFACT + 1).unwrap();
+        // (the artifact's path, or none for a recording without a request; the start of why it is
+        // left out, or none when it is imported)
+        let rows: &[(Option<&str>, Option<&str>)] = &[
+            (Some("audio/ok.wav"), None),
+            (
+                Some("zero.wav"),
+                Some("its binaryArtifact cannot be read: "),
+            ),
+            (
+                Some("outside.wav"),
+                Some("its binaryArtifact cannot be read: "),
+            ),
+            (
+                Some("linked/b.wav"),
+                Some("its binaryArtifact cannot be read: "),
+            ),
+            (
+                Some("missing.wav"),
+                Some("its binaryArtifact cannot be read: "),
+            ),
+            (Some("big.wav"), Some("its binaryArtifact cannot be read: ")),
+            (Some("audio"), Some("its binaryArtifact cannot be read: ")),
+            (
+                Some("../outside.wav"),
+                Some("its binaryArtifact path \"../outside.wav\" leaves"),
+            ),
+            (None, Some("it has no `request` or no `response`")),
+        ];
+        let recordings: Vec<Value> = rows
+            .iter()
+            .enumerate()
+            .map(|(i, (artifact, _))| match artifact {
+                Some(path) => json!({
+                    "request": {"url": format!("https://api.openai.com/v1/audio/speech?n={i}"), "method": "POST"},
+                    "response": {"status": 200, "headers": {"content-type": "audio/wav"},
+                        "binaryArtifact": {"path": path, "contentType": "audio/wav"}}
+                }),
+                None => json!({"response": {"status": 200}}),
+            })
+            .collect();
+        let file = dir.join("suite.json");
+        fs::write(&file, json!({"recordings": recordings}).to_string()).unwrap();
+        let imported = import_mastra(&file, &Normalizer::new(), &Scrubber::new()).unwrap();
+        let c = &imported.cassette;
+        assert_eq!(c.interactions.len(), 1);
         assert!(
-            e.to_string().contains("leaves the recordings folder"),
-            "{e}"
+            matches!(&c.interactions[0].response.content, Content::Body(Body::Binary(b)) if &*b.data == b"RIFFok")
         );
+        let skipped: Vec<String> = imported.skipped.iter().map(ToString::to_string).collect();
+        let left_out: Vec<(usize, &str)> = rows
+            .iter()
+            .enumerate()
+            .filter_map(|(i, (_, why))| why.map(|why| (i, why)))
+            .collect();
+        assert_eq!(skipped.len(), left_out.len(), "{skipped:#?}");
+        for ((i, why), message) in left_out.iter().zip(&skipped) {
+            let named = match rows[*i].0 {
+                Some(_) => format!(
+                    "{}: recordings[{i}] (POST openai /v1/audio/speech) was not imported: {why}",
+                    file.display()
+                ),
+                None => format!(
+                    "{}: recordings[{i}] was not imported: {why}",
+                    file.display()
+                ),
+            };
+            assert!(message.starts_with(&named), "{message}\nwant {named}");
+            assert!(!message.contains("RIFF"), "{message}");
+        }
+        // Links are named as links, never read through.
+        for (i, path) in [(1, "zero.wav"), (2, "outside.wav"), (3, "linked")] {
+            assert!(
+                skipped[i - 1]
+                    .contains(&format!("{}: is a symbolic link", dir.join(path).display())),
+                "{}",
+                skipped[i - 1]
+            );
+        }
+    }
+
+    #[test]
+    fn user_info_in_a_url_reaches_no_upstream_name_and_no_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("suite.json");
+        let doc = json!([
+            {"request": {"url": "https://bob:s3cr3t-t0k3n@api.openai.com/v1/chat/completions", "method": "POST"},
+             "response": {"status": 200, "body": {"id": "c1"}}},
+            {"request": {"url": "https://t0k3n-only-user@llm.internal.example:8443/v1/x", "method": "POST"},
+             "response": {"status": 200, "body": {"id": "c2"}}},
+        ]);
+        fs::write(&file, doc.to_string()).unwrap();
+        let imported = import_mastra(&file, &Normalizer::new(), &Scrubber::new()).unwrap();
+        let requests: Vec<(&str, &str)> = imported
+            .cassette
+            .interactions
+            .iter()
+            .map(|i| (i.request.upstream.as_str(), i.request.path.as_str()))
+            .collect();
+        assert_eq!(
+            requests,
+            [
+                ("openai", "/v1/chat/completions"),
+                ("llm-internal-example-8443", "/v1/x")
+            ]
+        );
+    }
+
+    #[test]
+    fn the_recordings_file_is_read_only_as_a_regular_file_never_through_a_link() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("__recordings__");
+        fs::create_dir(&dir).unwrap();
+        fs::write(root.path().join("real.json"), "[]").unwrap();
+        std::os::unix::fs::symlink(root.path().join("real.json"), dir.join("linked.json")).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", dir.join("zero.json")).unwrap();
+        for name in ["linked.json", "zero.json"] {
+            let e =
+                import_mastra(&dir.join(name), &Normalizer::new(), &Scrubber::new()).unwrap_err();
+            assert!(e.to_string().contains("is a symbolic link"), "{e}");
+        }
     }
 }

@@ -80,7 +80,10 @@ mod volatile;
 
 pub use canonical::to_canonical_string;
 pub use file::{SaveOutcome, blobs_dir};
-pub use import::{KEPT_RESPONSE_HEADERS, import_mastra, is_kept_response_header};
+pub use import::{
+    Imported, KEPT_RESPONSE_HEADERS, MAX_IMPORT_ARTIFACT, MAX_IMPORT_FILE, import_mastra,
+    is_kept_response_header,
+};
 pub use index::CassetteIndex;
 pub use journal::{Journal, journal_path};
 pub use model::{
@@ -90,4 +93,5 @@ pub use model::{
 pub use normalize::Normalizer;
 pub use scan::{Finding, scan_file, scan_text};
 pub use scrub::{Scrubber, ScrubberBuilder, is_secret_env_name};
+pub use url::without_userinfo;
 pub use volatile::{VOLATILE_RESPONSE_HEADERS, is_volatile_response_header};

@@ -40,6 +40,39 @@ pub(crate) fn percent_decode(text: &str, plus_is_space: bool) -> Cow<'_, str> {
     Cow::Owned(String::from_utf8_lossy(&out).into_owned())
 }
 
+/// `url` without the user info of its authority (`https://user:token@host/v1` is
+/// `https://host/v1`): a password or a token there must not reach a cassette, a report or a log.
+/// Borrowed when there is none; text that is not a `scheme://` URL comes back as it is.
+///
+/// ```
+/// use calltape_recorder::http::without_userinfo;
+///
+/// assert_eq!(without_userinfo("https://bob:s3cret@api.example.com/v1?x=1"), "https://api.example.com/v1?x=1");
+/// assert_eq!(without_userinfo("https://tok_123@api.example.com"), "https://api.example.com");
+/// assert_eq!(without_userinfo("https://api.example.com/a@b"), "https://api.example.com/a@b");
+/// ```
+pub fn without_userinfo(url: &str) -> Cow<'_, str> {
+    let Some(scheme_end) = url.find("://") else {
+        return Cow::Borrowed(url);
+    };
+    let scheme = &url.as_bytes()[..scheme_end];
+    let is_scheme = scheme.first().is_some_and(u8::is_ascii_alphabetic)
+        && scheme
+            .iter()
+            .all(|&c| c.is_ascii_alphanumeric() || matches!(c, b'+' | b'-' | b'.'));
+    if !is_scheme {
+        return Cow::Borrowed(url);
+    }
+    let start = scheme_end + 3;
+    let end = url[start..]
+        .find(['/', '?', '#'])
+        .map_or(url.len(), |i| start + i);
+    match url[start..end].rfind('@') {
+        Some(at) => Cow::Owned(format!("{}{}", &url[..start], &url[start + at + 1..])),
+        None => Cow::Borrowed(url),
+    }
+}
+
 fn hex_value(b: u8) -> Option<u8> {
     match b {
         b'0'..=b'9' => Some(b - b'0'),
@@ -106,6 +139,27 @@ mod tests {
         ];
         for (text, plus, expected) in table {
             assert_eq!(percent_decode(text, plus), expected, "{text}");
+        }
+    }
+
+    #[test]
+    fn user_info_is_stripped_from_urls_and_nothing_else() {
+        let table = [
+            (
+                "https://user:tok@api.example.com/v1/x",
+                "https://api.example.com/v1/x",
+            ),
+            ("https://tok@api.example.com", "https://api.example.com"),
+            ("http://a:b@c@host:8080?q=1", "http://host:8080?q=1"),
+            ("https://u:p@host#frag@x", "https://host#frag@x"),
+            ("https://host/path@x?y=a@b", "https://host/path@x?y=a@b"),
+            ("https://host", "https://host"),
+            ("not a url user@host", "not a url user@host"),
+            ("x=https://u:p@host", "x=https://u:p@host"),
+            ("", ""),
+        ];
+        for (url, want) in table {
+            assert_eq!(without_userinfo(url), want, "{url}");
         }
     }
 

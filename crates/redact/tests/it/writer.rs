@@ -341,3 +341,65 @@ fn json_lines_among_text_lines_read_the_same_in_the_writer_and_redact_text() {
         }
     }
 }
+
+/// What a writer with these limits (else the defaults) writes for `text`, written whole.
+fn through(line: Option<usize>, hold: Option<usize>, text: &str) -> String {
+    let mut out = Vec::new();
+    {
+        let mut w = RedactingWriter::new(Redactor::new(), &mut out);
+        if let Some(line) = line {
+            w = w.with_line_limit(line);
+        }
+        if let Some(hold) = hold {
+            w = w.with_hold_limit(hold);
+        }
+        w.write_all(text.as_bytes()).expect("write");
+    }
+    String::from_utf8(out).expect("utf-8")
+}
+
+#[test]
+fn a_long_line_limit_with_the_default_hold_limit_reads_long_lines_whole_and_holds_as_redact_text() {
+    let (line_limit, hold_limit) = (Some(1 << 20), Some(64 << 10));
+    // A JSON line of 200 KiB is read whole, as JSON: the object under a credential name goes.
+    let line = format!(
+        "{{\"apiKey\": {{\"id\": 7}}, \"pad\": \"{}\"}}\n",
+        "x ".repeat(100 << 10)
+    );
+    let out = through(line_limit, hold_limit, &line);
+    let value: serde_json::Value = serde_json::from_str(&out).expect("one line of JSON");
+    assert_eq!(value["apiKey"], "[REDACTED]");
+    // Read in chunks of the default limit, as text, the object stays.
+    assert!(through(None, None, &line).contains("\"id\": 7"));
+
+    // An element held over 100 KiB of lines: settled after 64 KiB, as `redact_text` reads it,
+    // where the line limit alone would hold it to its end.
+    let mut held = String::from("<password>\n");
+    for i in 0..10_000 {
+        held.push_str(&format!("line {i}\n"));
+    }
+    held.push_str("</password>\nafter\n");
+    let expected = Redactor::new().redact_text(&held);
+    assert_eq!(through(line_limit, hold_limit, &held), expected);
+    assert_ne!(
+        through(line_limit, None, &held),
+        expected,
+        "the hold limit changes nothing here"
+    );
+}
+
+#[test]
+fn the_writer_says_whether_it_replaced_bytes_that_are_not_utf8() {
+    for (input, replaced) in [
+        (&b"caf\xc3\xa9 token=abc\n"[..], false),
+        (b"caf\xe9 token=abc\n", true),
+        (b"partial line \xff", true),
+        (b"<password>\nx\xfe\n</password>\n", true),
+    ] {
+        let mut out = Vec::new();
+        let mut w = RedactingWriter::new(Redactor::new(), &mut out);
+        w.write_all(input).expect("write");
+        w.flush().expect("flush");
+        assert_eq!(w.replaced_invalid_utf8(), replaced, "{input:?}");
+    }
+}

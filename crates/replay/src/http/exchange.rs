@@ -367,10 +367,10 @@ fn settle(state: &State, request: Request, mut response: Response, sink: Sink) {
             };
             let mut report = state.report();
             for difference in differences {
-                let line = format!(
+                let line = super::miss::shown(&format!(
                     "{} {} {}: {difference}",
                     request.method, request.upstream, request.path
-                );
+                ));
                 tracing::warn!("drift: {line}");
                 report.drift.push(line);
                 report.cassette(&cassette).drift.push(Drift {

@@ -3,6 +3,7 @@
 
 use bytes::Bytes;
 use calltape_recorder::http::{Normalizer, Request};
+use calltape_recorder::terminal::{LineBreaks, escape_controls};
 use http::{HeaderValue, StatusCode};
 use http_body_util::{BodyExt, Full};
 use serde_json::json;
@@ -145,7 +146,13 @@ pub(crate) fn describe_miss(
     }
     short.push_str(&format!("; to re-record: {rerecord}"));
     long.push_str(&format!("\n  to re-record: {rerecord}"));
-    (miss, short, long)
+    (miss, shown(&short), shown(&long))
+}
+
+/// A line (or lines) for stderr that quotes a request or a recording, its control characters
+/// escaped.
+pub(crate) fn shown(text: &str) -> String {
+    escape_controls(text, LineBreaks::Keep).into_owned()
 }
 
 /// A unified diff from a recorded request to a new one, as readable lines.

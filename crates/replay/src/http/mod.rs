@@ -66,7 +66,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
-use calltape_recorder::http::{Normalizer, Scrubber};
+use calltape_recorder::http::{Normalizer, Scrubber, without_userinfo};
 use calltape_stdio_bridge::guard::LoopbackGuard;
 use http::{HeaderName, HeaderValue};
 use http_body_util::combinators::UnsyncBoxBody;
@@ -441,14 +441,16 @@ fn upstream_table(upstreams: &[(String, String)]) -> Result<HashMap<String, Upst
             }
             .into());
         }
+        // The URL as a message shows it: its user info may hold a password or a token.
+        let shown = without_userinfo(url);
         let parsed: http::Uri = url.parse().map_err(|e| ErrorKind::Upstream {
             name: name.clone(),
-            reason: format!("{url:?} is not a URL: {e}"),
+            reason: format!("{shown:?} is not a URL: {e}"),
         })?;
         if !matches!(parsed.scheme_str(), Some("http" | "https")) || parsed.host().is_none() {
             return Err(ErrorKind::Upstream {
                 name: name.clone(),
-                reason: format!("{url:?} must be an http:// or https:// URL with a host"),
+                reason: format!("{shown:?} must be an http:// or https:// URL with a host"),
             }
             .into());
         }
@@ -715,5 +717,20 @@ mod tests {
         check::<ProxyBuilder>();
         check::<Report>();
         check::<Mode>();
+    }
+
+    #[test]
+    fn an_upstream_url_is_quoted_in_an_error_without_its_user_info() {
+        for url in [
+            "https://bob:s3cr3t-t0k3n@api example.com",
+            "ftp://s3cr3t-t0k3n@files.example.com",
+        ] {
+            let Err(err) = upstream_table(&[("openai".into(), url.into())]) else {
+                panic!("{url} was accepted");
+            };
+            let message = err.to_string();
+            assert!(message.contains("example.com"), "{message}");
+            assert!(!message.contains("s3cr3t-t0k3n"), "{message}");
+        }
     }
 }

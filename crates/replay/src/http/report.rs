@@ -7,6 +7,7 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+use calltape_recorder::terminal::{LineBreaks, escape_controls};
 use serde_json::{Value, json};
 
 use super::options::Mode;
@@ -263,7 +264,8 @@ impl Report {
         self.failures() > 0
     }
 
-    /// A few lines for stderr: counts, then every miss, fuzzy hit, drift, error and refusal.
+    /// A few lines for stderr: counts, then every miss, fuzzy hit, drift, error and refusal, with
+    /// their control characters escaped.
     pub fn summary(&self) -> String {
         let mut s = format!(
             "calltape http: {} replayed, {} recorded, {} forwarded, {} missed, {} fuzzy, {} drift, {} errors, {} refused",
@@ -287,11 +289,11 @@ impl Report {
                 let _ = write!(s, "\n  {label}: {item}");
             }
         }
-        s
+        escape_controls(&s, LineBreaks::Keep).into_owned()
     }
 
     /// Each failure, for stderr: the cassette, the request, and for a miss the closest recording
-    /// with its diff. Empty when nothing failed.
+    /// with its diff, with their control characters escaped. Empty when nothing failed.
     pub fn failure_text(&self) -> String {
         let mut s = String::new();
         for c in &self.cassettes {
@@ -339,7 +341,7 @@ impl Report {
                 );
             }
         }
-        s
+        escape_controls(&s, LineBreaks::Keep).into_owned()
     }
 
     /// The JSON report: `{"version":1,"mode":…,"cassettes":[{"path":…,"missing":false,"hits":N,

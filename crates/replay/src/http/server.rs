@@ -413,7 +413,7 @@ fn try_fuzzy(
         .filter(|(_, r)| *r >= threshold)?;
     let recorded = &t.get(index).request;
     let diff = request_diff(&state.normalizer, recorded, request);
-    let line = format!(
+    let line = miss::shown(&format!(
         "{} {} {} (key {}) matched recording key {} seq {} at {:.0}% similarity",
         request.method,
         request.upstream,
@@ -422,7 +422,7 @@ fn try_fuzzy(
         recorded.key,
         recorded.seq,
         ratio * 100.0
-    );
+    ));
     let mut hit = FuzzyHit {
         method: request.method.clone(),
         upstream: request.upstream.clone(),
@@ -434,7 +434,8 @@ fn try_fuzzy(
         let short = format!(
             "calltape: fuzzy match refused in replay mode (allow fuzzy matches in replay to accept it): {line}"
         );
-        tracing::error!("{short}\n{}", miss::indent(&hit.matched.diff, "    "));
+        let diff = miss::indent(&hit.matched.diff, "    ");
+        tracing::error!("{short}\n{}", miss::shown(&diff));
         hit.refused = true;
         let mut report = state.report();
         report.misses.push(short.clone());
@@ -448,7 +449,7 @@ fn try_fuzzy(
     }
     tracing::warn!(
         "fuzzy hit: {line}; re-record to make it exact\n{}",
-        miss::indent(&hit.matched.diff, "    ")
+        miss::shown(&miss::indent(&hit.matched.diff, "    "))
     );
     let recording = match t.take(index) {
         Ok(r) => r,

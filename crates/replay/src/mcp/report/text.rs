@@ -1,7 +1,11 @@
-//! The text report: for people, readable without colour.
+//! The text report: for people, readable without colour. Every recorded string in it (a name, a
+//! session id, a path, a value, a line of a diff, a note) has its control characters escaped, so
+//! that what a server or a client sent cannot drive the terminal the report is read in.
 
+use std::borrow::Cow;
 use std::fmt::Write as _;
 
+use calltape_recorder::terminal::{LineBreaks, escape_controls};
 use serde_json::Value;
 use similar::{ChangeTag, TextDiff};
 
@@ -25,20 +29,22 @@ pub(super) fn render(report: &ReplayReport, color: bool) -> String {
     {
         paint.status(&mut out, call.status);
         out.push(' ');
-        out.push_str(&call.method);
+        out.push_str(&shown(&call.method));
         out.push(' ');
-        paint.bold(&mut out, &call.name);
+        paint.bold(&mut out, &shown(&call.name));
         let _ = writeln!(
             out,
             "  (call {}, line {}, session {})",
-            call.index, call.line, call.session
+            call.index,
+            call.line,
+            shown(&call.session)
         );
         for d in &call.differences {
             write_difference(&mut out, d, paint);
         }
         for note in call.notes() {
             out.push_str("    ");
-            out.push_str(&note);
+            out.push_str(&shown(&note));
             out.push('\n');
         }
     }
@@ -47,6 +53,11 @@ pub(super) fn render(report: &ReplayReport, color: bool) -> String {
     }
     let _ = writeln!(out, "{}", report.summary());
     out
+}
+
+/// A recorded string on its line of the report, its control characters escaped.
+fn shown(text: &str) -> Cow<'_, str> {
+    escape_controls(text, LineBreaks::Escape)
 }
 
 pub(super) fn show_path(path: &str) -> &str {
@@ -98,7 +109,8 @@ fn paint_value(
             let _ = write!(scratch, "{v}");
         }
     }
-    let (head, cut) = clip(scratch, 300);
+    let shown = shown(scratch);
+    let (head, cut) = clip(&shown, 300);
     paint(out, &[head, if cut { "…" } else { "" }]);
 }
 
@@ -107,12 +119,13 @@ pub(super) fn write_difference(out: &mut String, d: &Difference, paint: Paint) {
         && (r.len() > LONG_TEXT || p.len() > LONG_TEXT || r.contains('\n') || p.contains('\n'))
     {
         out.push_str("    ");
-        out.push_str(show_path(&d.path));
+        out.push_str(&shown(show_path(&d.path)));
         out.push_str(":\n");
         if r.contains('\n') || p.contains('\n') {
             let diff = TextDiff::from_lines(r.as_str(), p.as_str());
             for change in diff.iter_all_changes() {
-                let line = change.value().trim_end_matches('\n');
+                let line = shown(change.value().trim_end_matches('\n'));
+                let line = line.as_ref();
                 match change.tag() {
                     ChangeTag::Equal => {
                         out.push_str("        ");
@@ -133,7 +146,8 @@ pub(super) fn write_difference(out: &mut String, d: &Difference, paint: Paint) {
             let diff = TextDiff::from_words(r.as_str(), p.as_str());
             out.push_str("      ");
             for change in diff.iter_all_changes() {
-                let word = change.value();
+                let word = shown(change.value());
+                let word = word.as_ref();
                 match change.tag() {
                     ChangeTag::Equal => out.push_str(word),
                     ChangeTag::Delete => paint.removed(out, &["[-", word, "-]"]),
@@ -146,7 +160,7 @@ pub(super) fn write_difference(out: &mut String, d: &Difference, paint: Paint) {
     }
     let mut scratch = String::new();
     out.push_str("    ");
-    out.push_str(show_path(&d.path));
+    out.push_str(&shown(show_path(&d.path)));
     out.push_str(": ");
     paint_value(out, &mut scratch, d.recorded.as_ref(), |o, p| {
         paint.removed(o, p)
