@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use calltape_recorder::mcp::Recording;
+use calltape_recorder::terminal::{LineBreaks, escape_controls};
 use calltape_redact::Redactor;
 use calltape_replay::ReportContext;
 use calltape_replay::config::{Config, Origin, Sourced};
@@ -233,7 +234,9 @@ pub(crate) fn run(args: ReplayArgs) -> Outcome {
     let comparer = rules.comparer()?.shape(args.shape).build()?;
     let (mask, call_rules) = (rules.mask()?, rules.call_rules()?);
     if args.print_config {
-        print!("{}", config.describe());
+        // A rule from a file may hold control characters: they reach the terminal escaped.
+        let described = config.describe();
+        out!("{}", escape_controls(&described, LineBreaks::Keep));
         return Ok(exit::OK);
     }
     let Some(file) = &args.file else {
