@@ -181,11 +181,7 @@ mod tests {
     use crate::mcp::follow::Substitution;
 
     fn diff(path: &str, recorded: Option<Value>, replayed: Option<Value>) -> Difference {
-        Difference {
-            path: path.into(),
-            recorded,
-            replayed,
-        }
+        Difference::new(path, recorded, replayed)
     }
 
     fn hostile() -> ReplayReport {

@@ -251,11 +251,7 @@ mod tests {
     use serde_json::json;
 
     fn diff(path: &str, recorded: Option<Value>, replayed: Option<Value>) -> Difference {
-        Difference {
-            path: path.into(),
-            recorded,
-            replayed,
-        }
+        Difference::new(path, recorded, replayed)
     }
 
     fn sample() -> ReplayReport {
