@@ -337,6 +337,7 @@ async fn run_session(
             if options.follow {
                 follower.learn(&Answered {
                     call: index + 1,
+                    method: &record.method,
                     input: record.input.as_ref(),
                     recorded: &record.outcome,
                     replayed: &outcome,
