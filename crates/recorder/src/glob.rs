@@ -218,7 +218,7 @@ fn compile(glob: &str) -> Result<globset::Glob> {
     if glob.is_empty() {
         return Err(refuse("it is empty").into());
     }
-    let slashed = to_slashes(glob).map_err(|reason| refuse(reason))?;
+    let slashed = to_slashes(glob).map_err(&refuse)?;
     if slashed.split('/').any(str::is_empty) {
         return Err(
             refuse("it has an empty segment (two dots, or a leading or trailing dot)").into(),

@@ -251,6 +251,7 @@ fn compare_with_notes(
                 comparison.status,
                 comparison.differences,
             )
+            .with_answer(comparison.answer)
             .with_substitutions(notes.substitutions)
             .with_unfilled(notes.unfilled)
         })
