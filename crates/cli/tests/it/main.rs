@@ -4,6 +4,7 @@ mod bridge;
 mod bridge_http;
 mod conformance;
 mod demo;
+mod drift;
 mod era_bridge;
 mod era_legacy;
 mod era_replay;

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use serde_json::Value;
 use similar::{ChangeTag, TextDiff};
 
-use crate::mcp::compare::{Difference, Status};
+use crate::mcp::compare::{Difference, Status, json_in_text};
 use crate::mcp::report::group::{Groups, thousands};
 use crate::mcp::report::{CallReport, ReplayReport, TextOptions};
 
@@ -123,8 +123,8 @@ pub(super) fn write_answer(out: &mut String, call: &CallReport) {
     }
 }
 
-/// An answer in one short line: its texts (`content`, `contents`, a prompt's messages) quoted and
-/// joined, else its JSON, cut to [`SUMMARY`] bytes.
+/// An answer in one short line: its texts (`content`, `contents`, a prompt's messages) joined, each
+/// quoted or, when it holds JSON, as that JSON; else the answer's JSON; cut to [`SUMMARY`] bytes.
 pub(super) fn answer_summary(answer: &Value) -> String {
     let mut texts = Vec::new();
     collect_texts(answer, &mut texts, SUMMARY);
@@ -133,7 +133,8 @@ pub(super) fn answer_summary(answer: &Value) -> String {
     } else {
         texts
             .iter()
-            .map(|t| Value::String((*t).to_owned()).to_string())
+            .map(|t| json_in_text(t).unwrap_or_else(|| Value::String((*t).to_owned())))
+            .map(|v| v.to_string())
             .collect::<Vec<_>>()
             .join(" ")
     };
