@@ -221,3 +221,82 @@ fn a_screenshot_of_the_demo_report_is_kept_under_target() {
     assert!(bytes.len() > 1000, "{} bytes", bytes.len());
     assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
 }
+
+/// A recording whose answer holds a long path of long keys and long values without a space, which
+/// demo server v1 does not answer.
+fn long_words_recording(dir: &Path) -> PathBuf {
+    let key = "k".repeat(120);
+    let value = "v".repeat(600);
+    let uri = format!("demo://resource/{}", "segment/".repeat(40));
+    let answer = json!({"structuredContent": {
+        "price": 12, "currency": "USD", "symbol": "ACME",
+        &key: {&key: value, "links": [{"uri": uri, "name": "long"}]},
+    }});
+    let line = json!({"v": 1, "at": "2026-11-29T20:46:40.123Z", "session": "3f9a1c2e",
+        "client": {"name": "test-client", "version": "1.0"}, "method": "tools/call", "name": "quote",
+        "input": {"symbol": "ACME"}, "answer": answer, "durationMs": 1.5});
+    let path = dir.join("calls.jsonl");
+    std::fs::write(&path, format!("{line}\n")).unwrap();
+    path
+}
+
+#[test]
+fn long_paths_and_values_stay_inside_their_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = long_words_recording(dir.path());
+    let page = dir.path().join("report.html");
+    let out = calltape()
+        .arg("replay")
+        .arg(&file)
+        .args([
+            "--ignore",
+            "**.quotedAt,**.quoteId",
+            "--format",
+            "html",
+            "--output",
+        ])
+        .arg(&page)
+        .args(["--", BIN, "demo-server", "1"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The page as it is, and a script of the test's own that counts the cells whose content is
+    // wider than they are, at the width of a laptop's window.
+    let html = std::fs::read_to_string(&page).unwrap();
+    let check = "<script>var bad=[];document.querySelectorAll('table.diff td, .calls .row>span')\
+        .forEach(function(e){if(e.scrollWidth>e.clientWidth+1)bad.push(e.textContent.slice(0,30))});\
+        document.documentElement.setAttribute('data-overflow',bad.length+':'+bad.join('|'))</script>";
+    let measured = dir.path().join("measured.html");
+    std::fs::write(
+        &measured,
+        html.replace("</body>", &format!("{check}</body>")),
+    )
+    .unwrap();
+    let out = chromium(&measured, &["--dump-dom", "--window-size=1280,900"]);
+    let dom = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        dom.contains("data-overflow=\"0:\""),
+        "{}",
+        &dom[..dom.len().min(600)]
+    );
+    assert!(dom.contains(&"k".repeat(120)), "the long key is shown");
+    // And a picture of it, for people to look at.
+    let shots = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .unwrap()
+        .join("html-report");
+    std::fs::create_dir_all(&shots).unwrap();
+    chromium(
+        &page,
+        &[
+            &format!("--screenshot={}", shots.join("long-words.png").display()),
+            "--window-size=1280,900",
+            "--hide-scrollbars",
+        ],
+    );
+}
