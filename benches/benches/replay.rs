@@ -85,6 +85,15 @@ fn answer(i: usize, price: i64, key: &str) -> Value {
     answer
 }
 
+/// Appends the recorded line of call `i`: a quote of `SYM{i}` at price 12, in one of 100 sessions.
+fn recorded_line(text: &mut String, i: usize) {
+    let line = json!({"v": 1, "at": "2026-11-29T20:46:45.123Z", "session": format!("{:08x}", i % 100),
+        "client": {"name": "bench", "version": "1"}, "method": "tools/call", "name": "quote",
+        "input": {"symbol": format!("SYM{i}")}, "answer": answer(i, 12, "[REDACTED]"), "durationMs": 1.25});
+    text.push_str(&line.to_string());
+    text.push('\n');
+}
+
 /// A recording of 10,000 calls in 100 sessions, and the outcomes a server gave on replay, before
 /// redaction: 1 in 10 calls changed price, 1 in 50 errors now, and 1 in 100 answers with a live API
 /// key where the recording holds `"[REDACTED]"` (same once redacted).
@@ -92,11 +101,7 @@ fn fixture() -> (Recording, Vec<Outcome>) {
     let mut text = String::new();
     let mut replayed = Vec::with_capacity(CALLS);
     for i in 0..CALLS {
-        let line = json!({"v": 1, "at": "2026-11-29T20:46:45.123Z", "session": format!("{:08x}", i % 100),
-            "client": {"name": "bench", "version": "1"}, "method": "tools/call", "name": "quote",
-            "input": {"symbol": format!("SYM{i}")}, "answer": answer(i, 12, "[REDACTED]"), "durationMs": 1.25});
-        text.push_str(&line.to_string());
-        text.push('\n');
+        recorded_line(&mut text, i);
         replayed.push(if i % 50 == 7 {
             Outcome::Error(CallError::new(
                 ErrorCode::Text("tool_error".into()),
@@ -210,11 +215,7 @@ fn all_changed(alike: bool) -> (Recording, Vec<Outcome>) {
     let mut text = String::new();
     let mut replayed = Vec::with_capacity(CALLS);
     for i in 0..CALLS {
-        let line = json!({"v": 1, "at": "2026-11-29T20:46:45.123Z", "session": format!("{:08x}", i % 100),
-            "client": {"name": "bench", "version": "1"}, "method": "tools/call", "name": "quote",
-            "input": {"symbol": format!("SYM{i}")}, "answer": answer(i, 12, "[REDACTED]"), "durationMs": 1.25});
-        text.push_str(&line.to_string());
-        text.push('\n');
+        recorded_line(&mut text, i);
         let price = if alike { 15 } else { 100 + i as i64 };
         replayed.push(Outcome::Answer(answer(
             i,

@@ -4,11 +4,12 @@
 //! pinned in `.ci/install-peers`; nobody here wrote them or their answers.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
+use calltape_recorder::mcp::{CallError, CallRecord, ErrorCode, Outcome, Recording};
 use serde_json::Value;
 
-use crate::support::{calltape, peer_script, peers, python};
+use crate::support::{calltape, client_result, peer_script, peers, python};
 
 const BIN: &str = env!("CARGO_BIN_EXE_calltape");
 
@@ -40,24 +41,15 @@ fn server(name: &str) -> Vec<String> {
 /// Records drift_client.py's `scenario` against the release `name` into `file`, the server's
 /// memory (server-memory's) in `memory`; returns what the client received.
 fn record(scenario: &str, name: &str, file: &Path, memory: &Path) -> Value {
-    let out = Command::new(python())
-        .arg(peer_script("drift_client.py"))
-        .args([scenario, "--", BIN, "record", "-o"])
-        .arg(file)
-        .args(["--methods", METHODS, "--"])
-        .args(server(name))
-        .env("MEMORY_FILE_PATH", memory)
-        .env("NO_COLOR", "1")
-        .stderr(Stdio::piped())
-        .output()
-        .expect("run the Python client");
-    assert!(
-        out.status.success(),
-        "client failed: {}\n{}",
-        text(&out.stdout),
-        text(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("client output is JSON")
+    client_result(
+        Command::new(python())
+            .arg(peer_script("drift_client.py"))
+            .args([scenario, "--", BIN, "record", "-o"])
+            .arg(file)
+            .args(["--methods", METHODS, "--"])
+            .args(server(name))
+            .env("MEMORY_FILE_PATH", memory),
+    )
 }
 
 /// `calltape replay FILE EXTRA… -- <release name>`, the server's memory in `memory`.
@@ -77,11 +69,12 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-fn lines(path: &Path) -> Vec<Value> {
-    std::fs::read_to_string(path)
+fn calls(path: &Path) -> Vec<CallRecord> {
+    Recording::read(path)
         .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
+        .calls
+        .into_iter()
+        .map(|c| c.record)
         .collect()
 }
 
@@ -124,11 +117,8 @@ fn a_newer_server_everything_is_reported_item_by_item_with_both_sides_and_nothin
         "{tools:?}"
     );
     assert_eq!(client["resources"][0], "test://static/resource/1");
-    let recorded = lines(&file);
-    let methods: Vec<&str> = recorded
-        .iter()
-        .map(|l| l["method"].as_str().unwrap())
-        .collect();
+    let recorded = calls(&file);
+    let methods: Vec<&str> = recorded.iter().map(|c| c.method.as_str()).collect();
     assert_eq!(
         methods,
         [
@@ -145,8 +135,11 @@ fn a_newer_server_everything_is_reported_item_by_item_with_both_sides_and_nothin
     );
     // The older release fails an unknown tool with an internal error: its message is kept.
     assert_eq!(
-        recorded[6]["error"],
-        serde_json::json!({"code": -32603, "message": "Unknown tool: get-sum"})
+        recorded[6].outcome,
+        Outcome::Error(CallError::new(
+            ErrorCode::Number(-32603),
+            Some("Unknown tool: get-sum".into())
+        ))
     );
 
     let out = replay(&file, &[], "everything-new", &memory);
@@ -270,7 +263,7 @@ fn a_newer_server_memory_is_compared_entity_by_entity_inside_its_texts() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("calls.jsonl");
     record("memory", "memory-old", &file, &dir.path().join("old.json"));
-    assert_eq!(lines(&file).len(), 7);
+    assert_eq!(calls(&file).len(), 7);
     let out = replay(&file, &[], "memory-new", &dir.path().join("new.json"));
     let report = text(&out.stdout);
     keep("memory.txt", &report);

@@ -346,23 +346,28 @@ mod tests {
         Difference::new(path, recorded, replayed)
     }
 
+    /// Call `i` of session `session`, a quote whose price went from 12 to 15.
+    fn quote(i: usize, session: &str) -> CallReport {
+        CallReport::new(
+            i,
+            i,
+            session,
+            "tools/call",
+            "quote",
+            Status::Changed,
+            vec![diff(
+                "structuredContent.price",
+                Some(json!(12)),
+                Some(json!(15)),
+            )],
+        )
+    }
+
     fn sample() -> ReplayReport {
         ReplayReport::new(
             "calls.jsonl",
             vec![
-                CallReport::new(
-                    1,
-                    1,
-                    "3f9a1c2e",
-                    "tools/call",
-                    "quote",
-                    Status::Changed,
-                    vec![diff(
-                        "structuredContent.price",
-                        Some(json!(12)),
-                        Some(json!(15)),
-                    )],
-                ),
+                quote(1, "3f9a1c2e"),
                 CallReport::new(
                     2,
                     2,
@@ -569,22 +574,7 @@ gone-error tools/call refund  (call 3, line 3, session 3f9a1c2e)
     /// Ten calls of `quote` that changed alike, one that changed otherwise, a tool list that lost
     /// and gained tools, an error gone and one come, with the other side's answer.
     pub(super) fn drift() -> ReplayReport {
-        let quote = |i: usize| {
-            CallReport::new(
-                i,
-                i,
-                "s",
-                "tools/call",
-                "quote",
-                Status::Changed,
-                vec![diff(
-                    "structuredContent.price",
-                    Some(json!(12)),
-                    Some(json!(15)),
-                )],
-            )
-        };
-        let mut calls: Vec<CallReport> = (1..=10).map(quote).collect();
+        let mut calls: Vec<CallReport> = (1..=10).map(|i| quote(i, "s")).collect();
         calls[4].differences[0].replayed = Some(json!(16));
         let item = |path: &str, recorded: Option<Value>, replayed: Option<Value>| Difference {
             item: true,
