@@ -131,9 +131,14 @@ fn write_call(out: &mut String, call: &CallReport, group: Option<(&ReplayReport,
         out.push_str(
             "<table class=\"diff\"><tr><th>path</th><th>recorded</th><th>replayed</th></tr>\n",
         );
+        // In a group, the first call's answer stands for the others', which may differ.
+        let label = match group {
+            Some(_) => format!("answered (call {})", call.index),
+            None => "answered".to_owned(),
+        };
         for d in &call.differences {
             let answer = (d.path == "error")
-                .then_some(call.answer.as_ref())
+                .then(|| call.answer.as_ref().map(|a| (a, label.as_str())))
                 .flatten();
             write_difference(out, d, answer);
         }
@@ -161,8 +166,9 @@ fn write_call(out: &mut String, call: &CallReport, group: Option<(&ReplayReport,
 /// One difference: its path (with `removed` or `added` for a whole list item), then both values
 /// side by side; two long strings as one word or line diff across both columns, or whole side by
 /// side when they share little. `answer` is the other side's answer of an error that came or went,
+/// with its label,
 /// shown where the error is absent.
-fn write_difference(out: &mut String, d: &Difference, answer: Option<&Value>) {
+fn write_difference(out: &mut String, d: &Difference, answer: Option<(&Value, &str)>) {
     out.push_str("<tr><td><code>");
     push_escaped(out, show_path(&d.path));
     out.push_str("</code>");
@@ -190,8 +196,10 @@ fn write_difference(out: &mut String, d: &Difference, answer: Option<&Value>) {
     for value in [&d.recorded, &d.replayed] {
         out.push_str("<td>");
         match (value, answer) {
-            (None, Some(answer)) => {
-                out.push_str("<span class=\"lbl\">answered</span><pre>");
+            (None, Some((answer, label))) => {
+                out.push_str("<span class=\"lbl\">");
+                push_escaped(out, label);
+                out.push_str("</span><pre>");
                 push_escaped(out, &truncate(&pretty(answer), MAX_VALUE));
             }
             _ => {

@@ -50,7 +50,7 @@ pub(super) fn render(report: &ReplayReport) -> String {
             for d in &c.differences {
                 write_difference(&mut body, d, Paint(false), "");
             }
-            write_answer(&mut body, c);
+            write_answer(&mut body, c, "");
             body.push_str(&notes);
             let _ = write!(out, "      <failure type=\"{}\" message=\"", c.status);
             push_escaped(&mut out, &message(c));

@@ -671,6 +671,52 @@ surface: 1 breaking, 1 compatible
     }
 
     #[test]
+    fn a_group_of_errors_shows_its_first_calls_answer_and_a_call_with_notes_stands_alone() {
+        let pay = |i: usize, id: &str| {
+            CallReport::new(
+                i,
+                i,
+                "s",
+                "tools/call",
+                "pay",
+                Status::NewError,
+                vec![diff("error", None, Some(json!({"code": "card_declined"})))],
+            )
+            .with_answer(Some(json!({"structuredContent": {"paymentId": id}})))
+        };
+        let report = ReplayReport::new(
+            "c",
+            vec![
+                pay(1, "pay_1"),
+                pay(2, "pay_2"),
+                pay(3, "pay_3").with_unfilled(vec!["cardToken".into()]),
+            ],
+        );
+        assert_eq!(
+            report.to_text(false),
+            r#"new-error  tools/call pay  (2 calls, the first: call 1, line 1, session s)
+    error: (absent) → {"code":"card_declined"} in 2 calls of pay
+    answered when recorded (call 1): {"structuredContent":{"paymentId":"pay_1"}}
+new-error  tools/call pay  (call 3, line 3, session s)
+    error: (absent) → {"code":"card_declined"}
+    answered when recorded: {"structuredContent":{"paymentId":"pay_3"}}
+    unfilled: cardToken
+
+3 calls, 0 same, 0 changed, 3 new-error, 0 gone-error
+"#
+        );
+        let page = report.to_html(&ReportContext::new());
+        assert!(
+            page.contains("<span class=\"lbl\">answered (call 1)</span>"),
+            "{page}"
+        );
+        assert!(
+            page.contains("<p class=\"members\">calls 1–2</p>"),
+            "{page}"
+        );
+    }
+
+    #[test]
     fn json_says_which_items_came_or_went_and_holds_the_other_answer_in_full() {
         let value = drift().to_json();
         assert_eq!(

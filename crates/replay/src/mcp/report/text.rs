@@ -77,7 +77,7 @@ fn write_call(out: &mut String, call: &CallReport, paint: Paint) {
     for d in &call.differences {
         write_difference(out, d, paint, "");
     }
-    write_answer(out, call);
+    write_answer(out, call, "");
     for note in call.notes() {
         out.push_str("    ");
         out.push_str(&note);
@@ -100,7 +100,8 @@ fn write_group(out: &mut String, report: &ReplayReport, members: &[usize], paint
     for d in &first.differences {
         write_difference(out, d, paint, &suffix);
     }
-    write_answer(out, first);
+    // The answers may differ from call to call: the first call's stands for them.
+    write_answer(out, first, &format!(" (call {})", first.index));
 }
 
 fn write_head(out: &mut String, call: &CallReport, paint: Paint) {
@@ -111,15 +112,15 @@ fn write_head(out: &mut String, call: &CallReport, paint: Paint) {
     paint.bold(out, &call.name);
 }
 
-/// For an error that came or went, what the other side answered, in short.
-pub(super) fn write_answer(out: &mut String, call: &CallReport) {
+/// For an error that came or went, what the other side answered, in short; `which` after the label.
+pub(super) fn write_answer(out: &mut String, call: &CallReport, which: &str) {
     let label = match call.status {
         Status::NewError => "answered when recorded",
         Status::GoneError => "answers now",
         _ => return,
     };
     if let Some(answer) = &call.answer {
-        let _ = writeln!(out, "    {label}: {}", answer_summary(answer));
+        let _ = writeln!(out, "    {label}{which}: {}", answer_summary(answer));
     }
 }
 
