@@ -76,9 +76,14 @@ pub(crate) struct ReplayArgs {
     #[arg(value_name = "FILE")]
     file: PathBuf,
 
-    /// Skip these dot paths (repeatable, comma-separated): * is one key or index, ** any number,
-    /// [NAME] a list item by its name, e.g. '**.quotedAt', 'content.*.text', 'tools[*].description'.
-    #[arg(long = "ignore", value_name = "GLOB")]
+    // The help is an attribute, not a doc comment: rustdoc would read `[NAME]` as a link.
+    #[arg(
+        long = "ignore",
+        value_name = "GLOB",
+        help = "Skip these dot paths (repeatable, comma-separated): * is one key or index, ** any \
+                number, [NAME] a list item by its name, e.g. '**.quotedAt', 'content.*.text', \
+                'tools[*].description'."
+    )]
     ignore: Vec<String>,
 
     /// Compare structure only: keys, types and array element shapes, not values.
