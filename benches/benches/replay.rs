@@ -5,7 +5,12 @@
 //! answered (baseline in the same run: plain `serde_json::Value` equality over the same pairs, the
 //! floor any comparison pays); the HTML report of those 10,000 calls is under 5 MB and renders in
 //! a small multiple of the JSON report's time (baseline in the same run: the JSON report of the same
-//! calls), and it is written to `target/tmp/replay-10k.html` for opening in a browser by hand; recording costs the bridge at most 10% of its pipelined throughput in
+//! calls), and it is written to `target/tmp/replay-10k.html` for opening in a browser by hand; a
+//! replay of 10,000 calls that every one changed the same way gives an HTML report under 5 MB (the
+//! calls shown once, as a group) that headless Chromium opens and paints in under 2 s (baseline in
+//! the same run: the JSON report of the same calls for the rendering, and Chromium painting a blank
+//! page, round after round, for the opening; the same again, for a figure, when every call changed
+//! in its own way); recording costs the bridge at most 10% of its pipelined throughput in
 //! front of a real MCP server, the reference server `mcp-server-everything` (baseline in the same run:
 //! the same bridge without a recorder), when `CALLTAPE_PEERS` says where it is installed.
 //!
@@ -26,7 +31,8 @@
 
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use calltape_benches::paired::{paired_rounds, selected, timed};
 use calltape_benches::stdio_peer::{Peer, ROLE, echo_server};
@@ -56,6 +62,7 @@ fn main() {
     let mut criterion = Criterion::default().configure_from_args();
     compare_and_report(&mut criterion);
     html_report(&mut criterion);
+    every_call_changed(&mut criterion);
     recording_throughput(&mut criterion);
     recording_latency(&mut criterion);
     recorder_alone(&mut criterion);
@@ -78,6 +85,15 @@ fn answer(i: usize, price: i64, key: &str) -> Value {
     answer
 }
 
+/// Appends the recorded line of call `i`: a quote of `SYM{i}` at price 12, in one of 100 sessions.
+fn recorded_line(text: &mut String, i: usize) {
+    let line = json!({"v": 1, "at": "2026-11-29T20:46:45.123Z", "session": format!("{:08x}", i % 100),
+        "client": {"name": "bench", "version": "1"}, "method": "tools/call", "name": "quote",
+        "input": {"symbol": format!("SYM{i}")}, "answer": answer(i, 12, "[REDACTED]"), "durationMs": 1.25});
+    text.push_str(&line.to_string());
+    text.push('\n');
+}
+
 /// A recording of 10,000 calls in 100 sessions, and the outcomes a server gave on replay, before
 /// redaction: 1 in 10 calls changed price, 1 in 50 errors now, and 1 in 100 answers with a live API
 /// key where the recording holds `"[REDACTED]"` (same once redacted).
@@ -85,11 +101,7 @@ fn fixture() -> (Recording, Vec<Outcome>) {
     let mut text = String::new();
     let mut replayed = Vec::with_capacity(CALLS);
     for i in 0..CALLS {
-        let line = json!({"v": 1, "at": "2026-11-29T20:46:45.123Z", "session": format!("{:08x}", i % 100),
-            "client": {"name": "bench", "version": "1"}, "method": "tools/call", "name": "quote",
-            "input": {"symbol": format!("SYM{i}")}, "answer": answer(i, 12, "[REDACTED]"), "durationMs": 1.25});
-        text.push_str(&line.to_string());
-        text.push('\n');
+        recorded_line(&mut text, i);
         replayed.push(if i % 50 == 7 {
             Outcome::Error(CallError::new(
                 ErrorCode::Text("tool_error".into()),
@@ -195,6 +207,126 @@ fn html_report(c: &mut Criterion) {
         "the HTML report is {} bytes",
         html.len()
     );
+}
+
+/// A recording of 10,000 calls of `quote` and what a server answered on replay, every call changed:
+/// each one's price from 12 to 15 (`alike`), or to a price of its own.
+fn all_changed(alike: bool) -> (Recording, Vec<Outcome>) {
+    let mut text = String::new();
+    let mut replayed = Vec::with_capacity(CALLS);
+    for i in 0..CALLS {
+        recorded_line(&mut text, i);
+        let price = if alike { 15 } else { 100 + i as i64 };
+        replayed.push(Outcome::Answer(answer(
+            i,
+            price,
+            "sk-live-4f9a8b7c6d5e4f3a2b1c0d9e",
+        )));
+    }
+    let recording = Recording::parse("bench.jsonl", text.as_bytes()).expect("valid fixture");
+    (recording, replayed)
+}
+
+/// 10,000 calls that every one changed: the HTML report against the JSON report of the same calls,
+/// then the page opened in headless Chromium against a blank page, when Chromium is installed.
+fn every_call_changed(c: &mut Criterion) {
+    const GROUP: &str = "replay/report_10k_all_changed";
+    if !selected(GROUP) {
+        return;
+    }
+    let options = ReplayOptions::default()
+        .comparer(
+            Comparer::builder()
+                .ignore(["**.quotedAt", "**.quoteId"])
+                .build()
+                .expect("globs"),
+        )
+        .redactor(Redactor::new());
+    let context = ReportContext::new().ignore(["**.quotedAt", "**.quoteId"]);
+    let mut group = c.benchmark_group(GROUP);
+    group.sample_size(10);
+    let mut pages = Vec::new();
+    for (name, alike) in [("alike", true), ("each_its_own", false)] {
+        let (recording, replayed) = all_changed(alike);
+        let report = compare_outcomes(&recording, replayed, &options).report;
+        let json = report.render(Format::Json, false);
+        let html = report.to_html(&context);
+        group.throughput(Throughput::Bytes(json.len() as u64));
+        group.bench_function(format!("{name}/baseline_json"), |b| {
+            b.iter(|| black_box(report.render(Format::Json, false).len()));
+        });
+        group.throughput(Throughput::Bytes(html.len() as u64));
+        group.bench_function(format!("{name}/html"), |b| {
+            b.iter(|| black_box(report.to_html(&context).len()));
+        });
+        let page = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("replay-10k-{name}.html"));
+        std::fs::write(&page, &html).expect("write the page");
+        eprintln!(
+            "{GROUP}/{name}: {}; JSON {} bytes, HTML {} bytes (limit 5,000,000 when alike); the page: {}",
+            report.summary(),
+            json.len(),
+            html.len(),
+            page.display()
+        );
+        if alike {
+            assert!(
+                html.len() < 5_000_000,
+                "the HTML report is {} bytes",
+                html.len()
+            );
+        }
+        pages.push((name, page));
+    }
+    group.finish();
+    browser_opens(GROUP, &pages);
+}
+
+/// Times headless Chromium opening and painting each page (a screenshot of its first screen), paired
+/// round after round with a blank page: what Chromium itself takes to start.
+fn browser_opens(group: &str, pages: &[(&str, PathBuf)]) {
+    const CHROMIUM: &str = "/usr/bin/chromium";
+    if !Path::new(CHROMIUM).exists() {
+        eprintln!("{group}: the page opening is not timed: no {CHROMIUM}");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let blank = dir.path().join("blank.html");
+    std::fs::write(&blank, "<!DOCTYPE html><title>blank</title><p>blank</p>").expect("write");
+    let mut setups: Vec<(&str, PathBuf)> = vec![("blank_page", blank)];
+    setups.extend(pages.iter().map(|(name, page)| (*name, page.clone())));
+    let shot = dir.path().join("shot.png");
+    let rounds = paired_rounds(&mut setups, 7, |page| {
+        let profile = tempfile::tempdir().expect("profile dir");
+        let start = Instant::now();
+        let status = Command::new(CHROMIUM)
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+            ])
+            .args([
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+            ])
+            .args([
+                "--proxy-server=127.0.0.1:9",
+                "--host-resolver-rules=MAP * ~NOTFOUND",
+            ])
+            .arg(format!("--user-data-dir={}", profile.path().display()))
+            .arg(format!("--screenshot={}", shot.display()))
+            .args(["--window-size=1280,900", "--hide-scrollbars"])
+            .arg(format!("file://{}", page.display()))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .expect("run chromium");
+        let took = start.elapsed();
+        assert!(status.success(), "chromium failed on {}", page.display());
+        took
+    });
+    eprintln!("{}", rounds.report(&format!("{group}/open_in_chromium")));
 }
 
 // ---------------------------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use calltape_recorder::mcp::Recording;
 use calltape_replay::ReportContext;
 use calltape_replay::mcp::{
-    CallReport, Comparer, Fills, ReplayOptions, ReplayReport, Replayed, Status, replay,
+    CallReport, Comparer, Fills, ReplayOptions, ReplayReport, Replayed, Status, TextOptions, replay,
 };
 use calltape_stdio_bridge::{ChildUpstream, Stderr, Upstream};
 use clap::Args;
@@ -539,7 +539,12 @@ fn print_calls(replayed: &Replayed, which: impl Fn(&CallReport) -> bool, color: 
         .cloned()
         .collect();
     let report = ReplayReport::new(replayed.report.file.clone(), calls);
-    for line in report.to_text(color).lines().take_while(|l| !l.is_empty()) {
+    let options = TextOptions::new().color(color).verbose(true);
+    for line in report
+        .to_text_with(options)
+        .lines()
+        .take_while(|l| !l.is_empty())
+    {
         outln!("   {line}");
     }
 }

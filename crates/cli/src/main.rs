@@ -135,7 +135,7 @@ fn main() -> ExitCode {
         Command::Serve(args) => serve::run(args),
         Command::Shared(args) => shared::run(args),
         Command::Record(args) => record::run(args),
-        Command::Replay(args) => replay::run(args),
+        Command::Replay(args) => replay::run(args, cli.verbose > 0),
         Command::Show(args) => show::run(args),
         Command::Demo(args) => demo::run(args),
         Command::DemoServer(args) => demo::run_server(args),

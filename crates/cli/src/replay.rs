@@ -10,7 +10,9 @@ use calltape_recorder::terminal::{LineBreaks, escape_controls};
 use calltape_redact::Redactor;
 use calltape_replay::ReportContext;
 use calltape_replay::config::{Config, Origin, Sourced};
-use calltape_replay::mcp::{CallRule, FillSpec, Format, ReplayOptions, replay, update_recording};
+use calltape_replay::mcp::{
+    CallRule, FillSpec, Format, ReplayOptions, TextOptions, replay, update_recording,
+};
 use calltape_stdio_bridge::Stderr;
 use clap::Args;
 
@@ -26,6 +28,7 @@ pub(crate) const EXAMPLES: &str = "\
 Examples:
   calltape replay calls.jsonl -- node server.js
   calltape replay calls.jsonl --ignore '**.quotedAt,**.requestId' -- python -m my_server
+  calltape replay calls.jsonl --ignore 'tools[*].description' -- node server.js
   calltape replay calls.jsonl --format junit --output replay.xml --url http://127.0.0.1:3000/mcp
   calltape replay calls.jsonl --format html --output report.html -- node server.js
   calltape replay calls.jsonl --update -- node server.js     # accept the new answers
@@ -37,7 +40,15 @@ Examples:
 
 Each recorded session is replayed through a fresh connection (a new child process, a new HTTP \
 session) with the recorded client info, its calls in recorded order. A call is same, changed \
-(with each differing path), new-error or gone-error. A recorded \"[REDACTED]\" matches any value.
+(with each differing path), new-error or gone-error (with the answer of the other side). A \
+recorded \"[REDACTED]\" matches any value. Calls that changed the same way are shown once, \
+\"price: 12 → 15 in 10,000 calls of quote\".
+
+A list whose items have a name, uri, uriTemplate or id (tools, resources, prompts, a prompt's \
+arguments) is compared item by item by it, whatever the order: \"tools[add]: removed\", \
+\"tools[get-sum]: added\", \"tools[echo].description: ... → ...\". --ignore reads the same \
+notation: 'tools[*].description', 'tools[echo].inputSchema'; a position still names an item too \
+('tools.0').
 
 --mask replaces what a regular expression (the regex crate's syntax) matches by [MASKED] in \
 copies of the recorded and the replayed answer alike, in every string at any depth (inside JSON \
@@ -70,8 +81,10 @@ that still holds \"[REDACTED]\" is sent as recorded, noted \"unfilled: NAME\".
 
 A string of 6 characters or more that an earlier answer created (a payment id) and a later input \
 uses is sent as the replayed answer holds it, noted \"input.PATH: old → new (from call N, \
-PATH)\"; answers that echo the new value compare equal to the recorded one. --no-follow turns \
-this off.
+PATH)\" with the whole value sent; answers that echo the new value compare equal to the recorded \
+one. Only what a call created is followed: never an entry of a list answer (tools/list, \
+resources/list, ...) nor a string an earlier input held. Same calls sent with followed ids are \
+counted on one line; -v lists each. --no-follow turns this off.
 
 A task-augmented call was recorded as a plain one with its result; when the server runs the tool \
 only as a task, the replay runs it as one and polls it to its end within --timeout.
@@ -96,9 +109,14 @@ pub(crate) struct ReplayArgs {
     #[arg(value_name = "FILE", required_unless_present = "print_config")]
     file: Option<PathBuf>,
 
-    /// Skip these dot paths (repeatable, comma-separated): * is one key or index, ** any number,
-    /// e.g. '**.quotedAt', 'content.*.text', 'error.message'.
-    #[arg(long = "ignore", value_name = "GLOB")]
+    // The help is an attribute, not a doc comment: rustdoc would read `[NAME]` as a link.
+    #[arg(
+        long = "ignore",
+        value_name = "GLOB",
+        help = "Skip these dot paths (repeatable, comma-separated): * is one key or index, ** any \
+                number, [NAME] a list item by its name, e.g. '**.quotedAt', 'content.*.text', \
+                'tools[*].description'."
+    )]
     ignore: Vec<String>,
 
     /// Compare what a regular expression matches as equal, in every string (repeatable); the
@@ -226,7 +244,8 @@ fn config(args: &ReplayArgs) -> Result<Config, Error> {
     Ok(config)
 }
 
-pub(crate) fn run(args: ReplayArgs) -> Outcome {
+/// Runs `calltape replay`; `verbose` (`-v`) lists each same call sent with followed ids.
+pub(crate) fn run(args: ReplayArgs, verbose: bool) -> Outcome {
     let config = config(&args)?;
     let rules = &config.replay;
     // Compiled before anything is printed, so that --print-config also checks every rule (the
@@ -287,9 +306,11 @@ pub(crate) fn run(args: ReplayArgs) -> Outcome {
         return Ok(exit::OK);
     }
     let to_terminal = args.output.is_none() && std::io::stdout().is_terminal();
+    let color = crate::logging::color_enabled(to_terminal);
     let text = match format {
         Format::Html => report.to_html(&context),
-        _ => report.render(format, crate::logging::color_enabled(to_terminal)),
+        Format::Text => report.to_text_with(TextOptions::new().color(color).verbose(verbose)),
+        _ => report.render(format, color),
     };
     match &args.output {
         Some(path) => {

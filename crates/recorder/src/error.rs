@@ -118,8 +118,8 @@ pub enum ErrorKind {
     },
     /// A dot-path glob is malformed.
     #[error(
-        "invalid glob {glob:?}: {reason}; write a dot path where * is part of one key and ** any \
-         number of keys, such as messages.**.ts"
+        "invalid glob {glob:?}: {reason}; write a dot path where * is part of one key, ** any \
+         number of keys and [NAME] a list item, such as messages.**.ts or tools[*].description"
     )]
     Glob {
         /// The glob as given.

@@ -126,7 +126,12 @@ pre{white-space:pre-wrap;word-break:break-word;margin:0}
 details>summary{cursor:pointer;color:#555}
 table.diff{border-collapse:collapse;width:100%;margin:.3em 0;table-layout:fixed}
 table.diff th,table.diff td{border:1px solid var(--line);padding:.2em .4em;vertical-align:top;text-align:left}
-table.diff th{background:#fafafa;font-weight:600}table.diff col.path{width:22%}
+table.diff th{background:#fafafa;font-weight:600}table.diff th:first-child{width:22%}
+table.diff td,.first,.notes li,.members{overflow-wrap:anywhere;word-break:break-word}
+.chg{font-size:12px;font-weight:600;padding:0 .3em;border-radius:3px}
+.chg.removed{background:#fdd;color:var(--new-error)}.chg.added{background:#dfd;color:var(--same)}
+.lbl{display:block;color:#666;font-size:12px}.members{color:#555;margin:.3em 0 0}
+.summary-line{margin:.2em 0;font-weight:600}
 del{background:#fdd;text-decoration:line-through}ins{background:#dfd;text-decoration:none}
 .notes{color:#555;margin:.3em 0 0;padding-left:1.2em}
 #filters{display:flex;gap:1em;flex-wrap:wrap;align-items:center;margin:.5em 0}

@@ -159,14 +159,11 @@ fn hostile_recording(dir: &Path) -> PathBuf {
     path
 }
 
-#[test]
-fn markup_in_an_answer_shows_as_text_and_never_runs() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = hostile_recording(dir.path());
-    let page = dir.path().join("report.html");
+/// Replays `file` against demo server `version` into the HTML report `page`; the answers differ.
+fn replay_to_page(file: &Path, page: &Path, version: &str) {
     let out = calltape()
         .arg("replay")
-        .arg(&file)
+        .arg(file)
         .args([
             "--ignore",
             "**.quotedAt,**.quoteId",
@@ -174,8 +171,8 @@ fn markup_in_an_answer_shows_as_text_and_never_runs() {
             "html",
             "--output",
         ])
-        .arg(&page)
-        .args(["--", BIN, "demo-server", "2"])
+        .arg(page)
+        .args(["--", BIN, "demo-server", version])
         .output()
         .unwrap();
     assert_eq!(
@@ -184,6 +181,14 @@ fn markup_in_an_answer_shows_as_text_and_never_runs() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+#[test]
+fn markup_in_an_answer_shows_as_text_and_never_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = hostile_recording(dir.path());
+    let page = dir.path().join("report.html");
+    replay_to_page(&file, &page, "2");
     let dom = dom(&page);
     assert!(!dom.contains(MARKER), "{dom}");
     assert!(
@@ -220,4 +225,64 @@ fn a_screenshot_of_the_demo_report_is_kept_under_target() {
     let bytes = std::fs::read(&png).unwrap();
     assert!(bytes.len() > 1000, "{} bytes", bytes.len());
     assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
+}
+
+/// A recording whose answer holds a long path of long keys and long values without a space, which
+/// demo server v1 does not answer.
+fn long_words_recording(dir: &Path) -> PathBuf {
+    let key = "k".repeat(120);
+    let value = "v".repeat(600);
+    let uri = format!("demo://resource/{}", "segment/".repeat(40));
+    let answer = json!({"structuredContent": {
+        "price": 12, "currency": "USD", "symbol": "ACME",
+        &key: {&key: value, "links": [{"uri": uri, "name": "long"}]},
+    }});
+    let line = json!({"v": 1, "at": "2026-11-29T20:46:40.123Z", "session": "3f9a1c2e",
+        "client": {"name": "test-client", "version": "1.0"}, "method": "tools/call", "name": "quote",
+        "input": {"symbol": "ACME"}, "answer": answer, "durationMs": 1.5});
+    let path = dir.join("calls.jsonl");
+    std::fs::write(&path, format!("{line}\n")).unwrap();
+    path
+}
+
+#[test]
+fn long_paths_and_values_stay_inside_their_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = long_words_recording(dir.path());
+    let page = dir.path().join("report.html");
+    replay_to_page(&file, &page, "1");
+    // The page as it is, and a script of the test's own that counts the cells whose content is
+    // wider than they are, at the width of a laptop's window.
+    let html = std::fs::read_to_string(&page).unwrap();
+    let check = "<script>var bad=[];document.querySelectorAll('table.diff td, .calls .row>span')\
+        .forEach(function(e){if(e.scrollWidth>e.clientWidth+1)bad.push(e.textContent.slice(0,30))});\
+        document.documentElement.setAttribute('data-overflow',bad.length+':'+bad.join('|'))</script>";
+    let measured = dir.path().join("measured.html");
+    std::fs::write(
+        &measured,
+        html.replace("</body>", &format!("{check}</body>")),
+    )
+    .unwrap();
+    let out = chromium(&measured, &["--dump-dom", "--window-size=1280,900"]);
+    let dom = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        dom.contains("data-overflow=\"0:\""),
+        "{}",
+        &dom[..dom.len().min(600)]
+    );
+    assert!(dom.contains(&"k".repeat(120)), "the long key is shown");
+    // And a picture of it, for people to look at.
+    let shots = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .unwrap()
+        .join("html-report");
+    std::fs::create_dir_all(&shots).unwrap();
+    chromium(
+        &page,
+        &[
+            &format!("--screenshot={}", shots.join("long-words.png").display()),
+            "--window-size=1280,900",
+            "--hide-scrollbars",
+        ],
+    );
 }

@@ -5,6 +5,7 @@ mod bridge_http;
 mod closed_pipe;
 mod conformance;
 mod demo;
+mod drift;
 mod era_bridge;
 mod era_legacy;
 mod era_replay;

@@ -9,7 +9,9 @@ use std::process::{Child, Command, Output, Stdio};
 
 use serde_json::{Value, json};
 
-use crate::support::{HttpPeer, calltape, everything, free_port, peer_script, python};
+use crate::support::{
+    HttpPeer, calltape, client_result, everything, free_port, peer_script, python,
+};
 
 const BIN: &str = env!("CARGO_BIN_EXE_calltape");
 
@@ -22,22 +24,13 @@ const SECRETS: &[&str] = &[
 
 /// Runs replay_client.py SCENARIO against `command` (a `calltape record …` command line).
 pub(crate) fn client(scenario: &str, command: &[&str]) -> Value {
-    let out = Command::new(python())
-        .arg(peer_script("replay_client.py"))
-        .arg(scenario)
-        .arg("--")
-        .args(command)
-        .env("NO_COLOR", "1")
-        .stderr(Stdio::piped())
-        .output()
-        .expect("run the Python client");
-    assert!(
-        out.status.success(),
-        "client failed: {}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("client output is JSON")
+    client_result(
+        Command::new(python())
+            .arg(peer_script("replay_client.py"))
+            .arg(scenario)
+            .arg("--")
+            .args(command),
+    )
 }
 
 fn lines(path: &Path) -> Vec<Value> {

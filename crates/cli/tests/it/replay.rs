@@ -77,7 +77,16 @@ fn replay_against_the_same_server_is_clean_once_varying_fields_are_ignored() {
         stdout(&out),
         stderr(&out)
     );
-    // Demo server v1 makes a new payment id per process: the refund follows it.
+    // Demo server v1 makes a new payment id per process: the refund follows it, counted on one
+    // line, and -v lists it.
+    let text = stdout(&out);
+    assert_eq!(
+        text,
+        "same       1 call sent with followed ids (-v lists it)\n\n\
+         4 calls, 4 same, 0 changed, 0 new-error, 0 gone-error\n"
+    );
+    let out = replay(&file, &["--ignore", IGNORE, "-v"], "1");
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
     let text = stdout(&out);
     assert!(
         text.starts_with(
@@ -133,8 +142,10 @@ fn replay_against_a_changed_server_reports_each_call_in_every_format() {
     structuredContent.price: 12 → 15
 new-error  tools/call pay  (call 2, line 2, session 3f9a1c2e)
     error: (absent) → {"code":"card_declined","message":"card declined: the payment provider refused the card"}
+    answered when recorded: {"amount":12,"currency":"USD","paymentId":"pay_1001","status":"paid"}
 gone-error tools/call refund  (call 3, line 3, session 3f9a1c2e)
     error: {"code":"not_supported","message":"refunds are not supported by this version"} → (absent)
+    answers now: {"paymentId":"pay_1001","status":"refunded"}
 
 4 calls, 1 same, 1 changed, 1 new-error, 1 gone-error
 "#;
@@ -184,15 +195,32 @@ gone-error tools/call refund  (call 3, line 3, session 3f9a1c2e)
         json!({"path": "structuredContent.price", "recorded": 12, "replayed": 15})
     );
     assert_eq!(report["results"][3]["session"], "77aa0b1c");
+    // Both sides of an error that came or went, in full.
+    assert_eq!(
+        report["results"][1]["recordedAnswer"]["structuredContent"]["paymentId"],
+        "pay_1001"
+    );
+    assert_eq!(
+        report["results"][2]["replayedAnswer"]["structuredContent"]["status"],
+        "refunded"
+    );
 
     let out = replay(&file, &["--ignore", IGNORE, "--format", "junit"], "2");
     assert_eq!(out.status.code(), Some(1));
     let xml = stdout(&out);
     assert_eq!(xml.matches("<testcase ").count(), 4);
-    assert_eq!(xml.matches("<failure ").count(), 4, "{xml}");
-    assert!(xml.contains(r#"<failure type="new-error""#));
-    assert!(xml.contains(r#"<failure type="gone-error""#));
-    assert!(xml.contains("changed: structuredContent.price: 12 → 15"));
+    // One failure per call, every path in its message.
+    assert_eq!(xml.matches("<failure ").count(), 3, "{xml}");
+    assert!(xml.contains(r#"<failure type="new-error" message="new-error: error">"#));
+    assert!(xml.contains(r#"<failure type="gone-error" message="gone-error: error">"#));
+    assert!(
+        xml.contains(r#"message="changed: content.0.text.price, structuredContent.price">"#),
+        "{xml}"
+    );
+    assert!(
+        xml.contains("    answers now: {&quot;paymentId&quot;"),
+        "{xml}"
+    );
 }
 
 #[test]

@@ -374,3 +374,20 @@ impl QuickStart {
         }
     }
 }
+
+/// Runs a client peer script's `command` (colourless, stderr kept for the failure message) and
+/// returns the JSON it prints; fails the test when it fails.
+pub(crate) fn client_result(command: &mut Command) -> serde_json::Value {
+    let out = command
+        .env("NO_COLOR", "1")
+        .stderr(Stdio::piped())
+        .output()
+        .expect("run the client");
+    assert!(
+        out.status.success(),
+        "client failed: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("client output is JSON")
+}

@@ -13,7 +13,7 @@ use super::model::{Body, Request, hex};
 use super::redaction::REDACTED;
 use super::scrub::fingerprint;
 use crate::error::Result;
-use crate::glob::{DotGlobs, Segment};
+use crate::glob::{DotGlobs, Segment, identity};
 
 /// Key format version; bump when the key text changes.
 const KEY_VERSION: &str = "key=v1";
@@ -145,12 +145,12 @@ impl Normalizer {
         out
     }
 
-    fn strip(&self, value: &mut Value, path: &mut Vec<String>) {
+    fn strip(&self, value: &mut Value, path: &mut Vec<Part>) {
         match value {
             Value::Object(map) => {
                 let keys: Vec<String> = map.keys().cloned().collect();
                 for k in keys {
-                    path.push(k.clone());
+                    path.push(Part::Key(k.clone()));
                     if self.matches(path) {
                         map.remove(&k);
                     } else if let Some(v) = map.get_mut(&k) {
@@ -160,8 +160,14 @@ impl Normalizer {
                 }
             }
             Value::Array(items) => {
+                // Items with an identity are named by it, as replay's comparison names them.
+                let field = identity(&[items.as_slice()]);
                 for (i, v) in items.iter_mut().enumerate() {
-                    path.push(i.to_string());
+                    let id = field.and_then(|f| v.get(f)).and_then(Value::as_str);
+                    path.push(match id {
+                        Some(id) => Part::Item(id.to_owned(), i),
+                        None => Part::Index(i),
+                    });
                     if self.matches(path) {
                         *v = Value::Null;
                     } else {
@@ -174,10 +180,24 @@ impl Normalizer {
         }
     }
 
-    fn matches(&self, path: &[String]) -> bool {
-        let segments: Vec<Segment<'_>> = path.iter().map(|k| Segment::Key(k)).collect();
+    fn matches(&self, path: &[Part]) -> bool {
+        let segments: Vec<Segment<'_>> = path
+            .iter()
+            .map(|part| match part {
+                Part::Key(k) => Segment::Key(k),
+                Part::Index(i) => Segment::Index(*i),
+                Part::Item(id, index) => Segment::Item { id, index: *index },
+            })
+            .collect();
         self.body_globs.is_match(&segments)
     }
+}
+
+/// One step of the path to a body field, owned: the body is changed while it is walked.
+enum Part {
+    Key(String),
+    Index(usize),
+    Item(String, usize),
 }
 
 #[cfg(test)]
@@ -232,6 +252,29 @@ mod tests {
     }
 
     #[test]
+    fn list_items_are_ignored_by_name_or_by_position() {
+        let body = |a: &str, b: &str| {
+            request(json!({"tools": [
+                {"name": "weather", "description": a, "parameters": {}},
+                {"name": "search", "description": b, "parameters": {}},
+            ]}))
+        };
+        let (a, b) = (body("old", "same"), body("new", "same"));
+        let c = body("old", "changed");
+        for glob in [
+            "tools[weather].description",
+            "tools.0.description",
+            "tools[w*].description",
+        ] {
+            let n = Normalizer::with_rules([glob], Vec::<String>::new()).unwrap();
+            assert_eq!(n.key(&a), n.key(&b), "{glob}");
+            assert_ne!(n.key(&a), n.key(&c), "{glob}");
+        }
+        let n = Normalizer::with_rules(["tools[*].description"], Vec::<String>::new()).unwrap();
+        assert_eq!(n.key(&a), n.key(&c));
+    }
+
+    #[test]
     fn globs() {
         let table = [
             ("a.b", "a.b", true),
@@ -244,7 +287,7 @@ mod tests {
         ];
         for (glob, path, yes) in table {
             let n = Normalizer::with_rules([glob], Vec::<String>::new()).unwrap();
-            let p: Vec<String> = path.split('.').map(str::to_owned).collect();
+            let p: Vec<Part> = path.split('.').map(|k| Part::Key(k.to_owned())).collect();
             assert_eq!(n.matches(&p), yes, "{glob} vs {path}");
         }
         assert!(Normalizer::with_rules(["a..b"], Vec::<String>::new()).is_err());

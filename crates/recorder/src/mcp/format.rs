@@ -9,7 +9,9 @@ use serde_json::{Map, Value};
 /// The format version this build writes and reads.
 pub const FORMAT_VERSION: u64 = 1;
 
-/// The JSON-RPC code of an internal error: its text varies per call, so only the code is kept.
+/// The JSON-RPC code of an internal error. Its message is recorded (redacted) to be shown, and may
+/// vary per call (a stack address, a request id), so a replay compares its code only. Recordings
+/// made before kept its code alone, and read as they are.
 pub const INTERNAL_ERROR: i64 = -32603;
 
 /// The fields a call record may hold, in the order they are written.
@@ -142,13 +144,14 @@ impl Outcome {
     }
 }
 
-/// An error as recorded: a code and, where it does not vary per call, a message.
+/// An error as recorded: a code and a message.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct CallError {
     /// The JSON-RPC code, or a tool error's `_meta.code` (`"tool_error"` when it has none).
     pub code: ErrorCode,
-    /// The message the client read, without an `MCP error <code>: ` prefix; absent for an internal error.
+    /// The message the client read, without an `MCP error <code>: ` prefix; absent in an internal
+    /// error ([`INTERNAL_ERROR`]) of a recording made before such messages were kept.
     pub message: Option<String>,
 }
 
@@ -164,12 +167,8 @@ impl CallError {
             .get("code")
             .and_then(Value::as_i64)
             .unwrap_or(INTERNAL_ERROR);
-        let message = if code == INTERNAL_ERROR {
-            None
-        } else {
-            let text = error.get("message").and_then(Value::as_str).unwrap_or("");
-            Some(strip_mcp_prefix(text, code).to_owned())
-        };
+        let text = error.get("message").and_then(Value::as_str).unwrap_or("");
+        let message = Some(strip_mcp_prefix(text, code).to_owned());
         Self {
             code: ErrorCode::Number(code),
             message,
@@ -753,8 +752,8 @@ mod tests {
                 json!({"error": {"code": -32602, "message": "MCP error -1: other"}}),
             ),
             (
-                json!({"error": {"code": -32603, "message": "Internal error 6f1c"}}),
-                json!({"error": {"code": -32603}}),
+                json!({"error": {"code": -32603, "message": "MCP error -32603: Unknown tool: get-sum"}}),
+                json!({"error": {"code": -32603, "message": "Unknown tool: get-sum"}}),
             ),
         ];
         for (response, want) in cases {

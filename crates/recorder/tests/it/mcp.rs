@@ -91,7 +91,7 @@ async fn a_session_is_recorded_paired_redacted_and_owner_only() {
         json!([
             {"jsonrpc": "2.0", "id": 3, "error": {"code": -32602, "message": "MCP error -32602: Prompt greet needs a name"}},
             {"jsonrpc": "2.0", "id": 4, "result": {"isError": true, "_meta": {"code": "card_declined"}, "content": [{"type": "text", "text": "card declined"}]}},
-            {"jsonrpc": "2.0", "id": 5, "error": {"code": -32603, "message": "Internal error 5f2a"}},
+            {"jsonrpc": "2.0", "id": 5, "error": {"code": -32603, "message": "MCP error -32603: Unknown tool: boom (db postgres://ada:hunter2@db/x)"}},
         ]),
         31,
     );
@@ -185,7 +185,11 @@ async fn a_session_is_recorded_paired_redacted_and_owner_only() {
     );
     assert_eq!(
         calls[4].outcome,
-        Outcome::Error(CallError::new(ErrorCode::Number(-32603), None))
+        // An internal error's message is kept to be shown, redacted as every message is.
+        Outcome::Error(CallError::new(
+            ErrorCode::Number(-32603),
+            Some("Unknown tool: boom (db postgres://[REDACTED]@db/x)".into())
+        ))
     );
     assert_eq!(calls[4].input, Some(json!({})));
 }

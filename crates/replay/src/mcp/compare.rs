@@ -1,15 +1,20 @@
 //! Comparing a recorded outcome with a replayed one: every differing path, into texts that hold JSON,
 //! with `[REDACTED]` matching anything and `--ignore` globs skipping whole subtrees.
 //!
+//! A list whose items have an identity (a `uri`, `uriTemplate`, `name` or `id` unique in both lists,
+//! [`identity`]) is compared item by item by it, whatever the order: `tools[add]` removed,
+//! `tools[get-sum]` added, `tools[echo].description` changed. Other arrays are compared by position.
+//!
 //! What differs by protocol era at the top of an answer is set aside: see
 //! [`Comparer::compare_call`].
 
-use std::fmt::{self, Write as _};
+use std::collections::HashMap;
+use std::fmt;
 
-use calltape_recorder::glob::{DotGlobs, Segment as Seg};
-use calltape_recorder::mcp::{CallError, Outcome};
+use calltape_recorder::glob::{DotGlobs, Segment as Seg, identity, path_text};
+use calltape_recorder::mcp::{CallError, ErrorCode, INTERNAL_ERROR, Outcome};
 use calltape_redact::REDACTED;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::error::{Error, ErrorKind};
 
@@ -51,13 +56,38 @@ impl fmt::Display for Status {
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct Difference {
-    /// The dot path, such as `structuredContent.price` or `content.0.text.price`; `error.message` for
-    /// an error; empty for the whole answer.
+    /// The dot path, such as `structuredContent.price`, `content.0.text.price` or
+    /// `tools[echo].description` ([`glob`](calltape_recorder::glob)'s notation, which `--ignore`
+    /// reads); `error.message` for an error; empty for the whole answer.
     pub path: String,
     /// The recorded value; `None` when the path did not exist.
     pub recorded: Option<Value>,
     /// The replayed value; `None` when the path no longer exists.
     pub replayed: Option<Value>,
+    /// Whether the path names a whole list item (`tools[add]`) that only one side holds: removed
+    /// when only recorded, added when only replayed.
+    pub item: bool,
+}
+
+impl Difference {
+    /// A difference at `path`, not a whole list item.
+    pub fn new(path: impl Into<String>, recorded: Option<Value>, replayed: Option<Value>) -> Self {
+        Self {
+            path: path.into(),
+            recorded,
+            replayed,
+            item: false,
+        }
+    }
+
+    /// `removed` or `added` for a whole list item that only one side holds.
+    pub fn item_change(&self) -> Option<&'static str> {
+        match (self.item, &self.recorded, &self.replayed) {
+            (true, Some(_), None) => Some("removed"),
+            (true, None, Some(_)) => Some("added"),
+            _ => None,
+        }
+    }
 }
 
 /// The result of comparing one call.
@@ -68,6 +98,9 @@ pub struct Comparison {
     pub status: Status,
     /// Each difference; empty when `status` is [`Status::Same`].
     pub differences: Vec<Difference>,
+    /// The answer of the side that did not fail: the recorded answer of a [`Status::NewError`], the
+    /// replayed answer of a [`Status::GoneError`]; `None` otherwise.
+    pub answer: Option<Value>,
 }
 
 impl Comparison {
@@ -76,6 +109,7 @@ impl Comparison {
         Self {
             status: Status::Same,
             differences: Vec::new(),
+            answer: None,
         }
     }
 }
@@ -204,6 +238,7 @@ impl Comparer {
     /// compared like any other.
     pub fn compare_call(&self, method: &str, recorded: &Outcome, replayed: &Outcome) -> Comparison {
         let mut walk = Walk::new(self);
+        let mut answer = None;
         let status = match (recorded, replayed) {
             // The common case, settled by one structural equality check: nothing to walk.
             (Outcome::Answer(r), Outcome::Answer(p)) if r == p => Status::Same,
@@ -236,26 +271,23 @@ impl Comparer {
                     Status::Changed
                 }
             }
-            (Outcome::Answer(_), Outcome::Error(p)) => {
-                walk.out.push(Difference {
-                    path: "error".into(),
-                    recorded: None,
-                    replayed: Some(p.to_value()),
-                });
+            (Outcome::Answer(r), Outcome::Error(p)) => {
+                walk.out
+                    .push(Difference::new("error", None, Some(p.to_value())));
+                answer = Some(r.clone());
                 Status::NewError
             }
-            (Outcome::Error(r), Outcome::Answer(_)) => {
-                walk.out.push(Difference {
-                    path: "error".into(),
-                    recorded: Some(r.to_value()),
-                    replayed: None,
-                });
+            (Outcome::Error(r), Outcome::Answer(p)) => {
+                walk.out
+                    .push(Difference::new("error", Some(r.to_value()), None));
+                answer = Some(p.clone());
                 Status::GoneError
             }
         };
         Comparison {
             status,
             differences: walk.out,
+            answer,
         }
     }
 
@@ -317,20 +349,22 @@ fn set_era_fields_aside(recorded: &mut Value, replayed: &mut Value, cacheable: b
     }
 }
 
-fn dot_path(path: &[Seg<'_>]) -> String {
-    let mut text = String::with_capacity(32);
-    for (i, seg) in path.iter().enumerate() {
-        if i > 0 {
-            text.push('.');
-        }
-        match seg {
-            Seg::Key(k) => text.push_str(k),
-            Seg::Index(n) => {
-                let _ = write!(text, "{n}");
-            }
-        }
+/// Whether an object key is one the redactor put in place of a secret key: `[REDACTED]`, or
+/// `[REDACTED:2]` and on when several keys of one object were secrets.
+fn is_redacted_key(key: &str) -> bool {
+    redacted_key_number(key).is_some()
+}
+
+/// 1 for `[REDACTED]`, N for `[REDACTED:N]`; `None` for any other key.
+fn redacted_key_number(key: &str) -> Option<u64> {
+    if key == REDACTED {
+        return Some(1);
     }
-    text
+    key.strip_prefix("[REDACTED:")?
+        .strip_suffix(']')
+        .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))?
+        .parse()
+        .ok()
 }
 
 impl<'v> Walk<'_, 'v> {
@@ -338,10 +372,13 @@ impl<'v> Walk<'_, 'v> {
         if self.ignored() {
             return;
         }
+        let item = matches!(self.path.last(), Some(Seg::Item { .. }))
+            && (recorded.is_none() || replayed.is_none());
         self.out.push(Difference {
-            path: dot_path(&self.path),
+            path: path_text(&self.path),
             recorded: recorded.cloned(),
             replayed: replayed.cloned(),
+            item,
         });
     }
 
@@ -353,7 +390,13 @@ impl<'v> Walk<'_, 'v> {
             self.push(Some(&r), Some(&p));
             self.path.pop();
         }
+        // An internal error's message may vary per call (a stack address, a request id): it is
+        // shown, never compared.
+        let internal = [&recorded.code, &replayed.code]
+            .iter()
+            .all(|code| **code == ErrorCode::Number(INTERNAL_ERROR));
         if !self.comparer.shape
+            && !internal
             && let Some(r) = &recorded.message
         {
             let same = match &replayed.message {
@@ -385,21 +428,7 @@ impl<'v> Walk<'_, 'v> {
                 if self.ignored() {
                     return;
                 }
-                for (key, rv) in r {
-                    self.path.push(Seg::Key(key));
-                    match p.get(key) {
-                        Some(pv) => self.value(rv, pv),
-                        None => self.push(Some(rv), None),
-                    }
-                    self.path.pop();
-                }
-                for (key, pv) in p {
-                    if !r.contains_key(key) {
-                        self.path.push(Seg::Key(key));
-                        self.push(None, Some(pv));
-                        self.path.pop();
-                    }
-                }
+                self.object(r, p);
             }
             (Value::Array(r), Value::Array(p)) => {
                 if self.ignored() {
@@ -415,6 +444,9 @@ impl<'v> Walk<'_, 'v> {
                         self.path.pop();
                     }
                     return;
+                }
+                if let Some(field) = identity(&[r, p]) {
+                    return self.items(r, p, field);
                 }
                 for i in 0..r.len().max(p.len()) {
                     self.path.push(Seg::Index(i));
@@ -448,6 +480,74 @@ impl<'v> Walk<'_, 'v> {
             }
             (Value::Bool(_), Value::Bool(_)) if self.comparer.shape => {}
             _ => self.push(Some(recorded), Some(replayed)),
+        }
+    }
+}
+
+impl<'v> Walk<'_, 'v> {
+    /// Two objects, key by key. A key the redactor put in place of a secret one (`[REDACTED]`,
+    /// `[REDACTED:2]`) on the recorded side stands for any key only the replayed side holds, as a
+    /// `"[REDACTED]"` value stands for any value.
+    fn object(&mut self, r: &'v Map<String, Value>, p: &'v Map<String, Value>) {
+        let mut secret_keys = Vec::new();
+        for (key, rv) in r {
+            match p.get(key) {
+                Some(pv) => {
+                    self.path.push(Seg::Key(key));
+                    self.value(rv, pv);
+                    self.path.pop();
+                }
+                None if is_redacted_key(key) => secret_keys.push((key, rv)),
+                None => {
+                    self.path.push(Seg::Key(key));
+                    self.push(Some(rv), None);
+                    self.path.pop();
+                }
+            }
+        }
+        // In the redactor's order: `[REDACTED]`, then `[REDACTED:2]`, …
+        secret_keys.sort_by_key(|(key, _)| redacted_key_number(key));
+        let mut secret_keys = secret_keys.into_iter();
+        for (key, pv) in p {
+            if r.contains_key(key) {
+                continue;
+            }
+            self.path.push(Seg::Key(key));
+            match secret_keys.next() {
+                Some((_, rv)) => self.value(rv, pv),
+                None => self.push(None, Some(pv)),
+            }
+            self.path.pop();
+        }
+        for (key, rv) in secret_keys {
+            self.path.push(Seg::Key(key));
+            self.push(Some(rv), None);
+            self.path.pop();
+        }
+    }
+
+    /// Two lists whose items are named by `field` ([`identity`]): each recorded item with the
+    /// replayed item of its name, then the items only one side holds, whatever the order.
+    fn items(&mut self, r: &'v [Value], p: &'v [Value], field: &str) {
+        let id = |item: &'v Value| item.get(field).and_then(Value::as_str).unwrap_or_default();
+        let mut replayed: HashMap<&str, (usize, &'v Value)> =
+            p.iter().enumerate().map(|(i, v)| (id(v), (i, v))).collect();
+        for (index, rv) in r.iter().enumerate() {
+            let name = id(rv);
+            self.path.push(Seg::Item { id: name, index });
+            match replayed.remove(name) {
+                Some((_, pv)) => self.value(rv, pv),
+                None => self.push(Some(rv), None),
+            }
+            self.path.pop();
+        }
+        for (index, pv) in p.iter().enumerate() {
+            let name = id(pv);
+            if replayed.contains_key(name) {
+                self.path.push(Seg::Item { id: name, index });
+                self.push(None, Some(pv));
+                self.path.pop();
+            }
         }
     }
 }

@@ -3,12 +3,21 @@
 //! sent as the replayed answer holds it (`pay_2002`), and answers that echo the new value compare
 //! equal to the recorded ones.
 //!
+//! Only what a call created is followed: a string its answer introduced, which no input of the
+//! session held up to that call and no list answer (`tools/list`, `resources/list`, …) before it,
+//! and where the new answer holds another string at the same place, list items paired by their
+//! identity as the comparison pairs them. A list answer's entries are never followed: they name
+//! what exists (a resource, a tool), and a new server listing other things first says nothing
+//! about what a recorded name became.
+//!
 //! The candidates are indexed by their recorded text as each answer arrives, and each later input is
 //! read once, looking up its whole strings and the whole tokens of its texts: the work grows with
 //! the session's size, never with the product of its answers and inputs.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
+
+use calltape_recorder::glob::{Segment, identity, write_path};
 
 use calltape_recorder::mcp::Outcome;
 use calltape_redact::{REDACTED, Redactor};
@@ -24,13 +33,13 @@ pub const MIN_FOLLOWED: usize = 6;
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Substitution {
-    /// Where in the request: `input.paymentId`, or for a token of a text, the text's path.
+    /// Where in the request: `input.paymentId`.
     pub path: String,
-    /// The recorded string.
+    /// The recorded string, whole (a text whose words were followed included).
     pub recorded: String,
-    /// The string sent instead.
+    /// The string sent instead, whole: exactly what the server received at `path`.
     pub replayed: String,
-    /// The call whose answer held both (its position in the recording, from 1).
+    /// The call whose answer held the created string (its position in the recording, from 1).
     pub from_call: usize,
     /// Where in that answer: `structuredContent.paymentId`.
     pub from_path: String,
@@ -41,8 +50,31 @@ impl fmt::Display for Substitution {
         write!(
             f,
             "{}: {} → {} (from call {}, {})",
-            self.path, self.recorded, self.replayed, self.from_call, self.from_path
+            self.path,
+            Shown(&self.recorded),
+            Shown(&self.replayed),
+            self.from_call,
+            self.from_path
         )
+    }
+}
+
+/// A string as a note shows it: as it is when it reads as one word, else quoted as JSON, so that
+/// where it starts and ends is plain.
+struct Shown<'a>(&'a str);
+
+impl fmt::Display for Shown<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let plain = !self.0.is_empty()
+            && !self
+                .0
+                .chars()
+                .any(|c| c.is_whitespace() || c.is_control() || c == '"');
+        if plain {
+            f.write_str(self.0)
+        } else {
+            write!(f, "{}", Value::String(self.0.to_owned()))
+        }
     }
 }
 
@@ -62,6 +94,9 @@ pub(crate) struct Follower {
     learned: HashMap<String, Learned>,
     /// The replayed strings sent in place of recorded ones, each with its recorded text.
     used: HashMap<String, String>,
+    /// What existed before a call could create it: the strings, words and tokens of every recorded
+    /// input so far and of every recorded list answer so far.
+    known: HashSet<String>,
     /// Strings and tokens looked up or considered so far: the work done, which a test holds to grow
     /// with the session's size.
     steps: usize,
@@ -71,6 +106,7 @@ pub(crate) struct Follower {
 /// must never be followed (anything the redactor hides, anything holding a filled secret).
 pub(crate) struct Answered<'a> {
     pub(crate) call: usize,
+    pub(crate) method: &'a str,
     pub(crate) input: Option<&'a Value>,
     pub(crate) recorded: &'a Outcome,
     pub(crate) replayed: &'a Outcome,
@@ -95,31 +131,40 @@ impl Follower {
             Value::String(text) => {
                 self.steps += 1;
                 let steps = &mut self.steps;
-                let mut found = |recorded: &str, learned: &Learned| {
-                    self.used
-                        .entry(learned.replayed.clone())
-                        .or_insert_with(|| recorded.to_owned());
+                let used = &mut self.used;
+                // The first created string found in the text says where it came from.
+                let mut from: Option<&Learned> = None;
+                let sent = match self.learned.get(text.as_str()) {
+                    Some(learned) => {
+                        used.entry(learned.replayed.clone())
+                            .or_insert_with(|| text.clone());
+                        from = Some(learned);
+                        learned.replayed.clone()
+                    }
+                    None => {
+                        let learned = &self.learned;
+                        let rebuilt = replace_tokens(text, |token| {
+                            *steps += 1;
+                            let found = learned.get(token)?;
+                            used.entry(found.replayed.clone())
+                                .or_insert_with(|| token.to_owned());
+                            from.get_or_insert(found);
+                            Some(found.replayed.as_str())
+                        });
+                        match rebuilt {
+                            Some(rebuilt) => rebuilt,
+                            None => return,
+                        }
+                    }
+                };
+                if let Some(from) = from {
                     out.push(Substitution {
                         path: path.clone(),
-                        recorded: recorded.to_owned(),
-                        replayed: learned.replayed.clone(),
-                        from_call: learned.from_call,
-                        from_path: learned.from_path.clone(),
+                        recorded: std::mem::replace(text, sent.clone()),
+                        replayed: sent,
+                        from_call: from.from_call,
+                        from_path: from.from_path.clone(),
                     });
-                };
-                if let Some(learned) = self.learned.get(text.as_str()) {
-                    found(text, learned);
-                    *text = learned.replayed.clone();
-                    return;
-                }
-                let rebuilt = replace_tokens(text, |token| {
-                    *steps += 1;
-                    let learned = self.learned.get(token)?;
-                    found(token, learned);
-                    Some(learned.replayed.as_str())
-                });
-                if let Some(rebuilt) = rebuilt {
-                    *text = rebuilt;
                 }
             }
             Value::Array(items) => {
@@ -147,14 +192,23 @@ impl Follower {
     /// Learns the strings `answered`'s recorded answer holds where the replayed answer holds another
     /// string at the same path (whole values, and tokens of texts that differ token by token).
     pub(crate) fn learn(&mut self, answered: &Answered<'_>) {
+        if let Some(input) = answered.input {
+            self.know(input);
+        }
         let (Outcome::Answer(recorded), Outcome::Answer(replayed)) =
             (answered.recorded, answered.replayed)
         else {
             return;
         };
+        if is_list(answered.method) {
+            // What a list names existed before: never followed, and never created later.
+            self.know(recorded);
+            return;
+        }
         let mut walk = LearnWalk {
             answered,
             input: answered.input.map(Value::to_string).unwrap_or_default(),
+            known: &self.known,
             path: String::new(),
             found: Vec::new(),
             steps: 0,
@@ -169,6 +223,28 @@ impl Follower {
                     self.learned.insert(recorded, learned);
                 }
             }
+        }
+    }
+
+    /// Adds to what is known the strings of `value`, each whole and each of its words and tokens
+    /// long enough to be followed.
+    fn know(&mut self, value: &Value) {
+        match value {
+            Value::String(text) => {
+                self.steps += 1;
+                let long = |word: &&str| word.chars().count() >= MIN_FOLLOWED;
+                let words = text.split_whitespace().filter(long);
+                let tokens = tokens(text).map(|(_, t)| t).filter(long);
+                for piece in std::iter::once(text.as_str()).chain(words).chain(tokens) {
+                    self.steps += 1;
+                    if !self.known.contains(piece) {
+                        self.known.insert(piece.to_owned());
+                    }
+                }
+            }
+            Value::Array(items) => items.iter().for_each(|v| self.know(v)),
+            Value::Object(map) => map.values().for_each(|v| self.know(v)),
+            _ => {}
         }
     }
 
@@ -214,6 +290,8 @@ struct LearnWalk<'a, 'b> {
     answered: &'a Answered<'b>,
     /// The call's own input as JSON text: a string it holds was not created by the call.
     input: String,
+    /// What existed before the call ([`Follower::know`]).
+    known: &'a HashSet<String>,
     path: String,
     found: Vec<(String, Learned)>,
     steps: usize,
@@ -236,6 +314,24 @@ impl LearnWalk<'_, '_> {
                 }
             }
             (Value::Array(r), Value::Array(p)) => {
+                // Items with an identity pair by it, as the comparison pairs them; one that only
+                // one side holds pairs with nothing.
+                if let Some(field) = identity(&[r, p]) {
+                    let id =
+                        |item: &Value| item.get(field).and_then(Value::as_str).map(str::to_owned);
+                    let replayed: HashMap<String, &Value> =
+                        p.iter().filter_map(|v| Some((id(v)?, v))).collect();
+                    for (index, rv) in r.iter().enumerate() {
+                        let Some(name) = id(rv) else { continue };
+                        if let Some(pv) = replayed.get(&name) {
+                            let len = self.path.len();
+                            write_path(&mut self.path, &[Segment::Item { id: &name, index }]);
+                            self.pair(rv, pv, in_text);
+                            self.path.truncate(len);
+                        }
+                    }
+                    return;
+                }
                 for (i, (rv, pv)) in r.iter().zip(p).enumerate() {
                     let len = self.path.len();
                     if len > 0 {
@@ -277,6 +373,7 @@ impl LearnWalk<'_, '_> {
             && !recorded.contains(REDACTED)
             && !replayed.contains(REDACTED)
             && !self.input.contains(recorded)
+            && !self.known.contains(recorded)
             // A value the redactor would hide is a secret, never an id to follow.
             && matches!(answered.redactor.redact_text(replayed), std::borrow::Cow::Borrowed(_))
             && !answered.sent.iter().any(|s| replayed.contains(s));
@@ -292,6 +389,11 @@ impl LearnWalk<'_, '_> {
             ));
         }
     }
+}
+
+/// Whether `method` lists what a server offers (`tools/list`, `resources/templates/list`, …).
+fn is_list(method: &str) -> bool {
+    method.ends_with("/list")
 }
 
 /// Whether `c` continues a token: ids are letters, digits, `_` and `-`.
@@ -349,9 +451,21 @@ mod tests {
     }
 
     fn learn(follower: &mut Follower, call: usize, input: Value, recorded: Value, replayed: Value) {
+        learn_from(follower, call, "tools/call", input, recorded, replayed);
+    }
+
+    fn learn_from(
+        follower: &mut Follower,
+        call: usize,
+        method: &str,
+        input: Value,
+        recorded: Value,
+        replayed: Value,
+    ) {
         let redactor = Redactor::new();
         follower.learn(&Answered {
             call,
+            method,
             input: Some(&input),
             recorded: &answer(recorded),
             replayed: &answer(replayed),
@@ -428,7 +542,8 @@ mod tests {
             shown,
             [
                 "input.paymentId: pay_1001 → pay_2002 (from call 2, structuredContent.paymentId)",
-                "input.reason: pay_1001 → pay_2002 (from call 2, structuredContent.paymentId)",
+                "input.reason: \"duplicate of pay_1001.\" → \"duplicate of pay_2002.\" (from call 2, \
+                 structuredContent.paymentId)",
             ]
         );
         let mut echoed = answer(
@@ -442,6 +557,92 @@ mod tests {
                 json!({"refunded": "pay_1001", "text": "refund of pay_1001 done",
                 "longer": "pay_20021"})
             )
+        );
+    }
+
+    #[test]
+    fn list_entries_and_strings_an_earlier_input_held_are_never_followed() {
+        let mut follower = Follower::default();
+        // A newer server lists other resources, other tools first: nothing a later call uses.
+        learn_from(
+            &mut follower,
+            1,
+            "resources/list",
+            json!({}),
+            json!({"resources": [{"uri": "test://static/resource/1", "name": "Resource 1"}]}),
+            json!({"resources": [{"uri": "demo://resource/static/document/architecture.md",
+                                  "name": "architecture.md"}]}),
+        );
+        learn_from(
+            &mut follower,
+            2,
+            "tools/list",
+            json!({}),
+            json!({"tools": [{"name": "longRunningOperation"}]}),
+            json!({"tools": [{"name": "get-annotated-message"}]}),
+        );
+        // A call that answers a listed URI, where the new server answers another: still not created.
+        learn(
+            &mut follower,
+            3,
+            json!({"resourceId": 1}),
+            json!({"resource": {"uri": "test://static/resource/1"}}),
+            json!({"resource": {"uri": "demo://resource/dynamic/text/1"}}),
+        );
+        // A string the client sent before is not created by a later answer that holds it.
+        learn(
+            &mut follower,
+            4,
+            json!({"label": "widget-alpha"}),
+            json!({"ok": true}),
+            json!({"ok": true}),
+        );
+        learn(
+            &mut follower,
+            5,
+            json!({}),
+            json!({"label": "widget-alpha"}),
+            json!({"label": "widget-beta"}),
+        );
+        let mut input = json!({"uri": "test://static/resource/1", "tool": "longRunningOperation",
+                               "label": "widget-alpha"});
+        let before = input.clone();
+        let subs = follower.substitute(&mut input);
+        assert_eq!(subs, [], "{input}");
+        assert_eq!(input, before);
+    }
+
+    #[test]
+    fn list_items_pair_by_identity_and_a_note_shows_what_was_sent() {
+        let mut follower = Follower::default();
+        // The new server answers the same orders in another order: each reference follows its order.
+        learn(
+            &mut follower,
+            1,
+            json!({"count": 2}),
+            json!({"orders": [{"id": "ord_1001", "ref": "ref_aaaa01"}, {"id": "ord_1002", "ref": "ref_bbbb02"}]}),
+            json!({"orders": [{"id": "ord_1002", "ref": "ref_bbbb99"}, {"id": "ord_1001", "ref": "ref_aaaa77"}]}),
+        );
+        let mut input =
+            json!({"ref": "ref_aaaa01", "note": "ship ref_aaaa01 and ref_bbbb02 today"});
+        let subs = follower.substitute(&mut input);
+        assert_eq!(
+            input,
+            json!({"ref": "ref_aaaa77", "note": "ship ref_aaaa77 and ref_bbbb99 today"})
+        );
+        // Each note holds the whole string sent, exactly as the server received it.
+        for sub in &subs {
+            let at = sub.path.strip_prefix("input.").unwrap();
+            assert_eq!(input[at], sub.replayed.as_str(), "{sub}");
+        }
+        let shown: Vec<String> = subs.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            shown,
+            [
+                "input.note: \"ship ref_aaaa01 and ref_bbbb02 today\" → \"ship ref_aaaa77 and ref_bbbb99 \
+                 today\" (from call 1, orders[ord_1001].ref)",
+                "input.ref: ref_aaaa01 → ref_aaaa77 (from call 1, orders[ord_1001].ref)",
+            ]
         );
     }
 

@@ -3,7 +3,7 @@
 //!
 //! [`replay`] drives the sessions through any [`Upstream`](calltape_stdio_bridge::Upstream) (a child
 //! process, a Streamable HTTP endpoint); [`Comparer`] decides what differs, after a [`Mask`] and
-//! [`CallRules`] set aside what varies per run; [`ReplayReport`] renders text, JSON or JUnit;
+//! [`CallRules`] set aside what varies per run; [`ReplayReport`] renders text, JSON, JUnit or HTML;
 //! [`update_recording`] accepts the new answers.
 //!
 //! # Example
@@ -36,7 +36,7 @@ pub use compare::{Comparer, ComparerBuilder, Comparison, Difference, Status};
 pub use fill::{FillSource, FillSpec, Fills};
 pub use follow::{MIN_FOLLOWED, Substitution};
 pub use mask::{CallRule, CallRules, CallRulesBuilder, MASKED, Mask, PRESETS};
-pub use report::{CallReport, Format, REPORT_VERSION, ReplayReport, Summary};
+pub use report::{CallReport, Format, REPORT_VERSION, ReplayReport, Summary, TextOptions};
 pub use session::{
     DEFAULT_PROTOCOL_VERSION, DEFAULT_TIMEOUT, Progress, ReplayOptions, Replayed, compare_outcomes,
     replay,

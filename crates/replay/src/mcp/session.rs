@@ -273,6 +273,7 @@ fn compare_with_notes(
                 comparison.status,
                 comparison.differences,
             )
+            .with_answer(comparison.answer)
             .with_substitutions(notes.substitutions)
             .with_unfilled(notes.unfilled)
         })
@@ -359,6 +360,7 @@ async fn run_session(
             if options.follow {
                 follower.learn(&Answered {
                     call: index + 1,
+                    method: &record.method,
                     input: record.input.as_ref(),
                     recorded: &record.outcome,
                     replayed: &outcome,

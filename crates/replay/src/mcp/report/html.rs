@@ -4,21 +4,20 @@
 use std::fmt::Write as _;
 
 use serde_json::Value;
-use similar::{ChangeTag, TextDiff};
+use similar::ChangeTag;
 
 use crate::ReportContext;
 use crate::html::{self, push_escaped};
 use crate::mcp::compare::{Difference, Status};
-use crate::mcp::report::text::{show_path, show_value, truncate};
+use crate::mcp::report::group::{Groups, runs, thousands};
+use crate::mcp::report::text::{LONG_TEXT, Texts, show_path, show_value, texts, truncate};
 use crate::mcp::report::{CallReport, ReplayReport};
-
-/// Strings longer than this (or holding a newline) are shown as a word or line diff.
-const LONG_TEXT: usize = 60;
 
 /// The most of one value a cell shows; the rest is cut with an ellipsis.
 const MAX_VALUE: usize = 4000;
 
-/// The page: summary, filters, then a row group per call.
+/// The page: summary, filters, then a row group per call, or per group of calls that changed the
+/// same way.
 pub(super) fn render(report: &ReplayReport, context: &ReportContext) -> String {
     let differences: usize = report.calls.iter().map(|c| c.differences.len()).sum();
     let mut out = String::with_capacity(8192 + report.calls.len() * 240 + differences * 400);
@@ -41,6 +40,11 @@ pub(super) fn render(report: &ReplayReport, context: &ReportContext) -> String {
     let counts = Status::ALL.map(|s| (s.as_str(), summary.count(s)));
     html::counts(&mut out, &counts);
     let _ = writeln!(out, "<p id=\"summary\">{summary}</p>");
+    for line in &report.summary_lines {
+        out.push_str("<p class=\"summary-line\">");
+        push_escaped(&mut out, line);
+        out.push_str("</p>\n");
+    }
     html::filters(&mut out, &Status::ALL.map(Status::as_str), "search names");
     // Rows of a grid rather than a table: a browser lays out only the rows in view
     // (`content-visibility`), where a table of 10,000 rows is laid out whole before it shows.
@@ -48,16 +52,22 @@ pub(super) fn render(report: &ReplayReport, context: &ReportContext) -> String {
         "<div class=\"calls mcp\">\n<div class=\"row head\"><span>status</span><span>method</span>\
          <span>name</span><span>session</span><span>line</span><span>first difference</span></div>\n",
     );
-    for call in &report.calls {
-        write_call(&mut out, call);
+    let groups = Groups::find(&report.calls);
+    for (i, call) in report.calls.iter().enumerate() {
+        match groups.of(i) {
+            Some(members) if members[0] == i => write_call(&mut out, call, Some((report, members))),
+            Some(_) => {}
+            None => write_call(&mut out, call, None),
+        }
     }
     out.push_str("</div>\n");
     html::end(&mut out);
     out
 }
 
-/// One call's row group: its row, then its differences and notes when it has any.
-fn write_call(out: &mut String, call: &CallReport) {
+/// One call's row group (or, with `group`, the row group of the calls that changed as it did): its
+/// row, then its differences, the other side's answer and its notes when it has any.
+fn write_call(out: &mut String, call: &CallReport, group: Option<(&ReplayReport, &[usize])>) {
     let status = call.status.as_str();
     let _ = write!(
         out,
@@ -72,22 +82,32 @@ fn write_call(out: &mut String, call: &CallReport) {
     out.push_str("</span><span class=\"name\"><code>");
     push_escaped(out, &call.name);
     out.push_str("</code></span><span>");
-    push_escaped(out, &call.session);
+    let in_calls = group.map(|(_, members)| format!(" in {} calls", thousands(members.len())));
+    match &in_calls {
+        Some(n) => push_escaped(out, n.trim_start().trim_start_matches("in ")),
+        None => push_escaped(out, &call.session),
+    }
     let _ = write!(
         out,
         "</span><span>{}</span><span class=\"first\">",
         call.line
     );
     if let Some(first) = call.differences.first() {
-        let line = format!(
-            "{}: {} → {}",
-            show_path(&first.path),
-            truncate(&show_value(first.recorded.as_ref()), LONG_TEXT),
-            truncate(&show_value(first.replayed.as_ref()), LONG_TEXT)
-        );
+        let line = match first.item_change() {
+            Some(change) => format!("{}: {change}", show_path(&first.path)),
+            None => format!(
+                "{}: {} → {}",
+                show_path(&first.path),
+                truncate(&show_value(first.recorded.as_ref()), LONG_TEXT),
+                truncate(&show_value(first.replayed.as_ref()), LONG_TEXT)
+            ),
+        };
         push_escaped(out, &line);
         if call.differences.len() > 1 {
             let _ = write!(out, " (+{} more)", call.differences.len() - 1);
+        }
+        if let Some(n) = &in_calls {
+            out.push_str(n);
         }
     }
     out.push_str("</span></div>\n");
@@ -101,20 +121,34 @@ fn write_call(out: &mut String, call: &CallReport) {
         " open"
     };
     let n = call.differences.len();
-    let _ = writeln!(
+    let _ = write!(
         out,
-        "<div class=\"detail\"><details{open}><summary>{n} difference{}</summary>",
-        if n == 1 { "" } else { "s" }
+        "<div class=\"detail\"><details{open}><summary>{n} difference{}{}</summary>",
+        if n == 1 { "" } else { "s" },
+        in_calls.as_deref().unwrap_or_default()
     );
     if n > 0 {
         out.push_str(
-            "<table class=\"diff\"><colgroup><col class=\"path\"><col><col></colgroup>\
-             <tr><th>path</th><th>recorded</th><th>replayed</th></tr>\n",
+            "<table class=\"diff\"><tr><th>path</th><th>recorded</th><th>replayed</th></tr>\n",
         );
+        // In a group, the first call's answer stands for the others', which may differ.
+        let label = match group {
+            Some(_) => format!("answered (call {})", call.index),
+            None => "answered".to_owned(),
+        };
         for d in &call.differences {
-            write_difference(out, d);
+            let answer = (d.path == "error")
+                .then(|| call.answer.as_ref().map(|a| (a, label.as_str())))
+                .flatten();
+            write_difference(out, d, answer);
         }
         out.push_str("</table>\n");
+    }
+    if let Some((report, members)) = group {
+        let calls = runs(members, |i| report.calls[i].index);
+        out.push_str("<p class=\"members\">calls ");
+        push_escaped(out, &calls);
+        out.push_str("</p>\n");
     }
     let notes: Vec<String> = call.notes().collect();
     if !notes.is_empty() {
@@ -129,21 +163,23 @@ fn write_call(out: &mut String, call: &CallReport) {
     out.push_str("</details></div></div>\n");
 }
 
-/// One difference: its path, then both values side by side, or one word or line diff across both
-/// columns when both are long strings.
-fn write_difference(out: &mut String, d: &Difference) {
+/// One difference: its path (with `removed` or `added` for a whole list item), then both values
+/// side by side; two long strings as one word or line diff across both columns, or whole side by
+/// side when they share little. `answer` is the other side's answer of an error that came or went,
+/// with its label,
+/// shown where the error is absent.
+fn write_difference(out: &mut String, d: &Difference, answer: Option<(&Value, &str)>) {
     out.push_str("<tr><td><code>");
     push_escaped(out, show_path(&d.path));
-    out.push_str("</code></td>");
+    out.push_str("</code>");
+    if let Some(change) = d.item_change() {
+        let _ = write!(out, " <span class=\"chg {change}\">{change}</span>");
+    }
+    out.push_str("</td>");
     if let (Some(Value::String(r)), Some(Value::String(p))) = (&d.recorded, &d.replayed)
-        && (r.len() > LONG_TEXT || p.len() > LONG_TEXT || r.contains('\n') || p.contains('\n'))
+        && let Texts::Diff { diff, .. } = texts(r, p)
     {
         out.push_str("<td colspan=\"2\"><pre class=\"wdiff\">");
-        let diff = if r.contains('\n') || p.contains('\n') {
-            TextDiff::from_lines(r.as_str(), p.as_str())
-        } else {
-            TextDiff::from_words(r.as_str(), p.as_str())
-        };
         for change in diff.iter_all_changes() {
             let (open, close) = match change.tag() {
                 ChangeTag::Equal => ("", ""),
@@ -158,18 +194,38 @@ fn write_difference(out: &mut String, d: &Difference) {
         return;
     }
     for value in [&d.recorded, &d.replayed] {
-        out.push_str("<td><pre>");
-        let shown = match value {
-            None => "(absent)".to_owned(),
-            Some(v @ (Value::Object(_) | Value::Array(_))) => {
-                serde_json::to_string_pretty(v).unwrap_or_default()
+        out.push_str("<td>");
+        match (value, answer) {
+            (None, Some((answer, label))) => {
+                out.push_str("<span class=\"lbl\">");
+                push_escaped(out, label);
+                out.push_str("</span><pre>");
+                push_escaped(out, &truncate(&pretty(answer), MAX_VALUE));
             }
-            Some(v) => v.to_string(),
-        };
-        push_escaped(out, &truncate(&shown, MAX_VALUE));
+            _ => {
+                out.push_str("<pre>");
+                let shown = match value {
+                    None => "(absent)".to_owned(),
+                    // A text shows as itself, its lines as lines.
+                    Some(Value::String(text)) if text.len() > LONG_TEXT => text.clone(),
+                    Some(v) => pretty(v),
+                };
+                push_escaped(out, &truncate(&shown, MAX_VALUE));
+            }
+        }
         out.push_str("</pre></td>");
     }
     out.push_str("</tr>\n");
+}
+
+/// A value as a cell shows it: objects and arrays indented, anything else as JSON.
+fn pretty(value: &Value) -> String {
+    match value {
+        Value::Object(_) | Value::Array(_) => {
+            serde_json::to_string_pretty(value).unwrap_or_default()
+        }
+        v => v.to_string(),
+    }
 }
 
 #[cfg(test)]
@@ -181,11 +237,7 @@ mod tests {
     use crate::mcp::follow::Substitution;
 
     fn diff(path: &str, recorded: Option<Value>, replayed: Option<Value>) -> Difference {
-        Difference {
-            path: path.into(),
-            recorded,
-            replayed,
-        }
+        Difference::new(path, recorded, replayed)
     }
 
     fn hostile() -> ReplayReport {
@@ -289,6 +341,40 @@ mod tests {
         // Only this page's own script element.
         assert_eq!(page.matches("<script").count(), 1, "{page}");
         assert_no_fetch(&page);
+    }
+
+    #[test]
+    fn calls_that_changed_alike_are_one_row_and_both_sides_show() {
+        let page = crate::mcp::report::tests::drift().to_html(&ReportContext::new());
+        for want in [
+            "<p class=\"summary-line\">surface: 1 breaking, 1 compatible</p>",
+            // Nine calls of quote in one row, the tenth of its own.
+            "<span class=\"name\"><code>quote</code></span><span>9 calls</span><span>1</span>\
+             <span class=\"first\">structuredContent.price: 12 → 15 in 9 calls</span>",
+            "<summary>1 difference in 9 calls</summary>",
+            "<p class=\"members\">calls 1–4, 6–10</p>",
+            "<span>s</span><span>5</span><span class=\"first\">structuredContent.price: 12 → 16</span>",
+            // Items that came or went, said so.
+            "<span class=\"first\">tools[add]: removed (+3 more)</span>",
+            "<tr><td><code>tools[add]</code> <span class=\"chg removed\">removed</span></td>\
+             <td><pre>{\n  &quot;name&quot;: &quot;add&quot;\n}</pre></td><td><pre>(absent)</pre></td></tr>",
+            "<code>tools[get-sum]</code> <span class=\"chg added\">added</span>",
+            // Texts that share little, whole and side by side.
+            "<td><pre>Compresses the files it is given into one zip archive in memory</pre></td>\
+             <td><pre>Returns a resource reference that can be used by MCP clients today</pre></td>",
+            // The answer beside an error that went, and beside one that came.
+            "<td><pre>{\n  &quot;code&quot;: -32603,\n  &quot;message&quot;: &quot;Unknown tool: get-sum&quot;\n}</pre></td>\
+             <td><span class=\"lbl\">answered</span><pre>{\n  &quot;content&quot;: [",
+            "<td><span class=\"lbl\">answered</span><pre>{\n  &quot;content&quot;: [\n    {\n      \
+             &quot;text&quot;: &quot;The sum of 2 and 40 is 42.&quot;,",
+        ] {
+            assert!(page.contains(want), "{want}\n{page}");
+        }
+        assert_eq!(
+            page.matches("<div class=\"grp\" data-status=").count(),
+            5,
+            "{page}"
+        );
     }
 
     #[test]

@@ -135,11 +135,15 @@ impl Serialize for JsonReport<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let report = self.0;
         let summary = report.summary();
-        let mut map = serializer.serialize_map(Some(5))?;
+        let lines = !report.summary_lines.is_empty();
+        let mut map = serializer.serialize_map(Some(5 + usize::from(lines)))?;
         map.serialize_entry("version", &REPORT_VERSION)?;
         map.serialize_entry("file", &report.file.display().to_string())?;
         map.serialize_entry("calls", &report.calls.len())?;
         map.serialize_entry("summary", &JsonSummary(summary))?;
+        if lines {
+            map.serialize_entry("summaryLines", &report.summary_lines)?;
+        }
         map.serialize_entry("results", &JsonResults(&report.calls))?;
         map.end()
     }
@@ -170,8 +174,11 @@ struct JsonCall<'a>(&'a CallReport);
 impl Serialize for JsonCall<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let c = self.0;
-        let fields =
-            7 + usize::from(!c.substitutions.is_empty()) + usize::from(!c.unfilled.is_empty());
+        let fields = 7
+            + usize::from(!c.substitutions.is_empty())
+            + usize::from(!c.unfilled.is_empty())
+            + usize::from(!c.remarks.is_empty())
+            + usize::from(c.answer.is_some());
         let mut map = serializer.serialize_map(Some(fields))?;
         map.serialize_entry("index", &c.index)?;
         map.serialize_entry("line", &c.line)?;
@@ -180,12 +187,23 @@ impl Serialize for JsonCall<'_> {
         map.serialize_entry("name", &c.name)?;
         map.serialize_entry("status", c.status.as_str())?;
         map.serialize_entry("differences", &JsonDifferences(&c.differences))?;
+        // The other side of an error that came or went, in full.
+        if let Some(answer) = &c.answer {
+            let key = match c.status {
+                Status::NewError => "recordedAnswer",
+                _ => "replayedAnswer",
+            };
+            map.serialize_entry(key, answer)?;
+        }
         // Present only when there are some, so a report without notes reads as it always did.
         if !c.substitutions.is_empty() {
             map.serialize_entry("substitutions", &JsonSubstitutions(&c.substitutions))?;
         }
         if !c.unfilled.is_empty() {
             map.serialize_entry("unfilled", &c.unfilled)?;
+        }
+        if !c.remarks.is_empty() {
+            map.serialize_entry("remarks", &c.remarks)?;
         }
         map.end()
     }
@@ -204,9 +222,17 @@ struct JsonDifference<'a>(&'a Difference);
 impl Serialize for JsonDifference<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let d = self.0;
-        let fields = 1 + usize::from(d.recorded.is_some()) + usize::from(d.replayed.is_some());
+        let change = d.item_change();
+        let fields = 1
+            + usize::from(d.recorded.is_some())
+            + usize::from(d.replayed.is_some())
+            + usize::from(change.is_some());
         let mut map = serializer.serialize_map(Some(fields))?;
         map.serialize_entry("path", &d.path)?;
+        // A whole list item only one side holds: `removed` or `added`.
+        if let Some(change) = change {
+            map.serialize_entry("change", change)?;
+        }
         if let Some(r) = &d.recorded {
             map.serialize_entry("recorded", r)?;
         }

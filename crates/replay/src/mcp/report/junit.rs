@@ -1,10 +1,11 @@
-//! The JUnit XML report: one testcase per call, one failure per difference.
+//! The JUnit XML report: one testcase per call, one failure per call that differs, its message
+//! naming every path that does.
 
 use std::fmt::Write as _;
 
 use crate::mcp::compare::Status;
-use crate::mcp::report::ReplayReport;
-use crate::mcp::report::text::{Paint, show_path, show_value, truncate, write_difference};
+use crate::mcp::report::text::{Paint, show_path, write_answer, write_difference};
+use crate::mcp::report::{CallReport, ReplayReport};
 use crate::xml::push_escaped;
 
 /// The report as JUnit XML.
@@ -44,19 +45,15 @@ pub(super) fn render(report: &ReplayReport) -> String {
         // The notes say why a call may fail (a field left unfilled) or what was sent instead of
         // the recording (a followed id): in each failure's text, and in the testcase's output.
         let notes: String = c.notes().map(|n| format!("\n    {n}")).collect();
-        for d in &c.differences {
-            let message = format!(
-                "{}: {}: {} → {}",
-                c.status,
-                show_path(&d.path),
-                show_value(d.recorded.as_ref()),
-                show_value(d.replayed.as_ref())
-            );
+        if c.status != Status::Same {
             body.clear();
-            write_difference(&mut body, d, Paint(false));
+            for d in &c.differences {
+                write_difference(&mut body, d, Paint(false), "");
+            }
+            write_answer(&mut body, c, "");
             body.push_str(&notes);
             let _ = write!(out, "      <failure type=\"{}\" message=\"", c.status);
-            push_escaped(&mut out, &truncate(&message, 500));
+            push_escaped(&mut out, &message(c));
             out.push_str("\">");
             push_escaped(&mut out, body.trim_end());
             out.push_str("</failure>\n");
@@ -70,6 +67,21 @@ pub(super) fn render(report: &ReplayReport) -> String {
     }
     out.push_str("  </testsuite>\n</testsuites>\n");
     out
+}
+
+/// A failure's message: the status and every path that differs, an item removed or added said so:
+/// `changed: tools[add] removed, tools[echo].description`.
+fn message(call: &CallReport) -> String {
+    let mut message = format!("{}:", call.status);
+    for (i, d) in call.differences.iter().enumerate() {
+        message.push_str(if i == 0 { " " } else { ", " });
+        message.push_str(show_path(&d.path));
+        if let Some(change) = d.item_change() {
+            message.push(' ');
+            message.push_str(change);
+        }
+    }
+    message
 }
 
 /// Escapes text for XML, dropping the control characters XML 1.0 cannot hold.

@@ -1,6 +1,12 @@
 //! The replay report: one [`CallReport`] per call, rendered as text (readable without colour), JSON,
 //! JUnit or a self-contained HTML page, each format in a module of its own.
+//!
+//! Every format names a difference by the same path (`tools[echo].description`), says `removed` or
+//! `added` for a whole list item, shows the other side's answer beside an error that came or went,
+//! and lists each call's notes. Text and HTML show calls that changed the same way once, as a group
+//! (`price: 12 → 15 in 10,000 calls of quote`); JSON and JUnit keep one entry per call.
 
+mod group;
 mod html;
 mod json;
 mod junit;
@@ -41,6 +47,11 @@ pub struct CallReport {
     pub substitutions: Vec<Substitution>,
     /// The fields whose recorded `"[REDACTED]"` no fill gave a value for, so it was sent as recorded.
     pub unfilled: Vec<String>,
+    /// Other notes on the call, one line each, after the substitutions and unfilled fields.
+    pub remarks: Vec<String>,
+    /// The answer of the side that did not fail: the recorded answer of a new-error, the replayed
+    /// answer of a gone-error.
+    pub answer: Option<Value>,
 }
 
 impl CallReport {
@@ -64,7 +75,21 @@ impl CallReport {
             differences,
             substitutions: Vec::new(),
             unfilled: Vec::new(),
+            remarks: Vec::new(),
+            answer: None,
         }
+    }
+
+    /// With the answer of the side that did not fail (see [`answer`](Self::answer)).
+    pub fn with_answer(mut self, answer: Option<Value>) -> Self {
+        self.answer = answer;
+        self
+    }
+
+    /// With one more note, a line of its own.
+    pub fn with_remark(mut self, remark: impl Into<String>) -> Self {
+        self.remarks.push(remark.into());
+        self
     }
 
     /// With these substitutions made in the call's input.
@@ -79,12 +104,13 @@ impl CallReport {
         self
     }
 
-    /// Whether the call carries notes: substitutions or unfilled fields.
+    /// Whether the call carries notes: substitutions, unfilled fields or remarks.
     pub fn has_notes(&self) -> bool {
-        !self.substitutions.is_empty() || !self.unfilled.is_empty()
+        !self.substitutions.is_empty() || !self.unfilled.is_empty() || !self.remarks.is_empty()
     }
 
-    /// The notes as reports write them, one per line: each substitution, then `unfilled: NAME, …`.
+    /// The notes as reports write them, one per line: each substitution, then `unfilled: NAME, …`,
+    /// then each remark.
     pub fn notes(&self) -> impl Iterator<Item = String> + '_ {
         let unfilled =
             (!self.unfilled.is_empty()).then(|| format!("unfilled: {}", self.unfilled.join(", ")));
@@ -92,6 +118,25 @@ impl CallReport {
             .iter()
             .map(ToString::to_string)
             .chain(unfilled)
+            .chain(self.remarks.iter().cloned())
+    }
+
+    /// Whether the call's only notes are substitutions, on a call that is the same: the text
+    /// report counts such calls on one line rather than listing each.
+    fn only_followed(&self) -> bool {
+        self.status == Status::Same
+            && !self.substitutions.is_empty()
+            && self.unfilled.is_empty()
+            && self.remarks.is_empty()
+    }
+
+    /// The tool or prompt name, or the URI; the method for a call without one (a list).
+    fn label(&self) -> &str {
+        if self.name.is_empty() {
+            &self.method
+        } else {
+            &self.name
+        }
     }
 }
 
@@ -148,7 +193,7 @@ pub enum Format {
     Text,
     /// The JSON schema of version [`REPORT_VERSION`].
     Json,
-    /// JUnit XML: one testcase per call, a failure per difference.
+    /// JUnit XML: one testcase per call, a failure per call that differs.
     Junit,
     /// One self-contained HTML page: counts, a row per call, the differences side by side.
     Html,
@@ -170,6 +215,35 @@ impl FromStr for Format {
     }
 }
 
+/// How the text report is written.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TextOptions {
+    /// ANSI colours; the text reads the same without them.
+    pub color: bool,
+    /// Lists each same call sent with followed ids, rather than counting them on one line.
+    pub verbose: bool,
+}
+
+impl TextOptions {
+    /// Plain text, same calls sent with followed ids counted on one line.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// With ANSI colours or without.
+    pub fn color(mut self, color: bool) -> Self {
+        self.color = color;
+        self
+    }
+
+    /// Listing each same call sent with followed ids, or counting them.
+    pub fn verbose(mut self, verbose: bool) -> Self {
+        self.verbose = verbose;
+        self
+    }
+}
+
 /// The outcome of replaying a recording: one [`CallReport`] per call, in recording order.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
@@ -178,6 +252,9 @@ pub struct ReplayReport {
     pub file: PathBuf,
     /// The calls, in recording order.
     pub calls: Vec<CallReport>,
+    /// Lines that sum up the run beside the counts per status, in order: after the counts in text,
+    /// under them in HTML, `summaryLines` in JSON.
+    pub summary_lines: Vec<String>,
 }
 
 impl ReplayReport {
@@ -186,7 +263,14 @@ impl ReplayReport {
         Self {
             file: file.into(),
             calls,
+            summary_lines: Vec::new(),
         }
+    }
+
+    /// With one more summary line (see [`summary_lines`](Self::summary_lines)).
+    pub fn with_summary_line(mut self, line: impl Into<String>) -> Self {
+        self.summary_lines.push(line.into());
+        self
     }
 
     /// The counts per status.
@@ -212,18 +296,25 @@ impl ReplayReport {
     /// the report holds: [`to_html`](Self::to_html) adds the server, date and options.
     pub fn render(&self, format: Format, color: bool) -> String {
         match format {
-            Format::Text => self.to_text(color),
+            Format::Text => self.to_text_with(TextOptions::new().color(color)),
             Format::Json => json::render(self),
             Format::Junit => self.to_junit(),
             Format::Html => self.to_html(&ReportContext::default()),
         }
     }
 
-    /// The text report: each call that differs or was sent with followed ids, with its differences
-    /// and notes (substitutions, unfilled fields), then the summary line. ANSI
-    /// colours only when `color`; the text reads the same without them.
+    /// The text report: each call that differs, with its differences and notes (substitutions,
+    /// unfilled fields), calls that changed the same way once as a group, the count of same calls
+    /// sent with followed ids, then the summary lines. ANSI colours only when `color`; the text
+    /// reads the same without them.
     pub fn to_text(&self, color: bool) -> String {
-        text::render(self, color)
+        self.to_text_with(TextOptions::new().color(color))
+    }
+
+    /// [`to_text`](Self::to_text) with `options`: with [`verbose`](TextOptions::verbose), each same
+    /// call sent with followed ids is listed with its substitutions.
+    pub fn to_text_with(&self, options: TextOptions) -> String {
+        text::render(self, options)
     }
 
     /// The JSON report: `{"version":1,"file":…,"calls":N,"summary":{…},"results":[…]}`.
@@ -231,7 +322,8 @@ impl ReplayReport {
         json::to_value(self)
     }
 
-    /// The JUnit XML report: one testcase per call, one failure per difference.
+    /// The JUnit XML report: one testcase per call, one failure per call that differs, naming every
+    /// path that does.
     pub fn to_junit(&self) -> String {
         junit::render(self)
     }
@@ -251,30 +343,31 @@ mod tests {
     use serde_json::json;
 
     fn diff(path: &str, recorded: Option<Value>, replayed: Option<Value>) -> Difference {
-        Difference {
-            path: path.into(),
-            recorded,
-            replayed,
-        }
+        Difference::new(path, recorded, replayed)
+    }
+
+    /// Call `i` of session `session`, a quote whose price went from 12 to 15.
+    fn quote(i: usize, session: &str) -> CallReport {
+        CallReport::new(
+            i,
+            i,
+            session,
+            "tools/call",
+            "quote",
+            Status::Changed,
+            vec![diff(
+                "structuredContent.price",
+                Some(json!(12)),
+                Some(json!(15)),
+            )],
+        )
     }
 
     fn sample() -> ReplayReport {
         ReplayReport::new(
             "calls.jsonl",
             vec![
-                CallReport::new(
-                    1,
-                    1,
-                    "3f9a1c2e",
-                    "tools/call",
-                    "quote",
-                    Status::Changed,
-                    vec![diff(
-                        "structuredContent.price",
-                        Some(json!(12)),
-                        Some(json!(15)),
-                    )],
-                ),
+                quote(1, "3f9a1c2e"),
                 CallReport::new(
                     2,
                     2,
@@ -398,12 +491,17 @@ gone-error tools/call refund  (call 3, line 3, session 3f9a1c2e)
     }
 
     #[test]
-    fn junit_has_a_testcase_per_call_and_a_failure_per_difference() {
-        let xml = sample().to_junit();
+    fn junit_has_a_testcase_per_call_and_a_failure_per_call_naming_every_path() {
+        let mut report = sample();
+        report.calls[0].differences.push(Difference {
+            item: true,
+            ..diff("tools[add]", Some(json!({"name": "add"})), None)
+        });
+        let xml = report.to_junit();
         assert!(xml.starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"calltape replay\" tests=\"4\" failures=\"3\" errors=\"0\">"));
         assert_eq!(xml.matches("<testcase ").count(), 4);
         assert_eq!(xml.matches("<failure ").count(), 3);
-        assert!(xml.contains(r#"<failure type="changed" message="changed: structuredContent.price: 12 → 15">    structuredContent.price: 12 → 15</failure>"#), "{xml}");
+        assert!(xml.contains("<failure type=\"changed\" message=\"changed: structuredContent.price, tools[add] removed\">    structuredContent.price: 12 → 15\n    tools[add]: removed</failure>"), "{xml}");
         assert!(xml.contains("card &lt;declined&gt;"));
         assert!(xml.contains(r##"<testcase classname="resources/read" name="#4 demo://rates (line 5, session 77aa0b1c)" file="calls.jsonl" line="5"></testcase>"##), "{xml}");
     }
@@ -438,12 +536,17 @@ gone-error tools/call refund  (call 3, line 3, session 3f9a1c2e)
         );
         let note =
             "input.paymentId: pay_1001 → pay_2002 (from call 1, structuredContent.paymentId)";
+        let head = "new-error  tools/call pay  (call 1, line 1, session s)\n    error: (absent) → {\"code\":\"tool_error\"}\n    unfilled: cardToken\n";
+        let tail = "\n3 calls, 2 same, 0 changed, 1 new-error, 0 gone-error\n";
+        // A same call whose only note is a substitution is counted; -v lists it.
         assert_eq!(
             report.to_text(false),
+            format!("{head}same       1 call sent with followed ids (-v lists it)\n{tail}")
+        );
+        assert_eq!(
+            report.to_text_with(TextOptions::new().verbose(true)),
             format!(
-                "new-error  tools/call pay  (call 1, line 1, session s)\n    error: (absent) → {{\"code\":\"tool_error\"}}\n    unfilled: cardToken\n\
-                 same       tools/call refund  (call 2, line 2, session s)\n    {note}\n\n\
-                 3 calls, 2 same, 0 changed, 1 new-error, 0 gone-error\n"
+                "{head}same       tools/call refund  (call 2, line 2, session s)\n    {note}\n{tail}"
             )
         );
         let value = report.to_json();
@@ -466,6 +569,184 @@ gone-error tools/call refund  (call 3, line 3, session 3f9a1c2e)
             "{xml}"
         );
         assert_eq!(xml.matches("<failure ").count(), 1, "{xml}");
+    }
+
+    /// Ten calls of `quote` that changed alike, one that changed otherwise, a tool list that lost
+    /// and gained tools, an error gone and one come, with the other side's answer.
+    pub(super) fn drift() -> ReplayReport {
+        let mut calls: Vec<CallReport> = (1..=10).map(|i| quote(i, "s")).collect();
+        calls[4].differences[0].replayed = Some(json!(16));
+        let item = |path: &str, recorded: Option<Value>, replayed: Option<Value>| Difference {
+            item: true,
+            ..diff(path, recorded, replayed)
+        };
+        calls.push(CallReport::new(
+            11,
+            11,
+            "s",
+            "tools/list",
+            "",
+            Status::Changed,
+            vec![
+                item("tools[add]", Some(json!({"name": "add"})), None),
+                item("tools[get-sum]", None, Some(json!({"name": "get-sum"}))),
+                diff(
+                    "tools[echo].description",
+                    Some(json!("Echoes back the input")),
+                    Some(json!("Echoes back the input string")),
+                ),
+                diff(
+                    "tools[zip].description",
+                    Some(json!(
+                        "Compresses the files it is given into one zip archive in memory"
+                    )),
+                    Some(json!(
+                        "Returns a resource reference that can be used by MCP clients today"
+                    )),
+                ),
+            ],
+        ));
+        let sum = json!({"content": [{"type": "text", "text": "The sum of 2 and 40 is 42."}]});
+        calls.push(
+            CallReport::new(
+                12,
+                12,
+                "s",
+                "tools/call",
+                "get-sum",
+                Status::GoneError,
+                vec![diff(
+                    "error",
+                    Some(json!({"code": -32603, "message": "Unknown tool: get-sum"})),
+                    None,
+                )],
+            )
+            .with_answer(Some(sum.clone())),
+        );
+        calls.push(
+            CallReport::new(
+                13,
+                13,
+                "s",
+                "tools/call",
+                "add",
+                Status::NewError,
+                vec![diff(
+                    "error",
+                    None,
+                    Some(json!({"code": "tool_error", "message": "Tool add not found"})),
+                )],
+            )
+            .with_answer(Some(sum)),
+        );
+        ReplayReport::new("calls.jsonl", calls)
+            .with_summary_line("surface: 1 breaking, 1 compatible")
+    }
+
+    #[test]
+    fn text_groups_calls_that_changed_alike_and_shows_both_sides() {
+        let text = drift().to_text(false);
+        let want = r#"changed    tools/call quote  (9 calls, the first: call 1, line 1, session s)
+    structuredContent.price: 12 → 15 in 9 calls of quote
+changed    tools/call quote  (call 5, line 5, session s)
+    structuredContent.price: 12 → 16
+changed    tools/list   (call 11, line 11, session s)
+    tools[add]: removed
+    tools[get-sum]: added
+    tools[echo].description: "Echoes back the input" → "Echoes back the input string"
+    tools[zip].description:
+      - Compresses the files it is given into one zip archive in memory
+      + Returns a resource reference that can be used by MCP clients today
+gone-error tools/call get-sum  (call 12, line 12, session s)
+    error: {"code":-32603,"message":"Unknown tool: get-sum"} → (absent)
+    answers now: "The sum of 2 and 40 is 42."
+new-error  tools/call add  (call 13, line 13, session s)
+    error: (absent) → {"code":"tool_error","message":"Tool add not found"}
+    answered when recorded: "The sum of 2 and 40 is 42."
+
+13 calls, 0 same, 11 changed, 1 new-error, 1 gone-error
+surface: 1 breaking, 1 compatible
+"#;
+        assert_eq!(text, want);
+    }
+
+    #[test]
+    fn a_group_of_errors_shows_its_first_calls_answer_and_a_call_with_notes_stands_alone() {
+        let pay = |i: usize, id: &str| {
+            CallReport::new(
+                i,
+                i,
+                "s",
+                "tools/call",
+                "pay",
+                Status::NewError,
+                vec![diff("error", None, Some(json!({"code": "card_declined"})))],
+            )
+            .with_answer(Some(json!({"structuredContent": {"paymentId": id}})))
+        };
+        let report = ReplayReport::new(
+            "c",
+            vec![
+                pay(1, "pay_1"),
+                pay(2, "pay_2"),
+                pay(3, "pay_3").with_unfilled(vec!["cardToken".into()]),
+            ],
+        );
+        assert_eq!(
+            report.to_text(false),
+            r#"new-error  tools/call pay  (2 calls, the first: call 1, line 1, session s)
+    error: (absent) → {"code":"card_declined"} in 2 calls of pay
+    answered when recorded (call 1): {"structuredContent":{"paymentId":"pay_1"}}
+new-error  tools/call pay  (call 3, line 3, session s)
+    error: (absent) → {"code":"card_declined"}
+    answered when recorded: {"structuredContent":{"paymentId":"pay_3"}}
+    unfilled: cardToken
+
+3 calls, 0 same, 0 changed, 3 new-error, 0 gone-error
+"#
+        );
+        let page = report.to_html(&ReportContext::new());
+        assert!(
+            page.contains("<span class=\"lbl\">answered (call 1)</span>"),
+            "{page}"
+        );
+        assert!(
+            page.contains("<p class=\"members\">calls 1–2</p>"),
+            "{page}"
+        );
+    }
+
+    #[test]
+    fn json_says_which_items_came_or_went_and_holds_the_other_answer_in_full() {
+        let value = drift().to_json();
+        assert_eq!(
+            value["summaryLines"],
+            json!(["surface: 1 breaking, 1 compatible"])
+        );
+        assert_eq!(
+            value["results"].as_array().unwrap().len(),
+            13,
+            "one result per call"
+        );
+        assert_eq!(
+            value["results"][10]["differences"][0],
+            json!({"path": "tools[add]", "change": "removed", "recorded": {"name": "add"}})
+        );
+        assert_eq!(
+            value["results"][10]["differences"][1],
+            json!({"path": "tools[get-sum]", "change": "added", "replayed": {"name": "get-sum"}})
+        );
+        assert!(
+            value["results"][10]["differences"][2]
+                .get("change")
+                .is_none()
+        );
+        let sum = json!({"content": [{"type": "text", "text": "The sum of 2 and 40 is 42."}]});
+        assert_eq!(value["results"][11]["replayedAnswer"], sum);
+        assert_eq!(value["results"][12]["recordedAnswer"], sum);
+        assert!(value["results"][0].get("recordedAnswer").is_none());
+        let lines = sample().to_json();
+        assert!(lines.get("summaryLines").is_none(), "{lines}");
     }
 
     #[test]

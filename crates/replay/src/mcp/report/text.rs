@@ -1,6 +1,7 @@
 //! The text report: for people, readable without colour. Every recorded string in it (a name, a
-//! session id, a path, a value, a line of a diff, a note) has its control characters escaped, so
-//! that what a server or a client sent cannot drive the terminal the report is read in.
+//! session id, a path, a value, a line of a diff, a note, an answer's summary) has its control
+//! characters escaped, so that what a server or a client sent cannot drive the terminal the report
+//! is read in.
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
@@ -9,55 +10,170 @@ use calltape_recorder::terminal::{LineBreaks, escape_controls};
 use serde_json::Value;
 use similar::{ChangeTag, TextDiff};
 
-use crate::mcp::compare::{Difference, Status};
-use crate::mcp::report::ReplayReport;
+use crate::mcp::compare::{Difference, Status, json_in_text};
+use crate::mcp::report::group::{Groups, thousands};
+use crate::mcp::report::{CallReport, ReplayReport, TextOptions};
 
 /// Strings longer than this (or holding a newline) are shown as a word or line diff.
-const LONG_TEXT: usize = 60;
+pub(super) const LONG_TEXT: usize = 60;
 
-/// Each call that differs or was sent with followed ids, with its differences and notes, then the
-/// summary line; ANSI colours only when `color`.
-pub(super) fn render(report: &ReplayReport, color: bool) -> String {
-    let paint = Paint(color);
+/// Two texts more alike than this (similar's ratio, 0 to 1) show as a diff; less alike, whole.
+const ALIKE: f32 = 0.5;
+
+/// The most of an answer's summary a line shows.
+const SUMMARY: usize = 160;
+
+/// Each call that differs (once per group of calls that changed the same way) or was sent with
+/// followed ids, with its differences and notes, then the summary lines; ANSI colours only when
+/// `options.color`.
+pub(super) fn render(report: &ReplayReport, options: TextOptions) -> String {
+    let paint = Paint(options.color);
+    let groups = Groups::find(&report.calls);
     let mut out = String::with_capacity(4096);
-    for call in report
-        .calls
-        .iter()
-        // A same call is listed when it was sent with followed ids: what was sent is not the
-        // recording. One that was sent as recorded (an unfilled field among them) has nothing to say.
-        .filter(|c| c.status != Status::Same || !c.substitutions.is_empty())
-    {
-        paint.status(&mut out, call.status);
-        out.push(' ');
-        out.push_str(&shown(&call.method));
-        out.push(' ');
-        paint.bold(&mut out, &shown(&call.name));
+    let mut followed = 0;
+    for (i, call) in report.calls.iter().enumerate() {
+        if call.status == Status::Same {
+            if call.only_followed() && !options.verbose {
+                followed += 1;
+                continue;
+            }
+            // A same call is listed when it was sent with followed ids: what was sent is not the
+            // recording. One sent as recorded (an unfilled field among them) has nothing to say.
+            if call.substitutions.is_empty() {
+                continue;
+            }
+        }
+        match groups.of(i) {
+            Some(members) if members[0] == i => write_group(&mut out, report, members, paint),
+            Some(_) => {}
+            None => write_call(&mut out, call, paint),
+        }
+    }
+    if followed > 0 {
+        paint.status(&mut out, Status::Same);
         let _ = writeln!(
             out,
-            "  (call {}, line {}, session {})",
-            call.index,
-            call.line,
-            shown(&call.session)
+            " {} call{} sent with followed ids (-v lists {})",
+            thousands(followed),
+            if followed == 1 { "" } else { "s" },
+            if followed == 1 { "it" } else { "them" }
         );
-        for d in &call.differences {
-            write_difference(&mut out, d, paint);
-        }
-        for note in call.notes() {
-            out.push_str("    ");
-            out.push_str(&shown(&note));
-            out.push('\n');
-        }
     }
     if !out.is_empty() {
         out.push('\n');
     }
     let _ = writeln!(out, "{}", report.summary());
+    for line in &report.summary_lines {
+        out.push_str(&shown(line));
+        out.push('\n');
+    }
     out
 }
 
-/// A recorded string on its line of the report, its control characters escaped.
-fn shown(text: &str) -> Cow<'_, str> {
-    escape_controls(text, LineBreaks::Escape)
+/// One call: its line, each difference, the other side's answer of an error that came or went, and
+/// its notes.
+fn write_call(out: &mut String, call: &CallReport, paint: Paint) {
+    write_head(out, call, paint);
+    let _ = writeln!(
+        out,
+        "  (call {}, line {}, session {})",
+        call.index,
+        call.line,
+        shown(&call.session)
+    );
+    for d in &call.differences {
+        write_difference(out, d, paint, "");
+    }
+    write_answer(out, call, "");
+    for note in call.notes() {
+        out.push_str("    ");
+        out.push_str(&shown(&note));
+        out.push('\n');
+    }
+}
+
+/// Calls that changed the same way, once: the first call's line with the count, and each
+/// difference with the number of calls it was found in.
+fn write_group(out: &mut String, report: &ReplayReport, members: &[usize], paint: Paint) {
+    let first = &report.calls[members[0]];
+    let n = thousands(members.len());
+    write_head(out, first, paint);
+    let _ = writeln!(
+        out,
+        "  ({n} calls, the first: call {}, line {}, session {})",
+        first.index,
+        first.line,
+        shown(&first.session)
+    );
+    let suffix = format!(" in {n} calls of {}", shown(first.label()));
+    for d in &first.differences {
+        write_difference(out, d, paint, &suffix);
+    }
+    // The answers may differ from call to call: the first call's stands for them.
+    write_answer(out, first, &format!(" (call {})", first.index));
+}
+
+fn write_head(out: &mut String, call: &CallReport, paint: Paint) {
+    paint.status(out, call.status);
+    out.push(' ');
+    out.push_str(&shown(&call.method));
+    out.push(' ');
+    paint.bold(out, &shown(&call.name));
+}
+
+/// For an error that came or went, what the other side answered, in short; `which` after the label.
+pub(super) fn write_answer(out: &mut String, call: &CallReport, which: &str) {
+    let label = match call.status {
+        Status::NewError => "answered when recorded",
+        Status::GoneError => "answers now",
+        _ => return,
+    };
+    if let Some(answer) = &call.answer {
+        let _ = writeln!(
+            out,
+            "    {label}{which}: {}",
+            shown(&answer_summary(answer))
+        );
+    }
+}
+
+/// An answer in one short line: its texts (`content`, `contents`, a prompt's messages) joined, each
+/// quoted or, when it holds JSON, as that JSON; else the answer's JSON; cut to [`SUMMARY`] bytes.
+pub(super) fn answer_summary(answer: &Value) -> String {
+    let mut texts = Vec::new();
+    collect_texts(answer, &mut texts, SUMMARY);
+    let line = if texts.is_empty() {
+        answer.to_string()
+    } else {
+        texts
+            .iter()
+            .map(|t| json_in_text(t).unwrap_or_else(|| Value::String((*t).to_owned())))
+            .map(|v| v.to_string())
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    truncate(&line, SUMMARY)
+}
+
+/// The strings at `text` keys of `value`, depth first, until they hold `budget` bytes.
+fn collect_texts<'v>(value: &'v Value, texts: &mut Vec<&'v str>, budget: usize) {
+    if texts.iter().map(|t| t.len()).sum::<usize>() >= budget {
+        return;
+    }
+    match value {
+        Value::Object(map) => {
+            if let Some(Value::String(text)) = map.get("text") {
+                texts.push(text);
+            }
+            for (key, v) in map {
+                if key != "text" {
+                    collect_texts(v, texts, budget);
+                }
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|v| collect_texts(v, texts, budget)),
+        _ => {}
+    }
 }
 
 pub(super) fn show_path(path: &str) -> &str {
@@ -114,53 +230,84 @@ fn paint_value(
     paint(out, &[head, if cut { "…" } else { "" }]);
 }
 
-pub(super) fn write_difference(out: &mut String, d: &Difference, paint: Paint) {
-    if let (Some(Value::String(r)), Some(Value::String(p))) = (&d.recorded, &d.replayed)
-        && (r.len() > LONG_TEXT || p.len() > LONG_TEXT || r.contains('\n') || p.contains('\n'))
-    {
-        out.push_str("    ");
-        out.push_str(&shown(show_path(&d.path)));
-        out.push_str(":\n");
-        if r.contains('\n') || p.contains('\n') {
-            let diff = TextDiff::from_lines(r.as_str(), p.as_str());
-            for change in diff.iter_all_changes() {
-                let line = shown(change.value().trim_end_matches('\n'));
-                let line = line.as_ref();
-                match change.tag() {
-                    ChangeTag::Equal => {
-                        out.push_str("        ");
-                        out.push_str(line);
-                    }
-                    ChangeTag::Delete => {
-                        out.push_str("      ");
-                        paint.removed(out, &["- ", line]);
-                    }
-                    ChangeTag::Insert => {
-                        out.push_str("      ");
-                        paint.added(out, &["+ ", line]);
-                    }
-                }
-                out.push('\n');
-            }
-        } else {
-            let diff = TextDiff::from_words(r.as_str(), p.as_str());
-            out.push_str("      ");
-            for change in diff.iter_all_changes() {
-                let word = shown(change.value());
-                let word = word.as_ref();
-                match change.tag() {
-                    ChangeTag::Equal => out.push_str(word),
-                    ChangeTag::Delete => paint.removed(out, &["[-", word, "-]"]),
-                    ChangeTag::Insert => paint.added(out, &["{+", word, "+}"]),
-                }
-            }
-            out.push('\n');
-        }
-        return;
+/// How two strings of a difference are shown.
+pub(super) enum Texts<'a> {
+    /// Short, on one line: `"a" → "b"`.
+    Inline,
+    /// A diff of their lines (`lines`: either holds a newline) or words, when they share enough.
+    Diff {
+        diff: TextDiff<'a, 'a, 'a, str>,
+        lines: bool,
+    },
+    /// Whole, one after the other: they share too little for a diff to read.
+    Whole,
+}
+
+/// How the difference between `recorded` and `replayed` reads best.
+pub(super) fn texts<'a>(recorded: &'a str, replayed: &'a str) -> Texts<'a> {
+    let lines = recorded.contains('\n') || replayed.contains('\n');
+    if !lines && recorded.len() <= LONG_TEXT && replayed.len() <= LONG_TEXT {
+        return Texts::Inline;
     }
-    let mut scratch = String::new();
+    let diff = if lines {
+        TextDiff::from_lines(recorded, replayed)
+    } else {
+        TextDiff::from_words(recorded, replayed)
+    };
+    if diff.ratio() < ALIKE {
+        Texts::Whole
+    } else {
+        Texts::Diff { diff, lines }
+    }
+}
+
+/// One difference, indented, `suffix` after its path's line (`in 3 calls of quote`): an item
+/// removed or added, two values on one line, or two long texts as a diff or whole.
+pub(super) fn write_difference(out: &mut String, d: &Difference, paint: Paint, suffix: &str) {
     out.push_str("    ");
     out.push_str(&shown(show_path(&d.path)));
+    if let Some(change) = d.item_change() {
+        out.push_str(": ");
+        match change {
+            "removed" => paint.removed(out, &[change]),
+            _ => paint.added(out, &[change]),
+        }
+        out.push_str(suffix);
+        out.push('\n');
+        return;
+    }
+    if let (Some(Value::String(r)), Some(Value::String(p))) = (&d.recorded, &d.replayed) {
+        match texts(r, p) {
+            Texts::Inline => {}
+            Texts::Whole => {
+                let _ = writeln!(out, "{}:", paren(suffix));
+                for (text, sign) in [(r, "- "), (p, "+ ")] {
+                    let lines: Vec<&str> = if text.is_empty() {
+                        vec![""]
+                    } else {
+                        text.lines().collect()
+                    };
+                    for line in lines {
+                        let line = shown(line);
+                        let line = line.as_ref();
+                        out.push_str("      ");
+                        match sign {
+                            "- " => paint.removed(out, &[sign, line]),
+                            _ => paint.added(out, &[sign, line]),
+                        }
+                        out.push('\n');
+                    }
+                }
+                return;
+            }
+            Texts::Diff { diff, lines } => {
+                let _ = writeln!(out, "{}:", paren(suffix));
+                write_text_diff(out, &diff, lines, paint);
+                return;
+            }
+        }
+    }
+    let mut scratch = String::new();
     out.push_str(": ");
     paint_value(out, &mut scratch, d.recorded.as_ref(), |o, p| {
         paint.removed(o, p)
@@ -169,6 +316,62 @@ pub(super) fn write_difference(out: &mut String, d: &Difference, paint: Paint) {
     paint_value(out, &mut scratch, d.replayed.as_ref(), |o, p| {
         paint.added(o, p)
     });
+    out.push_str(suffix);
+    out.push('\n');
+}
+
+/// A recorded string on its line of the report, its control characters escaped.
+fn shown(text: &str) -> Cow<'_, str> {
+    escape_controls(text, LineBreaks::Escape)
+}
+
+/// ` (in 3 calls of quote)` for a suffix, nothing for none.
+fn paren(suffix: &str) -> String {
+    if suffix.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", suffix.trim_start())
+    }
+}
+
+fn write_text_diff<'a>(
+    out: &mut String,
+    diff: &TextDiff<'a, 'a, 'a, str>,
+    lines: bool,
+    paint: Paint,
+) {
+    if lines {
+        for change in diff.iter_all_changes() {
+            let line = shown(change.value().trim_end_matches('\n'));
+            let line = line.as_ref();
+            match change.tag() {
+                ChangeTag::Equal => {
+                    out.push_str("        ");
+                    out.push_str(line);
+                }
+                ChangeTag::Delete => {
+                    out.push_str("      ");
+                    paint.removed(out, &["- ", line]);
+                }
+                ChangeTag::Insert => {
+                    out.push_str("      ");
+                    paint.added(out, &["+ ", line]);
+                }
+            }
+            out.push('\n');
+        }
+        return;
+    }
+    out.push_str("      ");
+    for change in diff.iter_all_changes() {
+        let word = shown(change.value());
+        let word = word.as_ref();
+        match change.tag() {
+            ChangeTag::Equal => out.push_str(word),
+            ChangeTag::Delete => paint.removed(out, &["[-", word, "-]"]),
+            ChangeTag::Insert => paint.added(out, &["{+", word, "+}"]),
+        }
+    }
     out.push('\n');
 }
 
