@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use calltape_recorder::http::{Cassette, Normalizer, Scrubber};
-use calltape_recorder::http::{blobs_dir, import_mastra, scan_file};
+use calltape_recorder::http::{blobs_dir, import_mastra};
 use calltape_recorder::inspect::{FileKind, find_cassettes, sniff};
 use calltape_redact::Redactor;
 use calltape_replay::ReportContext;
@@ -24,7 +24,7 @@ Examples:
   calltape http --upstream anthropic=https://api.anthropic.com --cassette-dir tests/cassettes \\
       --env ANTHROPIC_BASE_URL=anthropic -- npm test
   calltape http --mode replay --upstream openai=https://api.openai.com --cassette chat.jsonl
-  calltape http scan tests/cassettes
+  calltape scan tests/cassettes
   calltape http show tests/cassettes/chat.jsonl
 
 Requests to http://127.0.0.1:PORT/<name>/<rest> go to that upstream's <rest>. A test can choose \
@@ -96,17 +96,10 @@ enum HttpAction {
         /// The cassette file.
         cassette: PathBuf,
     },
-    /// Check cassettes and their sidecar blobs for credentials (for pre-commit hooks and CI); exits 1
-    /// when one is found.
-    #[command(after_help = "\
-Examples:
-  calltape http scan tests/cassettes
-  git diff --cached --name-only -- '*.jsonl' | xargs calltape http scan")]
-    Scan {
-        /// Cassette files or folders (searched recursively for *.jsonl).
-        #[arg(required = true)]
-        paths: Vec<PathBuf>,
-    },
+    /// Check call recordings, cassettes and their sidecar blobs for credentials (the same as
+    /// `calltape scan`).
+    #[command(after_help = crate::scan::EXAMPLES)]
+    Scan(crate::scan::ScanArgs),
     /// Convert another recorder's recordings into cassettes.
     #[command(after_help = "\
 Examples:
@@ -297,7 +290,7 @@ pub(crate) fn run(args: HttpArgs) -> Outcome {
         Some(HttpAction::Ls { dir }) => ls(dir.as_deref().unwrap_or(Path::new("."))),
         Some(HttpAction::Show { cassette }) => crate::show::show(&cassette),
         Some(HttpAction::Rm { cassette }) => rm(&cassette),
-        Some(HttpAction::Scan { paths }) => scan(&paths),
+        Some(HttpAction::Scan(args)) => crate::scan::run(args),
         Some(HttpAction::Import {
             from: ImportFormat::Mastra,
             dir,
@@ -341,6 +334,8 @@ fn resolve_auth(spec: &str) -> Result<(&str, Option<&str>, String), Error> {
             upstream: name.to_owned(),
             var: var.to_owned(),
         })?;
+    // Hidden in every stderr line and refused in every report, under the variable's name.
+    crate::logging::learn(var, &value);
     Ok((name, header, value))
 }
 
@@ -356,6 +351,8 @@ fn serve(args: ServeArgs) -> Outcome {
         .allow_fuzzy(args.allow_fuzzy)
         .redact_names(args.names.redact.clone())
         .keep_names(args.names.keep.clone())
+        // The keys the proxy knows (the environment's, --auth's) are hidden on stderr too.
+        .known_secrets(crate::logging::known().clone())
         .replay_timing(match args.replay_timing {
             Pace::Fast => ReplayTiming::Fast,
             Pace::Realtime => ReplayTiming::Realtime {
@@ -459,9 +456,12 @@ fn finish(report: &Report, args: &ServeArgs, code: u8) -> Outcome {
     {
         tracing::info!("{summary}");
     } else {
-        eprintln!("{summary}");
+        crate::logging::say!("{summary}");
     }
-    eprint!("{}", report.failure_text());
+    let failures = report.failure_text();
+    if !failures.is_empty() {
+        crate::logging::say!("{}", failures.trim_end_matches('\n'));
+    }
     if let Some(file) = &args.report {
         let text = match args.report_format {
             ReportFormat::Json => format!("{:#}\n", report.to_json()),
@@ -474,6 +474,17 @@ fn finish(report: &Report, args: &ServeArgs, code: u8) -> Outcome {
                     )),
             ),
         };
+        // The last check before the report is stored: one that would hold a token or a known
+        // value is refused whole, and the run fails.
+        calltape_recorder::admit(&crate::logging::gate(), [text.as_bytes()], || {
+            let format = match args.report_format {
+                ReportFormat::Json => "JSON",
+                ReportFormat::Junit => "JUnit",
+                ReportFormat::Html => "HTML",
+            };
+            format!("the {format} report")
+        })
+        .map_err(Error::Refused)?;
         calltape_jsonl_store::fs::write_atomic(file, text)
             .map_err(|e| Error::context("cannot write the report", e))?;
     }
@@ -573,56 +584,6 @@ fn rm(path: &Path) -> Outcome {
     Ok(exit::OK)
 }
 
-fn scan(paths: &[PathBuf]) -> Outcome {
-    let scrubber = Scrubber::builder().secrets_from_env(true).build()?;
-    let mut files = Vec::new();
-    for p in paths {
-        if p.is_dir() {
-            files.extend(find_cassettes(p));
-        } else {
-            files.push(p.clone());
-        }
-    }
-    let mut found = 0;
-    let mut failed = 0;
-    for f in &files {
-        match scan_file(f, &scrubber) {
-            Ok(findings) => {
-                for finding in findings {
-                    println!(
-                        "{}:{}: {}: {}",
-                        f.display(),
-                        finding.line,
-                        finding.location,
-                        finding.what
-                    );
-                    found += 1;
-                }
-            }
-            Err(e) => {
-                Error::from(e).report();
-                failed += 1;
-            }
-        }
-    }
-    if found > 0 {
-        eprintln!(
-            "calltape http scan: {found} possible credential(s) in {} file(s) checked; redact them or re-record",
-            files.len()
-        );
-        return Ok(exit::DIFFERENCES);
-    }
-    if failed > 0 {
-        return Err(Error::Partly {
-            failed,
-            total: files.len(),
-            what: "cassettes could not be read",
-        });
-    }
-    tracing::info!("calltape http scan: {} file(s) clean", files.len());
-    Ok(exit::OK)
-}
-
 fn import_from_mastra(dir: &Path, out: &Path) -> Outcome {
     let scrubber = Scrubber::builder().secrets_from_env(true).build()?;
     let normalizer = Normalizer::new();
@@ -648,14 +609,26 @@ fn import_from_mastra(dir: &Path, out: &Path) -> Outcome {
             .to_string_lossy()
             .into_owned();
         let target = out.join(format!("{stem}.jsonl"));
-        let result = import_mastra(&file, &normalizer, &scrubber)
-            .and_then(|c| c.save(&target, &scrubber).map(|_| c.interactions.len()));
+        let result = import_mastra(&file, &normalizer, &scrubber).and_then(|c| {
+            c.save(&target, &scrubber)
+                .map(|saved| (c.interactions.len(), saved.refused))
+        });
         match result {
-            Ok(n) => println!(
-                "{} -> {} ({n} interactions)",
-                file.display(),
-                target.display()
-            ),
+            Ok((n, refused)) => {
+                println!(
+                    "{} -> {} ({} interactions)",
+                    file.display(),
+                    target.display(),
+                    n - refused.len()
+                );
+                // Left out by the final gate: said, and the import fails.
+                if !refused.is_empty() {
+                    failed += 1;
+                }
+                for e in refused {
+                    Error::from(e).report();
+                }
+            }
             Err(e) => {
                 Error::from(e).report();
                 failed += 1;

@@ -50,11 +50,14 @@ impl RecordOptions {
                 .filter(|m| !m.is_empty())
                 .collect()
         };
+        // The run's known values: the recorder hides them, gates on them, and adds what requests
+        // hold under credential names, which the log then hides too.
         RecorderOptions::default()
             .methods(methods)
             .max_bytes(self.max_bytes)
             .redact_names(self.names.redact.iter().cloned())
             .keep_names(self.names.keep.iter().cloned())
+            .known_secrets(crate::logging::known().clone())
     }
 }
 
@@ -109,13 +112,24 @@ impl ActiveRecording {
     }
 
     /// Writes everything to disk and says in one line on stderr what was recorded: at info level
-    /// when every call reached the file, else whatever the log level.
-    pub(crate) async fn finish(self) {
+    /// when every call reached the file, else whatever the log level, each call the final gate
+    /// refused named. Refused calls are an error, which fails the run.
+    pub(crate) async fn finish(self) -> Result<(), Error> {
         let report = self.recorder.close().await;
         if report.is_complete() {
             tracing::info!("{}: {report}", self.path.display());
-        } else {
-            eprintln!("calltape: {}: {report}", self.path.display());
+            return Ok(());
+        }
+        for refusal in &report.refusals {
+            crate::logging::say!("calltape: {}: {refusal}", self.path.display());
+        }
+        crate::logging::say!("calltape: {}: {report}", self.path.display());
+        match report.refused {
+            0 => Ok(()),
+            n => Err(Error::RefusedSome(format!(
+                "{n} call(s) recorded to {}",
+                self.path.display()
+            ))),
         }
     }
 }

@@ -140,6 +140,8 @@ pub(crate) fn run(args: ReplayArgs) -> Outcome {
         .keep_names(args.names.keep.iter().map(String::as_str))
         .build()?;
     let fills = fills(&args.fill)?;
+    // Hidden in every line said on stderr, and refused by the final gate in reports and rewrites.
+    crate::logging::known().extend(&fills.known());
     let context = ReportContext::new()
         .server(redactor.redact_text(&args.upstream.describe()))
         .date(calltape_recorder::mcp::timestamp(
@@ -162,7 +164,8 @@ pub(crate) fn run(args: ReplayArgs) -> Outcome {
         .timeout(args.timeout)
         .fills(fills)
         .follow(!args.no_follow)
-        .protocol(args.protocol.protocol);
+        .protocol(args.protocol.protocol)
+        .known_secrets(crate::logging::known().clone());
     if std::io::stderr().is_terminal() {
         options = options.progress(progress_bar());
     }
@@ -173,13 +176,24 @@ pub(crate) fn run(args: ReplayArgs) -> Outcome {
     }
     let replayed = result.map_err(Error::upstream)?;
     let report = &replayed.report;
+    let gate = crate::logging::gate();
     if args.update {
-        update_recording(&recording, &replayed.outcomes)?;
-        eprintln!(
+        let refused = update_recording(&recording, &replayed.outcomes, &gate)?;
+        for refusal in &refused {
+            crate::logging::say!("calltape: {}: {refusal}", args.file.display());
+        }
+        crate::logging::say!(
             "calltape: {}: rewritten with the replayed answers ({})",
             args.file.display(),
             report.summary()
         );
+        if !refused.is_empty() {
+            return Err(Error::RefusedSome(format!(
+                "{} call(s) of {}",
+                refused.len(),
+                args.file.display()
+            )));
+        }
         return Ok(exit::OK);
     }
     let to_terminal = args.output.is_none() && std::io::stdout().is_terminal();
@@ -187,13 +201,19 @@ pub(crate) fn run(args: ReplayArgs) -> Outcome {
         Format::Html => report.to_html(&context),
         _ => report.render(format, crate::logging::color_enabled(to_terminal)),
     };
+    // The last check before a report is shown or stored: one that would hold a token or a known
+    // value is refused whole.
+    calltape_recorder::admit(&gate, [text.as_bytes()], || {
+        format!("the {} report", args.format)
+    })
+    .map_err(Error::Refused)?;
     match &args.output {
         Some(path) => {
             // Replaced whole and owner-only, never through a link at the path: a report quotes
             // answers, redacted as the recording is, but still nobody else's to read.
             calltape_jsonl_store::fs::write_atomic(path, &text)
                 .map_err(|e| Error::context("cannot write the report", e))?;
-            eprintln!("calltape: {}", report.summary());
+            crate::logging::say!("calltape: {}", report.summary());
         }
         None => print!("{text}"),
     }

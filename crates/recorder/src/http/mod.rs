@@ -55,8 +55,8 @@
 //! let meta = Meta { normalizer: normalizer.fingerprint().into(), redaction: scrubber.fingerprint() };
 //! let mut cassette = Cassette::new(meta);
 //! cassette.interactions.push(Interaction { request, response });
-//! assert_eq!(cassette.save(&path, &scrubber)?, SaveOutcome::Written);
-//! assert_eq!(cassette.save(&path, &scrubber)?, SaveOutcome::Unchanged);
+//! assert_eq!(cassette.save(&path, &scrubber)?.outcome, SaveOutcome::Written);
+//! assert_eq!(cassette.save(&path, &scrubber)?.outcome, SaveOutcome::Unchanged);
 //!
 //! let text = std::fs::read_to_string(&path)?;
 //! assert!(!text.contains("sk-test-0123456789abcdef"));
@@ -77,7 +77,7 @@ mod scrub;
 mod url;
 
 pub use canonical::to_canonical_string;
-pub use file::{SaveOutcome, blobs_dir};
+pub use file::{SaveOutcome, Saved, blobs_dir};
 pub use import::{KEPT_RESPONSE_HEADERS, import_mastra, is_kept_response_header};
 pub use index::CassetteIndex;
 pub use journal::{Journal, journal_path};
@@ -86,5 +86,5 @@ pub use model::{
     StreamEnd, StreamEvent, StreamFormat, bucket_delay,
 };
 pub use normalize::Normalizer;
-pub use scan::{Finding, scan_file, scan_text};
+pub use scan::{scan_file, scan_text};
 pub use scrub::{Scrubber, ScrubberBuilder, is_secret_env_name};
