@@ -11,6 +11,7 @@ mod era_serve;
 mod era_sessions;
 mod errors;
 mod fill_follow;
+mod gate;
 mod html;
 mod http;
 mod http_ci;
