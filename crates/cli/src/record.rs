@@ -22,7 +22,12 @@ run `calltape replay calls.jsonl -- node server.js` in CI.
 
 A client of either protocol era is recorded alike, one line per call: a 2026-07-28 client's info \
 and version come from each request's _meta, a call answered input_required is one line with the \
-final result of the client's retries, and server/discover and subscriptions/listen are not calls.";
+final result of the client's retries, and server/discover and subscriptions/listen are not calls.
+
+A value the client sent under a credential name is hidden wherever the server echoes it (in an \
+object key or an error code too). A call whose line would still hold a provider token or such a \
+value is refused: nothing of it is written, stderr names it (never the value) when the recording \
+ends, and calltape exits 1.";
 
 /// What is recorded and how: shared by `calltape record` and `calltape bridge --record`.
 #[derive(Debug, Clone, Args)]

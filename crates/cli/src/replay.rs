@@ -54,8 +54,13 @@ answer: resultType, the server-info stamp in _meta, and the cache hints of resou
 The server's ping is answered; its sampling, elicitation and roots requests get an error, and an \
 input_required result is the call's answer, since a replay has no client to ask.
 
-Exit codes: 0 no difference (or --update rewrote the recording), 1 differences, 2 unreadable or \
-invalid recording or bad arguments, 3 the server could not be started or stopped answering.";
+Before a report is printed or written, and before --update writes a line, it passes calltape's \
+final check: one that would still hold a provider token or a filled or known secret value (in an \
+object key too) is refused, named on stderr (never the value): the whole report, or the call's line.
+
+Exit codes: 0 no difference (or --update rewrote the recording), 1 differences, or something \
+refused, 2 unreadable or invalid recording or bad arguments, 3 the server could not be started or \
+stopped answering.";
 
 /// The arguments of `calltape replay`.
 #[derive(Debug, Args)]

@@ -1,7 +1,7 @@
 //! Scanning files already on disk for what should never have been stored (for pre-commit hooks and
 //! CI): call recordings and cassettes alike, named one by one or found under folders.
 //!
-//! Each file is told apart by its first line ([`sniff`](crate::inspect::sniff)). A call recording
+//! Each file is told apart by its first line ([`sniff`]). A call recording
 //! is scanned line by line: calltape-redact's final [`Gate`] over the whole line (provider tokens and
 //! JWTs in values, object keys, names and client or server info alike, and the known secret values
 //! given), then each record's input, answer and error, which redacting again must leave as they are.
