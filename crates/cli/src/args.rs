@@ -122,6 +122,16 @@ impl UpstreamArgs {
         if let Some(file) = &self.header_file {
             headers.read_file(file)?;
         }
+        // A credential the server is sent is hidden wherever it comes back: in a log line, a
+        // report, a recording.
+        for (name, value) in headers.pairs() {
+            if calltape_redact::is_credential_name(name) {
+                crate::logging::learn(name, value.trim());
+                if let Some((_, credential)) = value.trim().split_once(' ') {
+                    crate::logging::learn(name, credential.trim());
+                }
+            }
+        }
         match (&self.url, &self.socket) {
             (Some(url), _) => Ok(Arc::new(HttpUpstream::new(url, headers)?)),
             (None, Some(socket)) => Ok(Arc::new(UnixUpstream::new(

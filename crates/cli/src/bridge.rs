@@ -160,12 +160,14 @@ pub(crate) fn run_recording(args: BridgeArgs, output: Option<PathBuf>) -> Outcom
     // Pipes and sockets are polled directly; a terminal or a file goes through tokio's handles.
     let result = runtime.block_on(async { bridge.run(stdio::stdin(), stdio::stdout()).await });
     drop(watcher);
-    if let Some(recording) = recording {
-        runtime.block_on(recording.finish());
-    }
+    let recorded = match recording {
+        Some(recording) => runtime.block_on(recording.finish()),
+        None => Ok(()),
+    };
     // A blocked stdin read must not hold the process open.
     runtime.shutdown_timeout(Duration::from_millis(100));
     let summary = result.map_err(Error::upstream)?;
+    recorded?;
     tracing::debug!(
         connects = summary.connects,
         reinitializations = summary.reinitializations,

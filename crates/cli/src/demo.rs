@@ -509,7 +509,13 @@ impl Replayer {
             .date(calltape_recorder::mcp::timestamp(SystemTime::now()))
             .ignore(VOLATILE.split(','))
             .fills(["cardToken"]);
-        calltape_jsonl_store::fs::write_atomic(&page, v2.report.to_html(&context))
+        let html = v2.report.to_html(&context);
+        // The final gate, as before every report calltape writes: the filled token among what it
+        // watches.
+        let gate = crate::logging::gate().watch(&Fills::new().value("cardToken", SECRET).known());
+        calltape_recorder::admit(&gate, [html.as_bytes()], || "the demo's HTML report".into())
+            .map_err(|refusal| refusal.to_string())?;
+        calltape_jsonl_store::fs::write_atomic(&page, html)
             .map_err(|e| format!("cannot write {}: {e}", page.display()))?;
         outln!(
             "   the same report as a page to open in a browser: {}",

@@ -5,7 +5,6 @@ use std::io::{self, Write};
 use std::path::PathBuf;
 
 use calltape_recorder::terminal::{LineBreaks, escape_controls};
-use calltape_redact::{RedactingWriter, Redactor};
 
 use crate::exit;
 
@@ -175,6 +174,14 @@ pub(crate) enum Error {
     /// `calltape demo` could not run its steps.
     #[error("demo: {0}")]
     Demo(String),
+    /// The final gate refused what a command was about to write (a report): nothing of it was
+    /// written.
+    #[error("{0}")]
+    Refused(calltape_recorder::Refusal),
+    /// The final gate refused some of what a command wrote (calls, interactions, lines); each was
+    /// said on stderr as it was refused.
+    #[error("{0} refused by the final gate (see the lines above): nothing of them was written")]
+    RefusedSome(String),
 }
 
 impl Error {
@@ -188,6 +195,7 @@ impl Error {
             | Self::CurrentExe(_)
             | Self::Wait(_)
             | Self::Demo(_) => exit::UPSTREAM,
+            Self::Refused(_) | Self::RefusedSome(_) => exit::DIFFERENCES,
             Self::Context { source, .. } => source.exit_code(),
             _ => exit::USAGE,
         }
@@ -206,12 +214,13 @@ impl Error {
         }
     }
 
-    /// Says this error on stderr as `calltape: …`, redacted and with its control characters
-    /// escaped (a message may quote a recorded string): the one way a command's failure, or one
-    /// of several inputs' failures, is said.
+    /// Says this error on stderr as `calltape: …`, redacted, with the run's known secret values
+    /// hidden (as every line calltape writes there) and its control characters escaped (a message
+    /// may quote a recorded string): the one way a command's failure, or one of several inputs'
+    /// failures, is said.
     pub(crate) fn report(&self) {
         let message = format!("calltape: {self}");
-        let mut stderr = RedactingWriter::new(Redactor::new(), io::stderr());
+        let mut stderr = crate::logging::stderr_writer();
         let _ = writeln!(stderr, "{}", escape_controls(&message, LineBreaks::Keep));
         let _ = stderr.flush();
     }

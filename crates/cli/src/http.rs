@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use calltape_recorder::http::{Cassette, Normalizer, Scrubber};
-use calltape_recorder::http::{blobs_dir, import_mastra, scan_file, without_userinfo};
+use calltape_recorder::http::{blobs_dir, import_mastra, without_userinfo};
 use calltape_recorder::inspect::{FileKind, find_cassettes, sniff};
 use calltape_redact::Redactor;
 use calltape_replay::ReportContext;
@@ -15,7 +15,7 @@ use clap::{Args, Subcommand, ValueEnum};
 
 use crate::error::{Error, Outcome};
 use crate::exit;
-use crate::output::{err, errln, outln, shown};
+use crate::output::{errln, outln, shown};
 use crate::signals::{Signal, Signals};
 
 pub(crate) const EXAMPLES: &str = "\
@@ -25,7 +25,7 @@ Examples:
   calltape http --upstream anthropic=https://api.anthropic.com --cassette-dir tests/cassettes \\
       --env ANTHROPIC_BASE_URL=anthropic -- npm test
   calltape http --mode replay --upstream openai=https://api.openai.com --cassette chat.jsonl
-  calltape http scan tests/cassettes
+  calltape scan tests/cassettes
   calltape http show tests/cassettes/chat.jsonl
 
 Requests to http://127.0.0.1:PORT/<name>/<rest> go to that upstream's <rest>. A test can choose \
@@ -101,17 +101,10 @@ enum HttpAction {
         /// The cassette file.
         cassette: PathBuf,
     },
-    /// Check cassettes and their sidecar blobs for credentials (for pre-commit hooks and CI); exits 1
-    /// when one is found.
-    #[command(after_help = "\
-Examples:
-  calltape http scan tests/cassettes
-  git diff --cached --name-only -- '*.jsonl' | xargs calltape http scan")]
-    Scan {
-        /// Cassette files or folders (searched recursively for *.jsonl).
-        #[arg(required = true)]
-        paths: Vec<PathBuf>,
-    },
+    /// Check call recordings, cassettes and their sidecar blobs for credentials (the same as
+    /// `calltape scan`).
+    #[command(after_help = crate::scan::EXAMPLES)]
+    Scan(crate::scan::ScanArgs),
     /// Convert another recorder's recordings into cassettes.
     #[command(after_help = "\
 Examples:
@@ -308,7 +301,7 @@ pub(crate) fn run(args: HttpArgs) -> Outcome {
         Some(HttpAction::Ls { dir }) => ls(dir.as_deref().unwrap_or(Path::new("."))),
         Some(HttpAction::Show { cassette }) => crate::show::show(&cassette),
         Some(HttpAction::Rm { cassette }) => rm(&cassette),
-        Some(HttpAction::Scan { paths }) => scan(&paths),
+        Some(HttpAction::Scan(args)) => crate::scan::run(args),
         Some(HttpAction::Import {
             from: ImportFormat::Mastra,
             dir,
@@ -360,6 +353,8 @@ fn resolve_auth(spec: &str) -> Result<(&str, Option<&str>, String), Error> {
             upstream: name.to_owned(),
             var: var.to_owned(),
         })?;
+    // Hidden in every stderr line and refused in every report, under the variable's name.
+    crate::logging::learn(var, &value);
     Ok((name, header, value))
 }
 
@@ -375,6 +370,8 @@ fn serve(args: ServeArgs) -> Outcome {
         .allow_fuzzy(args.allow_fuzzy)
         .redact_names(args.names.redact.clone())
         .keep_names(args.names.keep.clone())
+        // The keys the proxy knows (the environment's, --auth's) are hidden on stderr too.
+        .known_secrets(crate::logging::known().clone())
         .replay_timing(match args.replay_timing {
             Pace::Fast => ReplayTiming::Fast,
             Pace::Realtime => ReplayTiming::Realtime {
@@ -492,7 +489,10 @@ fn finish(report: &Report, args: &ServeArgs, code: u8) -> Outcome {
     } else {
         errln!("{summary}");
     }
-    err!("{}", report.failure_text());
+    let failures = report.failure_text();
+    if !failures.is_empty() {
+        errln!("{}", failures.trim_end_matches('\n'));
+    }
     if let Some(file) = &args.report {
         let text = match args.report_format {
             ReportFormat::Json => format!("{:#}\n", report.to_json()),
@@ -514,6 +514,17 @@ fn finish(report: &Report, args: &ServeArgs, code: u8) -> Outcome {
                     )),
             ),
         };
+        // The last check before the report is stored: one that would hold a token or a known
+        // value is refused whole, and the run fails.
+        calltape_recorder::admit(&crate::logging::gate(), [text.as_bytes()], || {
+            let format = match args.report_format {
+                ReportFormat::Json => "JSON",
+                ReportFormat::Junit => "JUnit",
+                ReportFormat::Html => "HTML",
+            };
+            format!("the {format} report")
+        })
+        .map_err(Error::Refused)?;
         calltape_jsonl_store::fs::write_atomic(file, text)
             .map_err(|e| Error::context("cannot write the report", e))?;
     }
@@ -617,56 +628,6 @@ fn rm(path: &Path) -> Outcome {
     Ok(exit::OK)
 }
 
-fn scan(paths: &[PathBuf]) -> Outcome {
-    let scrubber = Scrubber::builder().secrets_from_env(true).build()?;
-    let mut files = Vec::new();
-    for p in paths {
-        if p.is_dir() {
-            files.extend(find_cassettes(p));
-        } else {
-            files.push(p.clone());
-        }
-    }
-    let mut found = 0;
-    let mut failed = 0;
-    for f in &files {
-        match scan_file(f, &scrubber) {
-            Ok(findings) => {
-                for finding in findings {
-                    outln!(
-                        "{}:{}: {}: {}",
-                        shown(&f.display().to_string()),
-                        finding.line,
-                        shown(&finding.location),
-                        shown(&finding.what)
-                    );
-                    found += 1;
-                }
-            }
-            Err(e) => {
-                Error::from(e).report();
-                failed += 1;
-            }
-        }
-    }
-    if found > 0 {
-        errln!(
-            "calltape http scan: {found} possible credential(s) in {} file(s) checked; redact them or re-record",
-            files.len()
-        );
-        return Ok(exit::DIFFERENCES);
-    }
-    if failed > 0 {
-        return Err(Error::Partly {
-            failed,
-            total: files.len(),
-            what: "cassettes could not be read",
-        });
-    }
-    tracing::info!("calltape http scan: {} file(s) clean", files.len());
-    Ok(exit::OK)
-}
-
 fn import_from_mastra(dir: &Path, out: &Path) -> Outcome {
     let scrubber = Scrubber::builder().secrets_from_env(true).build()?;
     let normalizer = Normalizer::new();
@@ -694,24 +655,26 @@ fn import_from_mastra(dir: &Path, out: &Path) -> Outcome {
             .into_owned();
         let target = out.join(format!("{stem}.jsonl"));
         let result = import_mastra(&file, &normalizer, &scrubber).and_then(|imported| {
-            imported.cassette.save(&target, &scrubber)?;
-            Ok(imported)
+            let saved = imported.cassette.save(&target, &scrubber)?;
+            Ok((imported, saved.refused))
         });
         match result {
-            Ok(imported) => {
-                let n = imported.cassette.interactions.len();
+            Ok((imported, refused)) => {
+                let n = imported.cassette.interactions.len() - refused.len();
                 let mut line = format!(
                     "{} -> {} ({n} interactions",
                     shown(&file.display().to_string()),
                     shown(&target.display().to_string())
                 );
-                if !imported.skipped.is_empty() {
-                    line.push_str(&format!(", {} left out", imported.skipped.len()));
+                let out = imported.skipped.len() + refused.len();
+                if out > 0 {
+                    line.push_str(&format!(", {out} left out"));
                 }
                 line.push(')');
                 outln!("{line}");
-                // Each recording left out is named; the run then exits 1.
-                for e in imported.skipped {
+                // Each recording left out (unreadable, or refused by the final gate) is named; the
+                // run then exits 1.
+                for e in imported.skipped.into_iter().chain(refused) {
                     Error::from(e).report();
                     left_out += 1;
                 }

@@ -1,8 +1,16 @@
-//! Logging to stderr, filtered by `CALLTAPE_LOG` or the verbosity flags.
+//! Logging to stderr, filtered by `CALLTAPE_LOG` or the verbosity flags, and everything else
+//! calltape says there.
+//!
+//! Every line calltape writes on stderr (its log, its errors, a child's stderr when it goes to a
+//! file) passes one writer: calltape-redact's `RedactingWriter`, which redacts it by the text rules,
+//! hides the run's known secret values ([`known`]: filled values, header and `--auth` keys, the
+//! values requests held under credential names), and passes each line through the final gate last;
+//! a line the gate stops is not written but named, and [`refused_lines`] counts it.
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Stderr as StdStderr};
+use std::sync::OnceLock;
 
-use calltape_redact::{RedactingWriter, Redactor};
+use calltape_redact::{Gate, KnownSecrets, RedactingWriter, Redactor, RefusedLines};
 use calltape_stdio_bridge::{SharedWriter, Stderr};
 use tracing_subscriber::EnvFilter;
 
@@ -11,8 +19,47 @@ pub(crate) fn color_enabled(is_terminal: bool) -> bool {
     is_terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 
+/// The run's known secret values: commands add what they learn (filled values, header and `--auth`
+/// keys), recorders what requests held under credential names. Hidden in every stderr line, and
+/// watched by [`gate`].
+pub(crate) fn known() -> &'static KnownSecrets {
+    static KNOWN: OnceLock<KnownSecrets> = OnceLock::new();
+    KNOWN.get_or_init(KnownSecrets::new)
+}
+
+/// Adds a secret value of the run under `name` (a field, a header, a variable: never the value),
+/// when it is at least as long as the gate looks for: a shorter one would hide ordinary words in
+/// every log line.
+pub(crate) fn learn(name: &str, value: &str) {
+    if value.len() >= calltape_redact::MIN_GATED {
+        known().add(name, value);
+    }
+}
+
+/// The final gate of this run: provider tokens and the run's known values.
+pub(crate) fn gate() -> Gate {
+    Gate::new().watch(known())
+}
+
+fn refused() -> &'static RefusedLines {
+    static REFUSED: OnceLock<RefusedLines> = OnceLock::new();
+    REFUSED.get_or_init(RefusedLines::new)
+}
+
+/// How many stderr lines the final gate refused in this run.
+pub(crate) fn refused_lines() -> u64 {
+    refused().count()
+}
+
+/// The writer every line calltape writes on stderr goes through.
+pub(crate) fn stderr_writer() -> RedactingWriter<StdStderr> {
+    RedactingWriter::new(Redactor::new(), std::io::stderr())
+        .hiding(known().clone())
+        .gated(gate(), refused().clone())
+}
+
 /// Installs the global subscriber. Logs never go to stdout: in bridge modes stdout carries the protocol.
-/// Every line passes through calltape-redact's `RedactingWriter` on its way to stderr.
+/// Every line passes through [`stderr_writer`] on its way to stderr.
 pub(crate) fn init(verbose: u8, quiet: bool) {
     let default = match (quiet, verbose) {
         (true, _) => "error",
@@ -27,10 +74,9 @@ pub(crate) fn init(verbose: u8, quiet: bool) {
         .unwrap_or_else(|| EnvFilter::new(default));
     // calltape's own lines are redacted too: one that quotes a child's command line or a peer's
     // message could hold a credential, and stderr may be a log file (`bridge --log`, `server.log`).
-    let redactor = Redactor::new();
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(move || RedactingWriter::new(redactor.clone(), std::io::stderr()))
+        .with_writer(stderr_writer)
         .with_target(false)
         .without_time()
         .with_ansi(color_enabled(std::io::stderr().is_terminal()))
@@ -41,8 +87,5 @@ pub(crate) fn init(verbose: u8, quiet: bool) {
 /// log file (`bridge --log`, a shared server's `server.log`), where a server that logs its credentials
 /// would otherwise put them on disk.
 pub(crate) fn redacted_child_stderr() -> Stderr {
-    Stderr::Writer(SharedWriter::new(RedactingWriter::new(
-        Redactor::new(),
-        std::io::stderr(),
-    )))
+    Stderr::Writer(SharedWriter::new(stderr_writer()))
 }

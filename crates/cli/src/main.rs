@@ -17,6 +17,7 @@ mod output;
 mod record;
 mod redact;
 mod replay;
+mod scan;
 mod serve;
 mod shared;
 mod show;
@@ -67,11 +68,12 @@ Examples:
   calltape replay calls.jsonl -- node server.js
   calltape bridge --watch src -- cargo run -q
   calltape http --upstream openai=https://api.openai.com --cassette chat.jsonl -- pytest
+  calltape scan tests/cassettes calls.jsonl
   calltape demo
 
 Exit codes:
   0  success
-  1  differences found (replay)
+  1  differences found (replay), or something refused because it held a credential
   2  usage error, or unreadable or invalid input
   3  upstream failure: the server could not be started or stopped answering
 
@@ -118,6 +120,9 @@ enum Command {
     Shared(shared::SharedArgs),
     /// Summarise and validate a call recording or an HTTP cassette.
     Show(show::ShowArgs),
+    /// Check call recordings and cassettes (their blobs included) for credentials; exit 1 on one.
+    #[command(after_help = scan::EXAMPLES)]
+    Scan(scan::ScanArgs),
     /// Record a session against a built-in demo server v1, replay it against v2, print the report.
     Demo(demo::DemoArgs),
     /// The demo's MCP server on stdio (versions 1 and 2).
@@ -137,6 +142,7 @@ fn main() -> ExitCode {
         Command::Record(args) => record::run(args),
         Command::Replay(args) => replay::run(args, cli.verbose > 0),
         Command::Show(args) => show::run(args),
+        Command::Scan(args) => scan::run(args),
         Command::Demo(args) => demo::run(args),
         Command::DemoServer(args) => demo::run_server(args),
     };
@@ -148,6 +154,12 @@ fn main() -> ExitCode {
     output::flush_stdout();
     if output::stdout_failed() && code == exit::OK {
         return ExitCode::from(exit::USAGE);
+    }
+    // A line the final gate kept from stderr (and from a log file there) fails the run, as a
+    // refused call or report does.
+    if code == exit::OK && logging::refused_lines() > 0 {
+        Error::RefusedSome(format!("{} stderr line(s)", logging::refused_lines())).report();
+        return ExitCode::from(exit::DIFFERENCES);
     }
     ExitCode::from(code)
 }

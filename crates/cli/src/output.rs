@@ -57,9 +57,13 @@ pub(crate) fn shown(text: &str) -> std::borrow::Cow<'_, str> {
     escape_controls(text, LineBreaks::Escape)
 }
 
-/// Writes to stderr; a stderr that cannot be written is not written.
+/// Writes to stderr through the one writer every stderr line passes (redacted, the run's known
+/// values hidden, the final gate last: `logging::stderr_writer`); a stderr that cannot be written is
+/// not written.
 pub(crate) fn stderr(args: fmt::Arguments<'_>) {
-    let _ = io::stderr().lock().write_fmt(args);
+    let mut stderr = crate::logging::stderr_writer();
+    let _ = stderr.write_fmt(args);
+    let _ = stderr.flush();
 }
 
 /// `println!` to stdout, quiet on a closed pipe (see the module).

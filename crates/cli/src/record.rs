@@ -23,7 +23,12 @@ run `calltape replay calls.jsonl -- node server.js` in CI.
 
 A client of either protocol era is recorded alike, one line per call: a 2026-07-28 client's info \
 and version come from each request's _meta, a call answered input_required is one line with the \
-final result of the client's retries, and server/discover and subscriptions/listen are not calls.";
+final result of the client's retries, and server/discover and subscriptions/listen are not calls.
+
+A value the client sent under a credential name is hidden wherever the server echoes it (in an \
+object key or an error code too). A call whose line would still hold a provider token or such a \
+value is refused: nothing of it is written, stderr names it (never the value) when the recording \
+ends, and calltape exits 1.";
 
 /// What is recorded and how: shared by `calltape record` and `calltape bridge --record`.
 #[derive(Debug, Clone, Args)]
@@ -51,11 +56,14 @@ impl RecordOptions {
                 .filter(|m| !m.is_empty())
                 .collect()
         };
+        // The run's known values: the recorder hides them, gates on them, and adds what requests
+        // hold under credential names, which the log then hides too.
         RecorderOptions::default()
             .methods(methods)
             .max_bytes(self.max_bytes)
             .redact_names(self.names.redact.iter().cloned())
             .keep_names(self.names.keep.iter().cloned())
+            .known_secrets(crate::logging::known().clone())
     }
 }
 
@@ -110,13 +118,24 @@ impl ActiveRecording {
     }
 
     /// Writes everything to disk and says in one line on stderr what was recorded: at info level
-    /// when every call reached the file, else whatever the log level.
-    pub(crate) async fn finish(self) {
+    /// when every call reached the file, else whatever the log level, each call the final gate
+    /// refused named. Refused calls are an error, which fails the run.
+    pub(crate) async fn finish(self) -> Result<(), Error> {
         let report = self.recorder.close().await;
         if report.is_complete() {
             tracing::info!("{}: {report}", self.path.display());
-        } else {
-            errln!("calltape: {}: {report}", self.path.display());
+            return Ok(());
+        }
+        for refusal in &report.refusals {
+            errln!("calltape: {}: {refusal}", self.path.display());
+        }
+        errln!("calltape: {}: {report}", self.path.display());
+        match report.refused {
+            0 => Ok(()),
+            n => Err(Error::RefusedSome(format!(
+                "{n} call(s) recorded to {}",
+                self.path.display()
+            ))),
         }
     }
 }

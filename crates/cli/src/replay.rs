@@ -16,7 +16,7 @@ use calltape_replay::mcp::{
 use calltape_stdio_bridge::Stderr;
 use clap::Args;
 
-use crate::output::{err, errln, out};
+use crate::output::{err, errln, out, shown};
 use crate::{
     args::{ProtocolArg, UpstreamArgs},
     error::{Error, Outcome},
@@ -97,8 +97,13 @@ answer: resultType, the server-info stamp in _meta, and the cache hints of resou
 The server's ping is answered; its sampling, elicitation and roots requests get an error, and an \
 input_required result is the call's answer, since a replay has no client to ask.
 
-Exit codes: 0 no difference (or --update rewrote the recording), 1 differences, 2 unreadable or \
-invalid recording or bad arguments, 3 the server could not be started or stopped answering.";
+Before a report is printed or written, and before --update writes a line, it passes calltape's \
+final check: one that would still hold a provider token or a filled or known secret value (in an \
+object key too) is refused, named on stderr (never the value): the whole report, or the call's line.
+
+Exit codes: 0 no difference (or --update rewrote the recording), 1 differences, or something \
+refused, 2 unreadable or invalid recording or bad arguments, 3 the server could not be started or \
+stopped answering.";
 
 /// The arguments of `calltape replay`.
 #[derive(Debug, Args)]
@@ -267,6 +272,8 @@ pub(crate) fn run(args: ReplayArgs, verbose: bool) -> Outcome {
         .keep_names(args.names.keep.iter().map(String::as_str))
         .build()?;
     let fills = rules.fills()?;
+    // Hidden in every line said on stderr, and refused by the final gate in reports and rewrites.
+    crate::logging::known().extend(&fills.known());
     let context = ReportContext::new()
         .server(redactor.redact_text(&args.upstream.describe()))
         .date(calltape_recorder::mcp::timestamp(
@@ -285,7 +292,8 @@ pub(crate) fn run(args: ReplayArgs, verbose: bool) -> Outcome {
         .timeout(args.timeout)
         .fills(fills)
         .follow(!args.no_follow)
-        .protocol(args.protocol.protocol);
+        .protocol(args.protocol.protocol)
+        .known_secrets(crate::logging::known().clone());
     if std::io::stderr().is_terminal() {
         options = options.progress(progress_bar());
     }
@@ -296,13 +304,27 @@ pub(crate) fn run(args: ReplayArgs, verbose: bool) -> Outcome {
     }
     let replayed = result.map_err(Error::upstream)?;
     let report = &replayed.report;
+    let gate = crate::logging::gate();
     if args.update {
-        update_recording(&recording, &replayed.outcomes)?;
+        let refused = update_recording(&recording, &replayed.outcomes, &gate)?;
+        for refusal in &refused {
+            errln!(
+                "calltape: {}: {refusal}",
+                shown(&file.display().to_string())
+            );
+        }
         errln!(
             "calltape: {}: rewritten with the replayed answers ({})",
             file.display(),
             report.summary()
         );
+        if !refused.is_empty() {
+            return Err(Error::RefusedSome(format!(
+                "{} call(s) of {}",
+                refused.len(),
+                file.display()
+            )));
+        }
         return Ok(exit::OK);
     }
     let to_terminal = args.output.is_none() && std::io::stdout().is_terminal();
@@ -312,6 +334,12 @@ pub(crate) fn run(args: ReplayArgs, verbose: bool) -> Outcome {
         Format::Text => report.to_text_with(TextOptions::new().color(color).verbose(verbose)),
         _ => report.render(format, color),
     };
+    // The last check before a report is shown or stored: one that would hold a token or a known
+    // value is refused whole.
+    calltape_recorder::admit(&gate, [text.as_bytes()], || {
+        format!("the {} report", args.format)
+    })
+    .map_err(Error::Refused)?;
     match &args.output {
         Some(path) => {
             // Replaced whole and owner-only, never through a link at the path: a report quotes

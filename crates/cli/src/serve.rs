@@ -158,6 +158,7 @@ pub(crate) fn run(args: ServeArgs) -> Outcome {
         }
         if let Some(path) = &args.token_file {
             let token = Secret::generate().map_err(Error::upstream)?.to_hex();
+            crate::logging::learn("the token file's token", &token);
             write_token_file(path, &token)?;
             serve = serve.bearer_token(token);
         }
@@ -186,14 +187,16 @@ pub(crate) fn run(args: ServeArgs) -> Outcome {
             server.run_until(crate::signals::termination("stopping the server")).await
         })
     };
-    if let Some(recording) = recording {
-        // The server has returned: every session's observer has seen its last frame.
-        runtime.block_on(recording.finish());
-    }
+    // The server has returned: every session's observer has seen its last frame.
+    let recorded = match recording {
+        Some(recording) => runtime.block_on(recording.finish()),
+        None => Ok(()),
+    };
     runtime.shutdown_timeout(Duration::from_millis(200));
     match result {
         Ok(reason) => {
             tracing::debug!("stopped ({reason:?})");
+            recorded?;
             Ok(exit::OK)
         }
         // The server could not run or stopped: an upstream failure; anything else is the user's to fix.

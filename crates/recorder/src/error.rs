@@ -64,29 +64,41 @@ pub enum ErrorKind {
         interaction: String,
         /// `request` or `response`.
         side: &'static str,
-        /// What was found (`the value of authorization`, `a provider token`), never the value.
+        /// What was found (`the value of authorization`, `a github-pat token`), never the value.
         what: String,
         /// The 0-based byte offset in the blob.
         offset: usize,
     },
-    /// A serialized line still holds the value of a known credential, so nothing was written.
+    /// A line of an interaction still holds a provider token or the value of a known credential
+    /// after redaction, so the final gate refused it and nothing of the interaction was stored.
     #[error(
-        "{}:{line}: the {record} record still contains the value of {secret} at byte {column}; \
-         nothing was written. Redact that field (add its name to the redaction names) and record \
-         again",
+        "{}: the {record} record of {interaction} holds {what} at byte {column}; nothing of this \
+         interaction was stored. Redact that field (add its name to the redaction names) or keep \
+         the credential out of it, and record again",
         path.display()
     )]
     SecretInLine {
         /// The cassette (or the file being scanned).
         path: PathBuf,
-        /// The 1-based line number.
-        line: usize,
+        /// The interaction: method, upstream, path and sequence number.
+        interaction: String,
         /// The record type of that line (`req`, `res`, `ev`, …).
         record: String,
-        /// The name of the credential (an environment variable or header name), never its value.
-        secret: String,
-        /// The 0-based byte offset of the value in the line.
+        /// What was found (`the value of OPENAI_API_KEY`, `a github-pat token`), never the value.
+        what: String,
+        /// The 0-based byte offset of what was found in the line.
         column: usize,
+    },
+    /// A file given to [`scan`](crate::scan::scan) is not one it can scan.
+    #[error(
+        "{}: cannot scan it: {reason}; give call recordings, cassettes or folders that hold them",
+        path.display()
+    )]
+    NotScannable {
+        /// The file.
+        path: PathBuf,
+        /// Why, as a clause ("it is empty").
+        reason: String,
     },
     /// A blob reference points outside the cassette's sidecar folder.
     #[error(

@@ -66,11 +66,23 @@ pub fn sniff(path: impl AsRef<Path>) -> Result<FileKind> {
 /// walk loop); a folder that cannot be read is passed over.
 pub fn find_cassettes(dir: impl AsRef<Path>) -> Vec<PathBuf> {
     let mut found = Vec::new();
-    walk(dir.as_ref(), &mut found);
+    walk(dir.as_ref(), &mut found, &|kind| {
+        *kind == FileKind::Cassette
+    });
+    found.into_iter().map(|(path, _)| path).collect()
+}
+
+/// The call recordings and HTTP cassettes under `dir`, in path order, each with its kind: every
+/// `*.jsonl` file whose first line [`sniff`]s as one, found as [`find_cassettes`] finds cassettes.
+pub fn find_files(dir: impl AsRef<Path>) -> Vec<(PathBuf, FileKind)> {
+    let mut found = Vec::new();
+    walk(dir.as_ref(), &mut found, &|kind| {
+        matches!(kind, FileKind::Cassette | FileKind::Recording)
+    });
     found
 }
 
-fn walk(dir: &Path, found: &mut Vec<PathBuf>) {
+fn walk(dir: &Path, found: &mut Vec<(PathBuf, FileKind)>, wanted: &dyn Fn(&FileKind) -> bool) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
@@ -80,12 +92,13 @@ fn walk(dir: &Path, found: &mut Vec<PathBuf>) {
         let path = entry.path();
         if entry.file_type().is_ok_and(|t| t.is_dir()) {
             if !path.to_string_lossy().ends_with(".blobs") {
-                walk(&path, found);
+                walk(&path, found, wanted);
             }
         } else if path.extension().is_some_and(|e| e == "jsonl")
-            && matches!(sniff(&path), Ok(FileKind::Cassette))
+            && let Ok(kind) = sniff(&path)
+            && wanted(&kind)
         {
-            found.push(path);
+            found.push((path, kind));
         }
     }
 }

@@ -28,6 +28,10 @@ pub mod http;
 pub mod inspect;
 #[cfg(feature = "mcp")]
 pub mod mcp;
+mod refusal;
+#[cfg(any(feature = "mcp", feature = "http"))]
+pub mod scan;
 pub mod terminal;
 
 pub use error::{Error, ErrorKind, Result};
+pub use refusal::{Refusal, admit};

@@ -1,11 +1,12 @@
 //! Redaction throughput: `calltape-redact` against a one-pass `regex` baseline
 //! of the same text rules (`support/mod.rs`, which a test checks gives the same
-//! output on these inputs), and `redact_value` against a plain serde_json round
-//! trip.
+//! output on these inputs), `redact_value` against a plain serde_json round
+//! trip, and the final gate's check of stored lines against the redaction each
+//! writer runs before it.
 
 use std::hint::black_box;
 
-use calltape_redact::Redactor;
+use calltape_redact::{Gate, KnownSecrets, Redactor};
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 
 mod support;
@@ -90,5 +91,44 @@ fn value(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, text, adversarial_families, value);
+/// The final gate over a recording's lines, with no known value and with eight
+/// (a run's fills, header keys and echoed values), against `redact_json_text`
+/// over the same lines, which every recorded line already costs.
+fn gate(c: &mut Criterion) {
+    let redactor = Redactor::new();
+    let input = recording_jsonl(MB);
+    let lines: Vec<&str> = input.lines().collect();
+    let known = KnownSecrets::new();
+    for i in 0..8 {
+        known.add(
+            &format!("SECRET_{i}"),
+            &format!("known-secret-value-{i:04}"),
+        );
+    }
+    let plain = Gate::new();
+    let watching = Gate::new().watch(&known);
+    let mut group = c.benchmark_group("gate");
+    group.throughput(Throughput::Bytes(input.len() as u64));
+    group.bench_function("recording_jsonl/redact_json_text_baseline", |b| {
+        b.iter(|| {
+            lines
+                .iter()
+                .map(|l| redactor.redact_json_text(black_box(l)).len())
+                .sum::<usize>()
+        })
+    });
+    for (name, gate) in [("tokens", &plain), ("tokens_and_8_known", &watching)] {
+        group.bench_function(format!("recording_jsonl/check/{name}"), |b| {
+            b.iter(|| {
+                lines
+                    .iter()
+                    .filter(|l| gate.check(black_box(l.as_bytes())).is_some())
+                    .count()
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, text, adversarial_families, value, gate);
 criterion_main!(benches);

@@ -24,12 +24,34 @@ const MIN_WORD: usize = 15;
 /// assert_eq!(calltape_redact::find_token_in_bytes(b"RIFF\x00WAVEfmt "), None);
 /// ```
 pub fn find_token_in_bytes(data: &[u8]) -> Option<Range<usize>> {
+    find_token(data, Words::Binary)
+}
+
+/// How [`find_token`] cuts its input into words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Words {
+    /// Any bytes: a word may also be tried without its first byte, which may be a length byte of
+    /// a binary format stuck to the token.
+    Binary,
+    /// A line of text, maybe JSON: a JSON escape (`\n`, `\"`, `\u00e9`, …) ends a word as a blank
+    /// does, so the `n` of a `\n` before a token is no part of it; a word is tried whole only, so a
+    /// slug such as `ask-questions-about-the-weather` is not read as an `sk-` key.
+    Text,
+}
+
+/// The byte range of the first fixed-prefix token or JWT in `data`, its words cut as `words` says.
+/// Linear in `data.len()`.
+pub(crate) fn find_token(data: &[u8], words: Words) -> Option<Range<usize>> {
     static REDACTOR: OnceLock<Redactor> = OnceLock::new();
     let redactor = REDACTOR.get_or_init(Redactor::new);
     let is_word = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.');
     let mut i = 0;
     while i < data.len() {
         step!(1);
+        if words == Words::Text && data[i] == b'\\' {
+            i += json_escape_len(&data[i..]);
+            continue;
+        }
         if !is_word(data[i]) {
             i += 1;
             continue;
@@ -44,8 +66,12 @@ pub fn find_token_in_bytes(data: &[u8]) -> Option<Range<usize>> {
         }
         // Word bytes are ASCII, so the word is text; alone, only the word rules can match it. A
         // length byte that happens to be a letter or digit (protobuf, say) may stick to the front
-        // of a token, so the word is also tried without its first byte.
-        for from in [start, start + 1] {
+        // of a token, so in binary data the word is also tried without its first byte.
+        let froms: &[usize] = match words {
+            Words::Binary => &[start, start + 1],
+            Words::Text => &[start],
+        };
+        for &from in froms {
             let word = std::str::from_utf8(&data[from..i]).unwrap_or_default();
             let redacted = redactor.redact_text(word);
             if let Some(at) = redacted.find(crate::REDACTED) {
@@ -56,6 +82,16 @@ pub fn find_token_in_bytes(data: &[u8]) -> Option<Range<usize>> {
         }
     }
     None
+}
+
+/// How many bytes the JSON escape at the start of `data` (which starts with a backslash) takes: 6 for
+/// `\uXXXX`, 2 for the others, 1 for a backslash that starts no escape.
+fn json_escape_len(data: &[u8]) -> usize {
+    match data.get(1) {
+        Some(b'u') if data.len() >= 6 && data[2..6].iter().all(u8::is_ascii_hexdigit) => 6,
+        Some(b'n' | b'r' | b't' | b'b' | b'f' | b'"' | b'\\' | b'/') => 2,
+        _ => 1,
+    }
 }
 
 #[cfg(test)]

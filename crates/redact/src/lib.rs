@@ -92,6 +92,15 @@
 //!     tracing::warn!("retrying with api_key=sk-proj-abcdefghijklmnopqrstuvwx");
 //! });
 //! ```
+//!
+//! # Known values and the final gate
+//!
+//! [`KnownSecrets`] holds literal values a program knows to be secret (a key it
+//! was given, a value it filled in) and hides them in text, in JSON strings and
+//! object keys, and in log lines ([`RedactingWriter::hiding`]). [`Gate`] is the
+//! last check before a line is stored: provider tokens and JWTs anywhere in the
+//! line, keys included, and the values of the sets it watches; it names what it
+//! found ([`GateHit`]), never the value.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
@@ -99,13 +108,16 @@ mod assign;
 mod bytes;
 mod context;
 mod error;
+mod gate;
 mod json;
+mod known;
 mod name_cache;
 mod names;
 mod pairs;
 mod provider;
 mod redactor;
 mod span;
+mod stage;
 mod text;
 mod writer;
 
@@ -114,6 +126,8 @@ mod linear;
 
 pub use bytes::find_token_in_bytes;
 pub use error::{Error, ErrorKind, NameList};
+pub use gate::{Gate, GateHit, MIN_GATED, RefusedLines};
+pub use known::KnownSecrets;
 pub use names::{is_credential_name, is_session_id_name};
 pub use redactor::{Redactor, RedactorBuilder};
 pub use writer::RedactingWriter;

@@ -91,8 +91,7 @@ pub(crate) fn is(c: u8, set: u16) -> bool {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Rule {
     /// The gitleaks rule it stands for (or the provider, for formats gitleaks
-    /// has no rule for). Documents the table; read by tests only.
-    #[cfg_attr(not(test), allow(dead_code))]
+    /// has no rule for): what the final gate names when it finds one.
     pub(crate) id: &'static str,
     /// The fixed start of the token, two bytes or more.
     pub(crate) prefix: &'static str,
@@ -382,6 +381,33 @@ pub(crate) const RULES: &[Rule] = &[
     )
     .keep_prefix(),
 ];
+
+/// The rule of a token found at `at` in `data` (where the text rules put
+/// their placeholder: after the prefix of a rule that keeps it, else at the
+/// token's start), the longest prefix winning; `None` when no rule's prefix
+/// is there (a JWT).
+pub(crate) fn rule_at(data: &[u8], at: usize) -> Option<&'static str> {
+    let same = |a: &[u8], b: &[u8], any_case: bool| {
+        a.len() == b.len()
+            && if any_case {
+                a.eq_ignore_ascii_case(b)
+            } else {
+                a == b
+            }
+    };
+    RULES
+        .iter()
+        .filter(|rule| {
+            let p = rule.prefix.as_bytes();
+            if rule.keep_prefix {
+                at >= p.len() && same(&data[at - p.len()..at], p, rule.any_case)
+            } else {
+                data.len() - at >= p.len() && same(&data[at..at + p.len()], p, rule.any_case)
+            }
+        })
+        .max_by_key(|rule| rule.prefix.len())
+        .map(|rule| rule.id)
+}
 
 /// Query and connection-string parameters whose value is a credential in any
 /// text: Azure's shared access signature `sig=` (also inside a

@@ -11,11 +11,12 @@
 use std::borrow::Cow;
 use std::io::{self, Write};
 
-use crate::Redactor;
 use crate::context::{key_block_end, opens_key_block};
 use crate::json::looks_like_json;
 use crate::span::{self, Span};
+use crate::stage::Stage;
 use crate::text::{OPEN_BLOCK, OPEN_KEY, OPEN_PAIR, Open};
+use crate::{Gate, KnownSecrets, Redactor, RefusedLines};
 
 /// The default bound on a buffered line (a longer line is redacted in
 /// chunks) and on held lines.
@@ -118,6 +119,8 @@ pub struct RedactingWriter<W: Write> {
     /// The constructs open at the end of the held lines when they were
     /// last scanned.
     waiting: Open,
+    /// Known values hidden and the final gate, after the text rules.
+    stage: Stage,
 }
 
 impl<W: Write> std::fmt::Debug for RedactingWriter<W> {
@@ -149,7 +152,25 @@ impl<W: Write> RedactingWriter<W> {
             written: 0,
             pending: String::new(),
             waiting: Open::default(),
+            stage: Stage::default(),
         }
+    }
+
+    /// Also hides the values of `known` (those added to it later included) in what it writes, as
+    /// written and as JSON, HTML and XML escape them: for values a program knows to be secret that
+    /// have no form the text rules know (a key it was given, a value it filled in). A line is
+    /// written once it ends, or once a value can no longer be cut at its end.
+    pub fn hiding(mut self, known: KnownSecrets) -> RedactingWriter<W> {
+        self.stage.hide(known);
+        self
+    }
+
+    /// Passes each line it writes, last, through `gate`: a line the gate stops is not written, a
+    /// notice naming what stopped it (never the value) is written in its place, and `refused`
+    /// counts it. A line longer than 64 KiB is checked in pieces.
+    pub fn gated(mut self, gate: Gate, refused: RefusedLines) -> RedactingWriter<W> {
+        self.stage.gate(gate, refused);
+        self
     }
 
     /// Sets how many bytes of a line are buffered before it is redacted in
@@ -261,7 +282,7 @@ impl<W: Write> RedactingWriter<W> {
             }
             self.context = text.split_off(keep);
         }
-        self.inner.write_all(out.as_bytes())
+        self.stage.write(out.as_bytes(), &mut self.inner)
     }
 
     /// Takes the buffered complete line (it ends with `\n`).
@@ -310,7 +331,7 @@ impl<W: Write> RedactingWriter<W> {
         self.settle()?;
         let result = self
             .emit(end, true, None)
-            .and_then(|()| self.inner.write_all(&self.buf[end..]));
+            .and_then(|()| self.stage.write(&self.buf[end..], &mut self.inner));
         self.buf.clear();
         result
     }
@@ -420,7 +441,7 @@ impl<W: Write> RedactingWriter<W> {
             self.context = text[keep..].to_owned();
         }
         let key_open = open.kinds & OPEN_KEY != 0 && opens_key_block(text.as_bytes());
-        let result = self.inner.write_all(out.as_bytes());
+        let result = self.stage.write(out.as_bytes(), &mut self.inner);
         self.in_key |= key_open;
         self.pending.drain(..upto);
         self.written = 0;
@@ -786,6 +807,7 @@ impl<W: Write> Write for RedactingWriter<W> {
             self.buf.clear();
             result?;
         }
+        self.stage.flush(&mut self.inner)?;
         self.inner.flush()
     }
 }

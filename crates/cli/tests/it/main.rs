@@ -14,6 +14,7 @@ mod era_sessions;
 mod errors;
 mod escapes;
 mod fill_follow;
+mod gate;
 mod html;
 mod http;
 mod http_ci;

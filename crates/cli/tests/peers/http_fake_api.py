@@ -2,7 +2,8 @@
 
 Routes: OpenAI chat completions (JSON, and SSE ending with `data: [DONE]`), the Responses API stream,
 Anthropic messages SSE (named events, a ping, an error event mid-stream when the prompt says
-"overload"), binary audio, and a gzip-encoded model list. Every accepted connection is appended to
+"overload"), binary audio, a gzip-encoded model list, and /v1/cards, which answers the prompt as an
+object key. Every accepted connection is appended to
 the --log file so a test can prove replay never reached this server.
 
 Every answer carries the header set the real API sends (copied from OpenAI's and Anthropic's
@@ -218,6 +219,9 @@ class Handler(BaseHTTPRequestHandler):
                     ("message_stop", {"type": "message_stop"}),
                 ]
             sse(self, ["event: %s\ndata: %s\n\n" % (e, json.dumps(d)) for e, d in events])
+        elif path == "/v1/cards":
+            # Stores what it is given under the key it is given, as careless servers echo a token.
+            send_json(self, {"cards": {text: "stored"}})
         elif path in ("/v1/audio/speech", "/v1/audio/echo"):
             wav = b"RIFF\x24\x00\x00\x00WAVEfmt " + bytes(i % 251 for i in range(4000))
             if path == "/v1/audio/echo":

@@ -34,13 +34,24 @@ pub(crate) fn blob_prefix(cassette: &Path) -> String {
 /// A stream response being read: its request, status and headers, and the events so far.
 type OpenStream = (Request, u16, Vec<(String, String)>, Stream);
 
-/// What [`Cassette::save`] did.
+/// Whether [`Cassette::save`] touched the file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SaveOutcome {
     /// The file already held exactly these bytes; nothing was touched.
     Unchanged,
     /// The file was (re)written.
     Written,
+}
+
+/// What [`Cassette::save`] did.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct Saved {
+    /// Whether the file was written.
+    pub outcome: SaveOutcome,
+    /// The interactions the final gate refused, left out of the file, each as the error that names
+    /// it ([`ErrorKind::SecretInLine`] or [`ErrorKind::SecretInBlob`]).
+    pub refused: Vec<Error>,
 }
 
 impl Cassette {
@@ -91,79 +102,9 @@ impl Cassette {
         let mut sorted = self.clone();
         sorted.sort_canonical();
         let mut lines = Vec::with_capacity(1 + sorted.interactions.len() * 2);
-        lines.push(to_canonical_string(&json!({
-            "t": "meta",
-            "v": FORMAT_VERSION,
-            "normalizer": sorted.meta.normalizer,
-            "redaction": sorted.meta.redaction,
-        })));
+        lines.push(meta_line(&sorted.meta));
         for i in &sorted.interactions {
-            let r = &i.request;
-            let mut req = Map::new();
-            req.insert("t".into(), "req".into());
-            req.insert("key".into(), r.key.clone().into());
-            req.insert("seq".into(), r.seq.into());
-            req.insert("method".into(), r.method.clone().into());
-            req.insert("upstream".into(), r.upstream.clone().into());
-            req.insert("path".into(), r.path.clone().into());
-            if !r.query.is_empty() {
-                req.insert("query".into(), pairs_value(&r.query));
-            }
-            if !r.headers.is_empty() {
-                let h: Map<String, Value> = r
-                    .headers
-                    .iter()
-                    .map(|(k, v)| (k.clone(), Value::String(v.clone())))
-                    .collect();
-                req.insert("headers".into(), h.into());
-            }
-            if let Some(b) = body_value(&r.body, &prefix) {
-                req.insert("body".into(), b);
-            }
-            lines.push(to_canonical_string(&req.into()));
-            let s = &i.response;
-            let mut res = Map::new();
-            res.insert("t".into(), "res".into());
-            res.insert("status".into(), s.status.into());
-            if !s.headers.is_empty() {
-                res.insert("headers".into(), pairs_value(&s.headers));
-            }
-            match &s.content {
-                Content::Body(body) => {
-                    if let Some(b) = body_value(body, &prefix) {
-                        res.insert("body".into(), b);
-                    }
-                    lines.push(to_canonical_string(&res.into()));
-                }
-                Content::Stream(st) => {
-                    res.insert("stream".into(), st.format.as_str().into());
-                    lines.push(to_canonical_string(&res.into()));
-                    for ev in &st.events {
-                        let mut m = Map::new();
-                        m.insert("t".into(), "ev".into());
-                        m.insert("d".into(), ev.delay_ms.into());
-                        for (name, field) in [
-                            ("event", &ev.event),
-                            ("id", &ev.id),
-                            ("data", &ev.data),
-                            ("raw", &ev.raw),
-                        ] {
-                            if let Some(v) = field {
-                                m.insert(name.into(), v.clone().into());
-                            }
-                        }
-                        lines.push(to_canonical_string(&m.into()));
-                    }
-                    let end = match st.end {
-                        StreamEnd::Clean => json!({"t": "end", "how": "clean"}),
-                        StreamEnd::Truncated => json!({"t": "end", "how": "truncated"}),
-                        StreamEnd::Reset { after_bytes } => {
-                            json!({"t": "end", "how": "reset", "after": after_bytes})
-                        }
-                    };
-                    lines.push(to_canonical_string(&end));
-                }
-            }
+            lines.extend(interaction_lines(i, &prefix));
         }
         lines
     }
@@ -183,19 +124,33 @@ impl Cassette {
 
     /// Writes the cassette to `path` in canonical form.
     ///
-    /// Every line first passes `scrubber`'s final check: a line still holding a known secret stops the
-    /// save and nothing is written. Blobs go to `<path>.blobs/` (unreferenced ones there are removed). The
-    /// file is replaced atomically (a temporary file in the same folder, renamed into place), and only
-    /// when its bytes change.
-    pub fn save(&self, path: &Path, scrubber: &Scrubber) -> Result<SaveOutcome> {
-        let lines = self.to_lines(path);
-        check_lines(path, 1, &lines, scrubber)?;
-        for interaction in &self.interactions {
-            scrubber.check_blobs(path, interaction)?;
-        }
+    /// Every line and sidecar blob of each interaction first passes `scrubber`'s final gate: an
+    /// interaction with a line or a blob that still holds a provider token or a known secret is
+    /// left out, nothing of it written, and named in [`Saved::refused`]. Blobs go to
+    /// `<path>.blobs/` (unreferenced ones there are removed). The file is replaced atomically (a
+    /// temporary file in the same folder, renamed into place), and only when its bytes change.
+    pub fn save(&self, path: &Path, scrubber: &Scrubber) -> Result<Saved> {
+        let prefix = blob_prefix(path);
+        let mut sorted = self.clone();
+        sorted.sort_canonical();
+        let mut lines = vec![meta_line(&sorted.meta)];
+        let mut refused = Vec::new();
+        sorted.interactions.retain(|interaction| {
+            let these = interaction_lines(interaction, &prefix);
+            match gate_interaction(path, interaction, &these, scrubber) {
+                Ok(()) => {
+                    lines.extend(these);
+                    true
+                }
+                Err(refusal) => {
+                    refused.push(refusal);
+                    false
+                }
+            }
+        });
         let mut content = lines.join("\n");
         content.push('\n');
-        let blobs = self.blobs();
+        let blobs = sorted.blobs();
         let dir = blobs_dir(path);
         // Before anything is written: stale blobs are removed from this folder below.
         refuse_link(&dir)?;
@@ -212,8 +167,90 @@ impl Cassette {
             }
         };
         remove_unreferenced_blobs(&dir, &blobs.keys().cloned().collect())?;
-        Ok(outcome)
+        Ok(Saved { outcome, refused })
     }
+}
+
+/// The canonical meta line.
+fn meta_line(meta: &Meta) -> String {
+    to_canonical_string(&json!({
+        "t": "meta",
+        "v": FORMAT_VERSION,
+        "normalizer": meta.normalizer,
+        "redaction": meta.redaction,
+    }))
+}
+
+/// One interaction's canonical lines, blob references under `prefix`.
+pub(crate) fn interaction_lines(i: &Interaction, prefix: &str) -> Vec<String> {
+    let mut lines = Vec::with_capacity(2);
+    let r = &i.request;
+    let mut req = Map::new();
+    req.insert("t".into(), "req".into());
+    req.insert("key".into(), r.key.clone().into());
+    req.insert("seq".into(), r.seq.into());
+    req.insert("method".into(), r.method.clone().into());
+    req.insert("upstream".into(), r.upstream.clone().into());
+    req.insert("path".into(), r.path.clone().into());
+    if !r.query.is_empty() {
+        req.insert("query".into(), pairs_value(&r.query));
+    }
+    if !r.headers.is_empty() {
+        let h: Map<String, Value> = r
+            .headers
+            .iter()
+            .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+            .collect();
+        req.insert("headers".into(), h.into());
+    }
+    if let Some(b) = body_value(&r.body, prefix) {
+        req.insert("body".into(), b);
+    }
+    lines.push(to_canonical_string(&req.into()));
+    let s = &i.response;
+    let mut res = Map::new();
+    res.insert("t".into(), "res".into());
+    res.insert("status".into(), s.status.into());
+    if !s.headers.is_empty() {
+        res.insert("headers".into(), pairs_value(&s.headers));
+    }
+    match &s.content {
+        Content::Body(body) => {
+            if let Some(b) = body_value(body, prefix) {
+                res.insert("body".into(), b);
+            }
+            lines.push(to_canonical_string(&res.into()));
+        }
+        Content::Stream(st) => {
+            res.insert("stream".into(), st.format.as_str().into());
+            lines.push(to_canonical_string(&res.into()));
+            for ev in &st.events {
+                let mut m = Map::new();
+                m.insert("t".into(), "ev".into());
+                m.insert("d".into(), ev.delay_ms.into());
+                for (name, field) in [
+                    ("event", &ev.event),
+                    ("id", &ev.id),
+                    ("data", &ev.data),
+                    ("raw", &ev.raw),
+                ] {
+                    if let Some(v) = field {
+                        m.insert(name.into(), v.clone().into());
+                    }
+                }
+                lines.push(to_canonical_string(&m.into()));
+            }
+            let end = match st.end {
+                StreamEnd::Clean => json!({"t": "end", "how": "clean"}),
+                StreamEnd::Truncated => json!({"t": "end", "how": "truncated"}),
+                StreamEnd::Reset { after_bytes } => {
+                    json!({"t": "end", "how": "reset", "after": after_bytes})
+                }
+            };
+            lines.push(to_canonical_string(&end));
+        }
+    }
+    lines
 }
 
 /// The record-by-record reader behind [`Cassette::parse`]: it checks every field of every line and
@@ -436,27 +473,34 @@ impl<'p> LineReader<'p> {
     }
 }
 
-/// The final check before anything is written: no line may still hold a known secret. `first` is the
-/// line number of `lines[0]` in the file.
-pub(crate) fn check_lines(
+/// The final gate on one interaction before anything of it is written to the cassette at `path`:
+/// its canonical `lines` (as [`interaction_lines`] gives them) and its sidecar blobs. The error
+/// names the interaction and what was found, never the value.
+pub(crate) fn gate_interaction(
     path: &Path,
-    first: usize,
+    interaction: &Interaction,
     lines: &[String],
     scrubber: &Scrubber,
 ) -> Result<()> {
-    for (idx, line) in lines.iter().enumerate() {
-        if let Some((secret, column)) = scrubber.check_line(line) {
+    for line in lines {
+        if let Some(hit) = scrubber.check_line(line) {
             return Err(ErrorKind::SecretInLine {
                 path: path.to_path_buf(),
-                line: first + idx,
+                interaction: describe(interaction),
                 record: record_type(line),
-                secret,
-                column,
+                what: hit.to_string(),
+                column: hit.at(),
             }
             .into());
         }
     }
-    Ok(())
+    scrubber.check_blobs(path, interaction)
+}
+
+/// An interaction as errors name it: method, upstream, path and sequence number.
+pub(crate) fn describe(interaction: &Interaction) -> String {
+    let r = &interaction.request;
+    format!("{} {} {} #{}", r.method, r.upstream, r.path, r.seq)
 }
 
 /// Writes the sidecar blobs that are not there yet, owner-only in an owner-only folder, each

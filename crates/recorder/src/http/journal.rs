@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use calltape_jsonl_store::fs as store_fs;
 
-use super::file::{check_lines, write_blobs};
+use super::file::{blob_prefix, gate_interaction, interaction_lines, write_blobs};
 use super::model::{Cassette, Interaction, Meta};
 use super::scrub::Scrubber;
 use crate::error::{Error, ErrorKind, Result};
@@ -63,15 +63,13 @@ impl Journal {
 
     /// Appends one interaction and syncs it to disk; its sidecar blobs are written first.
     ///
-    /// A line still holding a known secret writes nothing and is an error, as in
-    /// [`Cassette::save`].
+    /// An interaction with a line or a blob the final gate stops writes nothing and is an error
+    /// ([`ErrorKind::SecretInLine`] or [`ErrorKind::SecretInBlob`]), as in [`Cassette::save`].
     pub fn append(&mut self, interaction: &Interaction, scrubber: &Scrubber) -> Result<()> {
+        let lines = interaction_lines(interaction, &blob_prefix(&self.cassette));
+        gate_interaction(&self.path, interaction, &lines, scrubber)?;
         let mut one = Cassette::new(Meta::default());
         one.interactions.push(interaction.clone());
-        let mut lines = one.to_lines(&self.cassette);
-        lines.remove(0);
-        check_lines(&self.path, self.lines + 1, &lines, scrubber)?;
-        scrubber.check_blobs(&self.cassette, interaction)?;
         write_blobs(&super::file::blobs_dir(&self.cassette), &one.blobs())?;
         let mut text = lines.join("\n");
         text.push('\n');

@@ -56,8 +56,8 @@
 //! let meta = Meta { normalizer: normalizer.fingerprint().into(), redaction: scrubber.fingerprint() };
 //! let mut cassette = Cassette::new(meta);
 //! cassette.interactions.push(Interaction { request, response });
-//! assert_eq!(cassette.save(&path, &scrubber)?, SaveOutcome::Written);
-//! assert_eq!(cassette.save(&path, &scrubber)?, SaveOutcome::Unchanged);
+//! assert_eq!(cassette.save(&path, &scrubber)?.outcome, SaveOutcome::Written);
+//! assert_eq!(cassette.save(&path, &scrubber)?.outcome, SaveOutcome::Unchanged);
 //!
 //! let text = std::fs::read_to_string(&path)?;
 //! assert!(!text.contains("sk-test-0123456789abcdef"));
@@ -79,7 +79,7 @@ mod url;
 mod volatile;
 
 pub use canonical::to_canonical_string;
-pub use file::{SaveOutcome, blobs_dir};
+pub use file::{SaveOutcome, Saved, blobs_dir};
 pub use import::{
     Imported, KEPT_RESPONSE_HEADERS, MAX_IMPORT_ARTIFACT, MAX_IMPORT_FILE, import_mastra,
     is_kept_response_header,
@@ -91,7 +91,7 @@ pub use model::{
     StreamEnd, StreamEvent, StreamFormat, bucket_delay,
 };
 pub use normalize::Normalizer;
-pub use scan::{Finding, scan_file, scan_text};
+pub use scan::{scan_file, scan_text};
 pub use scrub::{Scrubber, ScrubberBuilder, is_secret_env_name};
 pub use url::without_userinfo;
 pub use volatile::{VOLATILE_RESPONSE_HEADERS, is_volatile_response_header};

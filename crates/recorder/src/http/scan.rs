@@ -1,7 +1,7 @@
-//! `scan`: the writer's final check, run over cassettes and their sidecar blobs already on disk (for
-//! pre-commit hooks and CI).
+//! The writer's final check, run over cassettes and their sidecar blobs already on disk (for
+//! pre-commit hooks and CI); [`crate::scan`] runs it, and its counterpart for call recordings, over
+//! files and folders.
 
-use std::fmt;
 use std::fs;
 use std::path::Path;
 
@@ -11,28 +11,13 @@ use super::file::{is_blob_file_name, read_blob};
 use super::redaction::REDACTED;
 use super::scrub::Scrubber;
 use crate::error::{Error, Result};
+use crate::scan::{Finding, display_path};
 
-/// Something a scan found that should not be in a committed cassette.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Finding {
-    /// The 1-based line number.
-    pub line: usize,
-    /// Where in the line: a JSON path such as `body.json.api_key`, or a byte offset.
-    pub location: String,
-    /// What was found, never the secret itself.
-    pub what: String,
-}
-
-impl fmt::Display for Finding {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "line {} at {}: {}", self.line, self.location, self.what)
-    }
-}
-
-/// Scans a cassette file line by line: the literal secrets `scrubber` knows, credential-named fields
-/// that hold a value, and text that the redaction rules would change. The sidecar blobs its lines
-/// reference are scanned too: one that is UTF-8 as text, any other for the literal secrets' bytes
-/// and the provider token formats.
+/// Scans a cassette file line by line: what the scrubber's final gate stops (provider tokens and
+/// JWTs anywhere, object keys included, and the literal secrets `scrubber` knows), credential-named
+/// fields that hold a value, and strings and keys that the redaction rules would change. The
+/// sidecar blobs its lines reference are scanned too: one that is UTF-8 as text, any other for the
+/// literal secrets' bytes and the provider token formats.
 pub fn scan_file(path: &Path, scrubber: &Scrubber) -> Result<Vec<Finding>> {
     let text = fs::read_to_string(path).map_err(|e| Error::io(path, "cannot read", e))?;
     let mut findings = scan_text(&text, scrubber);
@@ -74,10 +59,12 @@ fn blob_reference(line: &str) -> Option<(String, String)> {
 /// What a blob holds that should not be committed, and where.
 fn scan_blob(data: &[u8], scrubber: &Scrubber) -> Option<(String, usize)> {
     let Ok(text) = std::str::from_utf8(data) else {
-        return scrubber.check_bytes(data);
+        return scrubber
+            .check_bytes(data)
+            .map(|hit| (hit.to_string(), hit.at()));
     };
-    if let Some((name, at)) = scrubber.check_line(text) {
-        return Some((format!("the value of {name}"), at));
+    if let Some(hit) = scrubber.check_line(text) {
+        return Some((hit.to_string(), hit.at()));
     }
     let redacted = scrubber.scrub_text(text);
     if redacted != text {
@@ -96,11 +83,11 @@ pub fn scan_text(text: &str, scrubber: &Scrubber) -> Vec<Finding> {
     let mut findings = Vec::new();
     for (idx, line) in text.lines().enumerate() {
         let line_no = idx + 1;
-        if let Some((name, column)) = scrubber.check_line(line) {
+        if let Some(hit) = scrubber.check_line(line) {
             findings.push(Finding {
                 line: line_no,
-                location: format!("byte {column}"),
-                what: format!("the value of {name}"),
+                location: format!("byte {}", hit.at()),
+                what: hit.to_string(),
             });
             continue;
         }
@@ -149,6 +136,16 @@ fn walk(
                     path.push('.');
                 }
                 path.push_str(k);
+                if scrubber.scrub_text(k) != *k {
+                    // The key itself: its name is not said, only where it is.
+                    path.truncate(len);
+                    out.push(Finding {
+                        line,
+                        location: display_path(path),
+                        what: "an object key that looks like a credential".to_owned(),
+                    });
+                    continue;
+                }
                 let named_secret = in_json
                     && scrubber.is_secret_name(k)
                     && !v.is_null()
@@ -166,14 +163,6 @@ fn walk(
             }
         }
         _ => {}
-    }
-}
-
-fn display_path(path: &str) -> String {
-    if path.is_empty() {
-        "the line".to_owned()
-    } else {
-        path.to_owned()
     }
 }
 
@@ -200,7 +189,7 @@ mod tests {
             (
                 "audio/wav",
                 b"RIFF\x00\x01ghp_0123456789abcdefghijklmnopqrstuvwxyz\xff".to_vec(),
-                Some("a provider token"),
+                Some("a github-pat token"),
             ),
             (
                 "application/octet-stream",

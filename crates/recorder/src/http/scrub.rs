@@ -2,14 +2,15 @@
 
 use std::borrow::Cow;
 use std::path::Path;
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
+use calltape_redact::{Gate, GateHit, KnownSecrets};
 use serde_json::Value;
 
 use super::model::{Body, Content, Interaction, Request, Response, hex};
 use super::redaction::{REDACTED, Rules};
 use super::url::{UrlParts, percent_decode};
-use crate::echo::EchoedSecrets;
+use crate::echo;
 use crate::error::{ErrorKind, Result};
 
 /// Shortest value treated as a literal secret; shorter ones would scrub ordinary words.
@@ -20,25 +21,20 @@ const MIN_SECRET_LEN: usize = 8;
 /// Two layers: calltape's redaction rules (credential field names, bearer tokens and well-known token
 /// formats in text), then the literal values of credentials this process knows about — the auth headers
 /// it forwarded and environment variables named like `*_API_KEY`, `*_TOKEN` or `*_SECRET` — wherever they
-/// appear. [`check_line`](Self::check_line) is the final guard before a line is written.
+/// appear, object keys included. [`check_line`](Self::check_line) is the final guard before a line
+/// is written: calltape-redact's [`Gate`], watching both kinds of known values.
 ///
 /// Cloning is cheap and clones share the literal secrets, so a secret learnt by one request protects
 /// the lines written for all of them.
 #[derive(Debug, Clone)]
 pub struct Scrubber {
     rules: Arc<Rules>,
-    secrets: Arc<RwLock<Vec<Secret>>>,
-    /// Values a request held under a credential name (redacted there): hidden in responses and
-    /// checked for in blobs, never in requests, so that learning them never changes how a later
-    /// request is keyed.
-    redacted: Arc<RwLock<EchoedSecrets>>,
-}
-
-#[derive(Debug, Clone)]
-struct Secret {
-    name: String,
-    value: String,
-    escaped: Option<String>,
+    secrets: KnownSecrets,
+    /// Values a request held under a credential name (redacted there): hidden in responses, never
+    /// in requests, so that learning them never changes how a later request is keyed; the gate
+    /// refuses any line or blob that holds one.
+    redacted: KnownSecrets,
+    gate: Gate,
 }
 
 /// Builds a [`Scrubber`].
@@ -48,6 +44,7 @@ pub struct ScrubberBuilder {
     keep_names: Vec<String>,
     secrets: Vec<(String, String)>,
     from_env: bool,
+    known: Option<KnownSecrets>,
 }
 
 impl ScrubberBuilder {
@@ -77,6 +74,14 @@ impl ScrubberBuilder {
         self
     }
 
+    /// Keeps the literal secrets in `known`, a set the caller shares (with its log writer, say), so
+    /// that every secret the scrubber is given or learns from the environment or an auth header is
+    /// known there too.
+    pub fn known_secrets(mut self, known: KnownSecrets) -> Self {
+        self.known = Some(known);
+        self
+    }
+
     /// Also scrub the values of this process's environment variables named like `*_API_KEY`,
     /// `*_TOKEN`, `*_SECRET` (and `*_KEY`, `*_PASSWORD`).
     pub fn secrets_from_env(mut self, yes: bool) -> Self {
@@ -87,11 +92,7 @@ impl ScrubberBuilder {
     /// Builds the scrubber.
     pub fn build(self) -> Result<Scrubber> {
         let rules = Rules::new(self.redact_names, self.keep_names).map_err(ErrorKind::Redaction)?;
-        let s = Scrubber {
-            rules: Arc::new(rules),
-            secrets: Arc::default(),
-            redacted: Arc::default(),
-        };
+        let s = Scrubber::with(rules, self.known.unwrap_or_default());
         for (name, value) in self.secrets {
             s.add_secret(&name, &value);
         }
@@ -127,10 +128,17 @@ impl Default for Scrubber {
 impl Scrubber {
     /// The default rules and no literal secrets.
     pub fn new() -> Self {
+        Self::with(Rules::default(), KnownSecrets::new())
+    }
+
+    fn with(rules: Rules, secrets: KnownSecrets) -> Self {
+        let redacted = KnownSecrets::new();
+        let gate = Gate::new().watch(&secrets).watch(&redacted);
         Self {
-            rules: Arc::default(),
-            secrets: Arc::default(),
-            redacted: Arc::default(),
+            rules: Arc::new(rules),
+            secrets,
+            redacted,
+            gate,
         }
     }
 
@@ -143,24 +151,15 @@ impl Scrubber {
     /// Values shorter than 8 bytes are ignored.
     pub fn add_secret(&self, name: &str, value: &str) {
         let value = value.trim();
-        if value.len() < MIN_SECRET_LEN {
-            return;
+        if value.len() >= MIN_SECRET_LEN {
+            self.secrets.add(name, value);
         }
-        let mut secrets = self.secrets.write().unwrap_or_else(|e| e.into_inner());
-        if secrets.iter().any(|s| s.value == value) {
-            return;
-        }
-        let escaped = serde_json::to_string(value)
-            .ok()
-            .map(|q| q[1..q.len() - 1].to_owned())
-            .filter(|e| e != value);
-        secrets.push(Secret {
-            name: name.to_owned(),
-            value: value.to_owned(),
-            escaped,
-        });
-        // Longest first, so a secret that contains another is replaced whole.
-        secrets.sort_by_key(|s| std::cmp::Reverse(s.value.len()));
+    }
+
+    /// The final gate: provider tokens anywhere, the literal secrets and the values requests held
+    /// under credential names. Clones share what it watches.
+    pub fn gate(&self) -> &Gate {
+        &self.gate
     }
 
     /// Learns the credential in an auth header value (`Bearer XYZ`, `Basic …` or a bare key).
@@ -183,30 +182,28 @@ impl Scrubber {
 
     /// Redacts free text.
     pub fn scrub_text<'a>(&self, text: &'a str) -> Cow<'a, str> {
-        let redacted = self.rules.redact_text(text);
-        let secrets = self.secrets.read().unwrap_or_else(|e| e.into_inner());
-        if secrets.iter().all(|s| !redacted.contains(&s.value)) {
-            return redacted;
+        match self.rules.redact_text(text) {
+            Cow::Borrowed(text) => self.secrets.hide_in_text(text),
+            Cow::Owned(redacted) => match self.secrets.hide_in_text(&redacted) {
+                Cow::Borrowed(_) => Cow::Owned(redacted),
+                Cow::Owned(hidden) => Cow::Owned(hidden),
+            },
         }
-        let mut owned = redacted.into_owned();
-        for s in secrets.iter() {
-            if owned.contains(&s.value) {
-                owned = owned.replace(&s.value, REDACTED);
-            }
-        }
-        Cow::Owned(owned)
     }
 
-    /// Redacts a JSON value in place: credential-named fields, then text in every string.
+    /// Redacts a JSON value in place: credential-named fields, then text in every string, then the
+    /// literal secrets in strings and object keys (a key that holds one becomes a placeholder).
     pub fn scrub_value(&self, value: &mut Value) {
         self.rules.redact_value(value);
         self.scrub_strings(value);
+        self.secrets.hide_in_value(value);
     }
 
+    /// The text rules over every string, as text that may be JSON.
     fn scrub_strings(&self, value: &mut Value) {
         match value {
             Value::String(s) => {
-                if let Cow::Owned(o) = self.scrub_text(s) {
+                if let Cow::Owned(o) = self.rules.redact_text(s) {
                     *s = o;
                 }
             }
@@ -324,16 +321,14 @@ impl Scrubber {
         (out != value).then_some(out)
     }
 
-    /// Remembers a value redacted by name, for [`check_bytes`](Self::check_bytes).
+    /// Remembers a value redacted by name: hidden in responses, refused by the gate.
     fn learn_redacted(&self, name: &str, value: &str) {
-        let mut learned = self.redacted.write().unwrap_or_else(|e| e.into_inner());
-        learned.learn(name, value);
+        echo::learn(&self.redacted, name, value);
     }
 
     /// Remembers the strings a JSON value holds under credential names, before they are redacted.
     fn learn_named_values(&self, value: &Value) {
-        let mut learned = self.redacted.write().unwrap_or_else(|e| e.into_inner());
-        learned.learn_named(value, &|name| self.is_secret_name(name));
+        echo::learn_named(&self.redacted, value, &|name| self.is_secret_name(name));
     }
 
     /// Redacts a request in place (path, query, header values and body). Values it redacts by name
@@ -356,19 +351,25 @@ impl Scrubber {
     }
 
     /// Redacts a response in place (header values, URL-valued ones as URLs, body, and every stream
-    /// event), hiding wherever they appear the values requests held under credential names.
+    /// event), hiding wherever they appear (object keys included) the values requests held under
+    /// credential names.
     pub fn scrub_response(&self, response: &mut Response) {
         self.scrub_response_by_rules(response);
-        let learned = self.redacted.read().unwrap_or_else(|e| e.into_inner());
+        let learned = &self.redacted;
         if learned.is_empty() {
             return;
         }
+        let hide = |text: &mut String| {
+            if let Cow::Owned(hidden) = learned.hide_in_text(text) {
+                *text = hidden;
+            }
+        };
         for (_, value) in response.headers.iter_mut() {
-            learned.hide_in(value);
+            hide(value);
         }
         match &mut response.content {
             Content::Body(Body::Json(v)) => learned.hide_in_value(v),
-            Content::Body(Body::Text(t)) => learned.hide_in(t),
+            Content::Body(Body::Text(t)) => hide(t),
             Content::Body(Body::Empty | Body::Binary(_)) => {}
             Content::Stream(s) => {
                 for ev in &mut s.events {
@@ -376,7 +377,7 @@ impl Scrubber {
                         .into_iter()
                         .flatten()
                     {
-                        learned.hide_in(field);
+                        hide(field);
                     }
                 }
             }
@@ -415,40 +416,25 @@ impl Scrubber {
         self.scrub_response(&mut interaction.response);
     }
 
-    /// The final check on a serialized line: the name of a known secret it still contains and the byte
-    /// offset where it is, or `None` when the line is clean.
-    pub fn check_line(&self, line: &str) -> Option<(String, usize)> {
-        let secrets = self.secrets.read().unwrap_or_else(|e| e.into_inner());
-        for s in secrets.iter() {
-            if let Some(at) = line.find(&s.value) {
-                return Some((s.name.clone(), at));
-            }
-            if let Some(at) = s.escaped.as_deref().and_then(|e| line.find(e)) {
-                return Some((s.name.clone(), at));
-            }
-        }
-        None
+    /// The final check on a serialized line ([`gate`](Self::gate)): what stops it (a literal
+    /// secret, a value a request held under a credential name, a provider token or a JWT, in a
+    /// value or an object key alike), or `None` when it may be written.
+    pub fn check_line(&self, line: &str) -> Option<GateHit> {
+        self.gate.check(line.as_bytes())
     }
-}
 
-impl Scrubber {
-    /// Where `data` (a blob's bytes) holds a literal secret this scrubber knows, a value a request
-    /// held under a credential name, or a provider token (calltape-redact's fixed-prefix formats):
-    /// what was found, never the value, and the byte offset; `None` when it is clean.
-    pub fn check_bytes(&self, data: &[u8]) -> Option<(String, usize)> {
-        let secrets = self.secrets.read().unwrap_or_else(|e| e.into_inner());
-        for s in secrets.iter() {
-            if let Some(at) = memchr::memmem::find(data, s.value.as_bytes()) {
-                return Some((format!("the value of {}", s.name), at));
-            }
-        }
-        drop(secrets);
-        let learned = self.redacted.read().unwrap_or_else(|e| e.into_inner());
-        if let Some((name, at)) = learned.find_in_bytes(data) {
-            return Some((format!("the value of {name}"), at));
-        }
-        drop(learned);
-        calltape_redact::find_token_in_bytes(data).map(|r| ("a provider token".to_owned(), r.start))
+    /// [`check_line`](Self::check_line) for a blob's bytes, which may be any bytes.
+    pub fn check_bytes(&self, data: &[u8]) -> Option<GateHit> {
+        self.gate.check_bytes(data)
+    }
+
+    /// The final gate on an interaction before anything of it is written to `cassette`: its
+    /// canonical lines and its sidecar blobs. The error ([`ErrorKind::SecretInLine`] or
+    /// [`ErrorKind::SecretInBlob`]) names the interaction and what was found, never the value.
+    pub fn admit(&self, cassette: &Path, interaction: &Interaction) -> Result<()> {
+        let lines =
+            super::file::interaction_lines(interaction, &super::file::blob_prefix(cassette));
+        super::file::gate_interaction(cassette, interaction, &lines, self)
     }
 
     /// The final check on an interaction's sidecar blobs, before anything of it is written to
@@ -463,16 +449,13 @@ impl Scrubber {
             let Some(Body::Binary(blob)) = body else {
                 continue;
             };
-            if let Some((what, offset)) = self.check_bytes(&blob.data) {
+            if let Some(hit) = self.check_bytes(&blob.data) {
                 return Err(ErrorKind::SecretInBlob {
                     path: cassette.to_path_buf(),
-                    interaction: format!(
-                        "{} {} {} #{}",
-                        request.method, request.upstream, request.path, request.seq
-                    ),
+                    interaction: super::file::describe(interaction),
                     side,
-                    what,
-                    offset,
+                    what: hit.to_string(),
+                    offset: hit.at(),
                 }
                 .into());
             }
@@ -498,15 +481,24 @@ mod tests {
             .secret("OPENAI_API_KEY", "plainvalue-12345")
             .build()
             .unwrap();
-        let mut v = json!({"echo": "you said plainvalue-12345!", "n": ["plainvalue-12345"]});
+        let mut v = json!({"echo": "you said plainvalue-12345!", "n": ["plainvalue-12345"],
+                           "by": {"plainvalue-12345": 1}});
         s.scrub_value(&mut v);
         assert_eq!(
             v,
-            json!({"echo": "you said [REDACTED]!", "n": ["[REDACTED]"]})
+            json!({"echo": "you said [REDACTED]!", "n": ["[REDACTED]"], "by": {"[REDACTED]": 1}})
         );
         assert_eq!(
             s.check_line(r#"{"x":"plainvalue-12345"}"#),
-            Some(("OPENAI_API_KEY".to_owned(), 6))
+            Some(GateHit::Known {
+                name: "OPENAI_API_KEY".to_owned(),
+                at: 6
+            })
+        );
+        assert_eq!(
+            s.check_line(r#"{"ghp_0123456789abcdefghijklmnopqrstuvwxyz":1}"#)
+                .map(|hit| hit.to_string()),
+            Some("a github-pat token".to_owned())
         );
         assert_eq!(s.check_line(r#"{"x":"[REDACTED]"}"#), None);
     }
@@ -638,13 +630,13 @@ mod tests {
             ),
             (
                 b"\x00ghp_0123456789abcdefghijklmnopqrstuvwxyz",
-                Some(("a provider token", 1)),
+                Some(("a github-pat token", 1)),
             ),
             (b"\x00\xff plainvalue-1234 \x00", None),
             (b"", None),
         ];
         for (data, expected) in table {
-            let found = s.check_bytes(data);
+            let found = s.check_bytes(data).map(|hit| (hit.to_string(), hit.at()));
             assert_eq!(
                 found.as_ref().map(|(w, at)| (w.as_str(), *at)),
                 expected,

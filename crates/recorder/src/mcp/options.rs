@@ -3,9 +3,10 @@
 use std::fmt;
 
 use calltape_jsonl_store::WriterReport;
-use calltape_redact::Redactor;
+use calltape_redact::{KnownSecrets, Redactor};
 
 use crate::error::{Error, ErrorKind};
+use crate::refusal::Refusal;
 
 /// The methods recorded unless told otherwise.
 pub const DEFAULT_METHODS: &[&str] = &["tools/call", "resources/read", "prompts/get"];
@@ -22,6 +23,11 @@ pub struct RecorderOptions {
     pub redact_names: Vec<String>,
     /// Field names never redacted by name, such as `pageToken`.
     pub keep_names: Vec<String>,
+    /// Secret values of the run (a key the caller sends the server, say): hidden wherever a record
+    /// would hold them, object keys included, and refused by the final gate. The recorder adds to
+    /// it every value a request holds under a credential name, so a caller that shares the set
+    /// (its log writer, say) hides those too.
+    pub known: KnownSecrets,
 }
 
 impl Default for RecorderOptions {
@@ -31,6 +37,7 @@ impl Default for RecorderOptions {
             max_bytes: calltape_jsonl_store::DEFAULT_MAX_BYTES,
             redact_names: Vec::new(),
             keep_names: Vec::new(),
+            known: KnownSecrets::new(),
         }
     }
 }
@@ -72,6 +79,13 @@ impl RecorderOptions {
         self
     }
 
+    /// Hides and refuses the values of `known` too, and adds to it the values requests hold under
+    /// credential names.
+    pub fn known_secrets(mut self, known: KnownSecrets) -> Self {
+        self.known = known;
+        self
+    }
+
     /// The redactor these options describe.
     pub fn redactor(&self) -> Result<Redactor, Error> {
         Redactor::builder()
@@ -90,14 +104,19 @@ pub struct RecorderReport {
     pub recorded: u64,
     /// Requests whose session ended before they were answered: they have no line.
     pub unanswered: u64,
+    /// Calls the final gate refused: a line that still held a provider token or a secret value of
+    /// the run after redaction. Nothing of them was written.
+    pub refused: u64,
+    /// The first refused calls (at most 100), each named with what stopped it.
+    pub refusals: Vec<Refusal>,
     /// What the writer did; `None` when the recorder had already been closed.
     pub writer: Option<WriterReport>,
 }
 
 impl RecorderReport {
-    /// Whether every recorded call reached the file.
+    /// Whether every answered call reached the file: none was refused or lost by the writer.
     pub fn is_complete(&self) -> bool {
-        self.writer.as_ref().is_none_or(WriterReport::is_complete)
+        self.refused == 0 && self.writer.as_ref().is_none_or(WriterReport::is_complete)
     }
 }
 
@@ -107,6 +126,14 @@ impl fmt::Display for RecorderReport {
         match &self.writer {
             Some(writer) => write!(f, "recorded {} call{s}; {writer}", self.recorded)?,
             None => write!(f, "recorded {} call{s}", self.recorded)?,
+        }
+        if self.refused > 0 {
+            let s = if self.refused == 1 { "" } else { "s" };
+            write!(
+                f,
+                "; {} call{s} refused: a line still held a credential, nothing of it written",
+                self.refused
+            )?;
         }
         if self.unanswered > 0 {
             write!(

@@ -3,17 +3,22 @@
 
 use std::borrow::Cow;
 
-use calltape_redact::Redactor;
+use calltape_redact::{KnownSecrets, Redactor};
 
-use crate::echo::EchoedSecrets;
-use crate::mcp::format::Outcome;
+use crate::mcp::format::{ErrorCode, Outcome};
 
 /// Redacts an outcome in place: an answer by field name and in every text (texts that hold JSON are
-/// redacted as JSON), an error's message as text.
+/// redacted as JSON), an error's message and a text error code (a tool error's `_meta.code`) as
+/// text.
 pub fn redact_outcome(redactor: &Redactor, outcome: &mut Outcome) {
     match outcome {
         Outcome::Answer(answer) => redactor.redact_value(answer),
         Outcome::Error(error) => {
+            if let ErrorCode::Text(code) = &mut error.code
+                && let Cow::Owned(redacted) = redactor.redact_text(code)
+            {
+                *code = redacted;
+            }
             if let Some(message) = &mut error.message
                 && let Cow::Owned(redacted) = redactor.redact_text(message)
             {
@@ -33,27 +38,40 @@ pub(crate) fn redact_name(redactor: &Redactor, method: &str, name: &str) -> Stri
     }
 }
 
-/// Hides each of `secrets` wherever the outcome's texts hold it.
-pub(crate) fn hide_echoes(outcome: &mut Outcome, secrets: &EchoedSecrets) {
+/// Hides each of `known` wherever the outcome holds it: in an answer's strings and object keys, in
+/// an error's message and text code.
+pub fn hide_known(outcome: &mut Outcome, known: &KnownSecrets) {
+    if known.is_empty() {
+        return;
+    }
     match outcome {
-        Outcome::Answer(answer) => secrets.hide_in_value(answer),
+        Outcome::Answer(answer) => known.hide_in_value(answer),
         Outcome::Error(error) => {
-            if let Some(message) = &mut error.message {
-                secrets.hide_in(message);
+            for text in [
+                match &mut error.code {
+                    ErrorCode::Text(code) => Some(code),
+                    ErrorCode::Number(_) => None,
+                },
+                error.message.as_mut(),
+            ]
+            .into_iter()
+            .flatten()
+            {
+                if let Cow::Owned(hidden) = known.hide_in_text(text) {
+                    *text = hidden;
+                }
             }
         }
     }
 }
 
-/// Hides each of `values` (whatever their length) wherever the outcome's texts hold it, as
-/// `[REDACTED]`: for values a caller sent the server itself, such as secrets filled into a replayed
-/// call, which must come back into no report and no rewritten recording.
+/// Hides each of `values` (whatever their length) wherever the outcome holds it, as [`hide_known`]
+/// does: for values a caller sent the server itself, such as secrets filled into a replayed call,
+/// which must come back into no report and no rewritten recording.
 pub fn hide_sent_values<'a>(outcome: &mut Outcome, values: impl IntoIterator<Item = &'a str>) {
-    let mut secrets = EchoedSecrets::default();
+    let known = KnownSecrets::new();
     for value in values {
-        secrets.learn_known("sent", value);
+        known.add("sent", value);
     }
-    if !secrets.is_empty() {
-        hide_echoes(outcome, &secrets);
-    }
+    hide_known(outcome, &known);
 }

@@ -110,9 +110,9 @@ fn round_trip_with_sidecars_and_no_leftovers() {
     let path = dir.path().join("chat.jsonl");
     let mut c = Cassette::new(meta(&s));
     c.interactions = sample(&s);
-    assert_eq!(c.save(&path, &s).unwrap(), SaveOutcome::Written);
+    assert_eq!(c.save(&path, &s).unwrap().outcome, SaveOutcome::Written);
     let mtime = fs::metadata(&path).unwrap().modified().unwrap();
-    assert_eq!(c.save(&path, &s).unwrap(), SaveOutcome::Unchanged);
+    assert_eq!(c.save(&path, &s).unwrap().outcome, SaveOutcome::Unchanged);
     assert_eq!(fs::metadata(&path).unwrap().modified().unwrap(), mtime);
 
     let blobs: Vec<String> = fs::read_dir(blobs_dir(&path))
@@ -164,39 +164,53 @@ fn round_trip_with_sidecars_and_no_leftovers() {
 }
 
 #[test]
-fn a_secret_that_slips_through_stops_the_write_and_is_named() {
+fn an_interaction_holding_a_secret_that_slipped_through_is_left_out_and_named() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("c.jsonl");
     fs::write(&path, "previous\n").unwrap();
     let plain = Scrubber::new();
     let mut c = Cassette::new(meta(&plain));
     c.interactions = sample(&plain);
-    // The secret appears in a response the scrubber never saw (it was learnt afterwards).
+    // The secret appears in a response the scrubber never saw (it was learnt afterwards), and a
+    // provider token as a JSON key in another.
     c.interactions[2].response.content = Content::Body(Body::Text(format!("echo {KEY}")));
+    c.interactions[1].response.content = Content::Body(Body::Json(
+        serde_json::json!({"ghp_0123456789abcdefghijklmnopqrstuvwxyz": "stored"}),
+    ));
     let guard = Scrubber::builder()
         .secret("OPENAI_API_KEY", KEY)
         .build()
         .unwrap();
-    let err = c.save(&path, &guard).unwrap_err();
-    match err.kind() {
-        ErrorKind::SecretInLine {
-            secret,
-            record,
-            line,
-            ..
-        } => {
-            assert_eq!(secret, "OPENAI_API_KEY");
-            assert_eq!(record, "res");
-            assert!(*line > 1);
+    let saved = c.save(&path, &guard).unwrap();
+    assert_eq!(saved.outcome, SaveOutcome::Written);
+    let mut refused: Vec<String> = Vec::new();
+    for err in &saved.refused {
+        match err.kind() {
+            ErrorKind::SecretInLine { what, record, .. } => {
+                assert_eq!(record, "res");
+                refused.push(what.clone());
+            }
+            other => panic!("unexpected error {other:?}"),
         }
-        other => panic!("unexpected error {other:?}"),
+        assert!(!err.to_string().contains(KEY), "{err}");
+        assert!(!err.to_string().contains("ghp_0123"), "{err}");
     }
-    assert!(!err.to_string().contains(KEY));
-    assert_eq!(fs::read_to_string(&path).unwrap(), "previous\n");
+    refused.sort();
+    assert_eq!(
+        refused,
+        ["a github-pat token", "the value of OPENAI_API_KEY"]
+    );
+    let text = fs::read_to_string(&path).unwrap();
+    assert!(!text.contains(KEY) && !text.contains("ghp_0123"), "{text}");
+    assert_eq!(
+        Cassette::load(&path).unwrap().interactions.len(),
+        c.interactions.len() - 2
+    );
 
     // Scrubbing first makes it writable, and scan agrees the file is clean.
     guard.scrub_interaction(&mut c.interactions[2]);
-    c.save(&path, &guard).unwrap();
+    c.interactions[1].response.content = Content::Body(Body::Text("ok".into()));
+    assert!(c.save(&path, &guard).unwrap().refused.is_empty());
     let text = fs::read_to_string(&path).unwrap();
     assert!(text.contains("echo [REDACTED]"));
     assert_eq!(scan_file(&path, &guard).unwrap(), vec![]);

@@ -12,6 +12,10 @@ fn public_types_are_send_and_sync() {
     assert_send_sync::<RedactorBuilder>();
     assert_send_sync::<calltape_redact::Error>();
     assert_send_sync::<RedactingWriter<Vec<u8>>>();
+    assert_send_sync::<calltape_redact::KnownSecrets>();
+    assert_send_sync::<calltape_redact::Gate>();
+    assert_send_sync::<calltape_redact::GateHit>();
+    assert_send_sync::<calltape_redact::RefusedLines>();
 }
 
 #[test]

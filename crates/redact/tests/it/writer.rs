@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 
-use calltape_redact::{RedactingWriter, Redactor};
+use calltape_redact::{Gate, KnownSecrets, RedactingWriter, Redactor, RefusedLines};
 
 fn written(f: impl FnOnce(&mut RedactingWriter<&mut Vec<u8>>)) -> String {
     let mut out = Vec::new();
@@ -389,6 +389,40 @@ fn a_long_line_limit_with_the_default_hold_limit_reads_long_lines_whole_and_hold
 }
 
 #[test]
+fn known_values_added_after_the_writer_was_made_are_hidden_wherever_the_writes_cut_them() {
+    let known = KnownSecrets::new();
+    let mut out = Vec::new();
+    {
+        let mut w = RedactingWriter::new(Redactor::new(), &mut out).hiding(known.clone());
+        w.write_all(b"before: tok_test_4eC39HqLy\n").expect("write");
+        // Learnt by the program after the writer was made, as `calltape replay --fill` does.
+        known.add("CARD", "tok_test_4eC39HqLy");
+        for piece in [
+            &b"upstream said: {\"error\": \"card tok_te"[..],
+            b"st_4eC39",
+            b"HqLy declined\"}\n",
+        ] {
+            w.write_all(piece).expect("write");
+        }
+        w.write_all(b"json: \"quote\\\"d-secret\" html: quote&quot;d-secret\n")
+            .expect("write");
+        known.add("QUOTED", "quote\"d-secret");
+        w.write_all(b"json: \"quote\\\"d-secret\" html: quote&quot;d-secret\n")
+            .expect("write");
+    }
+    let out = String::from_utf8(out).expect("utf-8");
+    assert_eq!(
+        out,
+        concat!(
+            "before: tok_test_4eC39HqLy\n",
+            "upstream said: {\"error\": \"card [REDACTED] declined\"}\n",
+            "json: \"quote\\\"d-secret\" html: quote&quot;d-secret\n",
+            "json: \"[REDACTED]\" html: [REDACTED]\n",
+        )
+    );
+}
+
+#[test]
 fn the_writer_says_whether_it_replaced_bytes_that_are_not_utf8() {
     for (input, replaced) in [
         (&b"caf\xc3\xa9 token=abc\n"[..], false),
@@ -402,4 +436,31 @@ fn the_writer_says_whether_it_replaced_bytes_that_are_not_utf8() {
         w.flush().expect("flush");
         assert_eq!(w.replaced_invalid_utf8(), replaced, "{input:?}");
     }
+}
+
+#[test]
+fn a_gated_writer_refuses_a_line_that_holds_a_known_value_and_counts_it() {
+    let known = KnownSecrets::new();
+    known.add("CARD", "tok_test_4eC39HqLy");
+    let refused = RefusedLines::new();
+    let gate = Gate::new().watch(&known);
+    let mut out = Vec::new();
+    {
+        // Without hiding, the gate is what stops the known value.
+        let mut w = RedactingWriter::new(Redactor::new(), &mut out).gated(gate, refused.clone());
+        w.write_all(b"clean line\n").expect("write");
+        w.write_all(b"card tok_test_4eC39HqLy\n").expect("write");
+        w.write_all(b"{\"ok\": 1}\nlast").expect("write");
+    }
+    let out = String::from_utf8(out).expect("utf-8");
+    assert!(
+        !out.contains("tok_test") && !out.contains("ghp_0123"),
+        "{out}"
+    );
+    assert!(
+        out.starts_with("clean line\n[a line that held the value of CARD was not written]\n"),
+        "{out}"
+    );
+    assert!(out.ends_with("last"), "{out}");
+    assert_eq!(refused.count(), 1, "{out}");
 }

@@ -347,6 +347,7 @@ fn settle(state: &State, request: Request, mut response: Response, sink: Sink) {
             state.scrubber.scrub_response(&mut response);
             let interaction = Interaction { request, response };
             let saved = lock(&tape).record(interaction, state.mode, &state.scrubber);
+            let saved = saved.map(|refused| state.refused(refused));
             let mut report = state.report();
             match saved {
                 Ok(()) => report.recorded += 1,

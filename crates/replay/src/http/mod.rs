@@ -67,6 +67,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use calltape_recorder::http::{Normalizer, Scrubber, without_userinfo};
+use calltape_redact::KnownSecrets;
 use calltape_stdio_bridge::guard::LoopbackGuard;
 use http::{HeaderName, HeaderValue};
 use http_body_util::combinators::UnsyncBoxBody;
@@ -122,6 +123,7 @@ pub struct ProxyBuilder {
     allowed_origins: Vec<String>,
     path_token: Option<bool>,
     path_token_file: Option<PathBuf>,
+    known: Option<KnownSecrets>,
 }
 
 impl Default for ProxyBuilder {
@@ -149,6 +151,7 @@ impl Default for ProxyBuilder {
             allowed_origins: Vec::new(),
             path_token: None,
             path_token_file: None,
+            known: None,
         }
     }
 }
@@ -284,6 +287,15 @@ impl ProxyBuilder {
         self
     }
 
+    /// Keeps the secret values the proxy knows (the keys it sends upstream, the environment's) in
+    /// `known`, a set the caller shares (with its log writer, say): they are hidden there too. The
+    /// final gate before every cassette line looks for them, and for the values requests held
+    /// under credential names, whatever this says.
+    pub fn known_secrets(mut self, known: KnownSecrets) -> Self {
+        self.known = Some(known);
+        self
+    }
+
     /// The command shown in miss messages to re-record.
     pub fn rerecord_hint(mut self, hint: impl Into<String>) -> Self {
         self.rerecord_hint = Some(hint.into());
@@ -349,11 +361,14 @@ impl ProxyBuilder {
         let mode = Mode::resolve(self.mode).map_err(ErrorKind::Config)?;
         self.check(mode)?;
         let upstreams = upstream_table(&self.upstreams)?;
-        let scrubber = Scrubber::builder()
+        let mut scrubber = Scrubber::builder()
             .redact_names(self.redact_names)
             .keep_names(self.keep_names)
-            .secrets_from_env(self.secrets_from_env)
-            .build()?;
+            .secrets_from_env(self.secrets_from_env);
+        if let Some(known) = self.known {
+            scrubber = scrubber.known_secrets(known);
+        }
+        let scrubber = scrubber.build()?;
         let normalizer = Normalizer::with_rules(&self.ignore_body, &self.ignore_query)?;
         let auth = auth_headers(self.auth, &upstreams, &scrubber)?;
         // Replay mode never talks to an upstream, so it builds no client at all.
@@ -573,6 +588,18 @@ impl State {
         Ok(tape)
     }
 
+    /// Reports interactions the final gate refused: each is said on stderr and counted.
+    pub(crate) fn refused(&self, refused: Vec<calltape_recorder::Error>) {
+        if refused.is_empty() {
+            return;
+        }
+        let mut report = self.report();
+        for e in refused {
+            tracing::error!("{e}");
+            report.refused.push(e.to_string());
+        }
+    }
+
     /// Saves every tape with unsaved recordings; failures go to the report.
     fn save_all(&self) {
         let tapes: Vec<Arc<Mutex<Tape>>> = self
@@ -588,7 +615,7 @@ impl State {
                 continue;
             }
             match tape.finish(&self.scrubber) {
-                Ok(_) => {}
+                Ok(refused) => self.refused(refused),
                 Err(e) => {
                     tracing::error!("{e}");
                     self.report().errors.push(e.to_string());

@@ -7,9 +7,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use calltape_recorder::http::{
-    Body, Cassette, Interaction, Meta, Normalizer, Request, SaveOutcome, Scrubber,
-};
+use calltape_recorder::http::{Body, Cassette, Interaction, Meta, Normalizer, Request, Scrubber};
 use calltape_recorder::http::{CassetteIndex, Journal};
 use serde_json::Value;
 
@@ -345,7 +343,8 @@ impl Tape {
 
     /// Adds a recording and makes it durable. Record mode appends it to the run's journal and leaves
     /// the cassette whole until [`finish`](Self::finish); the other modes rewrite the cassette
-    /// atomically with it.
+    /// atomically with it. An interaction the final gate refuses is an error and is not kept; a
+    /// kept recording it refuses when the cassette is rewritten is left out and returned.
     ///
     /// A recording refused because a line or blob of it still holds a credential is dropped from
     /// the tape as well as from the file: kept, it would refuse every later save of the run, and the
@@ -355,15 +354,16 @@ impl Tape {
         interaction: Interaction,
         mode: Mode,
         scrubber: &Scrubber,
-    ) -> calltape_recorder::Result<()> {
+    ) -> calltape_recorder::Result<Vec<calltape_recorder::Error>> {
         // The same traffic recorded again leaves the cassette as it was, whatever its timing and
         // request ids.
         let interaction = match &mut self.previous {
             Some(previous) => previous.keep(interaction),
             None => interaction,
         };
-        // Refused before it is kept: a later save must not fail on it again.
-        scrubber.check_blobs(&self.path, &interaction)?;
+        // Refused by the final gate before it is kept, lines and blobs: a later save must not
+        // meet it again.
+        scrubber.admit(&self.path, &interaction)?;
         let was_dirty = self.dirty;
         self.recorded.push(interaction);
         self.dirty = true;
@@ -381,9 +381,13 @@ impl Tape {
 
     /// Makes the last recording durable: the whole cassette rewritten, or in record mode the
     /// recording appended to the run's journal.
-    fn store_last(&mut self, mode: Mode, scrubber: &Scrubber) -> calltape_recorder::Result<()> {
+    fn store_last(
+        &mut self,
+        mode: Mode,
+        scrubber: &Scrubber,
+    ) -> calltape_recorder::Result<Vec<calltape_recorder::Error>> {
         if mode != Mode::Record {
-            return self.save(scrubber).map(|_| ());
+            return self.save(scrubber);
         }
         if self.journal.is_none() {
             let journal = Journal::create(&self.path, &self.meta)?;
@@ -391,14 +395,18 @@ impl Tape {
             self.journal = Some(journal);
         }
         match (&mut self.journal, self.recorded.last()) {
-            (Some(j), Some(i)) => j.append(i, scrubber),
-            _ => Ok(()),
+            (Some(j), Some(i)) => j.append(i, scrubber).map(|()| Vec::new()),
+            _ => Ok(Vec::new()),
         }
     }
 
     /// Ends the run: writes the cassette if anything was recorded, then deletes the journal (which is
-    /// only needed by a run that does not get here).
-    pub(crate) fn finish(&mut self, scrubber: &Scrubber) -> calltape_recorder::Result<SaveOutcome> {
+    /// only needed by a run that does not get here). The interactions the final gate refused are
+    /// left out and returned.
+    pub(crate) fn finish(
+        &mut self,
+        scrubber: &Scrubber,
+    ) -> calltape_recorder::Result<Vec<calltape_recorder::Error>> {
         let saved = self.save(scrubber);
         let removed = self.journal.take().map_or(Ok(()), Journal::remove);
         let outcome = saved?;
@@ -411,10 +419,14 @@ impl Tape {
         self.dirty || self.journal.is_some()
     }
 
-    /// Writes the cassette (kept recordings and new ones) if anything was recorded.
-    pub(crate) fn save(&mut self, scrubber: &Scrubber) -> calltape_recorder::Result<SaveOutcome> {
+    /// Writes the cassette (kept recordings and new ones) if anything was recorded. A kept
+    /// recording the final gate refuses (one an older calltape stored) is left out, and returned.
+    pub(crate) fn save(
+        &mut self,
+        scrubber: &Scrubber,
+    ) -> calltape_recorder::Result<Vec<calltape_recorder::Error>> {
         if !self.dirty {
-            return Ok(SaveOutcome::Unchanged);
+            return Ok(Vec::new());
         }
         self.build_all()?;
         let mut interactions: Vec<Interaction> = self
@@ -440,9 +452,9 @@ impl Tape {
             meta: self.meta.clone(),
             interactions,
         };
-        let outcome = cassette.save(&self.path, scrubber)?;
+        let saved = cassette.save(&self.path, scrubber)?;
         self.dirty = false;
-        Ok(outcome)
+        Ok(saved.refused)
     }
 }
 

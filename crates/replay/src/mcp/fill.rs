@@ -9,7 +9,7 @@ use std::fmt;
 use std::path::PathBuf;
 use std::str::FromStr;
 
-use calltape_redact::REDACTED;
+use calltape_redact::{KnownSecrets, REDACTED};
 use serde_json::Value;
 
 use crate::error::{Error, ErrorKind};
@@ -175,6 +175,16 @@ impl Fills {
     /// The values, for hiding them in what the server answers.
     pub(crate) fn values(&self) -> impl Iterator<Item = &str> {
         self.values.iter().map(|(_, v)| v.as_str())
+    }
+
+    /// The values as known secrets, each named by its field (`cardToken`): for a log writer or a
+    /// final gate to hide or refuse them.
+    pub fn known(&self) -> KnownSecrets {
+        let known = KnownSecrets::new();
+        for (name, value) in &self.values {
+            known.add(name, value);
+        }
+        known
     }
 
     fn get(&self, name: &str) -> Option<&str> {

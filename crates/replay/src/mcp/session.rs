@@ -8,9 +8,10 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use calltape_recorder::mcp::{
-    CallRecord, Outcome, RecordedCall, Recording, hide_sent_values, redact_outcome, request_params,
+    CallRecord, Outcome, RecordedCall, Recording, hide_known, hide_sent_values, redact_outcome,
+    request_params,
 };
-use calltape_redact::Redactor;
+use calltape_redact::{KnownSecrets, Redactor};
 use calltape_stdio_bridge::{EraUpstream, Link, Protocol, Upstream, UpstreamEvent};
 use futures::StreamExt;
 use serde_json::{Map, Value, json};
@@ -56,6 +57,9 @@ pub struct ReplayOptions {
     pub follow: bool,
     /// The protocol era the server speaks, found on each connection by default.
     pub protocol: Protocol,
+    /// Other secret values of the run (a header sent to the server, say): hidden, as the filled
+    /// values are, in every replayed outcome and in every reason a replay fails with.
+    pub known: KnownSecrets,
 }
 
 impl fmt::Debug for ReplayOptions {
@@ -69,6 +73,7 @@ impl fmt::Debug for ReplayOptions {
             .field("fills", &self.fills)
             .field("follow", &self.follow)
             .field("protocol", &self.protocol)
+            .field("known", &self.known)
             .finish_non_exhaustive()
     }
 }
@@ -86,6 +91,7 @@ impl Default for ReplayOptions {
             fills: Fills::new(),
             follow: true,
             protocol: Protocol::Auto,
+            known: KnownSecrets::new(),
         }
     }
 }
@@ -145,6 +151,13 @@ impl ReplayOptions {
     /// every input as recorded (`false`).
     pub fn follow(mut self, follow: bool) -> Self {
         self.follow = follow;
+        self
+    }
+
+    /// Hides the values of `known` too (those added to it later included), wherever a replayed
+    /// outcome or a failure's reason holds them.
+    pub fn known_secrets(mut self, known: KnownSecrets) -> Self {
+        self.known = known;
         self
     }
 
@@ -256,6 +269,7 @@ fn compare_with_notes(
         .enumerate()
         .map(|(i, ((call, replayed), notes))| {
             hide_sent_values(replayed, options.fills.values());
+            hide_known(replayed, &options.known);
             let recorded = &call.record.outcome;
             let comparison = if recorded == replayed {
                 Comparison::same()
@@ -292,10 +306,14 @@ async fn run_session(
     mut tick: impl FnMut(),
 ) -> Result<Vec<(Outcome, Notes)>, Error> {
     let describe = upstream.describe();
+    // A server's error may quote what it was sent (an HTTP error body, say): the filled values and
+    // the run's other secrets never reach a reason.
+    let secrets = options.fills.known();
+    secrets.extend(&options.known);
     let fail = |reason: String| -> Error {
         ErrorKind::ReplayUpstream {
             upstream: describe.clone(),
-            reason,
+            reason: secrets.hide_in_text(&reason).into_owned(),
         }
         .into()
     };

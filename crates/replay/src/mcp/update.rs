@@ -1,18 +1,45 @@
 //! `--update`: rewrite a recording with the replayed answers, atomically, keeping the calls' order.
 
 use calltape_recorder::mcp::{Outcome, Recording};
+use calltape_recorder::{Refusal, admit};
+use calltape_redact::Gate;
 
 use crate::error::{Error, ErrorKind};
 
 /// Rewrites `recording`'s file with each call's outcome replaced by the replayed one (already
 /// redacted), every other field kept, in the same order. The file is replaced atomically and stays
 /// owner-only.
-pub fn update_recording(recording: &Recording, outcomes: &[Outcome]) -> Result<(), Error> {
-    let lines = recording.calls.iter().zip(outcomes).map(|(call, outcome)| {
+///
+/// Every line passes `gate` last: a call whose line still holds a provider token or a secret value
+/// the gate watches (a filled value, say) is left out of the file, nothing of it written, and its
+/// refusal returned, so that a recording meant to be committed never holds one.
+pub fn update_recording(
+    recording: &Recording,
+    outcomes: &[Outcome],
+    gate: &Gate,
+) -> Result<Vec<Refusal>, Error> {
+    let mut refused = Vec::new();
+    let mut lines = Vec::with_capacity(recording.calls.len());
+    for (n, (call, outcome)) in recording.calls.iter().zip(outcomes).enumerate() {
         let mut record = call.record.clone();
         record.outcome = outcome.clone();
-        record.to_line()
-    });
+        let line = record.to_line();
+        let item = || {
+            format!(
+                "call {} ({} {}, line {})",
+                n + 1,
+                record.method,
+                record.name,
+                call.line
+            )
+        };
+        match admit(gate, [line.as_bytes()], item) {
+            Ok(()) => lines.push(line),
+            Err(refusal) => refused.push(refusal),
+        }
+    }
     // The rewrite makes the new file owner-only whatever the old mode, and refuses a link at the path.
-    calltape_jsonl_store::rewrite(&recording.path, lines).map_err(|e| ErrorKind::Store(e).into())
+    calltape_jsonl_store::rewrite(&recording.path, lines)
+        .map_err(|e| Error::from(ErrorKind::Store(e)))?;
+    Ok(refused)
 }

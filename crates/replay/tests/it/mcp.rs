@@ -7,8 +7,11 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use calltape_recorder::mcp::{Outcome, Recording};
+use calltape_redact::{Gate, KnownSecrets};
 use calltape_replay::ErrorKind;
-use calltape_replay::mcp::{Comparer, ReplayOptions, Status, replay, update_recording};
+use calltape_replay::mcp::{
+    Comparer, Fills, ReplayOptions, Status, compare_outcomes, replay, update_recording,
+};
 use calltape_stdio_bridge::{BoxFuture, Link, Protocol, Upstream, UpstreamEvent};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
@@ -264,7 +267,11 @@ async fn each_session_gets_its_own_connection_and_recorded_client() {
         "4 calls, 3 same, 1 changed, 0 new-error, 0 gone-error"
     );
 
-    update_recording(&recording, &replayed.outcomes).unwrap();
+    assert!(
+        update_recording(&recording, &replayed.outcomes, &Gate::new())
+            .unwrap()
+            .is_empty()
+    );
     let mode = std::fs::metadata(&recording.path)
         .unwrap()
         .permissions()
@@ -553,4 +560,84 @@ fn replay_types_are_send_and_sync() {
     assert_traits::<ReplayOptions>();
     assert_traits::<Comparer>();
     assert_traits::<calltape_replay::mcp::ReplayReport>();
+}
+
+#[test]
+fn a_filled_value_echoed_as_a_key_or_an_error_code_is_hidden_and_the_update_gate_refuses_a_token() {
+    const CARD: &str = "tok_test_4eC39HqLy";
+    const GHP: &str = "ghp_0123456789abcdefghijklmnopqrstuvwxyz";
+    let dir = tempfile::tempdir().unwrap();
+    let recording = write(
+        &dir,
+        &[
+            line("aaaaaaaa", "c", None, "store", r#""answer":{"cards":{}}"#),
+            line(
+                "aaaaaaaa",
+                "c",
+                None,
+                "check",
+                r#""error":{"code":"x","message":"m"}"#,
+            ),
+            // Stored by an older calltape, a token as a key: a replay that answers the same keeps
+            // the recorded outcome as it is, so only the gate stands before the rewrite.
+            line(
+                "aaaaaaaa",
+                "c",
+                None,
+                "old",
+                &format!(r#""answer":{{"{GHP}":1}}"#),
+            ),
+        ],
+    );
+    let known = KnownSecrets::new();
+    known.add("x-api-key", "hdr-value-9Xq2Lm");
+    let options = ReplayOptions::default()
+        .fills(Fills::new().value("cardToken", CARD))
+        .known_secrets(known.clone());
+    let outcomes = vec![
+        Outcome::Answer(json!({"cards": {CARD: "stored", "hdr-value-9Xq2Lm": "too"}})),
+        Outcome::Error(calltape_recorder::mcp::CallError::new(
+            calltape_recorder::mcp::ErrorCode::Text(CARD.into()),
+            Some(format!("card {CARD} declined")),
+        )),
+        recording.calls[2].record.outcome.clone(),
+    ];
+    let replayed = compare_outcomes(&recording, outcomes, &options);
+    let report = replayed.report.to_json().to_string();
+    for text in [
+        report.as_str(),
+        &replayed.report.to_text(false),
+        &replayed.report.to_junit(),
+        &replayed
+            .report
+            .to_html(&calltape_replay::ReportContext::new()),
+    ] {
+        assert!(
+            !text.contains(CARD) && !text.contains("hdr-value-9Xq2Lm"),
+            "{text}"
+        );
+    }
+    assert_eq!(
+        replayed.outcomes[0],
+        Outcome::Answer(json!({"cards": {"[REDACTED]": "stored", "[REDACTED:2]": "too"}}))
+    );
+    let gate = Gate::new().watch(&options.fills.known()).watch(&known);
+    let refused = update_recording(&recording, &replayed.outcomes, &gate).unwrap();
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert_eq!(
+        refused[0].to_string().split(':').next().unwrap(),
+        "call 3 (tools/call old, line 3) was not written"
+    );
+    assert!(refused[0].to_string().contains("a github-pat token"));
+    let text = std::fs::read_to_string(&recording.path).unwrap();
+    assert!(!text.contains(CARD) && !text.contains(GHP), "{text}");
+    let updated = Recording::read(&recording.path).unwrap();
+    assert_eq!(updated.calls.len(), 2);
+    assert_eq!(
+        updated.calls[1].record.outcome,
+        Outcome::Error(calltape_recorder::mcp::CallError::new(
+            calltape_recorder::mcp::ErrorCode::Text("[REDACTED]".into()),
+            Some("card [REDACTED] declined".into()),
+        ))
+    );
 }

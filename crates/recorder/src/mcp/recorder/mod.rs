@@ -11,12 +11,12 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::SystemTime;
 
 use calltape_jsonl_store::{JsonlWriter, Options};
-use calltape_redact::Redactor;
+use calltape_redact::{Gate, KnownSecrets, Redactor};
 use calltape_stdio_bridge::jsonrpc::{self, Json, Message};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use crate::echo::EchoedSecrets;
+use crate::echo;
 use crate::error::Error;
 use crate::mcp::format::{CallError, Outcome, RecordLine};
 use crate::mcp::input_required::{
@@ -26,9 +26,10 @@ use crate::mcp::input_required::{
 use crate::mcp::json_text::{self, IdKey, IdMap};
 use crate::mcp::options::{DEFAULT_METHODS, RecorderOptions, RecorderReport};
 use crate::mcp::params::{meta_info, name_and_input, raw_of, uri_input};
-use crate::mcp::redaction::{hide_echoes, redact_name, redact_outcome};
+use crate::mcp::redaction::{hide_known, redact_name, redact_outcome};
 use crate::mcp::tasks::{TASKS_RESULT, created_task, fetched_task, strip_related_task};
 use crate::mcp::time::{Rfc3339, new_session_id};
+use crate::refusal::{Refusal, admit};
 
 /// Records answered calls to a JSONL file, redacted, without ever blocking or failing the traffic.
 ///
@@ -44,9 +45,25 @@ struct Inner {
     redactor: Redactor,
     /// A handful at most: a list is quicker to search than a hash set.
     methods: Vec<String>,
+    /// Secret values of the run: those the caller knows, and every value a request held under a
+    /// credential name, hidden in every record and looked for by the gate.
+    known: KnownSecrets,
+    /// The last check on every line, after redaction and hiding.
+    gate: Gate,
     recorded: AtomicU64,
     unanswered: AtomicU64,
+    refused: Mutex<Refused>,
 }
+
+/// The calls the gate refused: the first ones named, the rest counted.
+#[derive(Debug, Default)]
+struct Refused {
+    named: Vec<Refusal>,
+    count: u64,
+}
+
+/// The most refused calls a report names; the rest are counted.
+const MAX_NAMED_REFUSALS: usize = 100;
 
 impl Inner {
     /// Whether calls of `method` are recorded.
@@ -73,10 +90,14 @@ impl Recorder {
     pub async fn open(path: impl AsRef<Path>, options: RecorderOptions) -> Result<Self, Error> {
         let redactor = options.redactor()?;
         let writer = JsonlWriter::open(path, Options::default().max_bytes(options.max_bytes)).await;
+        let gate = Gate::new().watch(&options.known);
         Ok(Self {
             inner: Arc::new(Inner {
                 writer: Mutex::new(Some(writer)),
                 redactor,
+                known: options.known,
+                gate,
+                refused: Mutex::default(),
                 methods: options
                     .methods
                     .into_iter()
@@ -106,14 +127,27 @@ impl Recorder {
             Some(writer) => Some(writer.close().await),
             None => None,
         };
+        let refused = std::mem::take(&mut *lock(&self.inner.refused));
         RecorderReport {
             recorded: self.inner.recorded.load(Ordering::Acquire),
             unanswered: self.inner.unanswered.load(Ordering::Acquire),
+            refused: refused.count,
+            refusals: refused.named,
             writer,
         }
     }
 
-    fn write_line(&self, line: &[u8]) {
+    /// Hands `line` to the writer once the gate lets it through; else the call is dropped and its
+    /// refusal kept for the report.
+    fn write_line(&self, line: &[u8], call: impl FnOnce() -> String) {
+        if let Err(refusal) = admit(&self.inner.gate, [line], call) {
+            let mut refused = lock(&self.inner.refused);
+            refused.count += 1;
+            if refused.named.len() < MAX_NAMED_REFUSALS {
+                refused.named.push(refusal);
+            }
+            return;
+        }
         if let Some(writer) = lock(&self.inner.writer).as_ref() {
             writer.append_line(line);
             self.inner.recorded.fetch_add(1, Ordering::AcqRel);
@@ -165,9 +199,6 @@ struct Pending {
     name: String,
     /// The redacted arguments, compact JSON.
     input: Option<Box<str>>,
-    /// Values the input held under credential names: hidden in the answer too, should the server
-    /// echo one back.
-    secrets: EchoedSecrets,
     client: Option<Arc<RawValue>>,
     protocol_version: Option<Arc<str>>,
 }
@@ -239,8 +270,7 @@ impl SessionRecorder {
             _ => return self.client_value(text, at),
         };
         let name = name.and_then(jsonrpc::string).unwrap_or_default();
-        let name = redact_name(&inner.redactor, &method, &name);
-        let mut secrets = EchoedSecrets::default();
+        let name = self.hidden_name(redact_name(&inner.redactor, &method, &name));
         let input = match input {
             // A resource read: its input is its URI, redacted as its name is.
             None => serde_json::to_string(&uri_input(&name))
@@ -251,7 +281,11 @@ impl SessionRecorder {
                 if let Cow::Owned(_) = redacted
                     && let Ok(original) = serde_json::from_str::<Value>(arguments.text)
                 {
-                    collect_secrets(&inner.redactor, &original, &mut secrets);
+                    collect_secrets(inner, &original);
+                }
+                // A value of the run's other calls: the `Value` reading hides it.
+                if inner.known.occurs_in(&redacted) {
+                    return self.client_value(text, at);
                 }
                 match compacted(redacted, arguments.compact) {
                     Some(input) => Some(input.into()),
@@ -271,11 +305,18 @@ impl SessionRecorder {
                 method: method_name(&method),
                 name,
                 input,
-                secrets,
                 client,
                 protocol_version,
             },
         );
+    }
+
+    /// A call's recorded name with the run's known values hidden.
+    fn hidden_name(&self, name: String) -> String {
+        match self.recorder.inner.known.hide_in_text(&name) {
+            Cow::Borrowed(_) => name,
+            Cow::Owned(hidden) => hidden,
+        }
     }
 
     /// [`client_message`](Self::client_message) for any message, through a `Value`.
@@ -330,17 +371,17 @@ impl SessionRecorder {
             .and_then(Value::as_object);
         let (client, protocol_version) = meta_info(meta);
         let (name, mut input) = name_and_input(method, params);
-        let name = redact_name(&inner.redactor, method, &name);
+        let name = self.hidden_name(redact_name(&inner.redactor, method, &name));
         if is_retry(params) && self.resume(key.clone(), method, &name, retry_state(params)) {
             return;
         }
-        let mut secrets = EchoedSecrets::default();
         if method == "resources/read" {
             // Its URI, redacted as its name is, on both readings.
             input = Some(uri_input(&name));
         } else if let Some(input) = &mut input {
-            collect_secrets(&inner.redactor, input, &mut secrets);
+            collect_secrets(inner, input);
             inner.redactor.redact_value(input);
+            inner.known.hide_in_value(input);
         }
         lock(&self.state).pending.insert(
             key,
@@ -352,7 +393,6 @@ impl SessionRecorder {
                     .as_ref()
                     .and_then(|input| serde_json::to_string(input).ok())
                     .map(String::into_boxed_str),
-                secrets,
                 client,
                 protocol_version,
             },
@@ -392,12 +432,12 @@ impl SessionRecorder {
         let (client, protocol_version) = session_info(state, &pending);
         let inner = &self.recorder.inner;
         let ending = match (message.result, message.error) {
-            (Some(result), _) => self.answer_ending(result, &pending.secrets),
+            (Some(result), _) => self.answer_ending(result),
             (None, Some(error)) => match serde_json::from_str::<Value>(error) {
                 Ok(error) => {
                     let mut outcome = Outcome::Error(CallError::from_jsonrpc(&error));
                     redact_outcome(&inner.redactor, &mut outcome);
-                    hide_echoes(&mut outcome, &pending.secrets);
+                    hide_known(&mut outcome, &inner.known);
                     ending_of(outcome)
                 }
                 Err(_) => None,
@@ -409,20 +449,20 @@ impl SessionRecorder {
         }
     }
 
-    /// The ending a `result` stands for: redacted as text unless it may be a tool error or may echo
-    /// a secret of the input, which the `Value` reading deals with.
-    fn answer_ending<'a>(&self, result: Json<'a>, secrets: &EchoedSecrets) -> Option<Ending<'a>> {
-        let redactor = &self.recorder.inner.redactor;
-        if secrets.is_empty() && !json_text::may_be_tool_error(result.text) {
-            let redacted = redactor.redact_json_text(result.text);
+    /// The ending a `result` stands for: redacted as text unless it may be a tool error or echoes
+    /// a secret value of the run, which the `Value` reading deals with.
+    fn answer_ending<'a>(&self, result: Json<'a>) -> Option<Ending<'a>> {
+        let inner = &self.recorder.inner;
+        if !json_text::may_be_tool_error(result.text) && !inner.known.occurs_in(result.text) {
+            let redacted = inner.redactor.redact_json_text(result.text);
             if let Some(answer) = compacted(redacted, result.compact) {
                 return Some(Ending::Answer(answer));
             }
         }
         let result = serde_json::from_str::<Value>(result.text).ok()?;
         let mut outcome = Outcome::from_result(result);
-        redact_outcome(redactor, &mut outcome);
-        hide_echoes(&mut outcome, secrets);
+        redact_outcome(&inner.redactor, &mut outcome);
+        hide_known(&mut outcome, &inner.known);
         ending_of(outcome)
     }
 
@@ -507,7 +547,7 @@ impl SessionRecorder {
             return;
         };
         redact_outcome(&self.recorder.inner.redactor, &mut outcome);
-        hide_echoes(&mut outcome, &pending.secrets);
+        hide_known(&mut outcome, &self.recorder.inner.known);
         if let Some(ending) = ending_of(outcome) {
             self.write(pending, client, server, protocol_version, ending, at);
         }
@@ -564,11 +604,20 @@ impl SessionRecorder {
         thread_local! {
             static LINE: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
         }
+        let call = || {
+            format!(
+                "the {} call {} of session {} at {}",
+                pending.method,
+                pending.name,
+                self.id,
+                started.as_str()
+            )
+        };
         let write = |out: &mut Vec<u8>| {
             out.clear();
             out.reserve(size);
             line.write_to(out);
-            self.recorder.write_line(out);
+            self.recorder.write_line(out, call);
         };
         LINE.with(|buf| match buf.try_borrow_mut() {
             Ok(mut out) => {
@@ -653,9 +702,12 @@ impl Drop for SessionRecorder {
     }
 }
 
-/// Gathers the string values `input` holds under names the redactor hides.
-fn collect_secrets(redactor: &Redactor, value: &Value, out: &mut EchoedSecrets) {
-    out.learn_named(value, &|name| redactor.is_redacted_name(name));
+/// Remembers, for the rest of the run, the string values `input` holds under names the redactor
+/// hides.
+fn collect_secrets(inner: &Inner, value: &Value) {
+    echo::learn_named(&inner.known, value, &|name| {
+        inner.redactor.is_redacted_name(name)
+    });
 }
 
 /// Hands each message of a frame (a message, or a batch of them) to `each` as JSON text.

@@ -2,18 +2,27 @@
 //! key order, blanks and batches.
 
 use super::*;
+use crate::mcp::RecorderReport;
 
 /// The recording a session writes for `frames` (`true`: from the client); `by_value` sends
 /// every message through the `Value` reading.
 async fn recorded_text(frames: &[(bool, &str)], by_value: bool) -> String {
+    let (text, report) = recorded_with(frames, by_value, KnownSecrets::new()).await;
+    assert!(report.is_complete(), "{report}");
+    text
+}
+
+/// [`recorded_text`] with the run's `known` secret values, and the recorder's report.
+async fn recorded_with(
+    frames: &[(bool, &str)],
+    by_value: bool,
+    known: KnownSecrets,
+) -> (String, RecorderReport) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("calls.jsonl");
-    let options = RecorderOptions::default().methods([
-        "tools/call",
-        "resources/read",
-        "prompts/get",
-        "custom/op",
-    ]);
+    let options = RecorderOptions::default()
+        .methods(["tools/call", "resources/read", "prompts/get", "custom/op"])
+        .known_secrets(known);
     let recorder = Recorder::open(&path, options).await.unwrap();
     let session = recorder.session();
     let at = SystemTime::now();
@@ -27,8 +36,7 @@ async fn recorded_text(frames: &[(bool, &str)], by_value: bool) -> String {
     }
     drop(session);
     let report = recorder.close().await;
-    assert!(report.is_complete(), "{report}");
-    std::fs::read_to_string(&path).unwrap()
+    (std::fs::read_to_string(&path).unwrap(), report)
 }
 
 /// The records a session writes for `frames` (`true`: from the client), read back without the
@@ -238,4 +246,107 @@ async fn batches_are_read_message_by_message() {
         .map(|r| r["name"].clone())
         .collect();
     assert_eq!(names, ["b", "a"]);
+}
+
+#[tokio::test]
+async fn sent_secrets_are_hidden_in_keys_and_text_error_codes_for_the_rest_of_the_run() {
+    let frames: &[(bool, &str)] = &[
+        (
+            true,
+            r#"{"id":1,"method":"tools/call","params":{"name":"store","arguments":{"cardToken":"tok_visa_4eC39HqLy"}}}"#,
+        ),
+        (
+            false,
+            r#"{"id":1,"result":{"structuredContent":{"cards":{"tok_visa_4eC39HqLy":"stored","other":"x"}},"content":[]}}"#,
+        ),
+        // A later call: the value is still known, in its input, its answer and its error code.
+        (
+            true,
+            r#"{"id":2,"method":"tools/call","params":{"name":"check","arguments":{"card":"tok_visa_4eC39HqLy"}}}"#,
+        ),
+        (
+            false,
+            r#"{"id":2,"result":{"content":[{"type":"text","text":"card tok_visa_4eC39HqLy declined"}],"isError":true,"_meta":{"code":"tok_visa_4eC39HqLy"}}}"#,
+        ),
+        // A text code that holds a credential goes through the value rules.
+        (
+            true,
+            r#"{"id":3,"method":"tools/call","params":{"name":"code","arguments":{}}}"#,
+        ),
+        (
+            false,
+            r#"{"id":3,"result":{"content":[],"isError":true,"_meta":{"code":"sk-proj-abcdefghijklmnopqrstuvwx"}}}"#,
+        ),
+        // The caller's own known value, in a key of a plain answer.
+        (
+            true,
+            r#"{"id":4,"method":"tools/call","params":{"name":"keys","arguments":{}}}"#,
+        ),
+        (
+            false,
+            r#"{"id":4,"result":{"by":{"hdr-value-9Xq2Lm":1,"[REDACTED]":2}}}"#,
+        ),
+    ];
+    for by_value in [false, true] {
+        let known = KnownSecrets::new();
+        known.add("x-api-key", "hdr-value-9Xq2Lm");
+        let (text, report) = recorded_with(frames, by_value, known.clone()).await;
+        assert!(report.is_complete(), "{report}");
+        assert!(!text.contains("tok_visa_4eC39HqLy"), "{text}");
+        assert!(!text.contains("hdr-value-9Xq2Lm"), "{text}");
+        assert!(!text.contains("sk-proj-"), "{text}");
+        let lines: Vec<Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 4, "{text}");
+        assert_eq!(
+            lines[0]["answer"]["structuredContent"]["cards"],
+            serde_json::json!({"[REDACTED]": "stored", "other": "x"})
+        );
+        assert_eq!(lines[1]["input"]["card"], "[REDACTED]");
+        assert_eq!(lines[1]["error"]["code"], "[REDACTED]");
+        assert_eq!(lines[1]["error"]["message"], "card [REDACTED] declined");
+        assert_eq!(lines[2]["error"]["code"], "[REDACTED]");
+        assert_eq!(
+            lines[3]["answer"]["by"],
+            serde_json::json!({"[REDACTED:2]": 1, "[REDACTED]": 2})
+        );
+        // The run's value is known to whoever shares the set (a log writer, say).
+        assert!(known.names().contains(&"cardToken".to_owned()));
+    }
+}
+
+#[tokio::test]
+async fn the_gate_refuses_a_call_whose_line_still_holds_a_token_and_names_it() {
+    const GHP: &str = "ghp_0123456789abcdefghijklmnopqrstuvwxyz";
+    let initialize = format!(
+        r#"{{"jsonrpc":"2.0","id":0,"method":"initialize","params":{{"protocolVersion":"2025-06-18","clientInfo":{{"name":"c","version":"1","{GHP}":true}}}}}}"#
+    );
+    let frames: &[(bool, &str)] = &[
+        (true, &initialize),
+        (
+            false,
+            r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-06-18","serverInfo":{"name":"s","version":"1"}}}"#,
+        ),
+        (
+            true,
+            r#"{"id":1,"method":"tools/call","params":{"name":"echo","arguments":{}}}"#,
+        ),
+        (false, r#"{"id":1,"result":{"content":[]}}"#),
+    ];
+    for by_value in [false, true] {
+        let (text, report) = recorded_with(frames, by_value, KnownSecrets::new()).await;
+        assert_eq!(text, "", "nothing of the call is written");
+        assert_eq!((report.recorded, report.refused), (0, 1), "{report}");
+        assert!(!report.is_complete());
+        let refusal = report.refusals[0].to_string();
+        assert!(
+            refusal.starts_with("the tools/call call echo of session ")
+                && refusal.contains("was not written: it held a github-pat token"),
+            "{refusal}"
+        );
+        assert!(!refusal.contains(GHP) && !report.to_string().contains(GHP));
+        assert!(report.to_string().contains("1 call refused"), "{report}");
+    }
 }

@@ -197,6 +197,12 @@ async fn answer(
             full(200, "application/json", body.to_string())
         }
         "/v1/counter" => full(200, "application/json", json!({"n": n}).to_string()),
+        "/v1/cards" => {
+            // Stores what it is given under the key it is given, as careless servers echo a token.
+            let mut cards = serde_json::Map::new();
+            cards.insert(text.clone(), json!("stored"));
+            full(200, "application/json", json!({"cards": cards}).to_string())
+        }
         "/v1/headers" => {
             let mut r = full(200, "application/json", json!({"ok": true}).to_string());
             let h = r.headers_mut();

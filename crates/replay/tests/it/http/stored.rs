@@ -109,7 +109,7 @@ async fn a_blob_holding_a_secret_refuses_its_interaction_and_nothing_of_it_is_st
             "POST openai /v1/audio/echo #0",
             "the value of authorization",
             "POST openai /v1/audio/token #0",
-            "a provider token",
+            "a github-pat token",
             "POST openai /v1/audio/echo-body #0",
             "the value of password",
             cassette.to_str().unwrap(),
@@ -129,5 +129,56 @@ async fn a_blob_holding_a_secret_refuses_its_interaction_and_nothing_of_it_is_st
             let data = std::fs::read(blobs_dir.join(blob)).unwrap();
             assert!(!data.windows(KEY.len()).any(|w| w == KEY.as_bytes()));
         }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_final_gate_refuses_an_interaction_whose_line_holds_a_token_key_or_a_sent_secret() {
+    const GHP: &str = "ghp_0123456789abcdefghijklmnopqrstuvwxyz";
+    const SENT: &str = "sekr-value-4242x";
+    let dir = tempfile::tempdir().unwrap();
+    let fake = FakeUpstream::start().await;
+    for mode in [Mode::Record, Mode::Auto] {
+        let cassette = dir.path().join(format!("{mode}.jsonl"));
+        let proxy = start(mode, &fake.url(), &cassette).await;
+        let chat =
+            |text: &str| json!({"model": "m", "messages": [{"role": "user", "content": text}]});
+        let clean = post(&proxy, "openai", "/v1/chat/completions", &chat("hi")).await;
+        // The answer stores the token under it as an object key, where no text rule looks.
+        let keyed = post(&proxy, "openai", "/v1/cards", &chat(GHP)).await;
+        // A value sent under a credential name, then sent again where no name says so.
+        let named = json!({"model": "m", "api_key": SENT, "messages": []});
+        let first = post(&proxy, "openai", "/v1/chat/completions", &named).await;
+        let again = post(&proxy, "openai", "/v1/counter", &json!({"note": SENT})).await;
+        assert_eq!(
+            (clean.status, keyed.status, first.status, again.status),
+            (200, 200, 200, 200)
+        );
+        let report = proxy.shutdown().await.unwrap();
+        let summary = report.summary();
+        assert_eq!(report.refused.len(), 2, "{mode}: {summary}");
+        assert_eq!(report.recorded, 2, "{mode}: {summary}");
+        for needle in [
+            "POST openai /v1/cards #0",
+            "a github-pat token",
+            "POST openai /v1/counter #0",
+            "the value of api_key",
+        ] {
+            assert!(summary.contains(needle), "{mode}: {needle}: {summary}");
+        }
+        assert!(
+            !summary.contains(GHP) && !summary.contains(SENT),
+            "{summary}"
+        );
+        let text = read(&cassette);
+        assert!(
+            !text.contains(GHP) && !text.contains(SENT),
+            "{mode}: {text}"
+        );
+        assert!(
+            !text.contains("/v1/cards") && !text.contains("/v1/counter"),
+            "{mode}: {text}"
+        );
+        assert!(!dir.path().join(format!("{mode}.jsonl.journal")).exists());
     }
 }

@@ -90,6 +90,15 @@ impl ExtraHeaders {
         self.map.iter().map(|(name, _)| name.as_str())
     }
 
+    /// Each header's name (lowercased) and value, in the order they were added; a value that is
+    /// not text is left out. For a caller that hides the credentials among them in its own logs
+    /// and records.
+    pub fn pairs(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.map
+            .iter()
+            .filter_map(|(name, value)| Some((name.as_str(), value.to_str().ok()?)))
+    }
+
     /// How many header values there are.
     pub fn len(&self) -> usize {
         self.map.len()
