@@ -11,8 +11,8 @@ fn an_upstream_urls_user_info_reaches_no_hint_report_or_log_of_the_proxy() {
     let dir = tempfile::tempdir().unwrap();
     let cassette = dir.path().join("empty.jsonl");
     let report = dir.path().join("report.html");
-    // Nothing listens there, and the cassette is empty: each SDK request misses, and the miss's
-    // message gives the command that would re-record it.
+    // Nothing listens there, and there is no cassette: each SDK request misses, and the miss's
+    // message gives the command that would record it.
     let upstream = format!("http://bob:{USERINFO_TOKEN}@127.0.0.1:9");
     let options = [
         "--report",
@@ -25,7 +25,7 @@ fn an_upstream_urls_user_info_reaches_no_hint_report_or_log_of_the_proxy() {
     assert_eq!(status, 1, "{stderr}");
     assert!(
         stderr.contains(
-            "to re-record: calltape http --mode record --upstream openai=http://127.0.0.1:9"
+            "record it with: calltape http --mode record --upstream openai=http://127.0.0.1:9"
         ),
         "{stderr}"
     );
