@@ -2,8 +2,10 @@
 //! connection, compare every answer with the recorded one, and report what changed.
 //!
 //! [`replay`] drives the sessions through any [`Upstream`](calltape_stdio_bridge::Upstream) (a child
-//! process, a Streamable HTTP endpoint); [`Comparer`] decides what differs; [`ReplayReport`] renders
-//! text, JSON or JUnit; [`update_recording`] accepts the new answers.
+//! process, a Streamable HTTP endpoint); [`Comparer`] decides what differs; [`classify`] sorts the
+//! changes of the server's surface (its tool, prompt and resource lists) into breaking and
+//! compatible; [`ReplayReport`] renders text, JSON, JUnit or HTML, and [`FailOn`] says whether it
+//! fails; [`update_recording`] accepts the new answers.
 //!
 //! # Example
 //!
@@ -25,8 +27,10 @@
 mod compare;
 mod fill;
 mod follow;
+mod lists;
 mod report;
 mod session;
+mod surface;
 mod task;
 mod update;
 
@@ -38,4 +42,5 @@ pub use session::{
     DEFAULT_PROTOCOL_VERSION, DEFAULT_TIMEOUT, Progress, ReplayOptions, Replayed, compare_outcomes,
     replay,
 };
+pub use surface::{FailOn, Severity, SurfaceChange, SurfaceSummary, classify};
 pub use update::update_recording;

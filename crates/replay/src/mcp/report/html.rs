@@ -41,6 +41,10 @@ pub(super) fn render(report: &ReplayReport, context: &ReportContext) -> String {
     let counts = Status::ALL.map(|s| (s.as_str(), summary.count(s)));
     html::counts(&mut out, &counts);
     let _ = writeln!(out, "<p id=\"summary\">{summary}</p>");
+    let surface = report.surface();
+    if !surface.is_empty() {
+        let _ = writeln!(out, "<p id=\"surface\">{surface}</p>");
+    }
     html::filters(&mut out, &Status::ALL.map(Status::as_str), "search names");
     // Rows of a grid rather than a table: a browser lays out only the rows in view
     // (`content-visibility`), where a table of 10,000 rows is laid out whole before it shows.

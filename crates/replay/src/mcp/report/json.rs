@@ -135,11 +135,16 @@ impl Serialize for JsonReport<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let report = self.0;
         let summary = report.summary();
-        let mut map = serializer.serialize_map(Some(5))?;
+        let mut map = serializer.serialize_map(Some(6))?;
         map.serialize_entry("version", &REPORT_VERSION)?;
         map.serialize_entry("file", &report.file.display().to_string())?;
         map.serialize_entry("calls", &report.calls.len())?;
         map.serialize_entry("summary", &JsonSummary(summary))?;
+        let surface = report.surface();
+        map.serialize_entry(
+            "surface",
+            &serde_json::json!({"breaking": surface.breaking, "compatible": surface.compatible}),
+        )?;
         map.serialize_entry("results", &JsonResults(&report.calls))?;
         map.end()
     }
@@ -170,8 +175,10 @@ struct JsonCall<'a>(&'a CallReport);
 impl Serialize for JsonCall<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let c = self.0;
-        let fields =
-            7 + usize::from(!c.substitutions.is_empty()) + usize::from(!c.unfilled.is_empty());
+        let fields = 7
+            + usize::from(!c.substitutions.is_empty())
+            + usize::from(!c.unfilled.is_empty())
+            + usize::from(!c.surface.is_empty());
         let mut map = serializer.serialize_map(Some(fields))?;
         map.serialize_entry("index", &c.index)?;
         map.serialize_entry("line", &c.line)?;
@@ -186,6 +193,14 @@ impl Serialize for JsonCall<'_> {
         }
         if !c.unfilled.is_empty() {
             map.serialize_entry("unfilled", &c.unfilled)?;
+        }
+        if !c.surface.is_empty() {
+            let surface: Vec<Value> = c
+                .surface
+                .iter()
+                .map(|s| serde_json::json!({"severity": s.severity.as_str(), "path": s.path, "change": s.change}))
+                .collect();
+            map.serialize_entry("surface", &surface)?;
         }
         map.end()
     }

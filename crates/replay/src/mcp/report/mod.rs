@@ -14,6 +14,7 @@ use serde_json::Value;
 use crate::ReportContext;
 use crate::mcp::compare::{Difference, Status};
 use crate::mcp::follow::Substitution;
+use crate::mcp::surface::SurfaceChange;
 
 /// The version of the JSON report's schema.
 pub const REPORT_VERSION: u64 = 1;
@@ -41,6 +42,8 @@ pub struct CallReport {
     pub substitutions: Vec<Substitution>,
     /// The fields whose recorded `"[REDACTED]"` no fill gave a value for, so it was sent as recorded.
     pub unfilled: Vec<String>,
+    /// For a list (`tools/list` and its kin), each change of the server's surface, classified.
+    pub surface: Vec<SurfaceChange>,
 }
 
 impl CallReport {
@@ -64,6 +67,7 @@ impl CallReport {
             differences,
             substitutions: Vec::new(),
             unfilled: Vec::new(),
+            surface: Vec::new(),
         }
     }
 
@@ -79,12 +83,19 @@ impl CallReport {
         self
     }
 
-    /// Whether the call carries notes: substitutions or unfilled fields.
-    pub fn has_notes(&self) -> bool {
-        !self.substitutions.is_empty() || !self.unfilled.is_empty()
+    /// With these surface changes found in the call's list.
+    pub fn with_surface(mut self, surface: Vec<SurfaceChange>) -> Self {
+        self.surface = surface;
+        self
     }
 
-    /// The notes as reports write them, one per line: each substitution, then `unfilled: NAME, …`.
+    /// Whether the call carries notes: substitutions, unfilled fields or surface changes.
+    pub fn has_notes(&self) -> bool {
+        !self.substitutions.is_empty() || !self.unfilled.is_empty() || !self.surface.is_empty()
+    }
+
+    /// The notes as reports write them, one per line: each substitution, then `unfilled: NAME, …`,
+    /// then each surface change (`breaking: tools[add] removed`).
     pub fn notes(&self) -> impl Iterator<Item = String> + '_ {
         let unfilled =
             (!self.unfilled.is_empty()).then(|| format!("unfilled: {}", self.unfilled.join(", ")));
@@ -92,6 +103,7 @@ impl CallReport {
             .iter()
             .map(ToString::to_string)
             .chain(unfilled)
+            .chain(self.surface.iter().map(ToString::to_string))
     }
 }
 

@@ -26,8 +26,11 @@ pub(super) fn render(report: &ReplayReport, color: bool) -> String {
         paint.status(&mut out, call.status);
         out.push(' ');
         out.push_str(&call.method);
-        out.push(' ');
-        paint.bold(&mut out, &call.name);
+        // A list has no name of its own.
+        if !call.name.is_empty() {
+            out.push(' ');
+            paint.bold(&mut out, &call.name);
+        }
         let _ = writeln!(
             out,
             "  (call {}, line {}, session {})",
@@ -44,6 +47,11 @@ pub(super) fn render(report: &ReplayReport, color: bool) -> String {
     }
     if !out.is_empty() {
         out.push('\n');
+    }
+    // Each change is listed with its list above; here, how many, each counted once.
+    let surface = report.surface();
+    if !surface.is_empty() {
+        let _ = writeln!(out, "{surface}");
     }
     let _ = writeln!(out, "{}", report.summary());
     out
