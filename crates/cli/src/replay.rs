@@ -9,7 +9,7 @@ use calltape_recorder::mcp::Recording;
 use calltape_redact::Redactor;
 use calltape_replay::ReportContext;
 use calltape_replay::mcp::{
-    Comparer, FillSpec, Fills, Format, ReplayOptions, replay, update_recording,
+    Comparer, FailOn, FillSpec, Fills, Format, ReplayOptions, replay, update_recording,
 };
 use calltape_stdio_bridge::Stderr;
 use clap::Args;
@@ -29,6 +29,7 @@ Examples:
   calltape replay calls.jsonl --format html --output report.html -- node server.js
   calltape replay calls.jsonl --update -- node server.js     # accept the new answers
   calltape replay calls.jsonl --fill cardToken=env:CARD --fill apiKey=file:key.txt -- node server.js
+  calltape replay calls.jsonl --fail-on breaking -- node server.js   # a tool added is no failure
 
 Each recorded session is replayed through a fresh connection (a new child process, a new HTTP \
 session) with the recorded client info, its calls in recorded order. A call is same, changed \
@@ -43,6 +44,14 @@ uses is sent as the replayed answer holds it, noted \"input.PATH: old → new (f
 PATH)\"; answers that echo the new value compare equal to the recorded one. --no-follow turns \
 this off.
 
+A recorded list (tools/list, prompts/list, resources/list, resources/templates/list) is fetched \
+again page by page, its items matched by name (resources by uri, templates by uriTemplate), and \
+each change classified: breaking (a tool, prompt or resource removed, a required input property or \
+argument added, an input property removed or its type narrowed, an output-schema property removed \
+or its type changed) or compatible (added, optional, described differently). The report lists each \
+with its list and counts them: \"surface: 2 breaking, 5 compatible\". --fail-on breaking exits 0 \
+when every difference is a compatible surface change.
+
 A task-augmented call was recorded as a plain one with its result; when the server runs the tool \
 only as a task, the replay runs it as one and polls it to its end within --timeout.
 
@@ -54,8 +63,8 @@ answer: resultType, the server-info stamp in _meta, and the cache hints of resou
 The server's ping is answered; its sampling, elicitation and roots requests get an error, and an \
 input_required result is the call's answer, since a replay has no client to ask.
 
-Exit codes: 0 no difference (or --update rewrote the recording), 1 differences, 2 unreadable or \
-invalid recording or bad arguments, 3 the server could not be started or stopped answering.";
+Exit codes: 0 no difference (or --update rewrote the recording; with --fail-on breaking, only \
+compatible surface changes), 1 differences, 2 unreadable or invalid recording or bad arguments, 3 the server could not be started or stopped answering.";
 
 /// The arguments of `calltape replay`.
 #[derive(Debug, Args)]
@@ -86,6 +95,11 @@ pub(crate) struct ReplayArgs {
     /// Send every input as recorded: do not follow ids that earlier answers created.
     #[arg(long)]
     no_follow: bool,
+
+    /// Which differences exit 1: any (the default), or breaking, which lets a list whose every
+    /// change is a compatible surface change (a tool added, a description reworded) pass.
+    #[arg(long, value_name = "RULE", default_value = "any", value_parser = ["any", "breaking"])]
+    fail_on: String,
 
     /// Rewrite the recording with the new answers (atomically, redacted, same order) and exit 0.
     #[arg(long)]
@@ -197,7 +211,8 @@ pub(crate) fn run(args: ReplayArgs) -> Outcome {
         }
         None => print!("{text}"),
     }
-    if report.has_differences() {
+    let fail_on: FailOn = args.fail_on.parse().unwrap_or_default();
+    if fail_on.fails(report) {
         Ok(exit::DIFFERENCES)
     } else {
         Ok(exit::OK)

@@ -22,5 +22,6 @@ mod replay;
 mod serve;
 mod shared;
 mod support;
+mod surface;
 mod tasks;
 mod vitest_helper;
