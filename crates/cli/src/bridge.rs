@@ -72,8 +72,9 @@ pub(crate) struct BridgeArgs {
     #[arg(long, value_name = "FILE")]
     log: Option<PathBuf>,
 
-    /// Record every tools/call, resources/read and prompts/get with the answer the client received to
-    /// FILE (created 0600, or extended; credentials redacted), as `calltape record -o FILE` does.
+    /// Record every tools/call, resources/read and prompts/get with the answer the client received,
+    /// and the server's tool, prompt and resource lists once per session, to FILE (created 0600, or
+    /// extended; credentials redacted), as `calltape record -o FILE` does.
     #[arg(long, value_name = "FILE")]
     record: Option<PathBuf>,
 

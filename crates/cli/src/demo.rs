@@ -14,7 +14,7 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use calltape_recorder::mcp::Recording;
+use calltape_recorder::mcp::{Recording, list_items_key};
 use calltape_replay::ReportContext;
 use calltape_replay::mcp::{
     CallReport, Comparer, Fills, ReplayOptions, ReplayReport, Replayed, Status, TextOptions, replay,
@@ -54,7 +54,8 @@ pub(crate) struct DemoArgs {
 /// The arguments of the hidden `calltape demo-server`.
 #[derive(Debug, Args)]
 pub(crate) struct DemoServerArgs {
-    /// The server version: 1, or 2 with a new price, a failing pay and a working refund.
+    /// The server version: 1, or 2 with a new price, a failing pay and a working refund, and a tool
+    /// surface that changed (one tool gone, one new, a new required argument for pay).
     #[arg(value_parser = clap::value_parser!(u8).range(1..=2))]
     version: u8,
 }
@@ -104,12 +105,7 @@ fn handle(version: u8, payments: &mut Payments, message: &Value) -> Option<Value
             }))
         }
         "ping" => Ok(json!({})),
-        "tools/list" => Ok(json!({"tools": [
-            tool("quote", "The price of a symbol", json!({"symbol": {"type": "string"}}), &["symbol"]),
-            tool("pay", "Pay an amount with a card token", json!({"amount": {"type": "number"},
-                "currency": {"type": "string"}, "cardToken": {"type": "string"}}), &["amount", "cardToken"]),
-            tool("refund", "Refund a payment", json!({"paymentId": {"type": "string"}}), &["paymentId"]),
-        ]})),
+        "tools/list" => Ok(json!({"tools": tools(version)})),
         "tools/call" => call_tool(version, payments, &params),
         "resources/list" => Ok(json!({"resources": [
             {"uri": "demo://terms", "name": "terms", "mimeType": "text/plain"}]})),
@@ -143,6 +139,47 @@ fn handle(version: u8, payments: &mut Payments, message: &Value) -> Option<Value
             json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
         }
     })
+}
+
+/// The tools of each version. v2 dropped `convert` and added `balance`, pay needs an
+/// `idempotencyKey` now, refund takes an optional `reason`, and quote is described anew: two
+/// breaking changes and three compatible ones.
+fn tools(version: u8) -> Vec<Value> {
+    let v1 = version == 1;
+    let mut pay = json!({"amount": {"type": "number"}, "currency": {"type": "string"},
+        "cardToken": {"type": "string"}});
+    let mut refund = json!({"paymentId": {"type": "string"}});
+    let (quote, pay_required) = if v1 {
+        ("The price of a symbol", &["amount", "cardToken"][..])
+    } else {
+        pay["idempotencyKey"] = json!({"type": "string"});
+        refund["reason"] = json!({"type": "string"});
+        (
+            "The price of a symbol, in US dollars",
+            &["amount", "cardToken", "idempotencyKey"][..],
+        )
+    };
+    let mut tools = vec![
+        tool(
+            "quote",
+            quote,
+            json!({"symbol": {"type": "string"}}),
+            &["symbol"],
+        ),
+        tool("pay", "Pay an amount with a card token", pay, pay_required),
+        tool("refund", "Refund a payment", refund, &["paymentId"]),
+    ];
+    tools.push(if v1 {
+        tool(
+            "convert",
+            "Convert an amount to another currency",
+            json!({"amount": {"type": "number"}, "to": {"type": "string"}}),
+            &["amount", "to"],
+        )
+    } else {
+        tool("balance", "The balance of the account", json!({}), &[])
+    });
+    tools
 }
 
 fn tool(name: &str, description: &str, properties: Value, required: &[&str]) -> Value {
@@ -250,9 +287,13 @@ fn call_tool(version: u8, payments: &mut Payments, params: &Value) -> Result<Val
 // ---------------------------------------------------------------------------------------------------
 // The demo.
 
-/// The scripted client session: (method, params).
+/// The scripted client session: (method, params). As a client does, it reads the server's lists
+/// first; the recorder writes them once the session ends.
 fn script() -> Vec<(&'static str, Value)> {
     vec![
+        ("tools/list", json!({})),
+        ("resources/list", json!({})),
+        ("prompts/list", json!({})),
         (
             "tools/call",
             json!({"name": "quote", "arguments": {"symbol": "ACME"}}),
@@ -316,8 +357,9 @@ fn demo(args: DemoArgs) -> Result<bool, String> {
         path.display()
     );
     let calls = record(&exe, &path)?;
-    outln!("   the client made {calls} calls: quote, pay (with cardToken \"{SECRET}\"), a refund");
-    outln!("   of the new payment, a resource read and a receipt prompt for the payment");
+    outln!("   the client read the server's tools, resources and prompts, then made quote, pay");
+    outln!("   (with cardToken \"{SECRET}\"), a refund of the new payment, a resource read");
+    outln!("   and a receipt prompt for the payment: {calls} requests");
 
     outln!();
     outln!("{}", bold("2. Check the recording", color));
@@ -388,9 +430,15 @@ fn check(path: &Path, calls: usize) -> Result<(Recording, bool), String> {
         .mode()
         & 0o777;
     let recording = Recording::read(path).map_err(|e| e.to_string())?;
+    let lists = recording
+        .calls
+        .iter()
+        .filter(|c| list_items_key(&c.record.method).is_some())
+        .count();
     outln!(
-        "   {} lines, mode {mode:04o}, secret present: {}",
+        "   {} lines ({} calls, then the {lists} lists), mode {mode:04o}, secret present: {}",
         recording.calls.len(),
+        recording.calls.len() - lists,
         if text.contains(SECRET) {
             "YES (a bug)"
         } else {
@@ -487,7 +535,8 @@ impl Replayer {
                 .any(|c| c.name == "pay" && c.unfilled == ["cardToken"]))
     }
 
-    /// Step 4: against v2, where three calls changed. Returns whether exactly those did.
+    /// Step 4: against v2, where three calls changed and the tool list did: two breaking changes,
+    /// three compatible ones. Returns whether exactly those did.
     fn against_v2(&self, calls: usize) -> Result<bool, String> {
         outln!(
             "   $ calltape replay {} --fill cardToken=env:CARD_TOKEN --ignore '{VOLATILE}' -- calltape demo-server 2",
@@ -502,7 +551,8 @@ impl Replayer {
                 outln!("   {line}");
             }
         }
-        outln!("   → exit 1: CI fails and shows this report");
+        outln!("   → exit 1: CI fails and shows this report (with --fail-on breaking too: a tool");
+        outln!("     is gone and pay needs a new argument; a new tool alone would pass)");
         let page = self.recording.path.with_file_name("report.html");
         let context = ReportContext::new()
             .server("calltape demo-server 2")
@@ -522,16 +572,19 @@ impl Replayer {
             page.display()
         );
         let want = [
-            ("quote", Status::Changed),
-            ("pay", Status::NewError),
-            ("refund", Status::GoneError),
+            ("tools/call", "quote", Status::Changed),
+            ("tools/call", "pay", Status::NewError),
+            ("tools/call", "refund", Status::GoneError),
+            ("tools/list", "", Status::Changed),
         ];
-        Ok(want.iter().all(|(name, status)| {
+        let surface = v2.report.surface();
+        Ok(want.iter().all(|(method, name, status)| {
             v2.report
                 .calls
                 .iter()
-                .any(|c| c.name == *name && c.status == *status)
-        }) && v2.report.summary().same == calls - want.len())
+                .any(|c| c.method == *method && c.name == *name && c.status == *status)
+        }) && v2.report.summary().same == calls - want.len()
+            && (surface.breaking, surface.compatible) == (2, 3))
     }
 }
 

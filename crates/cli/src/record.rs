@@ -21,6 +21,11 @@ usual: every tools/call, resources/read and prompts/get it makes is appended to 
 (created 0600) with the answer it received, credentials redacted. Review the file, commit it, and \
 run `calltape replay calls.jsonl -- node server.js` in CI.
 
+The server's surface is recorded too: the last tools/list, prompts/list, resources/list and \
+resources/templates/list the client read in a session, each one line holding the items of every \
+page, written when the session ends, so that a replay can say which tool went away or changed its \
+inputs.
+
 A client of either protocol era is recorded alike, one line per call: a 2026-07-28 client's info \
 and version come from each request's _meta, a call answered input_required is one line with the \
 final result of the client's retries, and server/discover and subscriptions/listen are not calls.
@@ -33,7 +38,9 @@ ends, and calltape exits 1.";
 /// What is recorded and how: shared by `calltape record` and `calltape bridge --record`.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct RecordOptions {
-    /// The methods to record, comma-separated [default: tools/call,resources/read,prompts/get].
+    /// The methods to record, comma-separated [default: tools/call,resources/read,prompts/get,
+    /// tools/list,prompts/list,resources/list,resources/templates/list]; a list is recorded once
+    /// per session, all its pages in one line.
     #[arg(long, value_name = "M,…", value_delimiter = ',')]
     methods: Vec<String>,
 

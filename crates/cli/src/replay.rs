@@ -11,7 +11,7 @@ use calltape_redact::Redactor;
 use calltape_replay::ReportContext;
 use calltape_replay::config::{Config, Origin, Sourced};
 use calltape_replay::mcp::{
-    CallRule, FillSpec, Format, ReplayOptions, TextOptions, replay, update_recording,
+    CallRule, FailOn, FillSpec, Format, ReplayOptions, TextOptions, replay, update_recording,
 };
 use calltape_stdio_bridge::Stderr;
 use clap::Args;
@@ -37,6 +37,7 @@ Examples:
   calltape replay calls.jsonl --mask-in get_file_info timestamp -- node dist/index.js /srv/data
   calltape replay calls.jsonl --ignore-in 'file:///tmp/*' 'contents.*.text' -- node server.js
   calltape replay --print-config --mask uuid     # what is in force, and where each rule came from
+  calltape replay calls.jsonl --fail-on breaking -- node server.js   # a tool added is no failure
 
 Each recorded session is replayed through a fresh connection (a new child process, a new HTTP \
 session) with the recorded client info, its calls in recorded order. A call is same, changed \
@@ -86,6 +87,14 @@ one. Only what a call created is followed: never an entry of a list answer (tool
 resources/list, ...) nor a string an earlier input held. Same calls sent with followed ids are \
 counted on one line; -v lists each. --no-follow turns this off.
 
+A recorded list (tools/list, prompts/list, resources/list, resources/templates/list) is fetched \
+again page by page, its items matched by name (resources by uri, templates by uriTemplate), and \
+each change classified: breaking (a tool, prompt or resource removed, a required input property or \
+argument added, an input property removed or its type narrowed, an output-schema property removed \
+or its type changed) or compatible (added, optional, described differently). The report lists each \
+with its list and counts them: \"surface: 2 breaking, 5 compatible\". --fail-on breaking exits 0 \
+when every difference is a compatible surface change.
+
 A task-augmented call was recorded as a plain one with its result; when the server runs the tool \
 only as a task, the replay runs it as one and polls it to its end within --timeout.
 
@@ -101,9 +110,9 @@ Before a report is printed or written, and before --update writes a line, it pas
 final check: one that would still hold a provider token or a filled or known secret value (in an \
 object key too) is refused, named on stderr (never the value): the whole report, or the call's line.
 
-Exit codes: 0 no difference (or --update rewrote the recording), 1 differences, or something \
-refused, 2 unreadable or invalid recording or bad arguments, 3 the server could not be started or \
-stopped answering.";
+Exit codes: 0 no difference (or --update rewrote the recording; with --fail-on breaking, only \
+compatible surface changes), 1 differences, or something refused, 2 unreadable or invalid \
+recording or bad arguments, 3 the server could not be started or stopped answering.";
 
 /// The arguments of `calltape replay`.
 #[derive(Debug, Args)]
@@ -168,6 +177,11 @@ pub(crate) struct ReplayArgs {
     /// Send every input as recorded: do not follow ids that earlier answers created.
     #[arg(long)]
     no_follow: bool,
+
+    /// Which differences exit 1: any (the default), or breaking, which lets a list whose every
+    /// change is a compatible surface change (a tool added, a description reworded) pass.
+    #[arg(long, value_name = "RULE", default_value = "any", value_parser = ["any", "breaking"])]
+    fail_on: String,
 
     /// Rewrite the recording with the new answers (atomically, redacted, same order) and exit 0.
     #[arg(long)]
@@ -350,7 +364,8 @@ pub(crate) fn run(args: ReplayArgs, verbose: bool) -> Outcome {
         }
         None => out!("{text}"),
     }
-    if report.has_differences() {
+    let fail_on: FailOn = args.fail_on.parse().unwrap_or_default();
+    if fail_on.fails(report) {
         Ok(exit::DIFFERENCES)
     } else {
         Ok(exit::OK)

@@ -69,7 +69,8 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "DUR", value_parser = duration)]
     idle_exit: Option<Duration>,
 
-    /// Record every session's calls (credentials redacted) to FILE, created 0600 or extended.
+    /// Record every session's calls and the lists it read (credentials redacted) to FILE, created
+    /// 0600 or extended.
     #[arg(long, value_name = "FILE")]
     record: Option<PathBuf>,
 

@@ -4,7 +4,8 @@
 //! behind a cargo feature of its name (none is on by default, so a user pulls one protocol):
 //!
 //! - `mcp` (feature `mcp`): the MCP call record (one line per answered `tools/call`,
-//!   `resources/read`, `prompts/get`), its strict `Recording` reader, and the
+//!   `resources/read`, `prompts/get`, and one per list of the server's surface a session read), its
+//!   strict `Recording` reader, and the
 //!   `Recorder` that pairs a session's requests with their answers, redacts them and
 //!   appends them to a JSONL file without ever blocking the traffic.
 //! - `http` (feature `http`): the HTTP cassette used by `calltape http`, its canonical JSONL

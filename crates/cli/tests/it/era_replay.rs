@@ -128,7 +128,10 @@ fn a_call_is_recorded_once_with_the_same_fields_in_both_eras_and_replays_against
             .collect()
     };
     assert_eq!(calls(&legacy_lines), calls(&modern_lines));
-    assert_eq!(legacy_lines.len(), 5);
+    // The five calls, then the tool list each SDK read to check the tools' results: a
+    // 2026-07-28 client's list is recorded as a handshake-era one is.
+    assert_eq!(legacy_lines.len(), 6);
+    assert_eq!(modern_lines[5]["method"], "tools/list");
     for (old, new) in legacy_lines.iter().zip(&modern_lines) {
         assert_eq!(keys(old), keys(new), "{old}\n{new}");
         assert_eq!(old["input"], new["input"]);
@@ -140,8 +143,8 @@ fn a_call_is_recorded_once_with_the_same_fields_in_both_eras_and_replays_against
     }
 
     // (recording, server, server version, the report's last line)
-    let same = "5 calls, 5 same, 0 changed, 0 new-error, 0 gone-error";
-    let changed = "5 calls, 2 same, 1 changed, 1 new-error, 1 gone-error";
+    let same = "6 calls, 6 same, 0 changed, 0 new-error, 0 gone-error";
+    let changed = "6 calls, 3 same, 1 changed, 1 new-error, 1 gone-error";
     let rows = [
         (Era::Legacy, Era::Legacy, 1, same),
         (Era::Legacy, Era::Modern, 1, same),
@@ -190,8 +193,31 @@ fn a_call_answered_input_required_is_recorded_once_with_its_final_result() {
     ];
     let (printed, lines) = record_scenario(Era::Modern, "asked", &server, &path);
     assert_eq!(printed["asked"], json!(["What is your name?"]));
-    let calls: Vec<&str> = lines.iter().map(|l| l["name"].as_str().unwrap()).collect();
-    assert_eq!(calls, ["greet_asked", "add"], "{lines:#?}");
+    let calls: Vec<(&str, &str)> = lines
+        .iter()
+        .map(|l| (l["method"].as_str().unwrap(), l["name"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            ("tools/call", "greet_asked"),
+            ("tools/call", "add"),
+            ("tools/list", "")
+        ],
+        "{lines:#?}"
+    );
+    // The SDK 2.x read the tool list statelessly: its client and version came in the request's
+    // `_meta`, the server's info from its stamp, and the list is one line like a legacy one.
+    let list = &lines[2];
+    assert_eq!(list["protocolVersion"], "2026-07-28", "{list}");
+    assert_eq!(list["client"]["name"], "mcp", "{list}");
+    assert_eq!(list["server"]["name"], "modern-server", "{list}");
+    assert_eq!(list["input"], json!({}), "{list}");
+    let tools = support::list_names(&list["answer"], "tools", "name");
+    assert!(
+        tools.iter().any(|t| t == "greet_asked") && tools.iter().any(|t| t == "add"),
+        "{list}"
+    );
     let greet = &lines[0];
     assert_eq!(greet["input"], json!({}));
     assert_eq!(
@@ -221,7 +247,8 @@ fn a_client_recorded_through_the_translation_has_the_fields_of_its_era_and_repla
     for (client, served) in [(Era::Legacy, Era::Modern), (Era::Modern, Era::Legacy)] {
         let path = dir.path().join(format!("{client:?}-on-{served:?}.jsonl"));
         let (_, lines) = record_scenario(client, "demo", &server(served, 1), &path);
-        assert_eq!(lines.len(), 5, "{client:?} on {served:?}: {lines:#?}");
+        // The five calls and the tool list the SDK read.
+        assert_eq!(lines.len(), 6, "{client:?} on {served:?}: {lines:#?}");
         for line in &lines {
             let keys = keys(line);
             for key in required {
@@ -241,7 +268,7 @@ fn a_client_recorded_through_the_translation_has_the_fields_of_its_era_and_repla
         assert!(
             report
                 .trim_end()
-                .ends_with("5 calls, 5 same, 0 changed, 0 new-error, 0 gone-error"),
+                .ends_with("6 calls, 6 same, 0 changed, 0 new-error, 0 gone-error"),
             "{client:?} on {served:?}:\n{report}\n{}",
             String::from_utf8_lossy(&out.stderr)
         );

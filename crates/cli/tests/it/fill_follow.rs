@@ -75,7 +75,9 @@ fn a_filled_token_and_a_followed_payment_id_replay_same_on_a_fresh_server() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    assert_eq!(lines.len(), 2, "{recorded}");
+    // The two calls, then the tool list the SDK read.
+    assert_eq!(lines.len(), 3, "{recorded}");
+    assert_eq!(lines[2]["method"], "tools/list", "{recorded}");
     assert_eq!(lines[0]["input"]["cardToken"], "[REDACTED]");
     assert_eq!(lines[0]["answer"]["structuredContent"]["paymentId"], id);
     assert_eq!(lines[1]["input"]["paymentId"], id);
@@ -93,7 +95,7 @@ fn a_filled_token_and_a_followed_payment_id_replay_same_on_a_fresh_server() {
     assert!(report.starts_with(&head), "{report}");
     assert!(
         report
-            .contains(" (from call 1, structuredContent.paymentId)\n\n2 calls, 2 same, 0 changed"),
+            .contains(" (from call 1, structuredContent.paymentId)\n\n3 calls, 3 same, 0 changed"),
         "{report}"
     );
 

@@ -100,9 +100,10 @@ fn the_demo_writes_a_report_page_that_a_browser_shows_with_its_counts_and_change
     let mode = std::fs::metadata(&page).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600);
     let dom = dom(&page);
+    // The three lists count too: the tool list changed, the others are the same.
     for (status, n) in [
-        ("same", 2),
-        ("changed", 1),
+        ("same", 4),
+        ("changed", 2),
         ("new-error", 1),
         ("gone-error", 1),
     ] {
@@ -120,6 +121,14 @@ fn the_demo_writes_a_report_page_that_a_browser_shows_with_its_counts_and_change
         "{quote}"
     );
     assert!(dom.contains("<dd>calltape demo-server 2</dd>"), "{dom}");
+    assert!(
+        dom.contains("<p id=\"surface\">surface: 2 breaking, 3 compatible</p>"),
+        "{dom}"
+    );
+    assert!(
+        dom.contains("<li>breaking: tools[convert] removed</li>"),
+        "{dom}"
+    );
 
     // Without its script (as with JavaScript off: --dump-dom itself needs JavaScript) the page
     // reads the same; only the filters, which need the script, stay hidden.
@@ -139,7 +148,7 @@ fn the_demo_writes_a_report_page_that_a_browser_shows_with_its_counts_and_change
         row(&plain, "quote").contains("price: 12 → 15 (+1 more)</span>"),
         "{plain}"
     );
-    assert_eq!(plain.matches("<details open=\"\">").count(), 3, "{plain}");
+    assert_eq!(plain.matches("<details open=\"\">").count(), 4, "{plain}");
     assert!(dom.contains("<dd>cardToken</dd>"), "{dom}");
     assert!(!dom.contains("tok_live_"), "{dom}");
 }

@@ -31,6 +31,7 @@ mod replay_rules;
 mod serve;
 mod shared;
 mod support;
+mod surface;
 mod tasks;
 mod userinfo;
 mod vitest_helper;

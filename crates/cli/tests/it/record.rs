@@ -10,7 +10,7 @@ use std::process::{Child, Command, Output, Stdio};
 use serde_json::{Value, json};
 
 use crate::support::{
-    HttpPeer, calltape, client_result, everything, free_port, peer_script, python,
+    HttpPeer, calltape, client_result, everything, free_port, list_names, peer_script, python,
 };
 
 const BIN: &str = env!("CARGO_BIN_EXE_calltape");
@@ -33,7 +33,7 @@ pub(crate) fn client(scenario: &str, command: &[&str]) -> Value {
     )
 }
 
-fn lines(path: &Path) -> Vec<Value> {
+pub(crate) fn lines(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path)
         .unwrap()
         .lines()
@@ -53,7 +53,8 @@ fn assert_owner_only_and_secret_free(path: &Path) {
     }
 }
 
-/// Checks the four server-everything calls: one line each, with the right fields.
+/// Checks the four server-everything calls: one line each, with the right fields, then the tool
+/// list the SDK read to check the tools' results, written when the session ended.
 fn assert_everything_recording(path: &Path) {
     assert_owner_only_and_secret_free(path);
     let calls = lines(path);
@@ -71,8 +72,15 @@ fn assert_everything_recording(path: &Path) {
                 "demo://resource/static/document/architecture.md"
             ),
             ("prompts/get", "simple-prompt"),
+            ("tools/list", ""),
         ]
     );
+    let tools = list_names(&calls[4]["answer"], "tools", "name");
+    assert!(
+        tools.iter().any(|t| t == "echo") && tools.iter().any(|t| t == "get-sum"),
+        "{tools:?}"
+    );
+    assert_eq!(calls[4]["input"], json!({}));
     let session = calls[0]["session"].as_str().unwrap();
     assert_eq!(session.len(), 8);
     for call in &calls {
@@ -149,7 +157,7 @@ fn python_client_through_record_over_stdio_then_replay_clean() {
     );
     assert_eq!(
         text(&out.stdout),
-        "4 calls, 4 same, 0 changed, 0 new-error, 0 gone-error\n"
+        "5 calls, 5 same, 0 changed, 0 new-error, 0 gone-error\n"
     );
 
     // `-o` appends: a second session goes after the first, with its own session id.
@@ -165,8 +173,12 @@ fn python_client_through_record_over_stdio_then_replay_clean() {
         ],
     );
     let calls = lines(&file);
-    assert_eq!(calls.len(), 8);
-    assert_ne!(calls[0]["session"], calls[4]["session"]);
+    assert_eq!(calls.len(), 10);
+    assert_eq!(
+        calls[9]["method"], "tools/list",
+        "bridge --record records the list too"
+    );
+    assert_ne!(calls[0]["session"], calls[5]["session"]);
     assert_owner_only_and_secret_free(&file);
     let out = replay(&file, &["--jobs", "2"], &[server]);
     assert_eq!(
@@ -224,7 +236,7 @@ fn python_client_through_record_over_streamable_http_then_replay_clean() {
     );
     assert_eq!(
         text(&out.stdout),
-        "4 calls, 4 same, 0 changed, 0 new-error, 0 gone-error\n"
+        "5 calls, 5 same, 0 changed, 0 new-error, 0 gone-error\n"
     );
 }
 
@@ -251,7 +263,9 @@ fn replay_against_a_changed_server_names_exactly_the_three_calls_then_update_mak
     );
     assert_owner_only_and_secret_free(&file);
     let calls = lines(&file);
-    assert_eq!(calls.len(), 5);
+    // The five calls, and the tool list the SDK read, the same in both versions.
+    assert_eq!(calls.len(), 6);
+    assert_eq!(calls[5]["method"], "tools/list");
     assert_eq!(calls[1]["input"]["apiKey"], "[REDACTED]");
     assert_eq!(calls[2]["error"]["code"], "tool_error");
 
@@ -286,7 +300,7 @@ fn replay_against_a_changed_server_names_exactly_the_three_calls_then_update_mak
         "{report}"
     );
     assert!(
-        report.ends_with("5 calls, 2 same, 1 changed, 1 new-error, 1 gone-error\n"),
+        report.ends_with("6 calls, 3 same, 1 changed, 1 new-error, 1 gone-error\n"),
         "{report}"
     );
 
@@ -306,7 +320,8 @@ fn replay_against_a_changed_server_names_exactly_the_three_calls_then_update_mak
             ("pay", "new-error"),
             ("refund", "gone-error"),
             ("demo://terms", "same"),
-            ("greeting", "same")
+            ("greeting", "same"),
+            ("", "same")
         ]
     );
     assert_eq!(
@@ -321,7 +336,7 @@ fn replay_against_a_changed_server_names_exactly_the_three_calls_then_update_mak
     let out = replay(&file, &["--format", "junit"], &v2);
     assert_eq!(out.status.code(), Some(1));
     let xml = text(&out.stdout);
-    assert_eq!(xml.matches("<testcase ").count(), 5);
+    assert_eq!(xml.matches("<testcase ").count(), 6);
     assert_eq!(xml.matches("<failure ").count(), 3, "{xml}");
     for status in ["changed", "new-error", "gone-error"] {
         assert_eq!(
@@ -361,6 +376,7 @@ fn recording_session(
         json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),
         json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "quote", "arguments": {"symbol": "X"}}}),
         json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "refund", "arguments": {"paymentId": "p"}}}),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {}}),
     ];
     for request in requests {
         writeln!(stdin, "{request}").unwrap();
@@ -375,7 +391,7 @@ fn recording_session(
 }
 
 #[test]
-fn answered_calls_reach_the_disk_when_the_session_ends_by_eof_sigterm_or_sigint() {
+fn answered_calls_and_lists_reach_the_disk_when_the_session_ends_by_eof_sigterm_or_sigint() {
     let dir = tempfile::tempdir().unwrap();
     for how in ["eof", "TERM", "INT"] {
         let file = dir.path().join(format!("{how}.jsonl"));
@@ -392,8 +408,11 @@ fn answered_calls_reach_the_disk_when_the_session_ends_by_eof_sigterm_or_sigint(
         }
         let _ = child.wait().unwrap();
         let calls = lines(&file);
-        assert_eq!(calls.len(), 2, "{how}: {calls:?}");
+        assert_eq!(calls.len(), 3, "{how}: {calls:?}");
         assert_eq!(calls[1]["error"]["code"], "unknown_payment");
+        // The list is written as the session ends, however it ends.
+        assert_eq!(calls[2]["method"], "tools/list", "{how}: {calls:?}");
+        assert_eq!(calls[2]["answer"]["tools"][0]["name"], "quote", "{how}");
     }
 }
 

@@ -253,6 +253,8 @@ fn serve_records_with_the_redaction_names_and_finishes_the_recording_on_each_sig
         );
         let session = served.initialize().expect("a session");
         assert!(served.echo(&session, "hello-there"), "{}", served.stderr());
+        let list = r#"{"jsonrpc":"2.0","id":8,"method":"tools/list","params":{}}"#;
+        assert!(served.exchange(Some(&session), list).contains("\"echo\""));
         let status = std::process::Command::new("kill")
             .args([&format!("-{signal}"), &served.child.id().to_string()])
             .status()
@@ -265,8 +267,16 @@ fn serve_records_with_the_redaction_names_and_finishes_the_recording_on_each_sig
             .lines()
             .map(|l| serde_json::from_str(l).unwrap())
             .collect();
-        assert_eq!(lines.len(), 1, "SIG{signal}: {text}");
+        // The call, then the session's tool list, written as the server stopped.
+        assert_eq!(lines.len(), 2, "SIG{signal}: {text}");
         assert_eq!(lines[0]["name"], "echo", "{text}");
+        assert_eq!(lines[1]["method"], "tools/list", "{text}");
+        // A schema's property under a name redacted is redacted as an input's would be.
+        assert_eq!(lines[1]["answer"]["tools"][1]["name"], "echo", "{text}");
+        assert_eq!(
+            lines[1]["answer"]["tools"][1]["inputSchema"]["properties"]["text"], "[REDACTED]",
+            "{text}"
+        );
         assert_eq!(lines[0]["input"]["text"], "[REDACTED]", "{text}");
         assert!(!text.contains("hello-there"), "{text}");
     }

@@ -391,3 +391,14 @@ pub(crate) fn client_result(command: &mut Command) -> serde_json::Value {
     );
     serde_json::from_slice(&out.stdout).expect("client output is JSON")
 }
+
+/// The `field` of each item of a recorded list answer's `key`: the tool names of `tools`, the URIs
+/// of `resources`.
+pub(crate) fn list_names(answer: &serde_json::Value, key: &str, field: &str) -> Vec<String> {
+    answer[key]
+        .as_array()
+        .unwrap_or_else(|| panic!("no {key} in {answer}"))
+        .iter()
+        .map(|item| item[field].as_str().unwrap().to_owned())
+        .collect()
+}

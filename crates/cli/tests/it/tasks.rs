@@ -49,13 +49,22 @@ fn a_task_is_recorded_as_one_call_with_its_result_and_replayed_as_a_task() {
         .iter()
         .map(|l| (l["method"].as_str().unwrap(), l["name"].as_str().unwrap()))
         .collect();
+    // The calls, then the tool list the SDK read, which says the tool runs only as a task.
     assert_eq!(
         names,
         [
             ("tools/call", "simulate-research-query"),
-            ("tools/call", "get-sum")
+            ("tools/call", "get-sum"),
+            ("tools/list", "")
         ]
     );
+    let research = lines[2]["answer"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "simulate-research-query")
+        .unwrap();
+    assert_eq!(research["execution"]["taskSupport"], "required");
     assert_eq!(lines[0]["input"], serde_json::json!({"topic": "tides"}));
     let report = lines[0]["answer"]["content"][0]["text"].as_str().unwrap();
     assert!(report.starts_with("# Research Report: tides"), "{report}");
@@ -78,7 +87,7 @@ fn a_task_is_recorded_as_one_call_with_its_result_and_replayed_as_a_task() {
     let out = replay("30s");
     assert_eq!(
         text(&out.stdout),
-        "2 calls, 2 same, 0 changed, 0 new-error, 0 gone-error\n",
+        "3 calls, 3 same, 0 changed, 0 new-error, 0 gone-error\n",
         "{}",
         text(&out.stderr)
     );

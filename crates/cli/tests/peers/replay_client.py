@@ -5,8 +5,10 @@ Usage: python replay_client.py SCENARIO -- COMMAND...
 COMMAND is the stdio server the client starts (for the tests: `calltape record -o FILE -- SERVER…` or
 `calltape record -o FILE --url URL`). SCENARIO is `everything` (the reference server), `demo` (the
 replay_server.py test server) or `payments` (pay_server.py, with the card token from $CARD) or `tasks` (the reference server, a
-task-augmented call) or `filesystem` (the filesystem reference server, whose last argument is the folder it serves,
-holding a.txt and sub/b.txt). Prints one JSON object with what the client received.
+task-augmented call), `filesystem` (the filesystem reference server, whose last argument is the folder it serves,
+holding a.txt and sub/b.txt), `surface` (any server: it reads every list the server offers, every page, as a client
+that shows a server's tools does, and calls `echo` when there is one) or `graph` (server-memory's `read_graph`).
+Prints one JSON object with what the client received.
 """
 
 import asyncio
@@ -84,18 +86,53 @@ async def filesystem(session):
     return {"calls": [dump(await session.call_tool(name, args)) for name, args in calls]}
 
 
+async def every_page(list_page, field):
+    """The items of every page of a list, following nextCursor."""
+    items, cursor = [], None
+    while True:
+        page = await list_page(cursor)
+        items += [dump(item) for item in getattr(page, field)]
+        cursor = page.nextCursor
+        if not cursor:
+            return items
+
+
+async def surface(session, capabilities):
+    # What the server offers decides what a careful client asks for.
+    result = {}
+    if capabilities.tools is not None:
+        result["tools"] = [tool["name"] for tool in await every_page(session.list_tools, "tools")]
+    if capabilities.prompts is not None:
+        result["prompts"] = [prompt["name"] for prompt in await every_page(session.list_prompts, "prompts")]
+    if capabilities.resources is not None:
+        result["resources"] = [r["uri"] for r in await every_page(session.list_resources, "resources")]
+        templates = await every_page(session.list_resource_templates, "resourceTemplates")
+        result["templates"] = [t["uriTemplate"] for t in templates]
+    if "echo" in result.get("tools", []):
+        result["echo"] = dump(await session.call_tool("echo", {"message": "hello"}))
+    return result
+
+
+async def graph(session):
+    return {"graph": dump(await session.call_tool("read_graph", {}))}
+
+
 async def main(scenario, command):
     server = StdioServerParameters(command=command[0], args=command[1:], env=dict(os.environ))
     async with stdio_client(server) as (read, write):
         async with ClientSession(read, write) as session:
             init = await session.initialize()
-            result = await {
-                "everything": everything,
-                "demo": demo,
-                "payments": payments,
-                "tasks": tasks,
-                "filesystem": filesystem,
-            }[scenario](session)
+            if scenario == "surface":
+                result = await surface(session, init.capabilities)
+            else:
+                result = await {
+                    "everything": everything,
+                    "demo": demo,
+                    "payments": payments,
+                    "tasks": tasks,
+                    "filesystem": filesystem,
+                    "graph": graph,
+                }[scenario](session)
             result["server"] = init.serverInfo.name
             return result
 

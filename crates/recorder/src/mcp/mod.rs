@@ -9,7 +9,9 @@
 //! ```
 //!
 //! A [`Recorder`] is shown the frames of a client session (by the bridge's observer hook, which a
-//! [`SessionRecorder`] is: it implements `calltape_stdio_bridge::Tap`, or by any proxy) and writes one redacted line per answered call, without ever blocking the traffic. It reads
+//! [`SessionRecorder`] is: it implements `calltape_stdio_bridge::Tap`, or by any proxy) and writes one redacted line per answered call, without ever blocking the traffic,
+//! and, when the session ends, one line per list of the server's surface it read
+//! ([`LIST_METHODS`]: all pages in one line, see [`ListPages`]). It reads
 //! each message as JSON text rather than building a tree, so an input or answer is recorded with the
 //! key order the peer sent, without the blanks between tokens. The
 //! [`Recording`] reader is strict: an unknown field or a wrong type is an error naming the line and the
@@ -49,6 +51,7 @@
 mod format;
 mod input_required;
 mod json_text;
+mod lists;
 mod options;
 mod params;
 mod read;
@@ -59,6 +62,7 @@ mod tasks;
 mod time;
 
 pub use format::{CallError, CallRecord, ErrorCode, FORMAT_VERSION, INTERNAL_ERROR, Outcome};
+pub use lists::{CURSOR, LIST_METHODS, ListPages, NEXT_CURSOR, list_items_key};
 pub use options::{DEFAULT_METHODS, RecorderOptions, RecorderReport};
 pub use params::request_params;
 pub(crate) use read::describe_problems;

@@ -8,8 +8,17 @@ use calltape_redact::{KnownSecrets, Redactor};
 use crate::error::{Error, ErrorKind};
 use crate::refusal::Refusal;
 
-/// The methods recorded unless told otherwise.
-pub const DEFAULT_METHODS: &[&str] = &["tools/call", "resources/read", "prompts/get"];
+/// The methods recorded unless told otherwise: the calls, and the lists that describe the server's
+/// surface (each recorded once per session, see [`LIST_METHODS`](crate::mcp::LIST_METHODS)).
+pub const DEFAULT_METHODS: &[&str] = &[
+    "tools/call",
+    "resources/read",
+    "prompts/get",
+    "tools/list",
+    "prompts/list",
+    "resources/list",
+    "resources/templates/list",
+];
 
 /// How a [`Recorder`](crate::mcp::Recorder) records: which methods, the file's size cap, and extra redaction names.
 #[derive(Debug, Clone)]

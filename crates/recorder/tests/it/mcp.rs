@@ -3,7 +3,9 @@
 use std::os::unix::fs::PermissionsExt;
 use std::time::{Duration, SystemTime};
 
-use calltape_recorder::mcp::{CallError, ErrorCode, Outcome, Recorder, RecorderOptions, Recording};
+use calltape_recorder::mcp::{
+    CallError, ErrorCode, Outcome, Recorder, RecorderOptions, Recording, SessionRecorder,
+};
 use serde_json::{Value, json};
 
 const JWT: &str = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.c2lnbmF0dXJlLXNpZ25hdHVyZQ";
@@ -103,7 +105,8 @@ async fn a_session_is_recorded_paired_redacted_and_owner_only() {
     let id = session.id().to_owned();
     drop(session);
     let report = recorder.close().await;
-    assert_eq!((report.recorded, report.unanswered), (5, 1), "{report}");
+    // Five calls, and the tool list, written when the session ended.
+    assert_eq!((report.recorded, report.unanswered), (6, 1), "{report}");
     assert!(report.is_complete(), "{report}");
 
     let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
@@ -122,12 +125,12 @@ async fn a_session_is_recorded_paired_redacted_and_owner_only() {
     }
     let recording = Recording::read(&path).unwrap();
     let calls: Vec<_> = recording.calls.iter().map(|c| &c.record).collect();
-    assert_eq!(calls.len(), 5);
+    assert_eq!(calls.len(), 6);
     let names: Vec<(&str, &str)> = calls
         .iter()
         .map(|c| (c.method.as_str(), c.name.as_str()))
         .collect();
-    // Written in the order answers arrived.
+    // Calls written in the order answers arrived, the list once the session ended.
     assert_eq!(
         names,
         [
@@ -139,8 +142,12 @@ async fn a_session_is_recorded_paired_redacted_and_owner_only() {
             ("prompts/get", "greet"),
             ("tools/call", "pay"),
             ("tools/call", "boom"),
+            ("tools/list", ""),
         ]
     );
+    assert_eq!(calls[5].input, Some(json!({})));
+    assert_eq!(calls[5].outcome, Outcome::Answer(json!({"tools": []})));
+    assert_eq!(calls[5].duration_ms, 1.0);
     for call in &calls {
         assert_eq!(call.session, id);
         assert_eq!(call.client.as_ref().unwrap()["name"], "claude-code");
@@ -225,6 +232,7 @@ async fn options_choose_methods_and_names_and_an_existing_file_is_extended() {
         let report = recorder.close().await;
         assert_eq!(report.recorded, 2);
     }
+    // Each round: the call, then the list, written when its session ended.
     let recording = Recording::read(&path).unwrap();
     assert_eq!(recording.calls.len(), 4);
     let first = &recording.calls[0].record;
@@ -239,10 +247,12 @@ async fn options_choose_methods_and_names_and_an_existing_file_is_extended() {
         (list.method.as_str(), list.name.as_str()),
         ("tools/list", "")
     );
-    assert_eq!(list.input, Some(json!({"cursor": "c"})));
+    // A list's input is the list's, not the cursor of a page.
+    assert_eq!(list.input, Some(json!({})));
+    // The items of a list are in every list line, none as here when the server gave none.
     assert_eq!(
         recording.calls[3].record.outcome,
-        Outcome::Answer(json!({"round": 1}))
+        Outcome::Answer(json!({"round": 1, "tools": []}))
     );
     assert_ne!(
         recording.calls[0].record.session,
@@ -283,7 +293,7 @@ async fn calls_after_close_are_counted_not_written_and_bad_frames_are_ignored() 
 fn recorder_types_are_send_and_sync() {
     fn assert_traits<T: Send + Sync>() {}
     assert_traits::<Recorder>();
-    assert_traits::<calltape_recorder::mcp::SessionRecorder>();
+    assert_traits::<SessionRecorder>();
     assert_traits::<Recording>();
 }
 
@@ -328,5 +338,223 @@ async fn a_session_recorder_is_the_bridge_s_tap() {
     assert_eq!(
         call.outcome,
         Outcome::Answer(json!({"content": [{"type": "text", "text": "hi"}]}))
+    );
+}
+
+/// Shows `session` the `frames` (`true`: from the client), a millisecond apart.
+fn feed(session: &SessionRecorder, frames: &[(bool, Value)]) {
+    let clock = Clock(SystemTime::now());
+    for (n, (from_client, message)) in frames.iter().enumerate() {
+        match from_client {
+            true => session.client_frame(&frame(message.clone()), clock.at(n as u64)),
+            false => session.server_frame(&frame(message.clone()), clock.at(n as u64)),
+        }
+    }
+}
+
+/// Feeds one session `frames` with `options`, and reads the recording back.
+async fn record_session(options: RecorderOptions, frames: &[(bool, Value)]) -> Recording {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("calls.jsonl");
+    let recorder = Recorder::open(&path, options).await.unwrap();
+    let session = recorder.session();
+    feed(&session, frames);
+    drop(session);
+    let report = recorder.close().await;
+    assert!(report.is_complete(), "{report}");
+    Recording::read(&path).unwrap()
+}
+
+fn ask(id: u64, method: &str, params: Value) -> (bool, Value) {
+    (
+        true,
+        json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
+    )
+}
+
+fn answer(id: u64, result: Value) -> (bool, Value) {
+    (false, json!({"jsonrpc": "2.0", "id": id, "result": result}))
+}
+
+#[tokio::test]
+async fn by_default_each_list_is_recorded_once_per_session_with_every_page() {
+    let resource = |n: u32| json!({"uri": format!("test://static/resource/{n}"), "name": format!("Resource {n}")});
+    let frames = [
+        ask(
+            0,
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "lister", "version": "1"}}),
+        ),
+        answer(
+            0,
+            json!({"protocolVersion": "2025-06-18", "capabilities": {},
+            "serverInfo": {"name": "everything", "version": "1"}}),
+        ),
+        // A first tool list, then the list again after it changed: the last one is kept.
+        ask(1, "tools/list", json!({})),
+        answer(
+            1,
+            json!({"tools": [{"name": "add", "inputSchema": {"type": "object"}}]}),
+        ),
+        // Three pages of resources, read to the end.
+        ask(2, "resources/list", json!({})),
+        answer(
+            2,
+            json!({"resources": [resource(1), resource(2)], "nextCursor": "Mg=="}),
+        ),
+        ask(3, "resources/list", json!({"cursor": "Mg=="})),
+        answer(
+            3,
+            json!({"resources": [resource(3), resource(4)], "nextCursor": "NA=="}),
+        ),
+        ask(4, "resources/list", json!({"cursor": "NA=="})),
+        answer(4, json!({"resources": [resource(5)]})),
+        // The resources again, the first page only: the listing read to its end stays.
+        ask(5, "resources/list", json!({})),
+        answer(5, json!({"resources": [resource(9)], "nextCursor": "MQ=="})),
+        ask(6, "tools/list", json!({})),
+        answer(
+            6,
+            json!({"tools": [{"name": "get-sum", "description": "uses Bearer abcdef0123456789secretvalue",
+            "inputSchema": {"type": "object", "properties": {"a": {"type": "number"}}}}]}),
+        ),
+        // A server without prompts: the error is what the client got.
+        ask(7, "prompts/list", json!({})),
+        (
+            false,
+            json!({"jsonrpc": "2.0", "id": 7, "error": {"code": -32601, "message": "Method not found"}}),
+        ),
+        // Templates, left after the first page: recorded as far as read, its cursor saying so.
+        ask(8, "resources/templates/list", json!({})),
+        answer(
+            8,
+            json!({"resourceTemplates": [{"uriTemplate": "test://dynamic/{id}", "name": "dynamic"}],
+            "nextCursor": "more"}),
+        ),
+        ask(
+            9,
+            "tools/call",
+            json!({"name": "get-sum", "arguments": {"a": 1}}),
+        ),
+        answer(9, json!({"content": []})),
+    ];
+    let recording = record_session(RecorderOptions::default(), &frames).await;
+    let calls: Vec<_> = recording.calls.iter().map(|c| &c.record).collect();
+    let methods: Vec<&str> = calls.iter().map(|c| c.method.as_str()).collect();
+    // The call as it was answered, the lists when the session ended, in the order each started.
+    assert_eq!(
+        methods,
+        [
+            "tools/call",
+            "resources/list",
+            "tools/list",
+            "prompts/list",
+            "resources/templates/list"
+        ]
+    );
+    for list in &calls[1..] {
+        assert_eq!(
+            (list.name.as_str(), list.input.as_ref()),
+            ("", Some(&json!({})))
+        );
+        assert_eq!(list.client.as_ref().unwrap()["name"], "lister");
+        assert_eq!(list.server.as_ref().unwrap()["name"], "everything");
+    }
+    let resources: Vec<Value> = (1..=5).map(resource).collect();
+    assert_eq!(
+        calls[1].outcome,
+        Outcome::Answer(json!({"resources": resources}))
+    );
+    // From the first page's request to the last page's answer.
+    assert_eq!(calls[1].duration_ms, 5.0);
+    assert_eq!(
+        calls[2].outcome,
+        Outcome::Answer(
+            json!({"tools": [{"name": "get-sum", "description": "uses Bearer [REDACTED]",
+            "inputSchema": {"type": "object", "properties": {"a": {"type": "number"}}}}]})
+        )
+    );
+    assert_eq!(
+        calls[3].outcome,
+        Outcome::Error(CallError::new(
+            ErrorCode::Number(-32601),
+            Some("Method not found".into())
+        ))
+    );
+    assert_eq!(
+        calls[4].outcome,
+        Outcome::Answer(
+            json!({"resourceTemplates": [{"uriTemplate": "test://dynamic/{id}", "name": "dynamic"}],
+            "nextCursor": "more"})
+        )
+    );
+}
+
+#[tokio::test]
+async fn a_stateless_clients_lists_are_recorded_with_its_meta_and_only_when_asked_for() {
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "modern", "version": "2"},
+        "io.modelcontextprotocol/clientCapabilities": {}});
+    let frames = [
+        ask(1, "tools/list", json!({"_meta": meta})),
+        answer(
+            1,
+            json!({"tools": [{"name": "echo", "inputSchema": {"type": "object"}}],
+            "nextCursor": "p2", "resultType": "complete", "cacheScope": "public", "ttlMs": 60000,
+            "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "modern-server", "version": "3"}}}),
+        ),
+        ask(2, "tools/list", json!({"cursor": "p2", "_meta": meta})),
+        answer(
+            2,
+            json!({"tools": [{"name": "add", "inputSchema": {"type": "object"}}],
+            "resultType": "complete", "cacheScope": "public", "ttlMs": 60000}),
+        ),
+    ];
+    let recording = record_session(RecorderOptions::default(), &frames).await;
+    assert_eq!(recording.calls.len(), 1);
+    let list = &recording.calls[0].record;
+    assert_eq!(list.method, "tools/list");
+    assert_eq!(list.client.as_ref().unwrap()["name"], "modern");
+    assert_eq!(list.protocol_version.as_deref(), Some("2026-07-28"));
+    assert_eq!(list.server.as_ref().unwrap()["name"], "modern-server");
+    // The items of both pages, the last page's other fields, no cursor: the list is whole.
+    assert_eq!(
+        list.outcome,
+        Outcome::Answer(
+            json!({"tools": [{"name": "echo", "inputSchema": {"type": "object"}},
+            {"name": "add", "inputSchema": {"type": "object"}}],
+            "resultType": "complete", "cacheScope": "public", "ttlMs": 60000})
+        )
+    );
+    // Narrowed to the calls: no list.
+    let options = RecorderOptions::default().methods(["tools/call"]);
+    assert!(record_session(options, &frames).await.calls.is_empty());
+}
+
+#[tokio::test]
+async fn closing_the_recorder_writes_the_lists_of_a_session_still_open_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("calls.jsonl");
+    let recorder = Recorder::open(&path, RecorderOptions::default())
+        .await
+        .unwrap();
+    let session = recorder.session();
+    feed(
+        &session,
+        &[
+            ask(1, "tools/list", json!({})),
+            answer(1, json!({"tools": [{"name": "echo"}]})),
+        ],
+    );
+    // A server stopping with its sessions open closes the recording first.
+    let report = recorder.close().await;
+    assert_eq!(report.recorded, 1, "{report}");
+    drop(session);
+    let recording = Recording::read(&path).unwrap();
+    assert_eq!(recording.calls.len(), 1);
+    assert_eq!(
+        recording.calls[0].record.outcome,
+        Outcome::Answer(json!({"tools": [{"name": "echo"}]}))
     );
 }

@@ -3,8 +3,10 @@
 //!
 //! [`replay`] drives the sessions through any [`Upstream`](calltape_stdio_bridge::Upstream) (a child
 //! process, a Streamable HTTP endpoint); [`Comparer`] decides what differs, after a [`Mask`] and
-//! [`CallRules`] set aside what varies per run; [`ReplayReport`] renders text, JSON, JUnit or HTML;
-//! [`update_recording`] accepts the new answers.
+//! [`CallRules`] set aside what varies per run; [`classify`] sorts the changes of the server's
+//! surface (its tool, prompt and resource lists) into breaking and compatible; [`ReplayReport`]
+//! renders text, JSON, JUnit or HTML, and [`FailOn`] says whether it fails; [`update_recording`]
+//! accepts the new answers.
 //!
 //! # Example
 //!
@@ -26,9 +28,11 @@
 mod compare;
 mod fill;
 mod follow;
+mod lists;
 mod mask;
 mod report;
 mod session;
+mod surface;
 mod task;
 mod update;
 
@@ -41,4 +45,5 @@ pub use session::{
     DEFAULT_PROTOCOL_VERSION, DEFAULT_TIMEOUT, Progress, ReplayOptions, Replayed, compare_outcomes,
     replay,
 };
+pub use surface::{FailOn, Severity, SurfaceChange, SurfaceSummary, classify};
 pub use update::update_recording;

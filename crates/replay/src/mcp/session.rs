@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use calltape_recorder::mcp::{
-    CallRecord, Outcome, RecordedCall, Recording, hide_known, hide_sent_values, redact_outcome,
-    request_params,
+    CallRecord, Outcome, RecordedCall, Recording, hide_known, hide_sent_values, list_items_key,
+    redact_outcome, request_params,
 };
 use calltape_redact::{KnownSecrets, Redactor};
 use calltape_stdio_bridge::{EraUpstream, Link, Protocol, Upstream, UpstreamEvent};
@@ -23,6 +23,7 @@ use crate::mcp::fill::Fills;
 use crate::mcp::follow::{Answered, Follower, Substitution};
 use crate::mcp::mask::{CallRules, Mask, Scopes};
 use crate::mcp::report::{CallReport, ReplayReport};
+use crate::mcp::surface;
 
 /// The protocol version a replay asks for when the recording names none.
 pub const DEFAULT_PROTOCOL_VERSION: &str = "2025-06-18";
@@ -278,11 +279,13 @@ fn compare_with_notes(
                 let (method, name) = (&call.record.method, &call.record.name);
                 scopes.compare(method, name, recorded, replayed)
             };
+            let method = call.record.method.as_str();
+            let surface = surface::classify(method, comparison.status, recorded, replayed);
             CallReport::new(
                 i + 1,
                 call.line,
                 call.record.session.as_str(),
-                call.record.method.as_str(),
+                method,
                 call.record.name.as_str(),
                 comparison.status,
                 comparison.differences,
@@ -290,6 +293,7 @@ fn compare_with_notes(
             .with_answer(comparison.answer)
             .with_substitutions(notes.substitutions)
             .with_unfilled(notes.unfilled)
+            .with_surface(surface)
         })
         .collect();
     Replayed {
@@ -365,7 +369,16 @@ async fn run_session(
                     call.line
                 ))
             };
-            let mut answer = conn.request(&request).await.map_err(failed)?;
+            let mut answer = if list_items_key(&record.method).is_some() {
+                // A list: every page, as it was recorded.
+                let recorded = match &record.outcome {
+                    Outcome::Answer(answer) => Some(answer),
+                    Outcome::Error(_) => None,
+                };
+                conn.list(&request, recorded).await.map_err(failed)?
+            } else {
+                conn.request(&request).await.map_err(failed)?
+            };
             // A call the server runs only as a task is sent again as one, and polled to its end.
             if record.method == "tools/call"
                 && is_error(&answer)

@@ -12,9 +12,6 @@ use tokio::time::Instant;
 
 use crate::mcp::session::{Conn, humanize};
 
-/// The most `tools/list` pages read.
-const MAX_TOOL_PAGES: usize = 100;
-
 /// How long to wait between polls when the server suggests nothing, and at most.
 const DEFAULT_POLL: u64 = 500;
 const MAX_POLL: u64 = 5_000;
@@ -34,39 +31,22 @@ impl Conn {
 
     /// The names of the tools whose `execution.taskSupport` is `required`, over every page.
     async fn task_only_tools(&mut self) -> Result<Vec<String>, String> {
-        let mut names = Vec::new();
-        let mut cursor: Option<Value> = None;
-        for page in 0..MAX_TOOL_PAGES {
-            let mut params = json!({});
-            if let Some(cursor) = cursor.take() {
-                params["cursor"] = cursor;
-            }
-            let request = json!({"jsonrpc": "2.0", "id": format!("calltape-tools-{page}"),
-                "method": "tools/list", "params": params});
-            let answer = self.request(&request).await?;
-            let Some(result) = answer.get("result") else {
-                break;
-            };
-            for tool in result
-                .get("tools")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
-                if tool
-                    .pointer("/execution/taskSupport")
+        let request = json!({"jsonrpc": "2.0", "id": "calltape-tools",
+            "method": "tools/list", "params": {}});
+        let answer = self.list(&request, None).await?;
+        let names = answer
+            .pointer("/result/tools")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter(|tool| {
+                tool.pointer("/execution/taskSupport")
                     .and_then(Value::as_str)
                     == Some("required")
-                    && let Some(name) = tool.get("name").and_then(Value::as_str)
-                {
-                    names.push(name.to_owned());
-                }
-            }
-            cursor = result.get("nextCursor").filter(|c| c.is_string()).cloned();
-            if cursor.is_none() {
-                break;
-            }
-        }
+            })
+            .filter_map(|tool| tool.get("name").and_then(Value::as_str))
+            .map(str::to_owned)
+            .collect();
         Ok(names)
     }
 

@@ -10,7 +10,8 @@ use calltape_recorder::mcp::{Outcome, Recording};
 use calltape_redact::{Gate, KnownSecrets};
 use calltape_replay::ErrorKind;
 use calltape_replay::mcp::{
-    Comparer, Fills, ReplayOptions, Status, compare_outcomes, replay, update_recording,
+    Comparer, FailOn, Fills, ReplayOptions, Severity, Status, compare_outcomes, replay,
+    update_recording,
 };
 use calltape_stdio_bridge::{BoxFuture, Link, Protocol, Upstream, UpstreamEvent};
 use serde_json::{Value, json};
@@ -20,9 +21,12 @@ use tokio::sync::mpsc;
 /// server does): `quote` answers a price, `secret` answers a token, `ask`
 /// pings the client before answering, `needs` asks the client for a sampling, an elicitation and its
 /// roots and answers with what the client replied, `hang` never answers and `crash` closes the link.
+/// It lists `tools` on one page and `resources` two to a page.
 #[derive(Default)]
 struct Fake {
     price: i64,
+    tools: Vec<Value>,
+    resources: Vec<Value>,
     connects: AtomicUsize,
     initializes: Mutex<Vec<Value>>,
     /// Every message the server received, in order.
@@ -83,6 +87,21 @@ impl Upstream for Server {
                                 .push(message["params"].clone());
                             let _ = ev_tx.send(UpstreamEvent::Message(reply(json!({"protocolVersion": "2025-06-18",
                                 "capabilities": {}, "serverInfo": {"name": "fake", "version": "1"}})))).await;
+                        }
+                        Some("tools/list") => {
+                            let tools = json!({"tools": fake.tools});
+                            let _ = ev_tx.send(UpstreamEvent::Message(reply(tools))).await;
+                        }
+                        Some("resources/list") => {
+                            let from: usize = message["params"]["cursor"]
+                                .as_str()
+                                .map_or(0, |c| c.parse().unwrap());
+                            let to = (from + 2).min(fake.resources.len());
+                            let mut page = json!({"resources": fake.resources[from..to]});
+                            if to < fake.resources.len() {
+                                page["nextCursor"] = json!(to.to_string());
+                            }
+                            let _ = ev_tx.send(UpstreamEvent::Message(reply(page))).await;
                         }
                         Some("tools/call") => match message["params"]["name"].as_str().unwrap() {
                             "quote" => {
@@ -640,4 +659,113 @@ fn a_filled_value_echoed_as_a_key_or_an_error_code_is_hidden_and_the_update_gate
             Some("card [REDACTED] declined".into()),
         ))
     );
+}
+
+/// A list line of `session`, as the recorder writes one.
+fn list_line(session: &str, method: &str, answer: Value) -> String {
+    format!(
+        r#"{{"v":1,"at":"2026-11-29T20:46:45.123Z","session":"{session}","method":"{method}","name":"","input":{{}},"answer":{answer},"durationMs":1}}"#
+    )
+}
+
+#[tokio::test]
+async fn lists_are_fetched_page_by_page_as_recorded_and_their_changes_classified() {
+    let resource = |n: u32| json!({"uri": format!("test://r/{n}"), "name": format!("r{n}")});
+    let resources: Vec<Value> = (1..=5).map(resource).collect();
+    let echo = |properties: Value, required: Value| json!({"name": "echo", "inputSchema": {"type": "object", "properties": properties, "required": required}});
+    let dir = tempfile::tempdir().unwrap();
+    let recording = write(
+        &dir,
+        &[
+            list_line(
+                "aaaaaaaa",
+                "tools/list",
+                json!({"tools": [{"name": "add", "inputSchema": {"type": "object"}},
+                    echo(json!({"message": {"type": "string"}}), json!(["message"]))]}),
+            ),
+            // Read to its end: every page is fetched again.
+            list_line(
+                "aaaaaaaa",
+                "resources/list",
+                json!({"resources": resources}),
+            ),
+            // Left after its first page: fetched as far.
+            list_line(
+                "bbbbbbbb",
+                "resources/list",
+                json!({"resources": resources[..2], "nextCursor": "opaque-2"}),
+            ),
+        ],
+    );
+    let fake = Arc::new(Fake {
+        tools: vec![
+            echo(
+                json!({"message": {"type": "string"}, "mode": {"type": "string"}}),
+                json!(["message", "mode"]),
+            ),
+            json!({"name": "get-sum", "inputSchema": {"type": "object"}}),
+        ],
+        resources: resources.clone(),
+        ..Fake::default()
+    });
+    let replayed = replay(
+        &recording,
+        Arc::new(Server(fake.clone())),
+        &ReplayOptions::default(),
+    )
+    .await
+    .unwrap();
+    let received = fake.received.lock().unwrap().clone();
+    let pages: Vec<(String, Value)> = received
+        .iter()
+        .filter(|m| m["method"] == "resources/list")
+        .map(|m| (m["id"].to_string(), m["params"]["cursor"].clone()))
+        .collect();
+    assert_eq!(
+        pages,
+        [
+            ("2".into(), Value::Null),
+            (r#""2-page-2""#.into(), json!("2")),
+            (r#""2-page-3""#.into(), json!("4")),
+            ("1".into(), Value::Null),
+        ]
+    );
+    let report = &replayed.report;
+    let statuses: Vec<Status> = report.calls.iter().map(|c| c.status).collect();
+    assert_eq!(
+        statuses,
+        [Status::Changed, Status::Same, Status::Same],
+        "{}",
+        report.to_text(false)
+    );
+    // The unfinished listing keeps the recorded cursor: the server's own token is no change.
+    assert_eq!(
+        replayed.outcomes[2],
+        Outcome::Answer(json!({"resources": resources[..2], "nextCursor": "opaque-2"}))
+    );
+    let surface: Vec<(Severity, &str)> = report.calls[0]
+        .surface
+        .iter()
+        .map(|c| (c.severity, c.change.as_str()))
+        .collect();
+    assert_eq!(
+        surface,
+        [
+            (Severity::Breaking, "tools[add] removed"),
+            (
+                Severity::Breaking,
+                r#"tools[echo].inputSchema: required property "mode" added"#
+            ),
+            (Severity::Compatible, "tools[get-sum] added"),
+        ]
+    );
+    let text = report.to_text(false);
+    assert!(
+        text.contains("    breaking: tools[add] removed\n")
+            && text.ends_with(
+                "surface: 2 breaking, 1 compatible\n3 calls, 2 same, 1 changed, 0 new-error, 0 gone-error\n"
+            ),
+        "{text}"
+    );
+    assert!(FailOn::Breaking.fails(report) && FailOn::Any.fails(report));
 }

@@ -1,5 +1,5 @@
 //! The recorder: watches a session's frames in both directions and writes one redacted record per
-//! answered call.
+//! answered call, and one per list the session fetched (`lists.rs`) when the session ends.
 
 use std::borrow::Cow;
 use std::cell::RefCell;
@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::SystemTime;
 
 use calltape_jsonl_store::{JsonlWriter, Options};
@@ -24,12 +24,17 @@ use crate::mcp::input_required::{
     retry_state,
 };
 use crate::mcp::json_text::{self, IdKey, IdMap};
+use crate::mcp::lists::{CURSOR, list_items_key};
 use crate::mcp::options::{DEFAULT_METHODS, RecorderOptions, RecorderReport};
 use crate::mcp::params::{meta_info, name_and_input, raw_of, uri_input};
 use crate::mcp::redaction::{hide_known, redact_name, redact_outcome};
 use crate::mcp::tasks::{TASKS_RESULT, created_task, fetched_task, strip_related_task};
 use crate::mcp::time::{Rfc3339, new_session_id};
 use crate::refusal::{Refusal, admit};
+
+mod listings;
+
+use listings::{Listings, listed, write_listings};
 
 /// Records answered calls to a JSONL file, redacted, without ever blocking or failing the traffic.
 ///
@@ -53,6 +58,10 @@ struct Inner {
     recorded: AtomicU64,
     unanswered: AtomicU64,
     refused: Mutex<Refused>,
+    /// The recording's size cap: a listing that grows past it stops taking pages.
+    max_bytes: u64,
+    /// The sessions not yet dropped, by id: [`Recorder::close`] writes their lists.
+    open: Mutex<Vec<(String, Weak<Mutex<SessionState>>)>>,
 }
 
 /// The calls the gate refused: the first ones named, the rest counted.
@@ -105,23 +114,38 @@ impl Recorder {
                     .collect(),
                 recorded: AtomicU64::new(0),
                 unanswered: AtomicU64::new(0),
+                max_bytes: options.max_bytes,
+                open: Mutex::new(Vec::new()),
             }),
         })
     }
 
     /// Starts recording a new client session, with a fresh 8-character session id.
     pub fn session(&self) -> SessionRecorder {
+        let id = new_session_id();
+        let state = Arc::new(Mutex::new(SessionState::default()));
+        let mut open = lock(&self.inner.open);
+        open.retain(|(_, state)| state.strong_count() > 0);
+        open.push((id.clone(), Arc::downgrade(&state)));
+        drop(open);
         SessionRecorder {
             recorder: self.clone(),
-            id: new_session_id(),
-            state: Mutex::new(SessionState::default()),
+            id,
+            state,
         }
     }
 
     /// Waits until every recorded call is on disk and returns what was done. A call answered after
     /// this writes no line, so close once the sessions have seen their last frames (`calltape record`
-    /// waits for its tap thread to end first).
+    /// waits for its tap thread to end first). A session still open (a server stopping with its
+    /// sessions) has the lists it fetched written here, as its end would have written them.
     pub async fn close(&self) -> RecorderReport {
+        let open = std::mem::take(&mut *lock(&self.inner.open));
+        for (id, state) in open {
+            if let Some(state) = state.upgrade() {
+                write_listings(self, &id, &mut lock(&state));
+            }
+        }
         let writer = lock(&self.inner.writer).take();
         let writer = match writer {
             Some(writer) => Some(writer.close().await),
@@ -165,13 +189,16 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 /// Requests of the recorded methods are paired with their answers by id; `initialize` supplies the
 /// client and server info and the protocol version, or in 2026-07-28 each request's `_meta` the
 /// client's and `server/discover` the server's. A call the server answers with `input_required` is
-/// followed through the client's retries to its final result. A request still unanswered when this
-/// is dropped writes no line.
+/// followed through the client's retries to its final result. A list the client fetched (`tools/list`
+/// and its kin, when recorded) is written when this is dropped, once per method: the last listing
+/// the client read to its end, all pages in one line. A request still unanswered when this is
+/// dropped writes no line.
 #[derive(Debug)]
 pub struct SessionRecorder {
     recorder: Recorder,
     id: String,
-    state: Mutex<SessionState>,
+    /// Shared with the recorder's list of open sessions only, which writes its lists at `close`.
+    state: Arc<Mutex<SessionState>>,
 }
 
 #[derive(Debug, Default)]
@@ -190,6 +217,8 @@ struct SessionState {
     tasks: HashMap<String, Pending>,
     /// `tasks/result` requests in flight, by request id, each with the task id it fetches.
     fetches: IdMap<String>,
+    /// The lists the client fetched, one entry per list method, written when the session ends.
+    listings: Vec<Listings>,
 }
 
 #[derive(Debug)]
@@ -201,6 +230,9 @@ struct Pending {
     input: Option<Box<str>>,
     client: Option<Arc<RawValue>>,
     protocol_version: Option<Arc<str>>,
+    /// For a list request, the `cursor` it asked for, as the client sent it (the recorded input
+    /// holds none): it tells a page after the first from a new listing.
+    cursor: Option<Value>,
 }
 
 /// What a call ended with, ready to be written: the redacted answer as compact JSON (borrowed from
@@ -307,6 +339,7 @@ impl SessionRecorder {
                 input,
                 client,
                 protocol_version,
+                cursor: None,
             },
         );
     }
@@ -370,6 +403,21 @@ impl SessionRecorder {
             .and_then(|p| p.get("_meta"))
             .and_then(Value::as_object);
         let (client, protocol_version) = meta_info(meta);
+        if list_items_key(method).is_some() {
+            // A page of a list: its input is the list's (none), its cursor kept to tell pages apart.
+            let cursor = params.and_then(|p| p.get(CURSOR)).cloned();
+            let pending = Pending {
+                at,
+                method: method_name(method),
+                name: String::new(),
+                input: Some("{}".into()),
+                client,
+                protocol_version,
+                cursor,
+            };
+            lock(&self.state).pending.insert(key, pending);
+            return;
+        }
         let (name, mut input) = name_and_input(method, params);
         let name = self.hidden_name(redact_name(&inner.redactor, method, &name));
         if is_retry(params) && self.resume(key.clone(), method, &name, retry_state(params)) {
@@ -395,6 +443,7 @@ impl SessionRecorder {
                     .map(String::into_boxed_str),
                 client,
                 protocol_version,
+                cursor: None,
             },
         );
     }
@@ -419,12 +468,14 @@ impl SessionRecorder {
             return;
         };
         // Maybe a task handle, or a request for input, rather than an answer, or the first word of
-        // the server's info: the `Value` reading tells.
-        if message.result.is_some_and(|r| {
-            (pending.method == "tools/call" && r.text.contains("\"taskId\""))
-                || r.text.contains(INPUT_REQUIRED)
-                || (state.server.is_none() && r.text.contains(SERVER_INFO_META))
-        }) {
+        // the server's info, or a page of a list: the `Value` reading tells.
+        if list_items_key(&pending.method).is_some()
+            || message.result.is_some_and(|r| {
+                (pending.method == "tools/call" && r.text.contains("\"taskId\""))
+                    || r.text.contains(INPUT_REQUIRED)
+                    || (state.server.is_none() && r.text.contains(SERVER_INFO_META))
+            })
+        {
             state.pending.insert(key, pending);
             return self.server_value(state, text, at);
         }
@@ -541,6 +592,16 @@ impl SessionRecorder {
                 .filter(|info| info.is_object())
                 .and_then(raw_of);
         }
+        if list_items_key(&pending.method).is_some() {
+            return listed(
+                state,
+                pending,
+                &mut message,
+                text.len() as u64,
+                self.recorder.inner.max_bytes,
+                at,
+            );
+        }
         let server = state.server.clone();
         let (client, protocol_version) = session_info(state, &pending);
         let Some(mut outcome) = Outcome::take_from_response(&mut message) else {
@@ -563,6 +624,38 @@ impl SessionRecorder {
         ending: Ending<'_>,
         at: SystemTime,
     ) {
+        let parties = Parties {
+            client,
+            server,
+            protocol_version,
+        };
+        self.recorder
+            .write_record(&self.id, pending, parties, ending, at);
+    }
+}
+
+/// Who a record is between: the client's and the server's info, and the protocol version.
+struct Parties {
+    client: Option<Arc<RawValue>>,
+    server: Option<Arc<RawValue>>,
+    protocol_version: Option<Arc<str>>,
+}
+
+impl Recorder {
+    /// Writes the record of an answered call of session `session`.
+    fn write_record(
+        &self,
+        session: &str,
+        pending: Pending,
+        parties: Parties,
+        ending: Ending<'_>,
+        at: SystemTime,
+    ) {
+        let Parties {
+            client,
+            server,
+            protocol_version,
+        } = parties;
         let error = match &ending {
             Ending::Error(error) => Some(error.to_value()),
             Ending::Answer(_) => None,
@@ -570,7 +663,7 @@ impl SessionRecorder {
         let started = Rfc3339::of(pending.at);
         let line = RecordLine {
             at: started.as_str(),
-            session: &self.id,
+            session,
             client: client.as_deref(),
             server: server.as_deref(),
             protocol_version: protocol_version.as_deref(),
@@ -609,7 +702,7 @@ impl SessionRecorder {
                 "the {} call {} of session {} at {}",
                 pending.method,
                 pending.name,
-                self.id,
+                session,
                 started.as_str()
             )
         };
@@ -617,7 +710,7 @@ impl SessionRecorder {
             out.clear();
             out.reserve(size);
             line.write_to(out);
-            self.recorder.write_line(out, call);
+            self.write_line(out, call);
         };
         LINE.with(|buf| match buf.try_borrow_mut() {
             Ok(mut out) => {
@@ -692,7 +785,8 @@ fn compacted(redacted: Cow<'_, str>, compact: bool) -> Option<Cow<'_, str>> {
 
 impl Drop for SessionRecorder {
     fn drop(&mut self) {
-        let state = lock(&self.state);
+        let mut state = lock(&self.state);
+        write_listings(&self.recorder, &self.id, &mut state);
         let pending = (state.pending.len() + state.tasks.len() + state.awaiting_input.len()) as u64;
         drop(state);
         self.recorder

@@ -40,6 +40,10 @@ pub(super) fn render(report: &ReplayReport, context: &ReportContext) -> String {
     let counts = Status::ALL.map(|s| (s.as_str(), summary.count(s)));
     html::counts(&mut out, &counts);
     let _ = writeln!(out, "<p id=\"summary\">{summary}</p>");
+    let surface = report.surface();
+    if !surface.is_empty() {
+        let _ = writeln!(out, "<p id=\"surface\">{surface}</p>");
+    }
     for line in &report.summary_lines {
         out.push_str("<p class=\"summary-line\">");
         push_escaped(&mut out, line);

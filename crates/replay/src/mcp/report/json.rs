@@ -136,11 +136,16 @@ impl Serialize for JsonReport<'_> {
         let report = self.0;
         let summary = report.summary();
         let lines = !report.summary_lines.is_empty();
-        let mut map = serializer.serialize_map(Some(5 + usize::from(lines)))?;
+        let mut map = serializer.serialize_map(Some(6 + usize::from(lines)))?;
         map.serialize_entry("version", &REPORT_VERSION)?;
         map.serialize_entry("file", &report.file.display().to_string())?;
         map.serialize_entry("calls", &report.calls.len())?;
         map.serialize_entry("summary", &JsonSummary(summary))?;
+        let surface = report.surface();
+        map.serialize_entry(
+            "surface",
+            &serde_json::json!({"breaking": surface.breaking, "compatible": surface.compatible}),
+        )?;
         if lines {
             map.serialize_entry("summaryLines", &report.summary_lines)?;
         }
@@ -178,7 +183,8 @@ impl Serialize for JsonCall<'_> {
             + usize::from(!c.substitutions.is_empty())
             + usize::from(!c.unfilled.is_empty())
             + usize::from(!c.remarks.is_empty())
-            + usize::from(c.answer.is_some());
+            + usize::from(c.answer.is_some())
+            + usize::from(!c.surface.is_empty());
         let mut map = serializer.serialize_map(Some(fields))?;
         map.serialize_entry("index", &c.index)?;
         map.serialize_entry("line", &c.line)?;
@@ -201,6 +207,14 @@ impl Serialize for JsonCall<'_> {
         }
         if !c.unfilled.is_empty() {
             map.serialize_entry("unfilled", &c.unfilled)?;
+        }
+        if !c.surface.is_empty() {
+            let surface: Vec<Value> = c
+                .surface
+                .iter()
+                .map(|s| serde_json::json!({"severity": s.severity.as_str(), "path": s.path, "change": s.change}))
+                .collect();
+            map.serialize_entry("surface", &surface)?;
         }
         if !c.remarks.is_empty() {
             map.serialize_entry("remarks", &c.remarks)?;

@@ -28,6 +28,15 @@ pub(super) fn render(report: &ReplayReport) -> String {
         "  <testsuite name=\"{file}\" tests=\"{}\" failures=\"{failing}\" errors=\"0\" skipped=\"0\">",
         report.calls.len()
     );
+    // The surface changes counted once; each is listed with its list's testcase.
+    let surface = report.surface();
+    if !surface.is_empty() {
+        let _ = writeln!(
+            out,
+            "    <properties><property name=\"surface\" value=\"{} breaking, {} compatible\"/></properties>",
+            surface.breaking, surface.compatible
+        );
+    }
     let mut body = String::new();
     for c in &report.calls {
         out.push_str("    <testcase classname=\"");

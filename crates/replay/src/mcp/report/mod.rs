@@ -20,6 +20,7 @@ use serde_json::Value;
 use crate::ReportContext;
 use crate::mcp::compare::{Difference, Status};
 use crate::mcp::follow::Substitution;
+use crate::mcp::surface::SurfaceChange;
 
 /// The version of the JSON report's schema.
 pub const REPORT_VERSION: u64 = 1;
@@ -52,6 +53,8 @@ pub struct CallReport {
     /// The answer of the side that did not fail: the recorded answer of a new-error, the replayed
     /// answer of a gone-error.
     pub answer: Option<Value>,
+    /// For a list (`tools/list` and its kin), each change of the server's surface, classified.
+    pub surface: Vec<SurfaceChange>,
 }
 
 impl CallReport {
@@ -77,6 +80,7 @@ impl CallReport {
             unfilled: Vec::new(),
             remarks: Vec::new(),
             answer: None,
+            surface: Vec::new(),
         }
     }
 
@@ -104,13 +108,22 @@ impl CallReport {
         self
     }
 
-    /// Whether the call carries notes: substitutions, unfilled fields or remarks.
+    /// With these surface changes found in the call's list.
+    pub fn with_surface(mut self, surface: Vec<SurfaceChange>) -> Self {
+        self.surface = surface;
+        self
+    }
+
+    /// Whether the call carries notes: substitutions, unfilled fields, surface changes or remarks.
     pub fn has_notes(&self) -> bool {
-        !self.substitutions.is_empty() || !self.unfilled.is_empty() || !self.remarks.is_empty()
+        !self.substitutions.is_empty()
+            || !self.unfilled.is_empty()
+            || !self.surface.is_empty()
+            || !self.remarks.is_empty()
     }
 
     /// The notes as reports write them, one per line: each substitution, then `unfilled: NAME, …`,
-    /// then each remark.
+    /// then each surface change (`breaking: tools[add] removed`), then each remark.
     pub fn notes(&self) -> impl Iterator<Item = String> + '_ {
         let unfilled =
             (!self.unfilled.is_empty()).then(|| format!("unfilled: {}", self.unfilled.join(", ")));
@@ -118,6 +131,7 @@ impl CallReport {
             .iter()
             .map(ToString::to_string)
             .chain(unfilled)
+            .chain(self.surface.iter().map(ToString::to_string))
             .chain(self.remarks.iter().cloned())
     }
 
@@ -127,6 +141,7 @@ impl CallReport {
         self.status == Status::Same
             && !self.substitutions.is_empty()
             && self.unfilled.is_empty()
+            && self.surface.is_empty()
             && self.remarks.is_empty()
     }
 

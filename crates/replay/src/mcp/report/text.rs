@@ -62,6 +62,16 @@ pub(super) fn render(report: &ReplayReport, options: TextOptions) -> String {
     if !out.is_empty() {
         out.push('\n');
     }
+    // Each change is listed with its list above; here, how many, each counted once.
+    let surface = report.surface();
+    if !surface.is_empty() {
+        let _ = writeln!(out, "{surface}");
+    }
+    // Each surface change is listed with its list above; here, how many, each counted once.
+    let surface = report.surface();
+    if !surface.is_empty() {
+        let _ = writeln!(out, "{surface}");
+    }
     let _ = writeln!(out, "{}", report.summary());
     for line in &report.summary_lines {
         out.push_str(&shown(line));
@@ -117,8 +127,11 @@ fn write_head(out: &mut String, call: &CallReport, paint: Paint) {
     paint.status(out, call.status);
     out.push(' ');
     out.push_str(&shown(&call.method));
-    out.push(' ');
-    paint.bold(out, &shown(&call.name));
+    // A list has no name of its own.
+    if !call.name.is_empty() {
+        out.push(' ');
+        paint.bold(out, &shown(&call.name));
+    }
 }
 
 /// For an error that came or went, what the other side answered, in short; `which` after the label.
