@@ -11,5 +11,6 @@ mod fuzz_replay;
 mod providers;
 mod table;
 mod table_context;
+mod table_json;
 mod value;
 mod writer;

@@ -12,10 +12,10 @@
 
 use std::borrow::Cow;
 
-use calltape_redact::Redactor;
+use calltape_redact::{Redactor, fuzzing};
 use serde_json::Value;
 
-use crate::table_context;
+use crate::{table_context, table_json};
 
 const ROWS: &[(&str, &str, &str)] = &[
     // ---- names the rules must redact ----
@@ -516,10 +516,11 @@ const ROWS: &[(&str, &str, &str)] = &[
         "{\"auth\": \"[REDACTED]\"}",
     ),
     ("json", "{\"token\": 123}", "{\"token\": \"[REDACTED]\"}"),
+    // A null, a boolean and "" hold no secret: their JSON type stays.
     (
         "json",
         "{\"token\": null, \"secret\": false}",
-        "{\"token\": \"[REDACTED]\", \"secret\": \"[REDACTED]\"}",
+        "{\"token\": null, \"secret\": false}",
     ),
     (
         "json",
@@ -661,9 +662,12 @@ const ROWS: &[(&str, &str, &str)] = &[
 ];
 
 /// The rows of this file, then those of the contextual rules
-/// (`table_context.rs`); a row's number counts through both.
+/// (`table_context.rs`) and of JSON's structure (`table_json.rs`); a row's
+/// number counts through all three.
 fn all_rows() -> impl Iterator<Item = &'static (&'static str, &'static str, &'static str)> {
-    ROWS.iter().chain(table_context::ROWS)
+    ROWS.iter()
+        .chain(table_context::ROWS)
+        .chain(table_json::ROWS)
 }
 
 pub(crate) fn check(redactor: &Redactor, row: usize, mode: &str, input: &str, expected: &str) {
@@ -727,10 +731,13 @@ fn every_row_holds() {
 #[test]
 fn text_and_json_rows_agree_with_the_value_walk() {
     // Wherever a JSON row is valid JSON, the text path and the value path
-    // must redact alike.
+    // must redact alike, but for the order in which the replaced keys of one
+    // object are numbered (the text's, or the map's), and for a row with two
+    // members of one key, of which a value holds only the last.
     let redactor = Redactor::new();
+    let mut compared = 0;
     for (row, (mode, input, _)) in all_rows().enumerate() {
-        if *mode != "json" {
+        if *mode != "json" || fuzzing::has_duplicate_keys(input) {
             continue;
         }
         let Ok(value) = serde_json::from_str::<Value>(input) else {
@@ -739,11 +746,13 @@ fn text_and_json_rows_agree_with_the_value_walk() {
         let text: Value =
             serde_json::from_str(&redactor.redact_json_text(input)).expect("valid JSON out");
         assert_eq!(
-            text,
-            redactor.redacted_value(&value),
+            fuzzing::numbering_free(&text),
+            fuzzing::numbering_free(&redactor.redacted_value(&value)),
             "row {row}: {input:?}"
         );
+        compared += 1;
     }
+    assert!(compared > 80, "{compared} rows compared");
 }
 
 #[test]
@@ -755,5 +764,11 @@ fn the_table_is_big_enough() {
             table_context::ROWS.iter().any(|(m, ..)| *m == mode),
             "no {mode} rows for the contextual rules"
         );
+        if mode != "name" && mode != "text" {
+            assert!(
+                table_json::ROWS.iter().any(|(m, ..)| *m == mode),
+                "no {mode} rows for JSON's structure"
+            );
+        }
     }
 }
