@@ -4,13 +4,10 @@
 //! definitions under a credential name, from real `tools/list` answers and
 //! from hostile near-misses.
 //!
-//! Every `json` row of one line is also read by `redact_text` and written
-//! through `RedactingWriter` in chunks, and must give the same
-//! (`json_rows_hold_through_redact_text_and_the_writer`).
-
-use calltape_redact::Redactor;
-
-use crate::bound::written;
+//! Every `json` row is also read by `redact_text` and written through
+//! `RedactingWriter` in chunks, and must give the same
+//! (`json_rows_hold_through_redact_text_and_the_writer` in `value.rs`). This
+//! file holds only rows, so that other tests can read it as it is.
 
 pub(crate) const ROWS: &[(&str, &str, &str)] = &[
     // ---- keys that hold a secret are replaced whole ----
@@ -269,63 +266,3 @@ pub(crate) const ROWS: &[(&str, &str, &str)] = &[
         r#"{"credentials": {"type": "object", "properties": {"[REDACTED]": {"type": "string"}, "pass": "[REDACTED]"}}}"#,
     ),
 ];
-
-#[test]
-fn json_rows_hold_through_redact_text_and_the_writer() {
-    let redactor = Redactor::new();
-    let mut checked = 0;
-    for (row, (mode, input, expected)) in ROWS.iter().enumerate() {
-        if *mode != "json" {
-            continue;
-        }
-        assert_eq!(
-            redactor.redact_text(input),
-            *expected,
-            "row {row}: redact_text"
-        );
-        for size in [1, 7, 64, input.len()] {
-            assert_eq!(
-                written(input, size),
-                *expected,
-                "row {row}: the writer, chunks of {size}"
-            );
-        }
-        checked += 1;
-    }
-    assert!(checked > 30, "{checked} rows");
-}
-
-#[test]
-fn keys_in_json_nested_in_strings_are_replaced_at_every_depth() {
-    // JSON written into a string, and that into a string, ten levels deep:
-    // JSON in a string is read as JSON down to seven strings deep, and by the
-    // text rules alone below. The secret key goes at every depth, through
-    // every entry point.
-    let redactor = Redactor::new();
-    let secret = "ghp_R7fK2xV9mP4rT8wL3zN6bQ1yH5cJ0dS8aE2u";
-    let mut doc =
-        serde_json::json!({ format!("card {secret}"): "stored", "Bearer abc123def456": 1 });
-    for level in 1..=10 {
-        doc = serde_json::json!({ "text": doc.to_string(), "n": level });
-        let text = doc.to_string();
-        let outs = [
-            redactor.redact_json_text(&text).into_owned(),
-            redactor.redact_text(&text).into_owned(),
-            redactor.redacted_value(&doc).to_string(),
-            written(&text, 5),
-        ];
-        for (i, out) in outs.iter().enumerate() {
-            assert!(
-                !out.contains("R7fK2xV9mP4rT8wL3zN6") && !out.contains("abc123def456"),
-                "level {level}, entry point {i}: {out}"
-            );
-            // Read as JSON, the keys become placeholders.
-            if level < 8 {
-                assert!(
-                    out.contains("[REDACTED:2]"),
-                    "level {level}, entry point {i}: {out}"
-                );
-            }
-        }
-    }
-}
