@@ -7,9 +7,13 @@
 //! spans found inside a string are mapped back onto its escaped bytes, so the
 //! bytes around them stay exactly as they were.
 
-use crate::name_cache::NameCache;
+use std::borrow::Cow;
+
+use crate::keys::{self, Keys};
+use crate::name_cache::{NAME, NameCache, SECRET};
 use crate::pairs::{self, Pairs, Role};
 use crate::redactor::Inner;
+use crate::schema::{self, Check, Kind, Place, Schema};
 use crate::span::{self, QUOTED_REDACTED, Span};
 use crate::step;
 
@@ -298,13 +302,27 @@ fn decode(raw: &[u8], map: Option<&mut Vec<usize>>) -> String {
 }
 
 /// The content of the string `s` of `text`, decoded when it has escapes.
-fn string_text<'a>(text: &'a str, s: &Str) -> std::borrow::Cow<'a, str> {
+fn string_text<'a>(text: &'a str, s: &Str) -> Cow<'a, str> {
     let raw = &text[s.start..s.end];
     if s.escaped {
-        std::borrow::Cow::Owned(decode(raw.as_bytes(), None))
+        Cow::Owned(decode(raw.as_bytes(), None))
     } else {
-        std::borrow::Cow::Borrowed(raw)
+        Cow::Borrowed(raw)
     }
+}
+
+/// What a JSON text scan knows of the objects it is in, for reading their
+/// keys.
+struct Objects {
+    /// The decisions taken for the names of the text (for a long text).
+    names: Option<NameCache>,
+    /// The replaced keys of the open objects.
+    keys: Keys,
+    /// The containers walked as JSON Schema definitions under a credential
+    /// name.
+    schema: Schema,
+    /// How many JSON strings the text sits in.
+    embed: u8,
 }
 
 /// Checks the literal `word` at `i`.
@@ -439,10 +457,16 @@ impl Inner {
         // While `Some((depth, start))`, the value that started at `start` at
         // `depth` is being replaced whole: nothing inside it is looked at.
         let mut suppress: Option<(usize, usize)> = None;
-        let mut redact_next = false;
+        // Where the value read next sits.
+        let mut place = Place::Normal;
         let mut saw_value = false;
-        // A short text holds few names: deciding each is cheaper than setting up the cache.
-        let mut names = (b.len() >= CACHED_JSON).then(NameCache::new);
+        let mut objects = Objects {
+            // A short text holds few names: deciding each is cheaper than setting up the cache.
+            names: (b.len() >= CACHED_JSON).then(NameCache::new),
+            keys: Keys::default(),
+            schema: Schema::default(),
+            embed,
+        };
         let max_depth = self.max_depth.unwrap_or(usize::MAX);
         // Where a value may start, blanks before it included.
         let mut i = 0;
@@ -465,10 +489,32 @@ impl Inner {
                 }
                 top = i;
             }
-            if suppress.is_none() && (redact_next || depth > max_depth) {
-                suppress = Some((depth, i));
+            let here = std::mem::take(&mut place);
+            // A `type` or `$ref` of a candidate definition: what a string
+            // must be, or a list of types.
+            let check = if objects.schema.is_active() {
+                objects.schema.value_start(c)
+            } else {
+                None
+            };
+            // The kind a container starting here is walked as.
+            let mut open = Kind::Normal;
+            if suppress.is_none() {
+                let whole = depth > max_depth
+                    || (here != Place::Normal && {
+                        let empty = c == b'{' && b.get(skip_ws(b, i + 1)) == Some(&b'}');
+                        match schema::text_action(here, c, empty) {
+                            Some(kind) => {
+                                open = kind;
+                                false
+                            }
+                            None => true,
+                        }
+                    });
+                if whole {
+                    suppress = Some((depth, i));
+                }
             }
-            redact_next = false;
             let judge_string = match std::mem::replace(&mut role, Role::None) {
                 Role::None => false,
                 r => {
@@ -486,16 +532,38 @@ impl Inner {
                     if b.get(at) == Some(&close) {
                         stack.pop();
                         at + 1
-                    } else if c == b'[' {
-                        if in_list && suppress.is_none() {
-                            role = Role::Head;
-                        }
-                        i = at;
-                        continue 'value;
                     } else {
-                        match self.member_key(text, at, &mut names, suppress.is_none()) {
-                            Some((next, redact, r)) => {
-                                (i, redact_next, role) = (next, redact, r);
+                        if open != Kind::Normal {
+                            let slot = if open == Kind::Def {
+                                pairs.slot(out)
+                            } else {
+                                0
+                            };
+                            let types = check.is_some_and(|(k, _)| k == Check::Type);
+                            objects.schema.open(open, stack.len(), i, slot, types);
+                        }
+                        if c == b'[' {
+                            if suppress.is_none() {
+                                if in_list && open == Kind::Normal {
+                                    role = Role::Head;
+                                }
+                                if objects.schema.is_active() {
+                                    place = objects.schema.item(stack.len(), false);
+                                }
+                            }
+                            i = at;
+                            continue 'value;
+                        }
+                        match self.member_key(
+                            text,
+                            at,
+                            &mut objects,
+                            stack.len(),
+                            suppress.is_none(),
+                            out,
+                        ) {
+                            Some((next, p, r)) => {
+                                (i, place, role) = (next, p, r);
                                 continue 'value;
                             }
                             None => return false,
@@ -509,9 +577,12 @@ impl Inner {
                     if suppress.is_none() {
                         self.string_value(text, &s, embed, out);
                     }
+                    if let Some(check) = check {
+                        objects.schema.string(check, &string_text(text, &s));
+                    }
                     if judge_string {
                         let decide = || self.is_redacted_name(&string_text(text, &s));
-                        pairs.judged(match &mut names {
+                        pairs.judged(match &mut objects.names {
                             Some(names) if !s.escaped => names.decide(b, s.start, s.end, decide),
                             _ => decide(),
                         });
@@ -548,7 +619,9 @@ impl Inner {
                     && d == depth
                 {
                     suppress = None;
-                    if &b[start..end] != QUOTED_REDACTED.as_bytes() {
+                    // A null, a boolean or `""` holds nothing secret.
+                    let whole = &b[start..end];
+                    if whole != QUOTED_REDACTED.as_bytes() && !schema::keeps_type(whole) {
                         out.push(Span::new(start, end, 1));
                     }
                 }
@@ -565,21 +638,44 @@ impl Inner {
                 step!(1);
                 match b.get(at) {
                     Some(b',') if close == b'}' => {
-                        match self.member_key(text, at + 1, &mut names, suppress.is_none()) {
-                            Some((next, redact, r)) => {
-                                (i, redact_next, role) = (next, redact, r);
+                        match self.member_key(
+                            text,
+                            at + 1,
+                            &mut objects,
+                            stack.len(),
+                            suppress.is_none(),
+                            out,
+                        ) {
+                            Some((next, p, r)) => {
+                                (i, place, role) = (next, p, r);
                                 continue 'value;
                             }
                             None => return false,
                         }
                     }
                     Some(b',') => {
-                        (redact_next, role) = pairs.list_comma(stack.len());
+                        let flagged;
+                        (flagged, role) = pairs.list_comma(stack.len());
+                        if suppress.is_none() {
+                            place = if objects.schema.is_active() {
+                                objects.schema.item(stack.len(), flagged)
+                            } else if flagged {
+                                Place::Whole
+                            } else {
+                                Place::Normal
+                            };
+                        }
                         i = at + 1;
                         continue 'value;
                     }
                     Some(&c) if c == close => {
                         pairs.close(stack.len(), b, out);
+                        if objects.keys.is_active() {
+                            objects.keys.close(stack.len(), out);
+                        }
+                        if objects.schema.is_active() {
+                            objects.schema.close(stack.len(), at + 1, out);
+                        }
                         stack.pop();
                         end = at + 1;
                     }
@@ -590,16 +686,19 @@ impl Inner {
     }
 
     /// Reads the key of an object member and its colon, from `i` (blanks
-    /// first): where its value may start, whether that value is redacted, and
-    /// its role for the pair rules (both decided only when `judge`).
+    /// first): where its value may start, the place of that value, and its
+    /// role for the pair rules (both decided only when `judge`). A key that
+    /// the text rules change gets a span that replaces it whole.
     #[inline(always)]
     fn member_key(
         &self,
         text: &str,
         i: usize,
-        names: &mut Option<NameCache>,
+        objects: &mut Objects,
+        depth: usize,
         judge: bool,
-    ) -> Option<(usize, bool, Role)> {
+        out: &mut Vec<Span>,
+    ) -> Option<(usize, Place, Role)> {
         let b = text.as_bytes();
         let i = skip_ws(b, i);
         if b.get(i) != Some(&b'"') {
@@ -614,28 +713,40 @@ impl Inner {
             }
         }
         if !judge {
-            return Some((after + 1, false, Role::None));
+            return Some((after + 1, Place::Normal, Role::None));
         }
-        let role = if s.escaped {
-            pairs::member_role(decode(&b[s.start..s.end], None).as_bytes())
+        let decoded;
+        let key = if s.escaped {
+            decoded = decode(&b[s.start..s.end], None);
+            decoded.as_str()
         } else {
-            pairs::member_role(&b[s.start..s.end])
+            &text[s.start..s.end]
         };
-        let decide = || {
-            if s.escaped {
-                self.is_redacted_name(&decode(&b[s.start..s.end], None))
-            } else {
-                self.is_redacted_name(&text[s.start..s.end])
-            }
-        };
-        let redact = match names {
-            Some(names) => names.decide(b, s.start, s.end, decide),
+        let role = pairs::member_role(key.as_bytes());
+        let embed = objects.embed;
+        let mut learn = |missing| self.key_facts(key, missing, embed, out);
+        let facts = match &mut objects.names {
+            Some(names) => names.facts(b, s.start, s.end, NAME | SECRET, learn),
             None => {
                 step!(s.end - s.start + 1);
-                decide()
+                learn(NAME | SECRET)
             }
         };
-        Some((after + 1, redact, role))
+        let redact = facts & NAME != 0;
+        if facts & SECRET != 0 {
+            objects.keys.replaced(depth, out.len(), key);
+            out.push(Span::new(i, s.end + 1, 1));
+        } else if key.starts_with("[REDACTED")
+            && let Some(n) = keys::placeholder_number(key)
+        {
+            objects.keys.held(depth, n);
+        }
+        let place = match objects.schema.kind(depth) {
+            Kind::Normal if redact => Place::Def,
+            Kind::Normal => Place::Normal,
+            _ => objects.schema.member(key),
+        };
+        Some((after + 1, place, role))
     }
 
     /// Pushes the spans found inside the string value `s` of `text`.

@@ -8,14 +8,13 @@
 //! is found in a JSON line or a report as well.
 
 use std::borrow::Cow;
-use std::collections::HashSet;
 use std::fmt;
 use std::io::{self, Write};
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard};
 
 use serde_json::{Map, Value};
 
-use crate::{REDACTED, step};
+use crate::{REDACTED, keys, step};
 
 /// Literal secret values, each under a name that reports may show (never the value): hidden by
 /// [`hide_in_text`](KnownSecrets::hide_in_text) and [`hide_in_value`](KnownSecrets::hide_in_value),
@@ -273,26 +272,28 @@ pub(crate) fn rename_keys(map: &mut Map<String, Value>, hidden: impl Fn(&str) ->
     if !renamed.contains(&true) {
         return;
     }
-    let kept: HashSet<String> = map
+    // Numbered as the text rules number the keys they replace (`keys::number`), around the
+    // placeholders the map already holds.
+    let held: Vec<usize> = map
         .keys()
         .zip(&renamed)
-        .filter(|(key, renamed)| !**renamed && key.starts_with("[REDACTED"))
-        .map(|(key, _)| key.clone())
+        .filter(|(_, renamed)| !**renamed)
+        .filter_map(|(key, _)| keys::placeholder_number(key))
         .collect();
-    let mut n = 1;
-    let mut next = || loop {
-        let placeholder = match n {
-            1 => REDACTED.to_owned(),
-            n => format!("[REDACTED:{n}]"),
-        };
-        n += 1;
-        if !kept.contains(&placeholder) {
-            return placeholder;
-        }
-    };
+    let replaced: Vec<&str> = map
+        .keys()
+        .zip(&renamed)
+        .filter(|(_, renamed)| **renamed)
+        .map(|(key, _)| key.as_str())
+        .collect();
+    let mut numbers = keys::number(&replaced, &held).into_iter();
     let members = std::mem::take(map);
     for ((key, value), renamed) in members.into_iter().zip(renamed) {
-        let key = if renamed { next() } else { key };
+        // One number for each renamed key, in order.
+        let key = match renamed.then(|| numbers.next()).flatten() {
+            Some(n) => keys::placeholder(n),
+            None => key,
+        };
         map.insert(key, value);
     }
 }

@@ -9,9 +9,35 @@
 //! **By name.** A field whose name is a credential name
 //! ([`is_credential_name`]: `apiKey`, `x-api-key`, `access_token`, `passWord`,
 //! `set-cookie`, …) or a session id name ([`is_session_id_name`]) has its value
-//! replaced by [`REDACTED`], whatever the value is. Arrays and objects are walked
-//! at any depth with an explicit stack, so a secret nested thousands of levels
-//! deep is still found and the output stays valid JSON.
+//! replaced by [`REDACTED`]: a string, a number, a list or an object alike.
+//! Arrays and objects are walked at any depth with an explicit stack, so a
+//! secret nested thousands of levels deep is still found and the output stays
+//! valid JSON.
+//!
+//! **The JSON type stays where nothing is secret.** A value replaced whole
+//! that is `null`, `true`, `false` or `""` stays as it is
+//! (`{"prompt_cache_key": null}` is unchanged), so a replayed SDK object keeps
+//! its `None`.
+//!
+//! **A JSON Schema is a definition, not a value.** Under a credential name, an
+//! object that is a JSON Schema definition is walked instead of replaced, so a
+//! `tools/list` answer keeps `"apiKey": {"type": "string", "description": …}`:
+//! every key is a JSON Schema keyword, one of them is `type`, `$ref`, `anyOf`,
+//! `oneOf`, `allOf`, `enum` or `const`, a `type` names JSON types and a `$ref`
+//! holds `#` or `/`. Inside it everything stays under the credential name: a
+//! `default`, `const`, `examples` or `enum` is replaced whole (but for
+//! `null`, booleans and `""`), a subschema must be a definition in turn, and
+//! any other object is replaced whole. `{"id": 7}` or `{"value": "hunter2"}`
+//! are values, replaced whole.
+//!
+//! **Keys.** An object key goes through the text rules as a string value
+//! does; a key they change is replaced whole (the words around a secret would
+//! say what it was for): the first such key of an object becomes
+//! `"[REDACTED]"`, the next ones `"[REDACTED:2]"`, `"[REDACTED:3]"`, …,
+//! skipping a placeholder the object holds already, so no two members merge
+//! ([`is_redacted_placeholder`] tells these keys). A key that was one text
+//! twice gets one placeholder. The numbers follow the order of the members:
+//! the text's for JSON text, the map's for a `serde_json::Value`.
 //!
 //! **In text.** Any string value, and any text given to
 //! [`Redactor::redact_text`], loses `Bearer` and `Basic` credentials, whatever
@@ -47,6 +73,22 @@
 //! assert_eq!(call["headers"]["Authorization"], REDACTED);
 //! assert_eq!(call["params"]["apiKey"], REDACTED);
 //! assert_eq!(call["params"]["maxTokens"], 256);
+//!
+//! // A secret as a key, a null under a credential name, a schema definition.
+//! let mut answer = json!({
+//!     "cards": {"ghp_0123456789abcdefghijklmnopqrstuvwxyz": "stored"},
+//!     "prompt_cache_key": null,
+//!     "inputSchema": {"properties": {"apiKey": {"type": "string", "default": "k-1"}}},
+//! });
+//! redactor.redact_value(&mut answer);
+//! assert_eq!(
+//!     answer,
+//!     json!({
+//!         "cards": {"[REDACTED]": "stored"},
+//!         "prompt_cache_key": null,
+//!         "inputSchema": {"properties": {"apiKey": {"type": "string", "default": REDACTED}}},
+//!     }),
+//! );
 //!
 //! assert_eq!(
 //!     redactor.redact_text("curl -H 'Authorization: Bearer abc123' https://bob:pw@db.example.com"),
@@ -110,12 +152,14 @@ mod context;
 mod error;
 mod gate;
 mod json;
+mod keys;
 mod known;
 mod name_cache;
 mod names;
 mod pairs;
 mod provider;
 mod redactor;
+mod schema;
 mod span;
 mod stage;
 mod text;
@@ -127,6 +171,7 @@ mod linear;
 pub use bytes::find_token_in_bytes;
 pub use error::{Error, ErrorKind, NameList};
 pub use gate::{Gate, GateHit, MIN_GATED, RefusedLines};
+pub use keys::is_redacted_placeholder;
 pub use known::KnownSecrets;
 pub use names::{is_credential_name, is_session_id_name};
 pub use redactor::{Redactor, RedactorBuilder};

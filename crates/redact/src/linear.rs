@@ -475,3 +475,141 @@ fn lines_held_by_the_writer_take_linear_steps() {
         assert_linear(&format!("writer({head:?} then {line:?} x n)"), small, large);
     }
 }
+
+/// A provider token, different for each `i` (object keys that the text rules
+/// replace).
+fn secret_key(i: usize) -> String {
+    format!("ghp_{i:036}")
+}
+
+/// JSON texts aimed at the key rule and the definitions under credential
+/// names, each with `n` units: many replaced keys and placeholders in one
+/// object, one replaced key in each of many nested objects, definitions
+/// nested in definitions (kept, and failing at the innermost or at every
+/// level), and a long list of types.
+fn structure_texts(n: usize) -> Vec<(&'static str, String)> {
+    let flat: String = (0..n)
+        .map(|i| format!("\"{}\":{i},", secret_key(i)))
+        .collect();
+    let held: String = (0..n)
+        .map(|i| format!("\"[REDACTED:{}]\":0,\"{}\":1,", i + 2, secret_key(i)))
+        .collect();
+    let same = format!("\"{}\":1,", secret_key(0)).repeat(n);
+    let nested = format!("{{\"{}\":", secret_key(7)).repeat(n) + "1" + &"}".repeat(n);
+    let kept = "{\"type\":\"object\",\"properties\":{\"token\":".repeat(n)
+        + "{\"type\":\"string\",\"default\":\"x\"}"
+        + &"}}".repeat(n);
+    let inner_fails = "{\"type\":\"object\",\"items\":".repeat(n) + "{\"id\":7}" + &"}".repeat(n);
+    let all_fail = "{\"id\":7,\"items\":".repeat(n) + "1" + &"}".repeat(n);
+    let types = format!("{{\"type\":[{}\"null\"]}}", "\"string\",".repeat(n));
+    vec![
+        ("replaced keys in one object", format!("{{{flat}\"x\":0}}")),
+        (
+            "placeholders and replaced keys",
+            format!("{{{held}\"x\":0}}"),
+        ),
+        ("one replaced key, repeated", format!("{{{same}\"x\":0}}")),
+        ("a replaced key in each nested object", nested),
+        (
+            "kept definitions, nested",
+            format!("{{\"password\":{kept}}}"),
+        ),
+        (
+            "definitions failing innermost",
+            format!("{{\"password\":{inner_fails}}}"),
+        ),
+        (
+            "definitions failing at each level",
+            format!("{{\"password\":{all_fail}}}"),
+        ),
+        ("a long list of types", format!("{{\"password\":{types}}}")),
+    ]
+}
+
+#[test]
+fn keys_and_definitions_take_linear_steps() {
+    let redactor = Redactor::new();
+    let small = structure_texts(N / 40);
+    let large = structure_texts(N / 10);
+    for ((what, s), (_, l)) in small.iter().zip(&large) {
+        let json = |text: &str| {
+            steps_of(|| {
+                let out = redactor.redact_json_text(text);
+                assert!(!out.contains("ghp_"), "{what}: a key survived");
+            })
+        };
+        assert_linear(&format!("redact_json_text: {what}"), json(s), json(l));
+        // The same text as a string inside JSON.
+        let embed = |text: &str| Value::String(text.to_owned()).to_string();
+        assert_linear(
+            &format!("redact_json_text, embedded: {what}"),
+            json(&embed(s)),
+            json(&embed(l)),
+        );
+    }
+}
+
+/// Values aimed at the key rule and the definitions, as `structure_texts`
+/// (nested ones built without recursion, deeper than a parser allows).
+fn structure_values(n: usize) -> Vec<(&'static str, Value)> {
+    let object = |members: Vec<(String, Value)>| Value::Object(members.into_iter().collect());
+    let flat = object((0..n).map(|i| (secret_key(i), json!(i))).collect());
+    let held = object(
+        (0..n)
+            .flat_map(|i| {
+                [
+                    (format!("[REDACTED:{}]", i + 2), json!(0)),
+                    (secret_key(i), json!(1)),
+                ]
+            })
+            .collect(),
+    );
+    let mut nested = json!(1);
+    let mut kept = json!({"type": "string", "default": "x"});
+    let mut failing = json!({"id": 7});
+    for _ in 0..n {
+        nested = object(vec![(secret_key(7), nested)]);
+        kept = object(vec![
+            ("type".to_owned(), json!("object")),
+            (
+                "properties".to_owned(),
+                object(vec![("token".to_owned(), kept)]),
+            ),
+        ]);
+        failing = object(vec![
+            ("type".to_owned(), json!("object")),
+            ("items".to_owned(), failing),
+        ]);
+    }
+    vec![
+        ("replaced keys in one object", flat),
+        ("placeholders and replaced keys", held),
+        ("a replaced key in each nested object", nested),
+        (
+            "kept definitions, nested",
+            object(vec![("password".to_owned(), kept)]),
+        ),
+        (
+            "definitions failing innermost",
+            object(vec![("password".to_owned(), failing)]),
+        ),
+    ]
+}
+
+#[test]
+fn keys_and_definitions_in_values_take_linear_steps() {
+    let redactor = Redactor::new();
+    let small = structure_values(N / 40);
+    let large = structure_values(N / 10);
+    for ((what, s), (_, l)) in small.into_iter().zip(large) {
+        let copy = |v: &Value| steps_of(|| drop_iteratively(redactor.redacted_value(v)));
+        assert_linear(&format!("redacted_value: {what}"), copy(&s), copy(&l));
+        let in_place = |mut v: Value| {
+            let steps = steps_of(|| redactor.redact_value(&mut v));
+            assert!(!v.to_string().contains("ghp_"), "{what}: a key survived");
+            drop_iteratively(v);
+            steps
+        };
+        assert_linear(&format!("redact_value: {what}"), in_place(s), in_place(l));
+    }
+}

@@ -2,7 +2,9 @@
 //!
 //! Recordings and logs repeat the same few names on every line, and deciding a
 //! name (splitting it into words, looking each up) costs far more than
-//! recognising it again. The cache is small, two-way set associative and
+//! recognising it again. An entry holds facts about the name, each learnt when
+//! first asked for: whether it is a credential name, and, for an object key,
+//! whether the text rules change it. The cache is small, two-way set associative and
 //! lives on the stack for one scan. An entry keeps a name's length and its
 //! first and last eight bytes, which is the whole name up to 16 bytes; a
 //! longer name is also compared byte for byte against the text, where the
@@ -13,6 +15,11 @@ use crate::step;
 /// Sets of two entries.
 const SETS: usize = 32;
 
+/// The fact that a name is a credential name.
+pub(crate) const NAME: u8 = 1;
+/// The fact that the text rules change a key.
+pub(crate) const SECRET: u8 = 2;
+
 #[derive(Clone, Copy)]
 struct Entry {
     head: u64,
@@ -21,7 +28,9 @@ struct Entry {
     start: u32,
     /// The name's length, or `u32::MAX` for an empty entry.
     len: u32,
-    redacted: bool,
+    /// The facts learnt ([`NAME`], [`SECRET`]), and which hold.
+    known: u8,
+    facts: u8,
 }
 
 const EMPTY: Entry = Entry {
@@ -29,7 +38,8 @@ const EMPTY: Entry = Entry {
     tail: 0,
     start: 0,
     len: u32::MAX,
-    redacted: false,
+    known: 0,
+    facts: 0,
 };
 
 /// The name decisions of one scan of one text.
@@ -58,36 +68,90 @@ impl NameCache {
         end: usize,
         decide: impl FnOnce() -> bool,
     ) -> bool {
+        let facts = self.facts(text, start, end, NAME, |_| if decide() { NAME } else { 0 });
+        facts & NAME != 0
+    }
+
+    /// The facts in `want` about the name `text[start..end]`: those learnt
+    /// before in this scan, and the rest from `learn`, given the ones
+    /// missing (it returns those of them that hold).
+    #[inline(always)]
+    pub(crate) fn facts(
+        &mut self,
+        text: &[u8],
+        start: usize,
+        end: usize,
+        want: u8,
+        learn: impl FnOnce(u8) -> u8,
+    ) -> u8 {
         let name = &text[start..end];
         let len = name.len();
         step!(len + 1);
-        let (Ok(len32), Ok(start32)) = (u32::try_from(len), u32::try_from(start)) else {
-            return decide();
+        let Ok(start32) = u32::try_from(start) else {
+            return learn(want);
         };
-        if len32 == u32::MAX {
-            return decide();
-        }
         let (head, tail) = match text.get(start..start + 8) {
             // A short name read as one word from the text around it, masked to its length.
             Some(word) if len < 8 => (le_u64(word) & ((1u64 << (8 * len)) - 1), 0),
             _ => head_tail(name),
         };
+        self.lookup(name, head, tail, Some((text, start32)), want, learn)
+    }
+
+    /// [`facts`](NameCache::facts) for a name that is not part of one text
+    /// (an object key in a value walk): only a name of up to 16 bytes, which
+    /// its entry holds whole, is cached.
+    #[inline]
+    pub(crate) fn facts_of(&mut self, name: &[u8], want: u8, learn: impl FnOnce(u8) -> u8) -> u8 {
+        step!(name.len() + 1);
+        if name.len() > 16 {
+            return learn(want);
+        }
+        let (head, tail) = head_tail(name);
+        self.lookup(name, head, tail, None, want, learn)
+    }
+
+    /// The entry of `name` (whose first and last eight bytes are `head` and
+    /// `tail`; a longer name is compared with `text` where its entry
+    /// starts): its facts in `want`, learnt now when missing.
+    #[inline(always)]
+    fn lookup(
+        &mut self,
+        name: &[u8],
+        head: u64,
+        tail: u64,
+        text: Option<(&[u8], u32)>,
+        want: u8,
+        learn: impl FnOnce(u8) -> u8,
+    ) -> u8 {
+        let len = name.len();
+        let Ok(len32) = u32::try_from(len) else {
+            return learn(want);
+        };
+        if len32 == u32::MAX {
+            return learn(want);
+        }
         let set = (((head ^ len as u64).wrapping_mul(K) ^ tail).wrapping_mul(K)
             >> (64 - SETS.trailing_zeros())) as usize;
-        for entry in &self.entries[set] {
+        for entry in &mut self.entries[set] {
             if entry.len == len32
                 && entry.head == head
                 && entry.tail == tail
                 && (len <= 16 || {
                     step!(len);
                     let from = entry.start as usize;
-                    text.get(from..from + len) == Some(name)
+                    text.and_then(|(text, _)| text.get(from..from + len)) == Some(name)
                 })
             {
-                return entry.redacted;
+                let missing = want & !entry.known;
+                if missing != 0 {
+                    entry.facts |= learn(missing) & missing;
+                    entry.known |= missing;
+                }
+                return entry.facts & want;
             }
         }
-        let redacted = decide();
+        let facts = learn(want) & want;
         // Fill an empty way, else the one not filled last.
         let way = if self.entries[set][0].len == u32::MAX {
             0
@@ -100,11 +164,12 @@ impl NameCache {
         self.entries[set][way] = Entry {
             head,
             tail,
-            start: start32,
+            start: text.map_or(0, |(_, start)| start),
             len: len32,
-            redacted,
+            known: want,
+            facts,
         };
-        redacted
+        facts
     }
 }
 
@@ -154,6 +219,24 @@ mod tests {
         assert!(decide(12, 18));
         assert!(!decide(19, 26));
         assert_eq!(calls, 3);
+    }
+
+    #[test]
+    fn facts_are_learnt_when_first_asked_for() {
+        let text = b"apiKey apiKey apiKey";
+        let mut cache = NameCache::new();
+        let mut asked = Vec::new();
+        let mut facts = |start, want| {
+            cache.facts(text, start, start + 6, want, |missing| {
+                asked.push(missing);
+                NAME
+            })
+        };
+        assert_eq!(facts(0, NAME), NAME);
+        assert_eq!(facts(7, NAME | SECRET), NAME);
+        assert_eq!(facts(14, NAME | SECRET), NAME);
+        assert_eq!(facts(14, SECRET), 0);
+        assert_eq!(asked, [NAME, SECRET]);
     }
 
     #[test]

@@ -15,6 +15,7 @@
 use serde_json::{Map, Value};
 
 use crate::redactor::Inner;
+use crate::schema;
 use crate::span::{QUOTED_REDACTED, Span};
 use crate::step;
 
@@ -83,10 +84,8 @@ impl Pairs {
     pub(crate) fn start(&mut self, role: Role, depth: usize, start: usize, out: &mut Vec<Span>) {
         step!(1);
         let kind = if role == Role::Value {
-            self.slots = true;
-            out.push(Span::new(0, 0, 0));
             Kind::Value {
-                slot: out.len() - 1,
+                slot: self.slot(out),
                 start,
                 end: 0,
             }
@@ -98,6 +97,14 @@ impl Pairs {
             }
         };
         self.open.push(Pair { depth, kind });
+    }
+
+    /// Takes a slot in the span list for a span known later (a span that
+    /// covers nothing, dropped by [`finish`](Pairs::finish) if still empty).
+    pub(crate) fn slot(&mut self, out: &mut Vec<Span>) -> usize {
+        self.slots = true;
+        out.push(Span::new(0, 0, 0));
+        out.len() - 1
     }
 
     /// The string of the member or item that started last was judged.
@@ -196,6 +203,7 @@ impl Pairs {
                 if let Kind::Value { slot, start, end } = pair.kind
                     && end > start
                     && &b[start..end] != QUOTED_REDACTED.as_bytes()
+                    && !schema::keeps_type(&b[start..end])
                     && let Some(span) = out.get_mut(slot)
                 {
                     *span = Span::new(start, end, 1);

@@ -7,8 +7,11 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use crate::error::{Error, ErrorKind, NameList};
+use crate::keys;
+use crate::name_cache::{NAME, NameCache, SECRET};
 use crate::names::is_default_redacted;
 use crate::pairs;
+use crate::schema::{self, Action, Kind, Place};
 use crate::span::{self, Span};
 use crate::text::Open;
 use crate::writer;
@@ -50,28 +53,59 @@ impl Inner {
                     .is_ok_and(|name| self.tests.iter().any(|test| test(name))))
     }
 
-    /// Redacts a scalar at `depth` on the spot, or queues a container.
+    /// Redacts a scalar at `place`, `depth` deep, on the spot, or queues a
+    /// container.
     fn visit<'v>(
         &self,
         v: &'v mut Value,
         depth: usize,
+        place: Place,
         spans: &mut Vec<Span>,
-        stack: &mut Vec<(&'v mut Value, usize)>,
+        stack: &mut Vec<(&'v mut Value, usize, Kind)>,
     ) {
         step!(1);
         if self.max_depth.is_some_and(|m| depth > m) {
             replace(v);
             return;
         }
-        match v {
-            Value::String(s) => {
-                self.string_spans(s, spans);
-                if let Cow::Owned(new) = span::apply(s, spans) {
-                    *s = new;
+        match schema::action(place, v) {
+            Action::Whole => replace(v),
+            Action::Walk(kind) => stack.push((v, depth, kind)),
+            Action::Scalar => {
+                if let Value::String(s) = v {
+                    self.string_spans(s, spans);
+                    if let Cow::Owned(new) = span::apply(s, spans) {
+                        *s = new;
+                    }
                 }
             }
-            Value::Array(_) | Value::Object(_) => stack.push((v, depth)),
-            Value::Null | Value::Bool(_) | Value::Number(_) => {}
+        }
+    }
+
+    /// The value at `place`, `depth` deep, redacted: a copy of a scalar or
+    /// of a value replaced whole, or (`Err`) the kind to walk a container
+    /// as.
+    fn copy_leaf(
+        &self,
+        v: &Value,
+        depth: usize,
+        place: Place,
+        spans: &mut Vec<Span>,
+    ) -> Result<Value, Kind> {
+        step!(1);
+        if self.max_depth.is_some_and(|m| depth > m) {
+            return Ok(replaced_copy(v));
+        }
+        match schema::action(place, v) {
+            Action::Whole => Ok(replaced_copy(v)),
+            Action::Walk(kind) => Err(kind),
+            Action::Scalar => Ok(match v {
+                Value::String(s) => {
+                    self.string_spans(s, spans);
+                    Value::String(span::apply(s, spans).into_owned())
+                }
+                other => other.clone(),
+            }),
         }
     }
 
@@ -80,6 +114,83 @@ impl Inner {
         spans.clear();
         // The string sits inside a JSON document: one level of embedding.
         self.scan_any(s, 1, false, spans);
+    }
+
+    /// The facts in `want` ([`NAME`], [`SECRET`]) about the object key
+    /// `key`, each learnt once per walk for a short key.
+    fn cached_key_facts(&self, walk: &mut Walk, key: &str, want: u8) -> u8 {
+        let Walk { names, spans } = walk;
+        // Made on the first key: a walk of a scalar needs none.
+        let names = names.get_or_insert_with(|| Box::new(NameCache::new()));
+        // A value sits at the top level of no JSON text: its keys are read
+        // as a top-level text's are.
+        names.facts_of(key.as_bytes(), want, |missing| {
+            spans.clear();
+            self.key_facts(key, missing, 0, spans)
+        })
+    }
+
+    /// The place of the member `name` of an object walked as `kind`;
+    /// `named` says that the object's `name` or `key` names a credential.
+    fn member_place(&self, walk: &mut Walk, kind: Kind, name: &str, named: bool) -> Place {
+        if named && name == "value" {
+            return Place::Whole;
+        }
+        let credential = kind == Kind::Normal && self.cached_key_facts(walk, name, NAME) != 0;
+        schema::member_place(kind, name, credential)
+    }
+
+    /// The new keys of an object whose keys the text rules change, in the
+    /// order of its members (`None` for a key kept); `None` when every key
+    /// stays.
+    fn key_renames(
+        &self,
+        walk: &mut Walk,
+        map: &Map<String, Value>,
+    ) -> Option<Vec<Option<String>>> {
+        let mut secret = Vec::new();
+        for (i, key) in map.keys().enumerate() {
+            // Both facts at once: the member's place asks for the name next.
+            if self.cached_key_facts(walk, key, NAME | SECRET) & SECRET != 0 {
+                secret.push(i);
+            }
+        }
+        if secret.is_empty() {
+            return None;
+        }
+        let held: Vec<usize> = map
+            .keys()
+            .filter_map(|k| keys::placeholder_number(k))
+            .collect();
+        // `secret` is in the order of the members.
+        let mut next = secret.iter().peekable();
+        let names: Vec<&str> = map
+            .keys()
+            .enumerate()
+            .filter(|(i, _)| next.next_if_eq(&i).is_some())
+            .map(|(_, k)| k.as_str())
+            .collect();
+        let mut new = vec![None; map.len()];
+        for (&i, n) in secret.iter().zip(keys::number(&names, &held)) {
+            new[i] = Some(keys::placeholder(n));
+        }
+        Some(new)
+    }
+}
+
+/// What a value walk keeps from one value to the next: the facts about the
+/// keys met, and a span list to reuse.
+struct Walk {
+    names: Option<Box<NameCache>>,
+    spans: Vec<Span>,
+}
+
+impl Walk {
+    fn new() -> Walk {
+        Walk {
+            names: None,
+            spans: Vec::new(),
+        }
     }
 }
 
@@ -143,41 +254,70 @@ impl Redactor {
     }
 
     /// Redacts `value` in place: the value of every redacted name becomes
-    /// `"[REDACTED]"`, and the text rules run over every string.
+    /// `"[REDACTED]"` (a `null`, a boolean and `""` stay, and a JSON Schema
+    /// definition is walked instead), the text rules run over every string,
+    /// and an object key that they change becomes a placeholder
+    /// (`[REDACTED]`, `[REDACTED:2]`, …; see the crate's docs).
     pub fn redact_value(&self, value: &mut Value) {
         let inner = &*self.inner;
-        let mut spans = Vec::new();
+        let mut walk = Walk::new();
         // Only containers wait on the stack; scalars are dealt with on the spot.
-        let mut stack: Vec<(&mut Value, usize)> = Vec::new();
-        inner.visit(value, 0, &mut spans, &mut stack);
-        while let Some((v, depth)) = stack.pop() {
+        let mut stack: Vec<(&mut Value, usize, Kind)> = Vec::new();
+        inner.visit(value, 0, Place::Normal, &mut walk.spans, &mut stack);
+        while let Some((v, depth, kind)) = stack.pop() {
             match v {
                 Value::Array(items) => {
                     // The item after a credential flag is its value.
                     let mut flagged = false;
                     for item in items {
                         let flag = matches!(item, Value::String(s) if pairs::is_flag(inner, s));
-                        if flagged {
-                            replace(item);
-                        } else {
-                            if let Value::Array(pair) = item
-                                && pairs::is_credential_pair(inner, pair)
-                            {
-                                replace(&mut pair[1]);
-                            }
-                            inner.visit(item, depth + 1, &mut spans, &mut stack);
+                        let place = schema::item_place(kind, flagged);
+                        if place == Place::Normal
+                            && let Value::Array(pair) = item
+                            && pairs::is_credential_pair(inner, pair)
+                        {
+                            replace(&mut pair[1]);
                         }
+                        inner.visit(item, depth + 1, place, &mut walk.spans, &mut stack);
                         flagged = flag;
                     }
                 }
                 Value::Object(map) => {
                     let named = pairs::names_credential(inner, map);
-                    for (name, item) in map.iter_mut() {
-                        if inner.is_redacted_name(name) || (named && name == "value") {
-                            replace(item);
-                        } else {
-                            inner.visit(item, depth + 1, &mut spans, &mut stack);
+                    // A member's place is decided by its key as written: a
+                    // replaced key's, before the key changes.
+                    let mut renamed_places = Vec::new();
+                    if let Some(renames) = inner.key_renames(&mut walk, map) {
+                        let old = std::mem::take(map);
+                        for ((key, item), new) in old.into_iter().zip(renames) {
+                            match new {
+                                Some(new) => {
+                                    let place = inner.member_place(&mut walk, kind, &key, named);
+                                    let n = keys::placeholder_number(&new).unwrap_or(1);
+                                    if renamed_places.len() <= n {
+                                        renamed_places.resize(n + 1, None);
+                                    }
+                                    renamed_places[n] = Some(place);
+                                    map.insert(new, item);
+                                }
+                                None => {
+                                    map.insert(key, item);
+                                }
+                            }
                         }
+                    }
+                    for (name, item) in map.iter_mut() {
+                        let renamed = if renamed_places.is_empty() {
+                            None
+                        } else {
+                            keys::placeholder_number(name)
+                                .and_then(|n| renamed_places.get(n).copied().flatten())
+                        };
+                        let place = match renamed {
+                            Some(place) => place,
+                            None => inner.member_place(&mut walk, kind, name, named),
+                        };
+                        inner.visit(item, depth + 1, place, &mut walk.spans, &mut stack);
                     }
                 }
                 _ => {}
@@ -188,42 +328,44 @@ impl Redactor {
     /// A redacted copy of `value`; see [`redact_value`](Redactor::redact_value).
     pub fn redacted_value(&self, value: &Value) -> Value {
         let inner = &*self.inner;
-        let mut spans = Vec::new();
+        let mut walk = Walk::new();
         let mut stack: Vec<Frame<'_>> = Vec::new();
-        let mut next = Some((value, 0usize));
+        let mut next = Some((value, 0usize, Place::Normal));
         loop {
-            if let Some((v, depth)) = next.take() {
-                step!(1);
-                let leaf = if inner.max_depth.is_some_and(|m| depth > m) {
-                    Some(Value::String(REDACTED.to_owned()))
-                } else {
-                    match v {
-                        Value::String(s) => {
-                            inner.string_spans(s, &mut spans);
-                            Some(Value::String(span::apply(s, &spans).into_owned()))
+            if let Some((v, depth, place)) = next.take() {
+                let leaf = match inner.copy_leaf(v, depth, place, &mut walk.spans) {
+                    Ok(leaf) => Some(leaf),
+                    Err(kind) => {
+                        match v {
+                            Value::Array(items) => {
+                                let in_list = matches!(stack.last(), Some(Frame::Array { .. }));
+                                stack.push(Frame::Array {
+                                    items: items.iter(),
+                                    out: Vec::with_capacity(items.len()),
+                                    depth,
+                                    kind,
+                                    flagged: false,
+                                    pair: in_list
+                                        && kind == Kind::Normal
+                                        && pairs::is_credential_pair(inner, items),
+                                });
+                            }
+                            Value::Object(map) => {
+                                let renames = inner.key_renames(&mut walk, map);
+                                stack.push(Frame::Object {
+                                    items: map.iter(),
+                                    out: Map::new(),
+                                    name: None,
+                                    depth,
+                                    kind,
+                                    named: pairs::names_credential(inner, map),
+                                    renames: renames.map(Vec::into_iter),
+                                });
+                            }
+                            // `copy_leaf` walks only containers.
+                            _ => {}
                         }
-                        Value::Array(items) => {
-                            let in_list = matches!(stack.last(), Some(Frame::Array { .. }));
-                            stack.push(Frame::Array {
-                                items: items.iter(),
-                                out: Vec::with_capacity(items.len()),
-                                depth,
-                                flagged: false,
-                                pair: in_list && pairs::is_credential_pair(inner, items),
-                            });
-                            None
-                        }
-                        Value::Object(map) => {
-                            stack.push(Frame::Object {
-                                items: map.iter(),
-                                out: Map::new(),
-                                name: None,
-                                depth,
-                                named: pairs::names_credential(inner, map),
-                            });
-                            None
-                        }
-                        other => Some(other.clone()),
+                        None
                     }
                 };
                 if let Some(done) = leaf
@@ -242,35 +384,36 @@ impl Redactor {
                     items,
                     out,
                     depth,
+                    kind,
                     flagged,
                     pair,
                 } => {
                     if let Some(item) = items.next() {
                         // A credential flag's value, or a credential pair's.
-                        let hide = *flagged || (*pair && out.len() == 1);
-                        *flagged = matches!(item, Value::String(s) if pairs::is_flag(inner, s));
-                        if hide {
-                            out.push(Value::String(REDACTED.to_owned()));
+                        let place = if *pair && out.len() == 1 {
+                            Place::Whole
                         } else {
-                            next = Some((item, *depth + 1));
-                        }
+                            schema::item_place(*kind, *flagged)
+                        };
+                        *flagged = matches!(item, Value::String(s) if pairs::is_flag(inner, s));
+                        next = Some((item, *depth + 1, place));
                         continue;
                     }
                 }
                 Frame::Object {
                     items,
-                    out,
                     name,
                     depth,
+                    kind,
                     named,
+                    renames,
+                    ..
                 } => {
                     if let Some((k, item)) = items.next() {
-                        if inner.is_redacted_name(k) || (*named && k == "value") {
-                            out.insert(k.clone(), Value::String(REDACTED.to_owned()));
-                        } else {
-                            *name = Some(k.clone());
-                            next = Some((item, *depth + 1));
-                        }
+                        let place = inner.member_place(&mut walk, *kind, k, *named);
+                        let new = renames.as_mut().and_then(Iterator::next).flatten();
+                        *name = Some(new.unwrap_or_else(|| k.clone()));
+                        next = Some((item, *depth + 1, place));
                         continue;
                     }
                 }
@@ -316,9 +459,11 @@ impl Redactor {
     }
 
     /// `text`, which holds JSON (one value, or several separated by blanks as in
-    /// JSON Lines), redacted by name and in its strings. Every byte that is not
-    /// part of a secret stays as it was, so formatting and key order survive.
-    /// Text that is not JSON is redacted as [`redact_text`](Redactor::redact_text) does.
+    /// JSON Lines), redacted by name, in its strings and in its keys, as
+    /// [`redact_value`](Redactor::redact_value) redacts a value. Every byte that
+    /// is not part of a secret stays as it was, so formatting and key order
+    /// survive. Text that is not JSON is redacted as
+    /// [`redact_text`](Redactor::redact_text) does.
     pub fn redact_json_text<'a>(&self, text: &'a str) -> Cow<'a, str> {
         let mut spans = Vec::new();
         if several_lines(text) {
@@ -410,6 +555,7 @@ enum Frame<'a> {
         items: std::slice::Iter<'a, Value>,
         out: Vec<Value>,
         depth: usize,
+        kind: Kind,
         /// The last item was a credential flag (`--password`).
         flagged: bool,
         /// The list is a `[name, value]` pair that names a credential.
@@ -420,8 +566,11 @@ enum Frame<'a> {
         out: Map<String, Value>,
         name: Option<String>,
         depth: usize,
+        kind: Kind,
         /// The object's `name` or `key` names a credential: its `value` goes.
         named: bool,
+        /// The new key of each member, in order, when a key is replaced.
+        renames: Option<std::vec::IntoIter<Option<String>>>,
     },
 }
 
@@ -445,13 +594,22 @@ fn attach(stack: &mut [Frame<'_>], value: Value) -> Option<Value> {
 
 /// Replaces a value by the placeholder, dropping the old value without
 /// recursion (a deeply nested value would overflow the stack if dropped
-/// recursively).
+/// recursively). A null, a boolean and `""` stay: they hold no secret.
 fn replace(v: &mut Value) {
-    if matches!(v, Value::String(s) if s == REDACTED) {
+    if schema::keeps_value_type(v) || matches!(v, Value::String(s) if s == REDACTED) {
         return;
     }
     let old = std::mem::replace(v, Value::String(REDACTED.to_owned()));
     drop_iteratively(old);
+}
+
+/// What [`replace`] makes of `v`, as a copy.
+fn replaced_copy(v: &Value) -> Value {
+    if schema::keeps_value_type(v) {
+        v.clone()
+    } else {
+        Value::String(REDACTED.to_owned())
+    }
 }
 
 /// Drops a value of any depth with an explicit stack.

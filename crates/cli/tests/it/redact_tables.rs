@@ -19,6 +19,9 @@ mod table;
 #[path = "../../../redact/tests/it/table_context.rs"]
 mod table_context;
 
+#[path = "../../../redact/tests/it/table_json.rs"]
+mod table_json;
+
 /// What ends each input's output: the content of a file given after each input, which the
 /// command leaves as it is (and which no input's output holds).
 const MARK: &str = "\n\u{1}calltape: end of input\u{1}\n";

@@ -202,7 +202,9 @@ fn text_of(row: &Row) -> String {
     text
 }
 
-fn written(text: &str, chunk: usize) -> String {
+/// `text` written through a default `RedactingWriter` in chunks of `chunk`
+/// bytes (cut anywhere, even inside a character), then flushed.
+pub(crate) fn written(text: &str, chunk: usize) -> String {
     let mut writer = RedactingWriter::new(Redactor::new(), Vec::new());
     for piece in text.as_bytes().chunks(chunk) {
         writer.write_all(piece).expect("writing to a Vec");

@@ -11,6 +11,7 @@ mod fuzz_replay;
 mod providers;
 mod table;
 mod table_context;
+mod table_json;
 mod tables;
 mod value;
 mod writer;

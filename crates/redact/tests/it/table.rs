@@ -19,7 +19,7 @@ use std::borrow::Cow;
 use calltape_redact::Redactor;
 use serde_json::Value;
 
-use super::table_context;
+use super::{table_context, table_json};
 
 pub(crate) const ROWS: &[(&str, &str, &str)] = &[
     // ---- names the rules must redact ----
@@ -520,10 +520,11 @@ pub(crate) const ROWS: &[(&str, &str, &str)] = &[
         "{\"auth\": \"[REDACTED]\"}",
     ),
     ("json", "{\"token\": 123}", "{\"token\": \"[REDACTED]\"}"),
+    // A null, a boolean and "" hold no secret: their JSON type stays.
     (
         "json",
         "{\"token\": null, \"secret\": false}",
-        "{\"token\": \"[REDACTED]\", \"secret\": \"[REDACTED]\"}",
+        "{\"token\": null, \"secret\": false}",
     ),
     (
         "json",
@@ -665,10 +666,13 @@ pub(crate) const ROWS: &[(&str, &str, &str)] = &[
 ];
 
 /// The rows of this file, then those of the contextual rules
-/// (`table_context.rs`); a row's number counts through both.
+/// (`table_context.rs`) and of JSON's structure (`table_json.rs`); a row's
+/// number counts through all three.
 pub(crate) fn all_rows() -> impl Iterator<Item = &'static (&'static str, &'static str, &'static str)>
 {
-    ROWS.iter().chain(table_context::ROWS)
+    ROWS.iter()
+        .chain(table_context::ROWS)
+        .chain(table_json::ROWS)
 }
 
 pub(crate) fn check(redactor: &Redactor, row: usize, mode: &str, input: &str, expected: &str) {

@@ -4,14 +4,14 @@
 
 use std::collections::BTreeSet;
 
-use calltape_redact::Redactor;
+use calltape_redact::{Redactor, fuzzing};
 use serde_json::{Value, json};
 
 use crate::providers::{
     self, FORMS, GITLEAKS, GITLEAKS_RULES, Lcg, NAMES, NOT_BARE, NOT_GITLEAKS, secret,
 };
 use crate::table::{self, all_rows, check};
-use crate::table_context;
+use crate::{table_context, table_json};
 
 #[test]
 fn every_row_holds() {
@@ -24,10 +24,13 @@ fn every_row_holds() {
 #[test]
 fn text_and_json_rows_agree_with_the_value_walk() {
     // Wherever a JSON row is valid JSON, the text path and the value path
-    // must redact alike.
+    // must redact alike, but for the order in which the replaced keys of one
+    // object are numbered (the text's, or the map's), and for a row with two
+    // members of one key, of which a value holds only the last.
     let redactor = Redactor::new();
+    let mut compared = 0;
     for (row, (mode, input, _)) in all_rows().enumerate() {
-        if *mode != "json" {
+        if *mode != "json" || fuzzing::has_duplicate_keys(input) {
             continue;
         }
         let Ok(value) = serde_json::from_str::<Value>(input) else {
@@ -36,11 +39,13 @@ fn text_and_json_rows_agree_with_the_value_walk() {
         let text: Value =
             serde_json::from_str(&redactor.redact_json_text(input)).expect("valid JSON out");
         assert_eq!(
-            text,
-            redactor.redacted_value(&value),
+            fuzzing::numbering_free(&text),
+            fuzzing::numbering_free(&redactor.redacted_value(&value)),
             "row {row}: {input:?}"
         );
+        compared += 1;
     }
+    assert!(compared > 80, "{compared} rows compared");
 }
 
 #[test]
@@ -55,6 +60,12 @@ fn the_table_is_big_enough() {
             table_context::ROWS.iter().any(|(m, ..)| *m == mode),
             "no {mode} rows for the contextual rules"
         );
+        if mode != "name" && mode != "text" {
+            assert!(
+                table_json::ROWS.iter().any(|(m, ..)| *m == mode),
+                "no {mode} rows for JSON's structure"
+            );
+        }
     }
 }
 

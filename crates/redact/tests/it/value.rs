@@ -1,7 +1,11 @@
-//! Values and JSON text of any depth and size.
+//! Values and JSON text of any depth and size, and the JSON rows of
+//! `table_json.rs` through every entry point.
 
 use calltape_redact::{REDACTED, Redactor};
 use serde_json::{Value, json};
+
+use crate::bound::written;
+use crate::table_json;
 
 /// Drops a deep value without recursion.
 fn dismantle(value: Value) {
@@ -155,5 +159,64 @@ fn big_recording_shaped_documents_round_trip() {
             v["answer"]["content"][0]["text"],
             format!("price {i} Bearer [REDACTED]")
         );
+    }
+}
+
+#[test]
+fn json_rows_hold_through_redact_text_and_the_writer() {
+    let redactor = Redactor::new();
+    let mut checked = 0;
+    for (row, (mode, input, expected)) in table_json::ROWS.iter().enumerate() {
+        if *mode != "json" {
+            continue;
+        }
+        assert_eq!(
+            redactor.redact_text(input),
+            *expected,
+            "row {row}: redact_text"
+        );
+        for size in [1, 7, 64, input.len()] {
+            assert_eq!(
+                written(input, size),
+                *expected,
+                "row {row}: the writer, chunks of {size}"
+            );
+        }
+        checked += 1;
+    }
+    assert!(checked > 30, "{checked} rows");
+}
+
+#[test]
+fn keys_in_json_nested_in_strings_are_replaced_at_every_depth() {
+    // JSON written into a string, and that into a string, ten levels deep:
+    // JSON in a string is read as JSON down to seven strings deep, and by the
+    // text rules alone below. The secret key goes at every depth, through
+    // every entry point.
+    let redactor = Redactor::new();
+    let secret = "ghp_R7fK2xV9mP4rT8wL3zN6bQ1yH5cJ0dS8aE2u";
+    let mut doc = json!({ format!("card {secret}"): "stored", "Bearer abc123def456": 1 });
+    for level in 1..=10 {
+        doc = json!({ "text": doc.to_string(), "n": level });
+        let text = doc.to_string();
+        let outs = [
+            redactor.redact_json_text(&text).into_owned(),
+            redactor.redact_text(&text).into_owned(),
+            redactor.redacted_value(&doc).to_string(),
+            written(&text, 5),
+        ];
+        for (i, out) in outs.iter().enumerate() {
+            assert!(
+                !out.contains("R7fK2xV9mP4rT8wL3zN6") && !out.contains("abc123def456"),
+                "level {level}, entry point {i}: {out}"
+            );
+            // Read as JSON, the keys become placeholders.
+            if level < 8 {
+                assert!(
+                    out.contains("[REDACTED:2]"),
+                    "level {level}, entry point {i}: {out}"
+                );
+            }
+        }
     }
 }
