@@ -121,21 +121,23 @@ fn a_newer_server_everything_is_reported_item_by_item_with_both_sides_and_nothin
     let methods: Vec<&str> = recorded.iter().map(|c| c.method.as_str()).collect();
     assert_eq!(
         methods,
+        // The calls as the client made them, then the lists it read, one line each, written when
+        // the session ended.
         [
-            "tools/list",
-            "resources/list",
-            "resources/templates/list",
-            "prompts/list",
             "tools/call",
             "tools/call",
             "tools/call",
             "resources/read",
-            "prompts/get"
+            "prompts/get",
+            "tools/list",
+            "resources/list",
+            "resources/templates/list",
+            "prompts/list",
         ]
     );
     // The older release fails an unknown tool with an internal error: its message is kept.
     assert_eq!(
-        recorded[6].outcome,
+        recorded[2].outcome,
         Outcome::Error(CallError::new(
             ErrorCode::Number(-32603),
             Some("Unknown tool: get-sum".into())
@@ -147,7 +149,7 @@ fn a_newer_server_everything_is_reported_item_by_item_with_both_sides_and_nothin
     keep("everything.txt", &report);
     assert_eq!(out.status.code(), Some(1), "{report}{}", text(&out.stderr));
     for want in [
-        "changed    tools/list   (call 1, line 1, ",
+        "changed    tools/list  (call 6, line 6, ",
         "\n    tools[add]: removed\n",
         "\n    tools[longRunningOperation]: removed\n",
         "\n    tools[get-sum]: added\n",
@@ -159,14 +161,14 @@ fn a_newer_server_everything_is_reported_item_by_item_with_both_sides_and_nothin
         "\n    prompts[simple_prompt]: removed\n",
         "\n    prompts[simple-prompt]: added\n",
         // An error gone: the recorded internal error's message, and what the new server answers.
-        "gone-error tools/call get-sum  (call 7, line 7, ",
+        "gone-error tools/call get-sum  (call 3, line 3, ",
         "\n    error: {\"code\":-32603,\"message\":\"Unknown tool: get-sum\"} → (absent)\n    \
          answers now: \"The sum of 2 and 40 is 42.\"\n",
         // An error come: what the older server answered.
-        "new-error  tools/call add  (call 6, line 6, ",
+        "new-error  tools/call add  (call 2, line 2, ",
         "\n    answered when recorded: \"The sum of 2 and 40 is 42.\"\n",
         // The recorded URI was sent as recorded, and the newer server has no such resource.
-        "new-error  resources/read test://static/resource/1  (call 8, line 8, ",
+        "new-error  resources/read test://static/resource/1  (call 4, line 4, ",
         "Resource test://static/resource/1 not found",
     ] {
         assert!(report.contains(want), "{want}\n{report}");
@@ -271,7 +273,7 @@ fn a_newer_server_memory_is_compared_entity_by_entity_inside_its_texts() {
     for want in [
         "\n    tools[create_entities].outputSchema: (absent) → {",
         // The graph's entities, named inside the text that holds them.
-        "changed    tools/call read_graph  (call 5, line 5, ",
+        "changed    tools/call read_graph  (call 4, line 4, ",
         "\n    content.0.text.entities[Ada].type: \"entity\" → (absent)\n",
         "\n    content.0.text.entities[Charles].type: \"entity\" → (absent)\n",
         "\n    structuredContent: (absent) → {",

@@ -83,7 +83,9 @@ fn a_card_token_echoed_as_a_key_or_an_error_code_reaches_no_recording_report_or_
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    assert_eq!(lines.len(), 3, "{recorded}");
+    // The three calls, then the tool list the client read (recorded by default).
+    assert_eq!(lines.len(), 4, "{recorded}");
+    assert_eq!(lines[3]["method"], "tools/list", "{recorded}");
     assert_eq!(
         lines[0]["answer"]["structuredContent"]["cards"],
         json!({"[REDACTED]": "stored"})
@@ -126,7 +128,7 @@ fn a_card_token_echoed_as_a_key_or_an_error_code_reaches_no_recording_report_or_
     }
     let report = read(&dir.path().join("report.text"));
     assert!(
-        report.ends_with("3 calls, 3 same, 0 changed, 0 new-error, 0 gone-error\n"),
+        report.ends_with("4 calls, 4 same, 0 changed, 0 new-error, 0 gone-error\n"),
         "{report}"
     );
 

@@ -665,7 +665,7 @@ gone-error tools/call refund  (call 3, line 3, session 3f9a1c2e)
     structuredContent.price: 12 → 15 in 9 calls of quote
 changed    tools/call quote  (call 5, line 5, session s)
     structuredContent.price: 12 → 16
-changed    tools/list   (call 11, line 11, session s)
+changed    tools/list  (call 11, line 11, session s)
     tools[add]: removed
     tools[get-sum]: added
     tools[echo].description: "Echoes back the input" → "Echoes back the input string"

@@ -67,11 +67,6 @@ pub(super) fn render(report: &ReplayReport, options: TextOptions) -> String {
     if !surface.is_empty() {
         let _ = writeln!(out, "{surface}");
     }
-    // Each surface change is listed with its list above; here, how many, each counted once.
-    let surface = report.surface();
-    if !surface.is_empty() {
-        let _ = writeln!(out, "{surface}");
-    }
     let _ = writeln!(out, "{}", report.summary());
     for line in &report.summary_lines {
         out.push_str(&shown(line));
