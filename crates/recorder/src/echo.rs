@@ -45,6 +45,14 @@ impl EchoedSecrets {
         self.values.insert(at, (name.to_owned(), value.to_owned()));
     }
 
+    /// Remembers every value `other` remembers.
+    #[cfg(feature = "mcp")]
+    pub(crate) fn extend(&mut self, other: &EchoedSecrets) {
+        for (name, value) in &other.values {
+            self.learn_known(name, value);
+        }
+    }
+
     /// Remembers every string `value` holds, at any depth, under a name `is_secret_name` accepts.
     pub(crate) fn learn_named(&mut self, value: &Value, is_secret_name: &dyn Fn(&str) -> bool) {
         match value {

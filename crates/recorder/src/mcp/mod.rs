@@ -46,6 +46,7 @@
 //! # }
 //! ```
 
+mod asks;
 mod format;
 mod input_required;
 mod json_text;
@@ -58,6 +59,7 @@ mod tap;
 mod tasks;
 mod time;
 
+pub use asks::{Ask, MAX_ASKS};
 pub use format::{CallError, CallRecord, ErrorCode, FORMAT_VERSION, INTERNAL_ERROR, Outcome};
 pub use options::{DEFAULT_METHODS, RecorderOptions, RecorderReport};
 pub use params::request_params;

@@ -18,6 +18,7 @@ use serde_json::{Map, Value};
 
 use crate::echo::EchoedSecrets;
 use crate::error::Error;
+use crate::mcp::asks::{AskBook, declared_capabilities};
 use crate::mcp::format::{CallError, Outcome, RecordLine};
 use crate::mcp::input_required::{
     INPUT_REQUIRED, NOT_CALLS, SERVER_DISCOVER, SERVER_INFO_META, input_required_state, is_retry,
@@ -25,9 +26,11 @@ use crate::mcp::input_required::{
 };
 use crate::mcp::json_text::{self, IdKey, IdMap};
 use crate::mcp::options::{DEFAULT_METHODS, RecorderOptions, RecorderReport};
-use crate::mcp::params::{meta_info, name_and_input, raw_of, uri_input};
+use crate::mcp::params::{meta_capabilities, meta_info, name_and_input, raw_of, uri_input};
 use crate::mcp::redaction::{hide_echoes, redact_name, redact_outcome};
-use crate::mcp::tasks::{TASKS_RESULT, created_task, fetched_task, strip_related_task};
+use crate::mcp::tasks::{
+    RELATED_TASK_META, TASKS_RESULT, created_task, fetched_task, strip_related_task,
+};
 use crate::mcp::time::{Rfc3339, new_session_id};
 
 /// Records answered calls to a JSONL file, redacted, without ever blocking or failing the traffic.
@@ -143,6 +146,8 @@ pub struct SessionRecorder {
 #[derive(Debug, Default)]
 struct SessionState {
     client: Option<Arc<RawValue>>,
+    /// The capabilities the client declared in `initialize`, redacted.
+    capabilities: Option<Arc<RawValue>>,
     server: Option<Arc<RawValue>>,
     protocol_version: Option<Arc<str>>,
     /// The `initialize` or `server/discover` in flight, whose answer names the server.
@@ -156,6 +161,8 @@ struct SessionState {
     tasks: HashMap<String, Pending>,
     /// `tasks/result` requests in flight, by request id, each with the task id it fetches.
     fetches: IdMap<String>,
+    /// What the server asked the client during each call in flight (`mcp/asks.rs`).
+    asks: AskBook,
 }
 
 #[derive(Debug)]
@@ -169,7 +176,24 @@ struct Pending {
     /// echo one back.
     secrets: EchoedSecrets,
     client: Option<Arc<RawValue>>,
+    /// The capabilities the request's `_meta` declared (2026-07-28), redacted.
+    capabilities: Option<Arc<RawValue>>,
     protocol_version: Option<Arc<str>>,
+    /// The call's token in the session's [`AskBook`].
+    asks: u64,
+    /// The call's asks as written, once it ended.
+    asked: Option<Box<str>>,
+}
+
+impl SessionState {
+    /// Completes a call that ended: its asks, whose answers' secrets it hides in its answer too,
+    /// and the session's capabilities when its request declared none of its own.
+    fn finish(&mut self, pending: &mut Pending) {
+        pending.asked = self.asks.take(pending.asks, &mut pending.secrets);
+        if pending.capabilities.is_none() {
+            pending.capabilities = self.capabilities.clone();
+        }
+    }
 }
 
 /// What a call ended with, ready to be written: the redacted answer as compact JSON (borrowed from
@@ -197,8 +221,13 @@ impl SessionRecorder {
     pub fn server_frame(&self, frame: &[u8], at: SystemTime) {
         // One lock for the whole frame: the tap's thread is the only one that usually takes it.
         let mut state = lock(&self.state);
-        // Nothing awaits an answer: no frame to the client can matter, so none is parsed.
-        if state.pending.is_empty() && state.initialize_id.is_none() && state.fetches.is_empty() {
+        // Nothing awaits an answer: no frame to the client can matter but a request of the
+        // server's, which the next call may own (`mcp/asks.rs`), so nothing else is parsed.
+        if state.pending.is_empty()
+            && state.initialize_id.is_none()
+            && state.fetches.is_empty()
+            && memchr::memmem::find(frame, b"\"method\"").is_none()
+        {
             return;
         }
         let Ok(text) = std::str::from_utf8(frame) else {
@@ -214,6 +243,16 @@ impl SessionRecorder {
             return self.client_value(text, at);
         };
         let Some(method) = message.method.and_then(jsonrpc::string) else {
+            // Maybe the client's answer to what the server asked during a call.
+            let mut state = lock(&self.state);
+            if let Some(id) = message.id
+                && state.asks.awaits_answers()
+            {
+                let error = message.error.and_then(|e| serde_json::from_str(e).ok());
+                let result = message.result.map(|r| r.text);
+                let (id, redactor) = (IdKey::of_raw(id), &self.recorder.inner.redactor);
+                state.asks.answered(&id, result, error.as_ref(), redactor);
+            }
             return;
         };
         let Some(id) = message.id.filter(|id| !jsonrpc::is_null(id)) else {
@@ -263,8 +302,11 @@ impl SessionRecorder {
             .meta
             .and_then(|meta| serde_json::from_str::<Map<String, Value>>(meta).ok());
         let (client, protocol_version) = meta_info(meta.as_ref());
+        let capabilities = meta_capabilities(meta.as_ref(), &inner.redactor);
         let key = IdKey::of_raw(id);
-        lock(&self.state).pending.insert(
+        let mut state = lock(&self.state);
+        let asks = state.asks.start_call();
+        state.pending.insert(
             key,
             Pending {
                 at,
@@ -273,7 +315,10 @@ impl SessionRecorder {
                 input,
                 secrets,
                 client,
+                capabilities,
                 protocol_version,
+                asks,
+                asked: None,
             },
         );
     }
@@ -283,13 +328,16 @@ impl SessionRecorder {
         let Ok(message) = serde_json::from_str::<Value>(text) else {
             return;
         };
+        let inner = &self.recorder.inner;
         let Some(method) = message.get("method").and_then(Value::as_str) else {
+            lock(&self.state)
+                .asks
+                .answered_value(&message, &inner.redactor);
             return;
         };
         let Some(id) = message.get("id").filter(|id| !id.is_null()) else {
             return;
         };
-        let inner = &self.recorder.inner;
         let params = message.get("params");
         let key = IdKey::of_value(id);
         if method == TASKS_RESULT
@@ -320,6 +368,8 @@ impl SessionRecorder {
                 .and_then(|p| p.get("protocolVersion"))
                 .and_then(Value::as_str)
                 .map(Arc::from);
+            state.capabilities =
+                declared_capabilities(params.and_then(|p| p.get("capabilities")), &inner.redactor);
             state.initialize_id = Some(key.clone());
             if !inner.records(method) {
                 return;
@@ -329,9 +379,10 @@ impl SessionRecorder {
             .and_then(|p| p.get("_meta"))
             .and_then(Value::as_object);
         let (client, protocol_version) = meta_info(meta);
+        let capabilities = meta_capabilities(meta, &inner.redactor);
         let (name, mut input) = name_and_input(method, params);
         let name = redact_name(&inner.redactor, method, &name);
-        if is_retry(params) && self.resume(key.clone(), method, &name, retry_state(params)) {
+        if is_retry(params) && self.resume(key.clone(), method, &name, params) {
             return;
         }
         let mut secrets = EchoedSecrets::default();
@@ -342,7 +393,9 @@ impl SessionRecorder {
             collect_secrets(&inner.redactor, input, &mut secrets);
             inner.redactor.redact_value(input);
         }
-        lock(&self.state).pending.insert(
+        let mut state = lock(&self.state);
+        let asks = state.asks.start_call();
+        state.pending.insert(
             key,
             Pending {
                 at,
@@ -354,7 +407,10 @@ impl SessionRecorder {
                     .map(String::into_boxed_str),
                 secrets,
                 client,
+                capabilities,
                 protocol_version,
+                asks,
+                asked: None,
             },
         );
     }
@@ -365,6 +421,9 @@ impl SessionRecorder {
             return self.server_value(state, text, at);
         };
         if message.method.is_some() {
+            if message.id.is_some() {
+                self.server_request(state, text);
+            }
             return;
         }
         let Some(id) = message.id else { return };
@@ -388,6 +447,8 @@ impl SessionRecorder {
             state.pending.insert(key, pending);
             return self.server_value(state, text, at);
         }
+        let mut pending = pending;
+        state.finish(&mut pending);
         let server = state.server.clone();
         let (client, protocol_version) = session_info(state, &pending);
         let inner = &self.recorder.inner;
@@ -426,10 +487,12 @@ impl SessionRecorder {
         ending_of(outcome)
     }
 
-    /// Takes a retried request (`id`) as the call that asked for input it retries, when one of this
-    /// `method` and `name` waits with the `requestState` the retry echoes: the call then waits for
-    /// the retry's answer, with its first request's time and input.
-    fn resume(&self, id: IdKey, method: &str, name: &str, request_state: Option<&str>) -> bool {
+    /// Takes a retried request (`id`, with `params`) as the call that asked for input it retries,
+    /// when one of this `method` and `name` waits with the `requestState` the retry echoes: the call
+    /// then waits for the retry's answer, with its first request's time and input, and the retry's
+    /// `inputResponses` answer its asks.
+    fn resume(&self, id: IdKey, method: &str, name: &str, params: Option<&Value>) -> bool {
+        let request_state = retry_state(params);
         let mut state = lock(&self.state);
         let Some(at) = state.awaiting_input.iter().position(|(s, p)| {
             p.method == method && p.name == name && s.as_deref() == request_state
@@ -437,8 +500,32 @@ impl SessionRecorder {
             return false;
         };
         let (_, pending) = state.awaiting_input.remove(at);
+        if let Some(params) = params {
+            let redactor = &self.recorder.inner.redactor;
+            state.asks.input_responses(pending.asks, params, redactor);
+        }
         state.pending.insert(id, pending);
         true
+    }
+
+    /// A request of the server's to the client: an ask of the call it belongs to.
+    fn server_request(&self, state: &mut SessionState, text: &str) {
+        let Ok(message) = serde_json::from_str::<Value>(text) else {
+            return;
+        };
+        let related = message
+            .pointer("/params/_meta")
+            .and_then(|meta| meta.get(RELATED_TASK_META))
+            .and_then(|task| task.get("taskId"))
+            .and_then(Value::as_str)
+            .and_then(|task| state.tasks.get(task))
+            .map(|pending| pending.asks);
+        let owner = state
+            .asks
+            .owner(related, state.pending.values().map(|p| p.asks));
+        state
+            .asks
+            .asked(owner, &message, &self.recorder.inner.redactor);
     }
 
     /// [`server_message`](Self::server_message) for any message, through a `Value`.
@@ -447,6 +534,9 @@ impl SessionRecorder {
             return;
         };
         if message.get("method").is_some() {
+            if message.get("id").is_some() {
+                self.server_request(state, text);
+            }
             return;
         }
         let Some(id) = message.get("id") else { return };
@@ -472,7 +562,12 @@ impl SessionRecorder {
                     return;
                 }
                 if let Some(request_state) = input_required_state(&message) {
-                    // Recorded once the client's retry gets the final result; the rounds are not.
+                    // Recorded once the client's retry gets the final result, with what the
+                    // rounds asked and the client answered as the call's asks.
+                    if let Some(result) = message.get("result") {
+                        let redactor = &self.recorder.inner.redactor;
+                        state.asks.input_requests(pending.asks, result, redactor);
+                    }
                     state.awaiting_input.push((request_state, pending));
                     return;
                 }
@@ -501,6 +596,8 @@ impl SessionRecorder {
                 .filter(|info| info.is_object())
                 .and_then(raw_of);
         }
+        let mut pending = pending;
+        state.finish(&mut pending);
         let server = state.server.clone();
         let (client, protocol_version) = session_info(state, &pending);
         let Some(mut outcome) = Outcome::take_from_response(&mut message) else {
@@ -532,11 +629,13 @@ impl SessionRecorder {
             at: started.as_str(),
             session: &self.id,
             client: client.as_deref(),
+            capabilities: pending.capabilities.as_deref(),
             server: server.as_deref(),
             protocol_version: protocol_version.as_deref(),
             method: &pending.method,
             name: &pending.name,
             input: pending.input.as_deref(),
+            asks: pending.asked.as_deref(),
             answer: match &ending {
                 Ending::Answer(answer) => Some(&**answer),
                 Ending::Error(_) => None,
@@ -554,6 +653,11 @@ impl SessionRecorder {
             + protocol_version.as_ref().map_or(0, |v| v.len())
             + pending.name.len()
             + pending.input.as_ref().map_or(0, |i| i.len())
+            + pending.asked.as_ref().map_or(0, |a| a.len() + 8)
+            + pending
+                .capabilities
+                .as_ref()
+                .map_or(0, |c| c.get().len() + 16)
             + match &ending {
                 Ending::Answer(answer) => answer.len(),
                 Ending::Error(_) => 64,
