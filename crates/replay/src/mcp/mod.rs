@@ -2,7 +2,8 @@
 //! connection, compare every answer with the recorded one, and report what changed.
 //!
 //! [`replay`] drives the sessions through any [`Upstream`](calltape_stdio_bridge::Upstream) (a child
-//! process, a Streamable HTTP endpoint); [`Comparer`] decides what differs, after a [`Mask`] and
+//! process, a Streamable HTTP endpoint), answering what the server asks the client from the
+//! recording ([`AskNote`]s say where that differed); [`Comparer`] decides what differs, after a [`Mask`] and
 //! [`CallRules`] set aside what varies per run; [`ReplayReport`] renders text, JSON or JUnit;
 //! [`update_recording`] accepts the new answers.
 //!
@@ -23,6 +24,7 @@
 //! # Ok::<(), calltape_replay::Error>(())
 //! ```
 
+mod asks;
 mod compare;
 mod fill;
 mod follow;
@@ -32,6 +34,7 @@ mod session;
 mod task;
 mod update;
 
+pub use asks::{AskNote, AskNoteKind, MAX_INPUT_ROUNDS, NOT_RECORDED};
 pub use compare::{Comparer, ComparerBuilder, Comparison, Difference, Status};
 pub use fill::{FillSource, FillSpec, Fills};
 pub use follow::{MIN_FOLLOWED, Substitution};

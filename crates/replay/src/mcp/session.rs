@@ -17,6 +17,7 @@ use serde_json::{Map, Value, json};
 use tokio::time::Instant;
 
 use crate::error::{Error, ErrorKind};
+use crate::mcp::asks::{Answerer, AskReport};
 use crate::mcp::compare::{Comparer, Comparison};
 use crate::mcp::fill::Fills;
 use crate::mcp::follow::{Answered, Follower, Substitution};
@@ -161,6 +162,7 @@ impl ReplayOptions {
 struct Notes {
     substitutions: Vec<Substitution>,
     unfilled: Vec<String>,
+    asks: AskReport,
 }
 
 /// What a replay produced: the report, and each call's replayed (redacted) outcome for `--update`.
@@ -178,7 +180,10 @@ pub struct Replayed {
 /// Each recorded session gets its own link (a fresh child process, a new HTTP session); its calls
 /// are sent in recorded order, as the recorded client sent them. The recorded protocol version
 /// decides how: a session of the handshake era is initialized with the recorded client info first,
-/// a 2026-07-28 session sends each call with that info in its `_meta`. The link goes through
+/// a 2026-07-28 session sends each call with that info in its `_meta`, either declaring the recorded
+/// client's capabilities. What the server asks the client during a call (sampling, elicitation,
+/// roots, a 2026-07-28 `input_required`) is answered from the call's recorded asks; a request
+/// nothing recorded answers gets an error and is a difference of its call. The link goes through
 /// [`EraUpstream`] with the options' [`protocol`](ReplayOptions::protocol), so a server of the other
 /// era gets the calls translated: pass `upstream` unwrapped. Fails when the server cannot be started
 /// or stops answering, naming the call.
@@ -257,13 +262,15 @@ fn compare_with_notes(
         .map(|(i, ((call, replayed), notes))| {
             hide_sent_values(replayed, options.fills.values());
             let recorded = &call.record.outcome;
-            let comparison = if recorded == replayed {
+            let mut comparison = if recorded == replayed {
                 Comparison::same()
             } else {
                 redact_outcome(&options.redactor, replayed);
                 let (method, name) = (&call.record.method, &call.record.name);
                 scopes.compare(method, name, recorded, replayed)
             };
+            let mut asks = notes.asks;
+            asks.apply(&mut comparison.status, &mut comparison.differences);
             CallReport::new(
                 i + 1,
                 call.line,
@@ -275,6 +282,7 @@ fn compare_with_notes(
             )
             .with_substitutions(notes.substitutions)
             .with_unfilled(notes.unfilled)
+            .with_asks(asks.notes)
         })
         .collect();
     Replayed {
@@ -314,6 +322,11 @@ async fn run_session(
         initialize: initialize_request(&first.record),
         meta: stateless.then(|| stateless_meta(&first.record)),
         task_tools: None,
+        asks: Answerer::new(
+            calls.iter().map(|(_, call)| &call.record),
+            &options.redactor,
+            &options.fills,
+        ),
     };
     let result = async {
         if conn.meta.is_none() {
@@ -346,7 +359,15 @@ async fn run_session(
                     call.line
                 ))
             };
+            conn.asks.start(n);
             let mut answer = conn.request(&request).await.map_err(failed)?;
+            if conn.meta.is_some() {
+                // A 2026-07-28 server asks the client through the result; answered as recorded.
+                answer = conn
+                    .answer_input_required(&request, answer)
+                    .await
+                    .map_err(failed)?;
+            }
             // A call the server runs only as a task is sent again as one, and polled to its end.
             if record.method == "tools/call"
                 && is_error(&answer)
@@ -371,8 +392,9 @@ async fn run_session(
         }
         // Only now is it known which created strings later calls used: each answer gets back the
         // recorded value of those, the creating call's own included.
-        for (outcome, _) in &mut outcomes {
+        for ((outcome, notes), asks) in outcomes.iter_mut().zip(conn.asks.finish()) {
             follower.restore(outcome);
+            notes.asks = asks;
         }
         Ok(outcomes)
     }
@@ -433,12 +455,18 @@ fn client_info(record: &CallRecord) -> Map<String, Value> {
     })
 }
 
-/// The request `_meta` a stateless client sends: the recorded protocol version and client info.
+/// The capabilities the recorded client declared, or none: the server offers what it offered it.
+fn capabilities(record: &CallRecord) -> Value {
+    Value::Object(record.capabilities.clone().unwrap_or_default())
+}
+
+/// The request `_meta` a stateless client sends: the recorded protocol version, client info and
+/// capabilities.
 fn stateless_meta(record: &CallRecord) -> Value {
     json!({
         META_PROTOCOL_VERSION: record.protocol_version.as_deref().unwrap_or(STATELESS_SINCE),
         META_CLIENT_INFO: client_info(record),
-        META_CLIENT_CAPABILITIES: {},
+        META_CLIENT_CAPABILITIES: capabilities(record),
     })
 }
 
@@ -450,7 +478,7 @@ fn initialize_request(record: &CallRecord) -> Value {
         "method": "initialize",
         "params": {
             "protocolVersion": record.protocol_version.as_deref().unwrap_or(DEFAULT_PROTOCOL_VERSION),
-            "capabilities": {},
+            "capabilities": capabilities(record),
             "clientInfo": client,
         }
     })
@@ -465,14 +493,21 @@ pub(super) struct Conn {
     meta: Option<Value>,
     /// The tools the server runs only as tasks, once asked.
     pub(super) task_tools: Option<Vec<String>>,
+    /// The recorded answers to what the server asks the client (`asks.rs`).
+    pub(super) asks: Answerer,
 }
 
 impl Conn {
     async fn send(&self, message: &Value) -> Result<(), String> {
-        let bytes = Bytes::from(serde_json::to_vec(message).unwrap_or_default());
+        self.send_text(serde_json::to_string(message).unwrap_or_default())
+            .await
+    }
+
+    /// Sends a message already written as JSON text.
+    async fn send_text(&self, message: String) -> Result<(), String> {
         self.link
             .outgoing
-            .send(bytes)
+            .send(Bytes::from(message))
             .await
             .map_err(|_| "the server's connection is closed".to_owned())
     }
@@ -549,12 +584,12 @@ impl Conn {
     }
 
     /// Handles one message from the server: `Some` when it is the answer to `id`.
-    async fn handle(&self, message: Value, id: &Value) -> Result<Option<Value>, String> {
+    async fn handle(&mut self, message: Value, id: &Value) -> Result<Option<Value>, String> {
         let method = message.get("method").and_then(Value::as_str);
         match (method, message.get("id")) {
-            (Some(method), Some(request_id)) => {
-                self.send(&answer_server_request(method, request_id))
-                    .await?;
+            (Some(_), Some(_)) => {
+                let answer = self.answer_server_request(&message);
+                self.send_text(answer).await?;
                 Ok(None)
             }
             (Some(_), None) => Ok(None),
@@ -594,30 +629,11 @@ impl Conn {
     }
 }
 
-/// The answer to a request the server sent during a replay: `ping` is answered; anything else
-/// (sampling, elicitation, roots, …) needs the real client, which a replay does not have, so it gets
-/// an error saying so, as a client without that capability would answer.
-fn answer_server_request(method: &str, id: &Value) -> Value {
-    if method == "ping" {
-        return json!({"jsonrpc": "2.0", "id": id, "result": {}});
-    }
-    json!({"jsonrpc": "2.0", "id": id, "error": {
-        "code": METHOD_NOT_FOUND,
-        "message": format!(
-            "calltape replay cannot answer {method}: a replay has no client to ask, and the \
-             recording holds only the client's calls"
-        ),
-    }})
-}
-
 /// Whether a response is an error: a JSON-RPC error or a tool result with `isError` set.
 fn is_error(response: &Value) -> bool {
     response.get("error").is_some()
         || response.pointer("/result/isError") == Some(&Value::Bool(true))
 }
-
-/// JSON-RPC's "method not found": what a client that does not offer a capability answers.
-const METHOD_NOT_FOUND: i64 = -32601;
 
 fn into_messages(value: Value) -> Vec<Value> {
     match value {

@@ -3,6 +3,7 @@
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::Value;
 
+use crate::mcp::asks::{AskNote, AskNoteKind};
 use crate::mcp::compare::{Difference, Status};
 use crate::mcp::follow::Substitution;
 use crate::mcp::report::{CallReport, REPORT_VERSION, ReplayReport, Summary};
@@ -170,8 +171,10 @@ struct JsonCall<'a>(&'a CallReport);
 impl Serialize for JsonCall<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let c = self.0;
-        let fields =
-            7 + usize::from(!c.substitutions.is_empty()) + usize::from(!c.unfilled.is_empty());
+        let fields = 7
+            + usize::from(!c.substitutions.is_empty())
+            + usize::from(!c.unfilled.is_empty())
+            + usize::from(!c.asks.is_empty());
         let mut map = serializer.serialize_map(Some(fields))?;
         map.serialize_entry("index", &c.index)?;
         map.serialize_entry("line", &c.line)?;
@@ -186,6 +189,9 @@ impl Serialize for JsonCall<'_> {
         }
         if !c.unfilled.is_empty() {
             map.serialize_entry("unfilled", &c.unfilled)?;
+        }
+        if !c.asks.is_empty() {
+            map.serialize_entry("asks", &JsonAsks(&c.asks))?;
         }
         map.end()
     }
@@ -214,6 +220,31 @@ impl Serialize for JsonDifference<'_> {
             map.serialize_entry("replayed", p)?;
         }
         map.end()
+    }
+}
+
+/// Each note on the server's requests to the client: `{"ask", "method", "kind": "differs" |
+/// "not-asked", "differences" (for `differs`), "note"}`.
+struct JsonAsks<'a>(&'a [AskNote]);
+
+impl Serialize for JsonAsks<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.iter().map(|note| {
+            let mut map = serde_json::Map::new();
+            map.insert("ask".into(), Value::from(note.ask));
+            map.insert("method".into(), Value::String(note.method.clone()));
+            let kind = match &note.kind {
+                AskNoteKind::Differs(differences) => {
+                    let differences = serde_json::to_value(JsonDifferences(differences));
+                    map.insert("differences".into(), differences.unwrap_or(Value::Null));
+                    "differs"
+                }
+                AskNoteKind::NotAsked => "not-asked",
+            };
+            map.insert("kind".into(), Value::String(kind.into()));
+            map.insert("note".into(), Value::String(note.to_string()));
+            map
+        }))
     }
 }
 

@@ -12,6 +12,7 @@ use std::str::FromStr;
 use serde_json::Value;
 
 use crate::ReportContext;
+use crate::mcp::asks::AskNote;
 use crate::mcp::compare::{Difference, Status};
 use crate::mcp::follow::Substitution;
 
@@ -41,6 +42,9 @@ pub struct CallReport {
     pub substitutions: Vec<Substitution>,
     /// The fields whose recorded `"[REDACTED]"` no fill gave a value for, so it was sent as recorded.
     pub unfilled: Vec<String>,
+    /// What is worth saying about the server's requests to the client during the call (a request
+    /// nothing recorded answered is a difference `asks.N` instead).
+    pub asks: Vec<AskNote>,
 }
 
 impl CallReport {
@@ -64,6 +68,7 @@ impl CallReport {
             differences,
             substitutions: Vec::new(),
             unfilled: Vec::new(),
+            asks: Vec::new(),
         }
     }
 
@@ -79,12 +84,19 @@ impl CallReport {
         self
     }
 
-    /// Whether the call carries notes: substitutions or unfilled fields.
-    pub fn has_notes(&self) -> bool {
-        !self.substitutions.is_empty() || !self.unfilled.is_empty()
+    /// With these notes on what the server asked the client.
+    pub fn with_asks(mut self, asks: Vec<AskNote>) -> Self {
+        self.asks = asks;
+        self
     }
 
-    /// The notes as reports write them, one per line: each substitution, then `unfilled: NAME, …`.
+    /// Whether the call carries notes: substitutions, unfilled fields or asks.
+    pub fn has_notes(&self) -> bool {
+        !self.substitutions.is_empty() || !self.unfilled.is_empty() || !self.asks.is_empty()
+    }
+
+    /// The notes as reports write them, one per line: each substitution, then `unfilled: NAME, …`,
+    /// then each note on the asks.
     pub fn notes(&self) -> impl Iterator<Item = String> + '_ {
         let unfilled =
             (!self.unfilled.is_empty()).then(|| format!("unfilled: {}", self.unfilled.join(", ")));
@@ -92,6 +104,7 @@ impl CallReport {
             .iter()
             .map(ToString::to_string)
             .chain(unfilled)
+            .chain(self.asks.iter().map(ToString::to_string))
     }
 }
 
@@ -466,6 +479,69 @@ gone-error tools/call refund  (call 3, line 3, session 3f9a1c2e)
             "{xml}"
         );
         assert_eq!(xml.matches("<failure ").count(), 1, "{xml}");
+    }
+
+    #[test]
+    fn notes_on_what_the_server_asked_show_in_every_format() {
+        use crate::mcp::asks::AskNoteKind;
+        let differs = AskNote {
+            ask: 1,
+            method: "elicitation/create".into(),
+            kind: AskNoteKind::Differs(vec![diff(
+                "params.message",
+                Some(json!("which day?")),
+                Some(json!("which date?")),
+            )]),
+        };
+        let unasked = AskNote {
+            ask: 2,
+            method: "roots/list".into(),
+            kind: AskNoteKind::NotAsked,
+        };
+        let report = ReplayReport::new(
+            "calls.jsonl",
+            vec![
+                CallReport::new(1, 1, "s", "tools/call", "book", Status::Same, vec![])
+                    .with_asks(vec![differs, unasked]),
+                CallReport::new(2, 2, "s", "tools/call", "quiet", Status::Same, vec![]),
+            ],
+        );
+        let notes = [
+            r#"ask 1 elicitation/create: answered as recorded, though the request differs: params.message: "which day?" → "which date?""#,
+            "ask 2 roots/list: recorded, and the server did not ask it",
+        ];
+        assert_eq!(
+            report.to_text(false),
+            format!(
+                "same       tools/call book  (call 1, line 1, session s)\n    {}\n    {}\n\n\
+                 2 calls, 2 same, 0 changed, 0 new-error, 0 gone-error\n",
+                notes[0], notes[1]
+            )
+        );
+        let value = report.to_json();
+        assert_eq!(
+            value["results"][0]["asks"],
+            json!([
+                {"ask": 1, "method": "elicitation/create", "kind": "differs", "note": notes[0],
+                 "differences": [{"path": "params.message", "recorded": "which day?", "replayed": "which date?"}]},
+                {"ask": 2, "method": "roots/list", "kind": "not-asked", "note": notes[1]},
+            ])
+        );
+        assert!(value["results"][1].get("asks").is_none());
+        let xml = report.to_junit();
+        let escaped = notes[0].replace('"', "&quot;");
+        assert!(
+            xml.contains(&format!(
+                "<system-out>{escaped}\n    {}</system-out>",
+                notes[1]
+            )),
+            "{xml}"
+        );
+        let html = report.to_html(&ReportContext::default());
+        assert!(
+            html.contains(&format!("<li>{escaped}</li><li>{}</li>", notes[1])),
+            "{html}"
+        );
     }
 
     #[test]

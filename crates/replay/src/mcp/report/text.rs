@@ -19,9 +19,10 @@ pub(super) fn render(report: &ReplayReport, color: bool) -> String {
     for call in report
         .calls
         .iter()
-        // A same call is listed when it was sent with followed ids: what was sent is not the
-        // recording. One that was sent as recorded (an unfilled field among them) has nothing to say.
-        .filter(|c| c.status != Status::Same || !c.substitutions.is_empty())
+        // A same call is listed when it was sent with followed ids, or the server asked the client
+        // otherwise than recorded: what happened is not the recording. One that was sent as
+        // recorded (an unfilled field among them) has nothing to say.
+        .filter(|c| c.status != Status::Same || !c.substitutions.is_empty() || !c.asks.is_empty())
     {
         paint.status(&mut out, call.status);
         out.push(' ');
