@@ -206,6 +206,43 @@ fn a_call_answered_input_required_is_recorded_once_with_its_final_result() {
     assert_eq!(greet["answer"]["resultType"], "complete", "{greet}");
     assert_eq!(greet["protocolVersion"], "2026-07-28");
     assert_eq!(greet["server"]["name"], "modern-server");
+    // What the server asked through `input_required`, and what the client's retry answered.
+    assert_eq!(greet["asks"].as_array().map(Vec::len), Some(1), "{greet}");
+    let ask = &greet["asks"][0];
+    assert_eq!(ask["method"], "elicitation/create");
+    assert_eq!(ask["params"]["message"], "What is your name?");
+    assert_eq!(
+        ask["answer"],
+        json!({"action": "accept", "content": {"name": "Ada"}})
+    );
+    assert!(greet["capabilities"]["elicitation"].is_object(), "{greet}");
+
+    // Replayed, the server's `input_required` is answered from the recording; without the ask,
+    // the call ends with the server still asking, and the request shows in the report.
+    let out = replay(&path, &server);
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        report
+            .trim_end()
+            .ends_with("2 calls, 2 same, 0 changed, 0 new-error, 0 gone-error"),
+        "{report}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut lines = lines;
+    lines[0].as_object_mut().unwrap().remove("asks");
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(&path, text).unwrap();
+    let out = replay(&path, &server);
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{report}");
+    for want in [
+        "changed    tools/call greet_asked",
+        r#"resultType: "complete" → "input_required""#,
+        r#"asks.0: (absent) → {"method":"elicitation/create","params":{"message":"What is your name?""#,
+    ] {
+        assert!(report.contains(want), "{want}\n{report}");
+    }
+    assert!(!report.contains("asks.1"), "{report}");
 }
 
 #[test]
