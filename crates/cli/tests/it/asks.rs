@@ -6,13 +6,13 @@
 //! server from the recording.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
 use serde_json::{Value, json};
 
-use crate::support::{calltape, everything, modern_python, peer_script, published_server, python};
-
-const BIN: &str = env!("CARGO_BIN_EXE_calltape");
+use crate::era_replay::record_client;
+use crate::record::text;
+use crate::support::{everything, modern_python, peer_script, published_server, python};
 
 /// What asks_client.py's user types and sends; no recording may hold either.
 const PASSWORD: &str = "correct-horse-battery-staple";
@@ -75,28 +75,8 @@ fn rows() -> Vec<Row> {
 
 /// Records `row`'s client through `calltape record -o path` and returns the recording's lines.
 fn record(row: &Row, path: &Path) -> Vec<Value> {
-    let out = Command::new(&row.python)
-        .arg(peer_script(row.client))
-        .arg(row.scenario)
-        .arg("--")
-        .args([BIN, "record", "-o"])
-        .arg(path)
-        .arg("--")
-        .args(&row.server)
-        .env("NO_COLOR", "1")
-        .env_remove("CALLTAPE_LOG")
-        .stderr(Stdio::piped())
-        .output()
-        .expect("run the Python client");
-    assert!(
-        out.status.success(),
-        "{} {} failed: {}\n{}",
-        row.client,
-        row.scenario,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = std::fs::read_to_string(path).unwrap();
+    let client = peer_script(row.client);
+    let (_, text) = record_client(&row.python, &client, row.scenario, &row.server, path);
     assert!(
         !text.contains(PASSWORD) && !text.contains(TOKEN),
         "a secret is in the recording:\n{text}"
@@ -106,21 +86,14 @@ fn record(row: &Row, path: &Path) -> Vec<Value> {
         .collect()
 }
 
-/// `calltape replay FILE [extra…] -- SERVER`.
+/// `calltape replay FILE --timeout 20s [extra…] -- SERVER`.
 fn replay(path: &Path, extra: &[&str], server: &[String]) -> Output {
-    calltape()
-        .arg("replay")
-        .arg(path)
-        .args(["--timeout", "20s"])
-        .args(extra)
-        .arg("--")
-        .args(server)
-        .output()
-        .expect("run calltape replay")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
+    let args: Vec<&str> = ["--timeout", "20s"]
+        .into_iter()
+        .chain(extra.iter().copied())
+        .collect();
+    let server: Vec<&str> = server.iter().map(String::as_str).collect();
+    crate::record::replay(path, &args, &server)
 }
 
 /// The recording's line of the call to `tool`.

@@ -67,7 +67,25 @@ fn record_scenario(
         Era::Legacy => peer_script("replay_client.py"),
         Era::Modern => peer_script("era_replay/modern_client.py"),
     };
-    let out = Command::new(python(era))
+    let (printed, text) = record_client(&python(era), &client, scenario, server, path);
+    assert!(!text.contains(API_KEY), "{text}");
+    let lines = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    (printed, lines)
+}
+
+/// Runs the Python `client` script's `scenario` through `calltape record -o path` to `server`, and
+/// returns what the client printed and the recording's text.
+pub(crate) fn record_client(
+    python: &Path,
+    client: &Path,
+    scenario: &str,
+    server: &[String],
+    path: &Path,
+) -> (Value, String) {
+    let out = Command::new(python)
         .arg(client)
         .arg(scenario)
         .arg("--")
@@ -82,18 +100,13 @@ fn record_scenario(
         .expect("run the Python client");
     assert!(
         out.status.success(),
-        "the {era:?} client failed: {}\n{}",
+        "{} {scenario} failed: {}\n{}",
+        client.display(),
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    let text = std::fs::read_to_string(path).unwrap();
-    assert!(!text.contains(API_KEY), "{text}");
-    let lines = text
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
     let printed = serde_json::from_slice(&out.stdout).expect("the client prints JSON");
-    (printed, lines)
+    (printed, std::fs::read_to_string(path).unwrap())
 }
 
 /// `calltape replay FILE -- SERVER`, with the default `--protocol auto`: the server's era is found.

@@ -36,7 +36,7 @@ use serde_json::value::RawValue;
 
 use crate::echo::EchoedSecrets;
 use crate::mcp::format::{
-    CallError, FieldProblem, Outcome, expected, parse_error, problem, type_name,
+    CallError, FieldProblem, Outcome, expected, problem, take_outcome, type_name,
 };
 use crate::mcp::json_text::{self, IdKey, IdMap};
 use crate::mcp::redaction::redact_outcome;
@@ -157,22 +157,7 @@ impl Ask {
             None => return Err(problem("method", "missing; every ask has it")),
         };
         let params = map.remove("params");
-        let answer = match (map.remove("answer"), map.remove("error")) {
-            (Some(answer), None) => Outcome::Answer(answer),
-            (None, Some(error)) => Outcome::Error(parse_error(error)?),
-            (Some(_), Some(_)) => {
-                return Err(problem(
-                    "error",
-                    "present together with `answer`; an ask holds exactly one of them",
-                ));
-            }
-            (None, None) => {
-                return Err(problem(
-                    "answer",
-                    "missing, and so is `error`; an ask holds exactly one of them",
-                ));
-            }
-        };
+        let answer = take_outcome(&mut map, "an ask")?;
         Ok(Self::new(method, params, answer))
     }
 }
@@ -468,11 +453,12 @@ pub(crate) fn declared_capabilities(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::mcp::CallRecord;
     use crate::mcp::format::ErrorCode;
-    use crate::mcp::{CallRecord, Recorder, RecorderOptions, Recording};
     use serde_json::json;
 
-    /// Feeds `frames` (`true`: from the client) to one session and reads the recording back.
+    /// Feeds `frames` (`true`: from the client) to one session recording `tools/call`, and reads
+    /// the calls back, with the lines as the reader's records write them.
     async fn record(frames: &[(bool, Value)]) -> (Vec<CallRecord>, String) {
         let frames: Vec<(bool, String)> = frames.iter().map(|(c, f)| (*c, f.to_string())).collect();
         record_text(&frames).await
@@ -480,25 +466,12 @@ mod tests {
 
     /// [`record`] for frames written as text.
     async fn record_text(frames: &[(bool, String)]) -> (Vec<CallRecord>, String) {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("calls.jsonl");
-        let recorder = Recorder::open(&path, RecorderOptions::default())
-            .await
-            .unwrap();
-        let session = recorder.session();
-        let start = std::time::SystemTime::now();
-        for (n, (from_client, frame)) in frames.iter().enumerate() {
-            let at = start + std::time::Duration::from_millis(n as u64);
-            match from_client {
-                true => session.client_frame(frame.as_bytes(), at),
-                false => session.server_frame(frame.as_bytes(), at),
-            }
-        }
-        drop(session);
-        recorder.close().await;
-        let text = std::fs::read_to_string(&path).unwrap();
-        let calls = Recording::read(&path).unwrap().calls;
-        (calls.into_iter().map(|c| c.record).collect(), text)
+        let frames: Vec<(bool, &str)> = frames.iter().map(|(c, f)| (*c, f.as_str())).collect();
+        let (recording, _) =
+            crate::mcp::input_required::tests::record(&frames, &["tools/call"]).await;
+        let calls: Vec<CallRecord> = recording.calls.into_iter().map(|c| c.record).collect();
+        let text = calls.iter().map(|c| c.to_line() + "\n").collect();
+        (calls, text)
     }
 
     fn call(id: u64, name: &str, arguments: Value) -> (bool, Value) {
@@ -657,7 +630,6 @@ mod tests {
         assert!(text.contains(&format!(r#""answer":{kept}}}]"#)), "{text}");
         let ask = &calls[0].asks[0];
         assert_eq!(ask.answer_json().as_deref(), Some(kept));
-        assert_eq!(calls[0].to_line(), text.trim_end());
     }
 
     #[tokio::test]

@@ -533,22 +533,7 @@ impl CallRecord {
             None => Vec::new(),
             Some(asks) => Ask::list_from_value(asks)?,
         };
-        let outcome = match (map.remove("answer"), map.remove("error")) {
-            (Some(answer), None) => Outcome::Answer(answer),
-            (None, Some(error)) => Outcome::Error(parse_error(error)?),
-            (Some(_), Some(_)) => {
-                return Err(problem(
-                    "error",
-                    "present together with `answer`; a call record holds exactly one of them",
-                ));
-            }
-            (None, None) => {
-                return Err(problem(
-                    "answer",
-                    "missing, and so is `error`; a call record holds exactly one of them",
-                ));
-            }
-        };
+        let outcome = take_outcome(&mut map, "a call record")?;
         let duration_ms = match map.remove("durationMs") {
             Some(Value::Number(n)) => match n.as_f64() {
                 Some(ms) if ms >= 0.0 => ms,
@@ -574,7 +559,26 @@ impl CallRecord {
     }
 }
 
-pub(crate) fn parse_error(value: Value) -> Result<CallError, FieldProblem> {
+/// The `answer` or the `error` of `what` (a call record, an ask), which holds exactly one of them.
+pub(crate) fn take_outcome(
+    map: &mut Map<String, Value>,
+    what: &str,
+) -> Result<Outcome, FieldProblem> {
+    match (map.remove("answer"), map.remove("error")) {
+        (Some(answer), None) => Ok(Outcome::Answer(answer)),
+        (None, Some(error)) => Ok(Outcome::Error(parse_error(error)?)),
+        (Some(_), Some(_)) => Err(problem(
+            "error",
+            format!("present together with `answer`; {what} holds exactly one of them"),
+        )),
+        (None, None) => Err(problem(
+            "answer",
+            format!("missing, and so is `error`; {what} holds exactly one of them"),
+        )),
+    }
+}
+
+fn parse_error(value: Value) -> Result<CallError, FieldProblem> {
     let mut map = match value {
         Value::Object(map) => map,
         other => return Err(expected("error", "an object", &other)),
