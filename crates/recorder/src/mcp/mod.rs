@@ -8,6 +8,9 @@
 //!  "method":"tools/call","name":"quote","input":{"symbol":"ACME"},"answer":{"content":[]},"durationMs":12.4}
 //! ```
 //!
+//! A line may also hold the client's declared `capabilities` and, as `asks`, each request the server
+//! sent the client during the call with the client's answer ([`Ask`]), which replay answers from.
+//!
 //! A [`Recorder`] is shown the frames of a client session (by the bridge's observer hook, which a
 //! [`SessionRecorder`] is: it implements `calltape_stdio_bridge::Tap`, or by any proxy) and writes one redacted line per answered call, without ever blocking the traffic. It reads
 //! each message as JSON text rather than building a tree, so an input or answer is recorded with the

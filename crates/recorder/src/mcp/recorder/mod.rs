@@ -134,8 +134,9 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 /// Requests of the recorded methods are paired with their answers by id; `initialize` supplies the
 /// client and server info and the protocol version, or in 2026-07-28 each request's `_meta` the
 /// client's and `server/discover` the server's. A call the server answers with `input_required` is
-/// followed through the client's retries to its final result. A request still unanswered when this
-/// is dropped writes no line.
+/// followed through the client's retries to its final result. What the server asks the client
+/// meanwhile, and the client's answers, are the call's asks (`mcp/asks.rs`). A request still
+/// unanswered when this is dropped writes no line.
 #[derive(Debug)]
 pub struct SessionRecorder {
     recorder: Recorder,
