@@ -102,9 +102,14 @@ Calls are sent as the recorded client sent them: a session of the handshake era 
 the recorded client info first, a session recorded with 2026-07-28 puts that info in each request's \
 _meta. A server of the other era (--protocol, found on each connection by default) gets them \
 translated, and the comparison sets aside only what the eras write differently at the top of an \
-answer: resultType, the server-info stamp in _meta, and the cache hints of resources/read and lists. \
-The server's ping is answered; its sampling, elicitation and roots requests get an error, and an \
-input_required result is the call's answer, since a replay has no client to ask.
+answer: resultType, the server-info stamp in _meta, and the cache hints of resources/read and lists.
+
+Each session declares the recorded client's capabilities. The server's ping is answered; what it \
+asks the client during a call (sampling, elicitation, roots; in 2026-07-28 an input_required \
+result) is answered from the call's recorded asks, by method and then params, a difference of \
+params noted \"ask N METHOD: answered as recorded, though the request differs: …\". A request \
+nothing recorded answers gets error -32601 (data.reason not_recorded) and is a difference \
+\"asks.N\" of its call.
 
 Before a report is printed or written, and before --update writes a line, it passes calltape's \
 final check: one that would still hold a provider token or a filled or known secret value (in an \

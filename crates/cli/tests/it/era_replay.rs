@@ -67,7 +67,25 @@ fn record_scenario(
         Era::Legacy => peer_script("replay_client.py"),
         Era::Modern => peer_script("era_replay/modern_client.py"),
     };
-    let out = Command::new(python(era))
+    let (printed, text) = record_client(&python(era), &client, scenario, server, path);
+    assert!(!text.contains(API_KEY), "{text}");
+    let lines = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    (printed, lines)
+}
+
+/// Runs the Python `client` script's `scenario` through `calltape record -o path` to `server`, and
+/// returns what the client printed and the recording's text.
+pub(crate) fn record_client(
+    python: &Path,
+    client: &Path,
+    scenario: &str,
+    server: &[String],
+    path: &Path,
+) -> (Value, String) {
+    let out = Command::new(python)
         .arg(client)
         .arg(scenario)
         .arg("--")
@@ -82,18 +100,13 @@ fn record_scenario(
         .expect("run the Python client");
     assert!(
         out.status.success(),
-        "the {era:?} client failed: {}\n{}",
+        "{} {scenario} failed: {}\n{}",
+        client.display(),
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    let text = std::fs::read_to_string(path).unwrap();
-    assert!(!text.contains(API_KEY), "{text}");
-    let lines = text
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
     let printed = serde_json::from_slice(&out.stdout).expect("the client prints JSON");
-    (printed, lines)
+    (printed, std::fs::read_to_string(path).unwrap())
 }
 
 /// `calltape replay FILE -- SERVER`, with the default `--protocol auto`: the server's era is found.
@@ -133,7 +146,12 @@ fn a_call_is_recorded_once_with_the_same_fields_in_both_eras_and_replays_against
     assert_eq!(legacy_lines.len(), 6);
     assert_eq!(modern_lines[5]["method"], "tools/list");
     for (old, new) in legacy_lines.iter().zip(&modern_lines) {
-        assert_eq!(keys(old), keys(new), "{old}\n{new}");
+        // The clients differ in what they declare: the SDK 2.x client answers elicitation, the
+        // SDK 1.x client given no callback declares nothing.
+        let mut new_keys = keys(new);
+        assert!(new_keys.remove("capabilities"), "{new}");
+        assert!(new["capabilities"]["elicitation"].is_object(), "{new}");
+        assert_eq!(keys(old), new_keys, "{old}\n{new}");
         assert_eq!(old["input"], new["input"]);
         assert_eq!(old["client"]["name"], "mcp", "{old}");
         assert_eq!(new["client"]["name"], "mcp", "{new}");
@@ -227,6 +245,43 @@ fn a_call_answered_input_required_is_recorded_once_with_its_final_result() {
     assert_eq!(greet["answer"]["resultType"], "complete", "{greet}");
     assert_eq!(greet["protocolVersion"], "2026-07-28");
     assert_eq!(greet["server"]["name"], "modern-server");
+    // What the server asked through `input_required`, and what the client's retry answered.
+    assert_eq!(greet["asks"].as_array().map(Vec::len), Some(1), "{greet}");
+    let ask = &greet["asks"][0];
+    assert_eq!(ask["method"], "elicitation/create");
+    assert_eq!(ask["params"]["message"], "What is your name?");
+    assert_eq!(
+        ask["answer"],
+        json!({"action": "accept", "content": {"name": "Ada"}})
+    );
+    assert!(greet["capabilities"]["elicitation"].is_object(), "{greet}");
+
+    // Replayed, the server's `input_required` is answered from the recording; without the ask,
+    // the call ends with the server still asking, and the request shows in the report.
+    let out = replay(&path, &server);
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        report
+            .trim_end()
+            .ends_with("2 calls, 2 same, 0 changed, 0 new-error, 0 gone-error"),
+        "{report}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut lines = lines;
+    lines[0].as_object_mut().unwrap().remove("asks");
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(&path, text).unwrap();
+    let out = replay(&path, &server);
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{report}");
+    for want in [
+        "changed    tools/call greet_asked",
+        r#"resultType: "complete" → "input_required""#,
+        r#"asks.0: (absent) → {"method":"elicitation/create","params":{"message":"What is your name?""#,
+    ] {
+        assert!(report.contains(want), "{want}\n{report}");
+    }
+    assert!(!report.contains("asks.1"), "{report}");
 }
 
 #[test]

@@ -1,5 +1,6 @@
 //! End-to-end tests of the `calltape` binary.
 
+mod asks;
 mod bridge;
 mod bridge_http;
 mod closed_pipe;

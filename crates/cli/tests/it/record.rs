@@ -116,7 +116,7 @@ fn assert_everything_recording(path: &Path) {
     );
 }
 
-fn replay(file: &Path, extra: &[&str], server: &[&str]) -> Output {
+pub(crate) fn replay(file: &Path, extra: &[&str], server: &[&str]) -> Output {
     calltape()
         .arg("replay")
         .arg(file)
@@ -127,7 +127,7 @@ fn replay(file: &Path, extra: &[&str], server: &[&str]) -> Output {
         .expect("run calltape replay")
 }
 
-fn text(bytes: &[u8]) -> String {
+pub(crate) fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 

@@ -6,6 +6,8 @@ use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
+use crate::mcp::asks::Ask;
+
 /// The format version this build writes and reads.
 pub const FORMAT_VERSION: u64 = 1;
 
@@ -20,11 +22,13 @@ pub(crate) const FIELDS: &[&str] = &[
     "at",
     "session",
     "client",
+    "capabilities",
     "server",
     "protocolVersion",
     "method",
     "name",
     "input",
+    "asks",
     "answer",
     "error",
     "durationMs",
@@ -41,6 +45,9 @@ pub struct CallRecord {
     /// The `clientInfo` the client sent in `initialize`, or in 2026-07-28 in the request's `_meta`,
     /// when it sent one.
     pub client: Option<Map<String, Value>>,
+    /// The capabilities the client declared (`initialize`'s `capabilities`, or in 2026-07-28 the
+    /// request's `_meta`), redacted; absent when it declared none. Replay declares the same.
+    pub capabilities: Option<Map<String, Value>>,
     /// The `serverInfo` the server answered `initialize` with, or in 2026-07-28 `server/discover` or
     /// the server-info stamp in a result's `_meta`, when known.
     pub server: Option<Map<String, Value>>,
@@ -53,6 +60,9 @@ pub struct CallRecord {
     /// The arguments the client sent, redacted; for a resource read `{"uri": …}`, redacted as
     /// `name` is. Older lines of a resource read have none.
     pub input: Option<Value>,
+    /// What the server asked the client during the call (sampling, elicitation, roots, …) and what
+    /// the client answered, in order, redacted as inputs are; empty for most calls.
+    pub asks: Vec<Ask>,
     /// What the client received.
     pub outcome: Outcome,
     /// Milliseconds from forwarding the request to the answer.
@@ -72,11 +82,13 @@ impl CallRecord {
             at: String::new(),
             session: session.into(),
             client: None,
+            capabilities: None,
             server: None,
             protocol_version: None,
             method: method.into(),
             name: name.into(),
             input: None,
+            asks: Vec::new(),
             outcome,
             duration_ms: 0.0,
         }
@@ -254,15 +266,18 @@ impl Serialize for CallRecord {
             Outcome::Answer(answer) => (Some(answer), None),
             Outcome::Error(error) => (None, Some(error.to_value())),
         };
+        let asks = (!self.asks.is_empty()).then_some(self.asks.as_slice());
         RecordLine {
             at: &self.at,
             session: &self.session,
             client: self.client.as_ref(),
+            capabilities: self.capabilities.as_ref(),
             server: self.server.as_ref(),
             protocol_version: self.protocol_version.as_deref(),
             method: &self.method,
             name: &self.name,
             input: self.input.as_ref(),
+            asks: asks.as_ref(),
             answer,
             error: error.as_ref(),
             duration_ms: self.duration_ms,
@@ -273,23 +288,29 @@ impl Serialize for CallRecord {
 
 /// The fields of one record line, borrowed: the one place the line's layout is written down. `M` is
 /// how client and server info are held, `V` how the input and the answer are (a `Value`, or the raw
-/// JSON text the recorder took from the traffic).
-pub(crate) struct RecordLine<'a, M: ?Sized, V: ?Sized> {
+/// JSON text the recorder took from the traffic), `A` how the asks are (a list of [`Ask`]s, or the
+/// recorder's JSON text).
+pub(crate) struct RecordLine<'a, M: ?Sized, V: ?Sized, A: ?Sized = V> {
     pub(crate) at: &'a str,
     pub(crate) session: &'a str,
     pub(crate) client: Option<&'a M>,
+    pub(crate) capabilities: Option<&'a M>,
     pub(crate) server: Option<&'a M>,
     pub(crate) protocol_version: Option<&'a str>,
     pub(crate) method: &'a str,
     pub(crate) name: &'a str,
     pub(crate) input: Option<&'a V>,
+    /// The asks as one JSON array, absent when the call had none.
+    pub(crate) asks: Option<&'a A>,
     /// The answer, or else `error`.
     pub(crate) answer: Option<&'a V>,
     pub(crate) error: Option<&'a Value>,
     pub(crate) duration_ms: f64,
 }
 
-impl<M: Serialize + ?Sized, V: Serialize + ?Sized> Serialize for RecordLine<'_, M, V> {
+impl<M: Serialize + ?Sized, V: Serialize + ?Sized, A: Serialize + ?Sized> Serialize
+    for RecordLine<'_, M, V, A>
+{
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut map = serializer.serialize_map(None)?;
         map.serialize_entry("v", &FORMAT_VERSION)?;
@@ -297,6 +318,9 @@ impl<M: Serialize + ?Sized, V: Serialize + ?Sized> Serialize for RecordLine<'_, 
         map.serialize_entry("session", self.session)?;
         if let Some(client) = self.client {
             map.serialize_entry("client", client)?;
+        }
+        if let Some(capabilities) = self.capabilities {
+            map.serialize_entry("capabilities", capabilities)?;
         }
         if let Some(server) = self.server {
             map.serialize_entry("server", server)?;
@@ -308,6 +332,9 @@ impl<M: Serialize + ?Sized, V: Serialize + ?Sized> Serialize for RecordLine<'_, 
         map.serialize_entry("name", self.name)?;
         if let Some(input) = self.input {
             map.serialize_entry("input", input)?;
+        }
+        if let Some(asks) = self.asks {
+            map.serialize_entry("asks", asks)?;
         }
         if let Some(answer) = self.answer {
             map.serialize_entry("answer", answer)?;
@@ -339,7 +366,7 @@ impl JsonText for str {
     }
 }
 
-impl<M: JsonText + ?Sized, V: JsonText + ?Sized> RecordLine<'_, M, V> {
+impl<M: JsonText + ?Sized, V: JsonText + ?Sized, A: JsonText + ?Sized> RecordLine<'_, M, V, A> {
     /// Appends the line to `out`, byte for byte what serializing it (with the raw texts as raw JSON)
     /// writes, without going through a serializer: the recorder writes one of these per call.
     pub(crate) fn write_to(&self, out: &mut Vec<u8>) {
@@ -355,6 +382,7 @@ impl<M: JsonText + ?Sized, V: JsonText + ?Sized> RecordLine<'_, M, V> {
         out.extend_from_slice(b",\"session\":");
         json_string(out, self.session);
         raw(out, b",\"client\":", self.client);
+        raw(out, b",\"capabilities\":", self.capabilities);
         raw(out, b",\"server\":", self.server);
         if let Some(version) = self.protocol_version {
             out.extend_from_slice(b",\"protocolVersion\":");
@@ -365,6 +393,7 @@ impl<M: JsonText + ?Sized, V: JsonText + ?Sized> RecordLine<'_, M, V> {
         out.extend_from_slice(b",\"name\":");
         json_string(out, self.name);
         raw(out, b",\"input\":", self.input);
+        raw(out, b",\"asks\":", self.asks);
         if self.answer.is_some() {
             raw(out, b",\"answer\":", self.answer);
         } else if let Some(error) = self.error {
@@ -405,7 +434,7 @@ impl fmt::Display for FieldProblem {
     }
 }
 
-fn problem(field: &str, message: impl Into<String>) -> FieldProblem {
+pub(crate) fn problem(field: &str, message: impl Into<String>) -> FieldProblem {
     FieldProblem {
         field: Some(field.to_owned()),
         message: message.into(),
@@ -423,7 +452,7 @@ pub(crate) fn type_name(value: &Value) -> &'static str {
     }
 }
 
-fn expected(field: &str, what: &str, found: &Value) -> FieldProblem {
+pub(crate) fn expected(field: &str, what: &str, found: &Value) -> FieldProblem {
     problem(
         field,
         format!("expected {what}, found {}", type_name(found)),
@@ -489,6 +518,7 @@ impl CallRecord {
             return Err(problem("session", "is empty"));
         }
         let client = take_object(&mut map, "client")?;
+        let capabilities = take_object(&mut map, "capabilities")?;
         let server = take_object(&mut map, "server")?;
         let protocol_version = match map.remove("protocolVersion") {
             None => None,
@@ -498,22 +528,11 @@ impl CallRecord {
         let method = take_string(&mut map, "method")?;
         let name = take_string(&mut map, "name")?;
         let input = map.remove("input");
-        let outcome = match (map.remove("answer"), map.remove("error")) {
-            (Some(answer), None) => Outcome::Answer(answer),
-            (None, Some(error)) => Outcome::Error(parse_error(error)?),
-            (Some(_), Some(_)) => {
-                return Err(problem(
-                    "error",
-                    "present together with `answer`; a call record holds exactly one of them",
-                ));
-            }
-            (None, None) => {
-                return Err(problem(
-                    "answer",
-                    "missing, and so is `error`; a call record holds exactly one of them",
-                ));
-            }
+        let asks = match map.remove("asks") {
+            None => Vec::new(),
+            Some(asks) => Ask::list_from_value(asks)?,
         };
+        let outcome = take_outcome(&mut map, "a call record")?;
         let duration_ms = match map.remove("durationMs") {
             Some(Value::Number(n)) => match n.as_f64() {
                 Some(ms) if ms >= 0.0 => ms,
@@ -526,14 +545,35 @@ impl CallRecord {
             at,
             session,
             client,
+            capabilities,
             server,
             protocol_version,
             method,
             name,
             input,
+            asks,
             outcome,
             duration_ms,
         })
+    }
+}
+
+/// The `answer` or the `error` of `what` (a call record, an ask), which holds exactly one of them.
+pub(crate) fn take_outcome(
+    map: &mut Map<String, Value>,
+    what: &str,
+) -> Result<Outcome, FieldProblem> {
+    match (map.remove("answer"), map.remove("error")) {
+        (Some(answer), None) => Ok(Outcome::Answer(answer)),
+        (None, Some(error)) => Ok(Outcome::Error(parse_error(error)?)),
+        (Some(_), Some(_)) => Err(problem(
+            "error",
+            format!("present together with `answer`; {what} holds exactly one of them"),
+        )),
+        (None, None) => Err(problem(
+            "answer",
+            format!("missing, and so is `error`; {what} holds exactly one of them"),
+        )),
     }
 }
 
@@ -578,6 +618,7 @@ mod tests {
             raw(r#"{"z":1,"a":[]}"#),
             raw("null"),
         );
+        let asks = raw(r#"[{"method":"roots/list","answer":{"roots":[]}}]"#);
         let error = json!({"code": -32002, "message": "tab\there \"quoted\" \u{7f}"});
         for (name, version, with_client, ending, ms) in [
             ("echo", Some("2025-06-18"), true, 0, 0.0),
@@ -597,11 +638,13 @@ mod tests {
                 at: "2026-11-29T20:46:45.123Z",
                 session: "3f9a1c2e",
                 client: with_client.then_some(&*client),
+                capabilities: (ending == 1).then_some(&*client),
                 server: with_client.then_some(&*client),
                 protocol_version: version,
                 method: "tools/call",
                 name,
                 input: (ending != 2).then_some(&*input),
+                asks: (ending != 1).then_some(&*asks),
                 answer: (ending == 0)
                     .then_some(&*input)
                     .or((ending == 2).then_some(&*answer)),
@@ -650,6 +693,38 @@ mod tests {
     }
 
     #[test]
+    fn asks_and_capabilities_round_trip_and_lines_without_them_read_as_before() {
+        let line = r#"{"v":1,"at":"2026-11-29T20:46:45.123Z","session":"3f9a1c2e","client":{"name":"c"},"capabilities":{"sampling":{}},"method":"tools/call","name":"summarise","input":{"topic":"tides"},"asks":[{"method":"sampling/createMessage","params":{"maxTokens":5},"answer":{"role":"assistant"}},{"method":"roots/list","error":{"code":-32601,"message":"no roots"}}],"answer":{"content":[]},"durationMs":1.5}"#;
+        let record = CallRecord::from_value(serde_json::from_str(line).unwrap()).unwrap();
+        assert_eq!(
+            record.capabilities,
+            json!({"sampling": {}}).as_object().cloned()
+        );
+        assert_eq!(
+            record.asks,
+            [
+                Ask::new(
+                    "sampling/createMessage",
+                    Some(json!({"maxTokens": 5})),
+                    Outcome::Answer(json!({"role": "assistant"}))
+                ),
+                Ask::new(
+                    "roots/list",
+                    None,
+                    Outcome::Error(CallError::new(
+                        ErrorCode::Number(-32601),
+                        Some("no roots".into())
+                    ))
+                ),
+            ]
+        );
+        assert_eq!(record.to_line(), line);
+        let older = record_line(r#","answer":{}"#);
+        let record = CallRecord::from_value(serde_json::from_str(&older).unwrap()).unwrap();
+        assert_eq!((record.capabilities, record.asks), (None, vec![]));
+    }
+
+    #[test]
     fn a_resource_read_line_is_read_with_its_input_or_without_as_older_lines_are() {
         let old = r#"{"v":1,"at":"2026-11-29T20:46:45.123Z","session":"3f9a1c2e","method":"resources/read","name":"demo://terms","answer":{"contents":[]},"durationMs":0.5}"#;
         let record = CallRecord::from_value(serde_json::from_str(old).unwrap()).unwrap();
@@ -671,7 +746,7 @@ mod tests {
         let cases: &[(&str, &str)] = &[
             (
                 r#","answer":{},"anwser":{}"#,
-                "field `anwser`: unknown field; a call record has only v, at, session, client, server, protocolVersion, method, name, input, answer, error, durationMs",
+                "field `anwser`: unknown field; a call record has only v, at, session, client, capabilities, server, protocolVersion, method, name, input, asks, answer, error, durationMs",
             ),
             (
                 r#","answer":{},"error":{"code":1}"#,
@@ -700,6 +775,34 @@ mod tests {
             (
                 r#","answer":{},"protocolVersion":7"#,
                 "field `protocolVersion`: expected a string, found a number",
+            ),
+            (
+                r#","answer":{},"capabilities":[]"#,
+                "field `capabilities`: expected an object, found an array",
+            ),
+            (
+                r#","answer":{},"asks":{}"#,
+                "field `asks`: expected an array, found an object",
+            ),
+            (
+                r#","answer":{},"asks":[1]"#,
+                "field `asks.0`: expected an object, found a number",
+            ),
+            (
+                r#","answer":{},"asks":[{"method":"roots/list","answer":{}},{"method":"m","answer":{},"id":3}]"#,
+                "field `asks.1.id`: unknown field; an ask has only method, params, answer, error",
+            ),
+            (
+                r#","answer":{},"asks":[{"answer":{}}]"#,
+                "field `asks.0.method`: missing; every ask has it",
+            ),
+            (
+                r#","answer":{},"asks":[{"method":"m"}]"#,
+                "field `asks.0.answer`: missing, and so is `error`; an ask holds exactly one of them",
+            ),
+            (
+                r#","answer":{},"asks":[{"method":"m","error":{"code":-1,"data":{}}}]"#,
+                "field `asks.0.error.data`: unknown field; an error has only code and message",
             ),
         ];
         for (extra, want) in cases {

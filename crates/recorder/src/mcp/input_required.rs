@@ -52,13 +52,14 @@ pub(crate) fn retry_state(params: Option<&Value>) -> Option<&str> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::mcp::{Outcome, Recorder, RecorderOptions, Recording};
     use serde_json::json;
 
-    /// Feeds `frames` (`true`: from the client) to one session and reads the recording back.
-    async fn record(frames: &[(bool, &str)], methods: &[&str]) -> (Recording, u64) {
+    /// Feeds `frames` (`true`: from the client) to one session and reads the recording back, with
+    /// the count of calls left unanswered.
+    pub(crate) async fn record(frames: &[(bool, &str)], methods: &[&str]) -> (Recording, u64) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("calls.jsonl");
         let options = RecorderOptions::default().methods(methods.iter().copied());

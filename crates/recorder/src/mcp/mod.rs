@@ -8,6 +8,9 @@
 //!  "method":"tools/call","name":"quote","input":{"symbol":"ACME"},"answer":{"content":[]},"durationMs":12.4}
 //! ```
 //!
+//! A line may also hold the client's declared `capabilities` and, as `asks`, each request the server
+//! sent the client during the call with the client's answer ([`Ask`]), which replay answers from.
+//!
 //! A [`Recorder`] is shown the frames of a client session (by the bridge's observer hook, which a
 //! [`SessionRecorder`] is: it implements `calltape_stdio_bridge::Tap`, or by any proxy) and writes one redacted line per answered call, without ever blocking the traffic,
 //! and, when the session ends, one line per list of the server's surface it read
@@ -48,6 +51,7 @@
 //! # }
 //! ```
 
+mod asks;
 mod format;
 mod input_required;
 mod json_text;
@@ -61,6 +65,7 @@ mod tap;
 mod tasks;
 mod time;
 
+pub use asks::{Ask, MAX_ASKS};
 pub use format::{CallError, CallRecord, ErrorCode, FORMAT_VERSION, INTERNAL_ERROR, Outcome};
 pub use lists::{CURSOR, LIST_METHODS, ListPages, NEXT_CURSOR, list_items_key};
 pub use options::{DEFAULT_METHODS, RecorderOptions, RecorderReport};

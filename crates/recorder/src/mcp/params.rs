@@ -23,6 +23,16 @@ pub(crate) fn meta_info(
     (client, protocol_version)
 }
 
+/// The client capabilities a stateless request declares in its `_meta`, redacted; `None` when it
+/// declares none.
+pub(crate) fn meta_capabilities(
+    meta: Option<&Map<String, Value>>,
+    redactor: &calltape_redact::Redactor,
+) -> Option<Arc<RawValue>> {
+    let capabilities = meta.and_then(|m| meta_entry(m, "clientCapabilities"));
+    crate::mcp::asks::declared_capabilities(capabilities, redactor)
+}
+
 /// A value as compact raw JSON.
 pub(crate) fn raw_of(value: &Value) -> Option<Arc<RawValue>> {
     serde_json::value::to_raw_value(value).ok().map(Arc::from)

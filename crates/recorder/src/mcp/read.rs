@@ -5,6 +5,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, ErrorKind};
+use crate::mcp::asks::Ask;
 use crate::mcp::format::CallRecord;
 
 /// The most bad lines an [`ErrorKind::InvalidRecording`] names; the rest are only counted.
@@ -107,10 +108,15 @@ impl Recording {
                 }
             };
             match CallRecord::from_value(value) {
-                Ok(record) => calls.push(RecordedCall {
-                    line: number,
-                    record,
-                }),
+                Ok(mut record) => {
+                    if !record.asks.is_empty() {
+                        Ask::keep_answer_texts(&mut record.asks, line);
+                    }
+                    calls.push(RecordedCall {
+                        line: number,
+                        record,
+                    });
+                }
                 Err(problem) => report(number, problem.to_string()),
             }
         }
@@ -196,7 +202,7 @@ mod tests {
         let message = error.to_string();
         let want = "calls.jsonl is not a valid call recording: 4 bad lines
 calls.jsonl:3: not JSON at column 2: key must be a string
-calls.jsonl:4: field `inptu`: unknown field; a call record has only v, at, session, client, server, protocolVersion, method, name, input, answer, error, durationMs
+calls.jsonl:4: field `inptu`: unknown field; a call record has only v, at, session, client, capabilities, server, protocolVersion, method, name, input, asks, answer, error, durationMs
 calls.jsonl:5: expected a JSON object, found an array
 calls.jsonl:7: the last line is cut short (11 bytes, no newline), as a crash mid-write leaves it; delete it, every line before it is fine";
         assert_eq!(message, want);

@@ -2,11 +2,12 @@
 //! connection, compare every answer with the recorded one, and report what changed.
 //!
 //! [`replay`] drives the sessions through any [`Upstream`](calltape_stdio_bridge::Upstream) (a child
-//! process, a Streamable HTTP endpoint); [`Comparer`] decides what differs, after a [`Mask`] and
-//! [`CallRules`] set aside what varies per run; [`classify`] sorts the changes of the server's
-//! surface (its tool, prompt and resource lists) into breaking and compatible; [`ReplayReport`]
-//! renders text, JSON, JUnit or HTML, and [`FailOn`] says whether it fails; [`update_recording`]
-//! accepts the new answers.
+//! process, a Streamable HTTP endpoint), answering what the server asks the client from the
+//! recording ([`AskNote`]s say where that differed); [`Comparer`] decides what differs, after a
+//! [`Mask`] and [`CallRules`] set aside what varies per run; [`classify`] sorts the changes of the
+//! server's surface (its tool, prompt and resource lists) into breaking and compatible;
+//! [`ReplayReport`] renders text, JSON, JUnit or HTML, and [`FailOn`] says whether it fails;
+//! [`update_recording`] accepts the new answers.
 //!
 //! # Example
 //!
@@ -25,6 +26,7 @@
 //! # Ok::<(), calltape_replay::Error>(())
 //! ```
 
+mod asks;
 mod compare;
 mod fill;
 mod follow;
@@ -36,6 +38,7 @@ mod surface;
 mod task;
 mod update;
 
+pub use asks::{AskNote, AskNoteKind, MAX_INPUT_ROUNDS, NOT_RECORDED};
 pub use compare::{Comparer, ComparerBuilder, Comparison, Difference, Status};
 pub use fill::{FillSource, FillSpec, Fills};
 pub use follow::{MIN_FOLLOWED, Substitution};

@@ -18,6 +18,7 @@ use serde_json::{Map, Value, json};
 use tokio::time::Instant;
 
 use crate::error::{Error, ErrorKind};
+use crate::mcp::asks::{Answerer, AskReport};
 use crate::mcp::compare::{Comparer, Comparison};
 use crate::mcp::fill::Fills;
 use crate::mcp::follow::{Answered, Follower, Substitution};
@@ -175,6 +176,7 @@ impl ReplayOptions {
 struct Notes {
     substitutions: Vec<Substitution>,
     unfilled: Vec<String>,
+    asks: AskReport,
 }
 
 /// What a replay produced: the report, and each call's replayed (redacted) outcome for `--update`.
@@ -192,7 +194,10 @@ pub struct Replayed {
 /// Each recorded session gets its own link (a fresh child process, a new HTTP session); its calls
 /// are sent in recorded order, as the recorded client sent them. The recorded protocol version
 /// decides how: a session of the handshake era is initialized with the recorded client info first,
-/// a 2026-07-28 session sends each call with that info in its `_meta`. The link goes through
+/// a 2026-07-28 session sends each call with that info in its `_meta`, either declaring the recorded
+/// client's capabilities. What the server asks the client during a call (sampling, elicitation,
+/// roots, a 2026-07-28 `input_required`) is answered from the call's recorded asks; a request
+/// nothing recorded answers gets an error and is a difference of its call. The link goes through
 /// [`EraUpstream`] with the options' [`protocol`](ReplayOptions::protocol), so a server of the other
 /// era gets the calls translated: pass `upstream` unwrapped. Fails when the server cannot be started
 /// or stops answering, naming the call.
@@ -272,13 +277,15 @@ fn compare_with_notes(
             hide_sent_values(replayed, options.fills.values());
             hide_known(replayed, &options.known);
             let recorded = &call.record.outcome;
-            let comparison = if recorded == replayed {
+            let mut comparison = if recorded == replayed {
                 Comparison::same()
             } else {
                 redact_outcome(&options.redactor, replayed);
                 let (method, name) = (&call.record.method, &call.record.name);
                 scopes.compare(method, name, recorded, replayed)
             };
+            let mut asks = notes.asks;
+            asks.apply(&mut comparison.status, &mut comparison.differences);
             let method = call.record.method.as_str();
             let surface = surface::classify(method, comparison.status, recorded, replayed);
             CallReport::new(
@@ -294,6 +301,7 @@ fn compare_with_notes(
             .with_substitutions(notes.substitutions)
             .with_unfilled(notes.unfilled)
             .with_surface(surface)
+            .with_asks(asks.notes)
         })
         .collect();
     Replayed {
@@ -337,6 +345,11 @@ async fn run_session(
         initialize: initialize_request(&first.record),
         meta: stateless.then(|| stateless_meta(&first.record)),
         task_tools: None,
+        asks: Answerer::new(
+            calls.iter().map(|(_, call)| &call.record),
+            &options.redactor,
+            &options.fills,
+        ),
     };
     let result = async {
         if conn.meta.is_none() {
@@ -369,6 +382,7 @@ async fn run_session(
                     call.line
                 ))
             };
+            conn.asks.start(n);
             let mut answer = if list_items_key(&record.method).is_some() {
                 // A list: every page, as it was recorded.
                 let recorded = match &record.outcome {
@@ -379,6 +393,13 @@ async fn run_session(
             } else {
                 conn.request(&request).await.map_err(failed)?
             };
+            if conn.meta.is_some() {
+                // A 2026-07-28 server asks the client through the result; answered as recorded.
+                answer = conn
+                    .answer_input_required(&request, answer)
+                    .await
+                    .map_err(failed)?;
+            }
             // A call the server runs only as a task is sent again as one, and polled to its end.
             if record.method == "tools/call"
                 && is_error(&answer)
@@ -404,8 +425,9 @@ async fn run_session(
         }
         // Only now is it known which created strings later calls used: each answer gets back the
         // recorded value of those, the creating call's own included.
-        for (outcome, _) in &mut outcomes {
+        for ((outcome, notes), asks) in outcomes.iter_mut().zip(conn.asks.finish()) {
             follower.restore(outcome);
+            notes.asks = asks;
         }
         Ok(outcomes)
     }
@@ -466,12 +488,18 @@ fn client_info(record: &CallRecord) -> Map<String, Value> {
     })
 }
 
-/// The request `_meta` a stateless client sends: the recorded protocol version and client info.
+/// The capabilities the recorded client declared, or none: the server offers what it offered it.
+fn capabilities(record: &CallRecord) -> Value {
+    Value::Object(record.capabilities.clone().unwrap_or_default())
+}
+
+/// The request `_meta` a stateless client sends: the recorded protocol version, client info and
+/// capabilities.
 fn stateless_meta(record: &CallRecord) -> Value {
     json!({
         META_PROTOCOL_VERSION: record.protocol_version.as_deref().unwrap_or(STATELESS_SINCE),
         META_CLIENT_INFO: client_info(record),
-        META_CLIENT_CAPABILITIES: {},
+        META_CLIENT_CAPABILITIES: capabilities(record),
     })
 }
 
@@ -483,7 +511,7 @@ fn initialize_request(record: &CallRecord) -> Value {
         "method": "initialize",
         "params": {
             "protocolVersion": record.protocol_version.as_deref().unwrap_or(DEFAULT_PROTOCOL_VERSION),
-            "capabilities": {},
+            "capabilities": capabilities(record),
             "clientInfo": client,
         }
     })
@@ -498,14 +526,21 @@ pub(super) struct Conn {
     meta: Option<Value>,
     /// The tools the server runs only as tasks, once asked.
     pub(super) task_tools: Option<Vec<String>>,
+    /// The recorded answers to what the server asks the client (`asks.rs`).
+    pub(super) asks: Answerer,
 }
 
 impl Conn {
     async fn send(&self, message: &Value) -> Result<(), String> {
-        let bytes = Bytes::from(serde_json::to_vec(message).unwrap_or_default());
+        self.send_text(serde_json::to_string(message).unwrap_or_default())
+            .await
+    }
+
+    /// Sends a message already written as JSON text.
+    async fn send_text(&self, message: String) -> Result<(), String> {
         self.link
             .outgoing
-            .send(bytes)
+            .send(Bytes::from(message))
             .await
             .map_err(|_| "the server's connection is closed".to_owned())
     }
@@ -582,12 +617,12 @@ impl Conn {
     }
 
     /// Handles one message from the server: `Some` when it is the answer to `id`.
-    async fn handle(&self, message: Value, id: &Value) -> Result<Option<Value>, String> {
+    async fn handle(&mut self, message: Value, id: &Value) -> Result<Option<Value>, String> {
         let method = message.get("method").and_then(Value::as_str);
         match (method, message.get("id")) {
-            (Some(method), Some(request_id)) => {
-                self.send(&answer_server_request(method, request_id))
-                    .await?;
+            (Some(_), Some(_)) => {
+                let answer = self.answer_server_request(&message);
+                self.send_text(answer).await?;
                 Ok(None)
             }
             (Some(_), None) => Ok(None),
@@ -627,30 +662,11 @@ impl Conn {
     }
 }
 
-/// The answer to a request the server sent during a replay: `ping` is answered; anything else
-/// (sampling, elicitation, roots, …) needs the real client, which a replay does not have, so it gets
-/// an error saying so, as a client without that capability would answer.
-fn answer_server_request(method: &str, id: &Value) -> Value {
-    if method == "ping" {
-        return json!({"jsonrpc": "2.0", "id": id, "result": {}});
-    }
-    json!({"jsonrpc": "2.0", "id": id, "error": {
-        "code": METHOD_NOT_FOUND,
-        "message": format!(
-            "calltape replay cannot answer {method}: a replay has no client to ask, and the \
-             recording holds only the client's calls"
-        ),
-    }})
-}
-
 /// Whether a response is an error: a JSON-RPC error or a tool result with `isError` set.
 fn is_error(response: &Value) -> bool {
     response.get("error").is_some()
         || response.pointer("/result/isError") == Some(&Value::Bool(true))
 }
-
-/// JSON-RPC's "method not found": what a client that does not offer a capability answers.
-const METHOD_NOT_FOUND: i64 = -32601;
 
 fn into_messages(value: Value) -> Vec<Value> {
     match value {

@@ -519,18 +519,79 @@ async fn a_stateless_session_on_a_legacy_server_is_initialized_with_the_recorded
 }
 
 #[tokio::test]
-async fn server_requests_get_a_ping_answer_or_a_clear_error_and_the_call_still_compares() {
-    let refused = |method: &str| {
-        format!(
-            "calltape replay cannot answer {method}: a replay has no client to ask, and the \
-             recording holds only the client's calls"
-        )
-    };
+async fn a_session_declares_the_capabilities_its_client_declared_in_either_era() {
+    // (the recorded version, the line's capabilities, what the server is told)
+    let rows = [
+        (None, None, json!({})),
+        (
+            None,
+            Some(r#"{"sampling":{},"roots":{"listChanged":true}}"#),
+            json!({"sampling": {}, "roots": {"listChanged": true}}),
+        ),
+        (Some("2026-07-28"), None, json!({})),
+        (
+            Some("2026-07-28"),
+            Some(r#"{"elicitation":{"form":{}}}"#),
+            json!({"elicitation": {"form": {}}}),
+        ),
+    ];
+    for (version, declared, want) in rows {
+        let dir = tempfile::tempdir().unwrap();
+        let mut text = line(
+            "dddddddd",
+            "c",
+            version,
+            "quote",
+            r#""answer":{"structuredContent":{"price":12}}"#,
+        );
+        if let Some(declared) = declared {
+            text = text.replace(
+                r#""version":"1"}"#,
+                &format!(r#""version":"1"}},"capabilities":{declared}"#),
+            );
+        }
+        let recording = write(&dir, &[text]);
+        let fake = Arc::new(Fake {
+            price: 12,
+            ..Fake::default()
+        });
+        let options = ReplayOptions::default().protocol(Protocol::Modern);
+        let options = match version {
+            Some(_) => options,
+            None => options.protocol(Protocol::Legacy),
+        };
+        replay(&recording, Arc::new(Server(fake.clone())), &options)
+            .await
+            .unwrap();
+        let told = match version {
+            None => fake.initializes.lock().unwrap()[0]["capabilities"].clone(),
+            Some(_) => {
+                let received = fake.received.lock().unwrap();
+                received[0]["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"].clone()
+            }
+        };
+        assert_eq!(told, want, "{version:?} {declared:?}");
+    }
+}
+
+#[tokio::test]
+async fn server_requests_get_a_ping_answer_the_recorded_answers_or_a_clear_error() {
+    let sampled =
+        json!({"role": "assistant", "model": "m", "content": {"type": "text", "text": "hi"}});
+    let elicited = json!({"action": "accept", "content": {"name": "Ada"}});
     let replies = json!([
-        {"jsonrpc": "2.0", "id": "srv-elicitation", "error": {"code": -32601, "message": refused("elicitation/create")}},
+        {"jsonrpc": "2.0", "id": "srv-elicitation", "result": elicited},
         {"jsonrpc": "2.0", "id": "srv-ping", "result": {}},
-        {"jsonrpc": "2.0", "id": "srv-roots", "error": {"code": -32601, "message": refused("roots/list")}},
-        {"jsonrpc": "2.0", "id": "srv-sampling", "error": {"code": -32601, "message": refused("sampling/createMessage")}},
+        {"jsonrpc": "2.0", "id": "srv-roots", "error": {"code": -32601,
+            "message": "calltape replay has no recorded answer for roots/list here: the recorded client \
+                        was not asked it during this call; record the session again to keep its answer",
+            "data": {"reason": "not_recorded", "method": "roots/list"}}},
+        {"jsonrpc": "2.0", "id": "srv-sampling", "result": sampled},
+    ]);
+    // The roots were not asked when the call was recorded.
+    let asks = json!([
+        {"method": "sampling/createMessage", "params": {}, "answer": sampled},
+        {"method": "elicitation/create", "params": {}, "answer": elicited},
     ]);
     let dir = tempfile::tempdir().unwrap();
     let recording = write(
@@ -541,7 +602,7 @@ async fn server_requests_get_a_ping_answer_or_a_clear_error_and_the_call_still_c
                 "c",
                 None,
                 "needs",
-                &format!(r#""answer":{{"replies":{replies}}}"#),
+                &format!(r#""asks":{asks},"answer":{{"replies":{replies}}}"#),
             ),
             line(
                 "aaaaaaaa",
@@ -560,17 +621,22 @@ async fn server_requests_get_a_ping_answer_or_a_clear_error_and_the_call_still_c
     let replayed = replay(&recording, Arc::new(Server(fake)), &options)
         .await
         .unwrap();
-    let statuses: Vec<Status> = replayed.report.calls.iter().map(|c| c.status).collect();
+    let report = replayed.report.to_text(false);
+    let calls = &replayed.report.calls;
+    // The server's answer is as recorded; the request nothing recorded answers is what differs.
+    assert_eq!(calls[0].status, Status::Changed, "{report}");
+    let paths: Vec<&str> = calls[0]
+        .differences
+        .iter()
+        .map(|d| d.path.as_str())
+        .collect();
+    assert_eq!(paths, ["asks.2"], "{report}");
     assert_eq!(
-        statuses,
-        [Status::Same, Status::Changed],
-        "{}",
-        replayed.report.to_text(false)
+        calls[0].differences[0].replayed,
+        Some(json!({"method": "roots/list", "params": {}}))
     );
-    assert_eq!(
-        replayed.report.calls[1].differences[0].path,
-        "structuredContent.price"
-    );
+    assert_eq!(calls[1].status, Status::Changed, "{report}");
+    assert_eq!(calls[1].differences[0].path, "structuredContent.price");
 }
 
 #[test]

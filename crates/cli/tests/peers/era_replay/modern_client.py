@@ -4,9 +4,10 @@
 Usage: python modern_client.py SCENARIO -- COMMAND...
 
 SCENARIO is `demo` (replay_demo.py's calls, one folder up, as replay_client.py makes them, against
-modern_server.py here) or `asked` (the `greet_asked` tool of the peers' modern_server.py, whose
-`input_required` result asks for a name, answered "Ada", then `add`). Prints one JSON object with
-what the client received.
+modern_server.py here), `asked` (the `greet_asked` tool of the peers' modern_server.py, whose
+`input_required` result asks for a name, answered "Ada", then `add`) or `everything` (server-everything's
+`trigger-sampling-request` and `trigger-elicitation-request`, through the bridge's translation of
+its requests into `input_required`). Prints one JSON object with what the client received.
 """
 
 import asyncio
@@ -36,6 +37,12 @@ async def asked(client):
     return {"greet": dump(greet), "add": dump(total)}
 
 
+async def everything(client):
+    sampled = await client.call_tool("trigger-sampling-request", {"prompt": "tides", "maxTokens": 40})
+    elicited = await client.call_tool("trigger-elicitation-request", {})
+    return {"sampled": dump(sampled), "elicited": dump(elicited)}
+
+
 async def main(scenario, command):
     asked_for = []
 
@@ -43,9 +50,19 @@ async def main(scenario, command):
         asked_for.append(params.message)
         return types.ElicitResult(action="accept", content={"name": "Ada"})
 
+    async def on_sample(context, params):
+        asked_for.append("sampling")
+        return types.CreateMessageResult(
+            role="assistant",
+            content=types.TextContent(type="text", text="a sampled answer about tides"),
+            model="test-model",
+        )
+
     server = StdioServerParameters(command=command[0], args=command[1:], env=dict(os.environ))
-    async with Client(server, mode="2026-07-28", elicitation_callback=on_elicit) as client:
-        out = await {"demo": demo, "asked": asked}[scenario](client)
+    async with Client(
+        server, mode="2026-07-28", elicitation_callback=on_elicit, sampling_callback=on_sample
+    ) as client:
+        out = await {"demo": demo, "asked": asked, "everything": everything}[scenario](client)
     out["asked"] = asked_for
     return out
 

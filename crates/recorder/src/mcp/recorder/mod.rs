@@ -18,6 +18,7 @@ use serde_json::{Map, Value};
 
 use crate::echo;
 use crate::error::Error;
+use crate::mcp::asks::{AskBook, declared_capabilities};
 use crate::mcp::format::{CallError, Outcome, RecordLine};
 use crate::mcp::input_required::{
     INPUT_REQUIRED, NOT_CALLS, SERVER_DISCOVER, SERVER_INFO_META, input_required_state, is_retry,
@@ -26,9 +27,11 @@ use crate::mcp::input_required::{
 use crate::mcp::json_text::{self, IdKey, IdMap};
 use crate::mcp::lists::{CURSOR, list_items_key};
 use crate::mcp::options::{DEFAULT_METHODS, RecorderOptions, RecorderReport};
-use crate::mcp::params::{meta_info, name_and_input, raw_of, uri_input};
+use crate::mcp::params::{meta_capabilities, meta_info, name_and_input, raw_of, uri_input};
 use crate::mcp::redaction::{hide_known, redact_name, redact_outcome};
-use crate::mcp::tasks::{TASKS_RESULT, created_task, fetched_task, strip_related_task};
+use crate::mcp::tasks::{
+    RELATED_TASK_META, TASKS_RESULT, created_task, fetched_task, strip_related_task,
+};
 use crate::mcp::time::{Rfc3339, new_session_id};
 use crate::refusal::{Refusal, admit};
 
@@ -189,10 +192,11 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 /// Requests of the recorded methods are paired with their answers by id; `initialize` supplies the
 /// client and server info and the protocol version, or in 2026-07-28 each request's `_meta` the
 /// client's and `server/discover` the server's. A call the server answers with `input_required` is
-/// followed through the client's retries to its final result. A list the client fetched (`tools/list`
-/// and its kin, when recorded) is written when this is dropped, once per method: the last listing
-/// the client read to its end, all pages in one line. A request still unanswered when this is
-/// dropped writes no line.
+/// followed through the client's retries to its final result. What the server asks the client
+/// meanwhile, and the client's answers, are the call's asks (`mcp/asks.rs`). A list the client
+/// fetched (`tools/list` and its kin, when recorded) is written when this is dropped, once per
+/// method: the last listing the client read to its end, all pages in one line. A request still
+/// unanswered when this is dropped writes no line.
 #[derive(Debug)]
 pub struct SessionRecorder {
     recorder: Recorder,
@@ -204,6 +208,8 @@ pub struct SessionRecorder {
 #[derive(Debug, Default)]
 struct SessionState {
     client: Option<Arc<RawValue>>,
+    /// The capabilities the client declared in `initialize`, redacted.
+    capabilities: Option<Arc<RawValue>>,
     server: Option<Arc<RawValue>>,
     protocol_version: Option<Arc<str>>,
     /// The `initialize` or `server/discover` in flight, whose answer names the server.
@@ -219,6 +225,8 @@ struct SessionState {
     fetches: IdMap<String>,
     /// The lists the client fetched, one entry per list method, written when the session ends.
     listings: Vec<Listings>,
+    /// What the server asked the client during each call in flight (`mcp/asks.rs`).
+    asks: AskBook,
 }
 
 #[derive(Debug)]
@@ -229,10 +237,31 @@ struct Pending {
     /// The redacted arguments, compact JSON.
     input: Option<Box<str>>,
     client: Option<Arc<RawValue>>,
+    /// The capabilities the request's `_meta` declared (2026-07-28), redacted.
+    capabilities: Option<Arc<RawValue>>,
     protocol_version: Option<Arc<str>>,
     /// For a list request, the `cursor` it asked for, as the client sent it (the recorded input
     /// holds none): it tells a page after the first from a new listing.
     cursor: Option<Value>,
+    /// The call's token in the session's [`AskBook`]; [`NO_ASKS`] for a list's page.
+    asks: u64,
+    /// The call's asks as written, once it ended.
+    asked: Option<Box<str>>,
+}
+
+/// The ask token of a request that takes no asks (a list's page): the server's requests go to the
+/// calls in flight, never to it.
+const NO_ASKS: u64 = u64::MAX;
+
+impl SessionState {
+    /// Completes a call that ended: its asks, with every known secret hidden, and the session's
+    /// capabilities when its request declared none of its own.
+    fn finish(&mut self, pending: &mut Pending, known: &KnownSecrets) {
+        pending.asked = self.asks.take(pending.asks, known);
+        if pending.capabilities.is_none() {
+            pending.capabilities = self.capabilities.clone();
+        }
+    }
 }
 
 /// What a call ended with, ready to be written: the redacted answer as compact JSON (borrowed from
@@ -260,8 +289,13 @@ impl SessionRecorder {
     pub fn server_frame(&self, frame: &[u8], at: SystemTime) {
         // One lock for the whole frame: the tap's thread is the only one that usually takes it.
         let mut state = lock(&self.state);
-        // Nothing awaits an answer: no frame to the client can matter, so none is parsed.
-        if state.pending.is_empty() && state.initialize_id.is_none() && state.fetches.is_empty() {
+        // Nothing awaits an answer: no frame to the client can matter but a request of the
+        // server's, which the next call may own (`mcp/asks.rs`), so nothing else is parsed.
+        if state.pending.is_empty()
+            && state.initialize_id.is_none()
+            && state.fetches.is_empty()
+            && memchr::memmem::find(frame, b"\"method\"").is_none()
+        {
             return;
         }
         let Ok(text) = std::str::from_utf8(frame) else {
@@ -277,6 +311,19 @@ impl SessionRecorder {
             return self.client_value(text, at);
         };
         let Some(method) = message.method.and_then(jsonrpc::string) else {
+            // Maybe the client's answer to what the server asked during a call.
+            let mut state = lock(&self.state);
+            if let Some(id) = message.id
+                && state.asks.awaits_answers()
+            {
+                let error = message.error.and_then(|e| serde_json::from_str(e).ok());
+                let result = message.result.map(|r| r.text);
+                let (id, redactor) = (IdKey::of_raw(id), &self.recorder.inner.redactor);
+                let known = &self.recorder.inner.known;
+                state
+                    .asks
+                    .answered(&id, result, error.as_ref(), redactor, known);
+            }
             return;
         };
         let Some(id) = message.id.filter(|id| !jsonrpc::is_null(id)) else {
@@ -329,8 +376,11 @@ impl SessionRecorder {
             .meta
             .and_then(|meta| serde_json::from_str::<Map<String, Value>>(meta).ok());
         let (client, protocol_version) = meta_info(meta.as_ref());
+        let capabilities = meta_capabilities(meta.as_ref(), &inner.redactor);
         let key = IdKey::of_raw(id);
-        lock(&self.state).pending.insert(
+        let mut state = lock(&self.state);
+        let asks = state.asks.start_call();
+        state.pending.insert(
             key,
             Pending {
                 at,
@@ -338,8 +388,11 @@ impl SessionRecorder {
                 name,
                 input,
                 client,
+                capabilities,
                 protocol_version,
                 cursor: None,
+                asks,
+                asked: None,
             },
         );
     }
@@ -357,13 +410,16 @@ impl SessionRecorder {
         let Ok(message) = serde_json::from_str::<Value>(text) else {
             return;
         };
+        let inner = &self.recorder.inner;
         let Some(method) = message.get("method").and_then(Value::as_str) else {
+            lock(&self.state)
+                .asks
+                .answered_value(&message, &inner.redactor, &inner.known);
             return;
         };
         let Some(id) = message.get("id").filter(|id| !id.is_null()) else {
             return;
         };
-        let inner = &self.recorder.inner;
         let params = message.get("params");
         let key = IdKey::of_value(id);
         if method == TASKS_RESULT
@@ -394,6 +450,8 @@ impl SessionRecorder {
                 .and_then(|p| p.get("protocolVersion"))
                 .and_then(Value::as_str)
                 .map(Arc::from);
+            state.capabilities =
+                declared_capabilities(params.and_then(|p| p.get("capabilities")), &inner.redactor);
             state.initialize_id = Some(key.clone());
             if !inner.records(method) {
                 return;
@@ -403,6 +461,7 @@ impl SessionRecorder {
             .and_then(|p| p.get("_meta"))
             .and_then(Value::as_object);
         let (client, protocol_version) = meta_info(meta);
+        let capabilities = meta_capabilities(meta, &inner.redactor);
         if list_items_key(method).is_some() {
             // A page of a list: its input is the list's (none), its cursor kept to tell pages apart.
             let cursor = params.and_then(|p| p.get(CURSOR)).cloned();
@@ -412,15 +471,18 @@ impl SessionRecorder {
                 name: String::new(),
                 input: Some("{}".into()),
                 client,
+                capabilities,
                 protocol_version,
                 cursor,
+                asks: NO_ASKS,
+                asked: None,
             };
             lock(&self.state).pending.insert(key, pending);
             return;
         }
         let (name, mut input) = name_and_input(method, params);
         let name = self.hidden_name(redact_name(&inner.redactor, method, &name));
-        if is_retry(params) && self.resume(key.clone(), method, &name, retry_state(params)) {
+        if is_retry(params) && self.resume(key.clone(), method, &name, params) {
             return;
         }
         if method == "resources/read" {
@@ -431,7 +493,9 @@ impl SessionRecorder {
             inner.redactor.redact_value(input);
             inner.known.hide_in_value(input);
         }
-        lock(&self.state).pending.insert(
+        let mut state = lock(&self.state);
+        let asks = state.asks.start_call();
+        state.pending.insert(
             key,
             Pending {
                 at,
@@ -442,8 +506,11 @@ impl SessionRecorder {
                     .and_then(|input| serde_json::to_string(input).ok())
                     .map(String::into_boxed_str),
                 client,
+                capabilities,
                 protocol_version,
                 cursor: None,
+                asks,
+                asked: None,
             },
         );
     }
@@ -454,6 +521,9 @@ impl SessionRecorder {
             return self.server_value(state, text, at);
         };
         if message.method.is_some() {
+            if message.id.is_some() {
+                self.server_request(state, text);
+            }
             return;
         }
         let Some(id) = message.id else { return };
@@ -479,6 +549,8 @@ impl SessionRecorder {
             state.pending.insert(key, pending);
             return self.server_value(state, text, at);
         }
+        let mut pending = pending;
+        state.finish(&mut pending, &self.recorder.inner.known);
         let server = state.server.clone();
         let (client, protocol_version) = session_info(state, &pending);
         let inner = &self.recorder.inner;
@@ -517,10 +589,12 @@ impl SessionRecorder {
         ending_of(outcome)
     }
 
-    /// Takes a retried request (`id`) as the call that asked for input it retries, when one of this
-    /// `method` and `name` waits with the `requestState` the retry echoes: the call then waits for
-    /// the retry's answer, with its first request's time and input.
-    fn resume(&self, id: IdKey, method: &str, name: &str, request_state: Option<&str>) -> bool {
+    /// Takes a retried request (`id`, with `params`) as the call that asked for input it retries,
+    /// when one of this `method` and `name` waits with the `requestState` the retry echoes: the call
+    /// then waits for the retry's answer, with its first request's time and input, and the retry's
+    /// `inputResponses` answer its asks.
+    fn resume(&self, id: IdKey, method: &str, name: &str, params: Option<&Value>) -> bool {
+        let request_state = retry_state(params);
         let mut state = lock(&self.state);
         let Some(at) = state.awaiting_input.iter().position(|(s, p)| {
             p.method == method && p.name == name && s.as_deref() == request_state
@@ -528,8 +602,39 @@ impl SessionRecorder {
             return false;
         };
         let (_, pending) = state.awaiting_input.remove(at);
+        if let Some(params) = params {
+            let (redactor, known) = (&self.recorder.inner.redactor, &self.recorder.inner.known);
+            state
+                .asks
+                .input_responses(pending.asks, params, redactor, known);
+        }
         state.pending.insert(id, pending);
         true
+    }
+
+    /// A request of the server's to the client: an ask of the call it belongs to.
+    fn server_request(&self, state: &mut SessionState, text: &str) {
+        let Ok(message) = serde_json::from_str::<Value>(text) else {
+            return;
+        };
+        let related = message
+            .pointer("/params/_meta")
+            .and_then(|meta| meta.get(RELATED_TASK_META))
+            .and_then(|task| task.get("taskId"))
+            .and_then(Value::as_str)
+            .and_then(|task| state.tasks.get(task))
+            .map(|pending| pending.asks);
+        let owner = state.asks.owner(
+            related,
+            state
+                .pending
+                .values()
+                .map(|p| p.asks)
+                .filter(|&asks| asks != NO_ASKS),
+        );
+        state
+            .asks
+            .asked(owner, &message, &self.recorder.inner.redactor);
     }
 
     /// [`server_message`](Self::server_message) for any message, through a `Value`.
@@ -538,6 +643,9 @@ impl SessionRecorder {
             return;
         };
         if message.get("method").is_some() {
+            if message.get("id").is_some() {
+                self.server_request(state, text);
+            }
             return;
         }
         let Some(id) = message.get("id") else { return };
@@ -563,7 +671,12 @@ impl SessionRecorder {
                     return;
                 }
                 if let Some(request_state) = input_required_state(&message) {
-                    // Recorded once the client's retry gets the final result; the rounds are not.
+                    // Recorded once the client's retry gets the final result, with what the
+                    // rounds asked and the client answered as the call's asks.
+                    if let Some(result) = message.get("result") {
+                        let redactor = &self.recorder.inner.redactor;
+                        state.asks.input_requests(pending.asks, result, redactor);
+                    }
                     state.awaiting_input.push((request_state, pending));
                     return;
                 }
@@ -602,6 +715,8 @@ impl SessionRecorder {
                 at,
             );
         }
+        let mut pending = pending;
+        state.finish(&mut pending, &self.recorder.inner.known);
         let server = state.server.clone();
         let (client, protocol_version) = session_info(state, &pending);
         let Some(mut outcome) = Outcome::take_from_response(&mut message) else {
@@ -665,11 +780,13 @@ impl Recorder {
             at: started.as_str(),
             session,
             client: client.as_deref(),
+            capabilities: pending.capabilities.as_deref(),
             server: server.as_deref(),
             protocol_version: protocol_version.as_deref(),
             method: &pending.method,
             name: &pending.name,
             input: pending.input.as_deref(),
+            asks: pending.asked.as_deref(),
             answer: match &ending {
                 Ending::Answer(answer) => Some(&**answer),
                 Ending::Error(_) => None,
@@ -687,6 +804,11 @@ impl Recorder {
             + protocol_version.as_ref().map_or(0, |v| v.len())
             + pending.name.len()
             + pending.input.as_ref().map_or(0, |i| i.len())
+            + pending.asked.as_ref().map_or(0, |a| a.len() + 8)
+            + pending
+                .capabilities
+                .as_ref()
+                .map_or(0, |c| c.get().len() + 16)
             + match &ending {
                 Ending::Answer(answer) => answer.len(),
                 Ending::Error(_) => 64,

@@ -3,6 +3,7 @@
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::Value;
 
+use crate::mcp::asks::{AskNote, AskNoteKind};
 use crate::mcp::compare::{Difference, Status};
 use crate::mcp::follow::Substitution;
 use crate::mcp::report::{CallReport, REPORT_VERSION, ReplayReport, Summary};
@@ -184,7 +185,8 @@ impl Serialize for JsonCall<'_> {
             + usize::from(!c.unfilled.is_empty())
             + usize::from(!c.remarks.is_empty())
             + usize::from(c.answer.is_some())
-            + usize::from(!c.surface.is_empty());
+            + usize::from(!c.surface.is_empty())
+            + usize::from(!c.asks.is_empty());
         let mut map = serializer.serialize_map(Some(fields))?;
         map.serialize_entry("index", &c.index)?;
         map.serialize_entry("line", &c.line)?;
@@ -207,6 +209,9 @@ impl Serialize for JsonCall<'_> {
         }
         if !c.unfilled.is_empty() {
             map.serialize_entry("unfilled", &c.unfilled)?;
+        }
+        if !c.asks.is_empty() {
+            map.serialize_entry("asks", &JsonAsks(&c.asks))?;
         }
         if !c.surface.is_empty() {
             let surface: Vec<Value> = c
@@ -254,6 +259,31 @@ impl Serialize for JsonDifference<'_> {
             map.serialize_entry("replayed", p)?;
         }
         map.end()
+    }
+}
+
+/// Each note on the server's requests to the client: `{"ask", "method", "kind": "differs" |
+/// "not-asked", "differences" (for `differs`), "note"}`.
+struct JsonAsks<'a>(&'a [AskNote]);
+
+impl Serialize for JsonAsks<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.iter().map(|note| {
+            let mut map = serde_json::Map::new();
+            map.insert("ask".into(), Value::from(note.ask));
+            map.insert("method".into(), Value::String(note.method.clone()));
+            let kind = match &note.kind {
+                AskNoteKind::Differs(differences) => {
+                    let differences = serde_json::to_value(JsonDifferences(differences));
+                    map.insert("differences".into(), differences.unwrap_or(Value::Null));
+                    "differs"
+                }
+                AskNoteKind::NotAsked => "not-asked",
+            };
+            map.insert("kind".into(), Value::String(kind.into()));
+            map.insert("note".into(), Value::String(note.to_string()));
+            map
+        }))
     }
 }
 

@@ -18,6 +18,7 @@ use std::str::FromStr;
 use serde_json::Value;
 
 use crate::ReportContext;
+use crate::mcp::asks::AskNote;
 use crate::mcp::compare::{Difference, Status};
 use crate::mcp::follow::Substitution;
 use crate::mcp::surface::SurfaceChange;
@@ -55,6 +56,9 @@ pub struct CallReport {
     pub answer: Option<Value>,
     /// For a list (`tools/list` and its kin), each change of the server's surface, classified.
     pub surface: Vec<SurfaceChange>,
+    /// What is worth saying about the server's requests to the client during the call (a request
+    /// nothing recorded answered is a difference `asks.N` instead).
+    pub asks: Vec<AskNote>,
 }
 
 impl CallReport {
@@ -81,6 +85,7 @@ impl CallReport {
             remarks: Vec::new(),
             answer: None,
             surface: Vec::new(),
+            asks: Vec::new(),
         }
     }
 
@@ -114,16 +119,25 @@ impl CallReport {
         self
     }
 
-    /// Whether the call carries notes: substitutions, unfilled fields, surface changes or remarks.
+    /// With these notes on what the server asked the client.
+    pub fn with_asks(mut self, asks: Vec<AskNote>) -> Self {
+        self.asks = asks;
+        self
+    }
+
+    /// Whether the call carries notes: substitutions, unfilled fields, surface changes, notes on
+    /// the asks or remarks.
     pub fn has_notes(&self) -> bool {
         !self.substitutions.is_empty()
             || !self.unfilled.is_empty()
             || !self.surface.is_empty()
+            || !self.asks.is_empty()
             || !self.remarks.is_empty()
     }
 
     /// The notes as reports write them, one per line: each substitution, then `unfilled: NAME, …`,
-    /// then each surface change (`breaking: tools[add] removed`), then each remark.
+    /// then each surface change (`breaking: tools[add] removed`), then each note on the asks, then
+    /// each remark.
     pub fn notes(&self) -> impl Iterator<Item = String> + '_ {
         let unfilled =
             (!self.unfilled.is_empty()).then(|| format!("unfilled: {}", self.unfilled.join(", ")));
@@ -132,6 +146,7 @@ impl CallReport {
             .map(ToString::to_string)
             .chain(unfilled)
             .chain(self.surface.iter().map(ToString::to_string))
+            .chain(self.asks.iter().map(ToString::to_string))
             .chain(self.remarks.iter().cloned())
     }
 
@@ -142,6 +157,7 @@ impl CallReport {
             && !self.substitutions.is_empty()
             && self.unfilled.is_empty()
             && self.surface.is_empty()
+            && self.asks.is_empty()
             && self.remarks.is_empty()
     }
 
@@ -762,6 +778,69 @@ new-error  tools/call pay  (call 3, line 3, session s)
         assert!(value["results"][0].get("recordedAnswer").is_none());
         let lines = sample().to_json();
         assert!(lines.get("summaryLines").is_none(), "{lines}");
+    }
+
+    #[test]
+    fn notes_on_what_the_server_asked_show_in_every_format() {
+        use crate::mcp::asks::AskNoteKind;
+        let differs = AskNote {
+            ask: 1,
+            method: "elicitation/create".into(),
+            kind: AskNoteKind::Differs(vec![diff(
+                "params.message",
+                Some(json!("which day?")),
+                Some(json!("which date?")),
+            )]),
+        };
+        let unasked = AskNote {
+            ask: 2,
+            method: "roots/list".into(),
+            kind: AskNoteKind::NotAsked,
+        };
+        let report = ReplayReport::new(
+            "calls.jsonl",
+            vec![
+                CallReport::new(1, 1, "s", "tools/call", "book", Status::Same, vec![])
+                    .with_asks(vec![differs, unasked]),
+                CallReport::new(2, 2, "s", "tools/call", "quiet", Status::Same, vec![]),
+            ],
+        );
+        let notes = [
+            r#"ask 1 elicitation/create: answered as recorded, though the request differs: params.message: "which day?" → "which date?""#,
+            "ask 2 roots/list: recorded, and the server did not ask it",
+        ];
+        assert_eq!(
+            report.to_text(false),
+            format!(
+                "same       tools/call book  (call 1, line 1, session s)\n    {}\n    {}\n\n\
+                 2 calls, 2 same, 0 changed, 0 new-error, 0 gone-error\n",
+                notes[0], notes[1]
+            )
+        );
+        let value = report.to_json();
+        assert_eq!(
+            value["results"][0]["asks"],
+            json!([
+                {"ask": 1, "method": "elicitation/create", "kind": "differs", "note": notes[0],
+                 "differences": [{"path": "params.message", "recorded": "which day?", "replayed": "which date?"}]},
+                {"ask": 2, "method": "roots/list", "kind": "not-asked", "note": notes[1]},
+            ])
+        );
+        assert!(value["results"][1].get("asks").is_none());
+        let xml = report.to_junit();
+        let escaped = notes[0].replace('"', "&quot;");
+        assert!(
+            xml.contains(&format!(
+                "<system-out>{escaped}\n    {}</system-out>",
+                notes[1]
+            )),
+            "{xml}"
+        );
+        let html = report.to_html(&ReportContext::default());
+        assert!(
+            html.contains(&format!("<li>{escaped}</li><li>{}</li>", notes[1])),
+            "{html}"
+        );
     }
 
     #[test]

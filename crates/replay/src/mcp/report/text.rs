@@ -37,9 +37,10 @@ pub(super) fn render(report: &ReplayReport, options: TextOptions) -> String {
                 followed += 1;
                 continue;
             }
-            // A same call is listed when it was sent with followed ids: what was sent is not the
-            // recording. One sent as recorded (an unfilled field among them) has nothing to say.
-            if call.substitutions.is_empty() {
+            // A same call is listed when it was sent with followed ids, or the server asked the
+            // client otherwise than recorded: what happened is not the recording. One sent as
+            // recorded (an unfilled field among them) has nothing to say.
+            if call.substitutions.is_empty() && call.asks.is_empty() {
                 continue;
             }
         }
