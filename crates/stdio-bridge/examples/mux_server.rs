@@ -9,6 +9,10 @@
 //! refused ones too, as JSON), `flood {count, size}` (`count` log messages of `size` bytes each), `crash`
 //! (exits with status 3). It refuses a subscription to a URI that starts with `missing:`, and with
 //! `--init-delay-ms MS` it answers each `initialize` that much later.
+//!
+//! It reads its stdin and answers everything but `tools/call` on one thread, as many small servers do:
+//! while its stdout is full, it reads nothing. `tools/list` names the tools, each with a description
+//! of 2 KiB, so that a few answers fill a pipe.
 
 use std::{
     collections::HashMap,
@@ -91,6 +95,10 @@ fn main() {
                     .push(message["params"]["requestId"].clone());
             }
             "ping" => send(&out, &json!({"jsonrpc": "2.0", "id": id, "result": {}})),
+            "tools/list" => send(
+                &out,
+                &json!({"jsonrpc": "2.0", "id": id, "result": {"tools": tool_list()}}),
+            ),
             "resources/subscribe" | "resources/unsubscribe" => {
                 let uri = message["params"]["uri"].as_str().unwrap_or_default();
                 let subscribe = method == "resources/subscribe";
@@ -134,6 +142,23 @@ fn main() {
             ),
         }
     }
+}
+
+/// The tools it answers `tools/call` for, each with a description of 2 KiB.
+fn tool_list() -> Vec<Value> {
+    const TOOLS: [&str; 13] = [
+        "echo", "pid", "argv", "inits", "subs", "cancels", "setup", "slow", "notify", "update",
+        "roots", "flood", "crash",
+    ];
+    TOOLS
+        .iter()
+        .map(|name| {
+            let mut description = format!("the {name} tool");
+            description.extend(std::iter::repeat_n('.', 2048 - description.len()));
+            json!({"name": name, "description": description,
+                "inputSchema": {"type": "object"}})
+        })
+        .collect()
 }
 
 fn call(
