@@ -1,7 +1,8 @@
 //! A small stdio MCP server that answers concurrently, for the multiplexer's tests: progress, list
 //! changes, resource updates, a server-to-client request and a crash on demand.
 //!
-//! Tools (`tools/call` with `params.name`): `echo {text}`, `pid`, `argv` (its arguments), `inits` ("<initialize> <initialized>"),
+//! Tools (`tools/call` with `params.name`): `echo {text}`, `pid`, `argv` (its arguments), `cwd` (its
+//! working folder), `inits` ("<initialize> <initialized>"),
 //! `slow {ms, steps}` (progress on the request's token, then "done"), `notify` (a tools list change and a
 //! log message), `update {uri}` (a resource update), `roots` (asks the client for its roots and returns
 //! them), `subs` (subscriptions held), `cancels` (the request ids of the `notifications/cancelled` it
@@ -146,9 +147,9 @@ fn main() {
 
 /// The tools it answers `tools/call` for, each with a description of 2 KiB.
 fn tool_list() -> Vec<Value> {
-    const TOOLS: [&str; 13] = [
-        "echo", "pid", "argv", "inits", "subs", "cancels", "setup", "slow", "notify", "update",
-        "roots", "flood", "crash",
+    const TOOLS: [&str; 14] = [
+        "echo", "pid", "argv", "cwd", "inits", "subs", "cancels", "setup", "slow", "notify",
+        "update", "roots", "flood", "crash",
     ];
     TOOLS
         .iter()
@@ -175,6 +176,9 @@ fn call(
         "echo" => args["text"].as_str().unwrap_or_default().to_owned(),
         "pid" => std::process::id().to_string(),
         "argv" => std::env::args().skip(1).collect::<Vec<_>>().join(" "),
+        "cwd" => std::env::current_dir()
+            .map(|dir| dir.display().to_string())
+            .unwrap_or_default(),
         "inits" => format!("{} {}", counts.0, counts.1),
         "subs" => counts.2.to_string(),
         "cancels" => cancelled.to_string(),
