@@ -20,6 +20,7 @@ mod record;
 mod redact;
 mod replay;
 mod serve;
+mod serve_flood;
 mod shared;
 mod support;
 mod tasks;
