@@ -56,6 +56,30 @@ impl Served {
         Self { process, addr }
     }
 
+    /// Sends a POST with `headers` on a connection of its own, and reads the head of its answer
+    /// (so that the server has taken every message of it), leaving the answers unread.
+    fn flood(&self, headers: &str, body: &[u8]) -> TcpStream {
+        let mut stream = self.send(headers, body);
+        stream
+            .set_read_timeout(Some(Duration::from_secs(60)))
+            .unwrap();
+        let mut head = Vec::new();
+        let mut byte = [0u8; 1];
+        while !head.ends_with(b"\r\n\r\n") {
+            let read = stream
+                .read(&mut byte)
+                .expect("the head of the flood's answer");
+            assert_eq!(read, 1, "the server closed the flood's connection");
+            head.push(byte[0]);
+        }
+        assert!(
+            head.starts_with(b"HTTP/1.1 200"),
+            "{}",
+            String::from_utf8_lossy(&head)
+        );
+        stream
+    }
+
     /// Sends a POST with `headers` on a connection of its own, and leaves its answer unread.
     fn send(&self, headers: &str, body: &[u8]) -> TcpStream {
         let mut stream = TcpStream::connect(&self.addr).unwrap();
@@ -152,7 +176,7 @@ fn serve_answers_another_session_while_one_floods_it_with_a_batch_it_never_reads
         let served = Served::start(&command);
         let flooder = served.initialize();
         let other = served.initialize();
-        let _flood = served.send(&session_headers(&flooder), &batch);
+        let _flood = served.flood(&session_headers(&flooder), &batch);
         assert!(served.ping(&other), "{what}: the other session's ping hung");
         let resident = served.resident_mib();
         assert!(resident < 150, "{what}: {resident} MiB resident");

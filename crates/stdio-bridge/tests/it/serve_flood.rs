@@ -14,7 +14,7 @@ use http::{Method, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use serde_json::{Value, json};
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::{
     serve::{ACCEPT_BOTH, JSON, Session, Target, body_text, child, messages_of, raw, start},
@@ -51,7 +51,8 @@ fn listen(id: u64, uris: usize) -> Value {
         "_meta": meta()}})
 }
 
-/// A POST on a connection of its own whose answer nobody reads; the connection stays open.
+/// A POST on a connection of its own whose answers nobody reads, once its head came (the server
+/// took every message of it); the connection stays open.
 async fn unread_post(
     target: &Target,
     headers: &[(&str, String)],
@@ -72,6 +73,21 @@ async fn unread_post(
     head.push_str("\r\n");
     stream.write_all(head.as_bytes()).await.expect("write");
     stream.write_all(body).await.expect("write");
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        let read = tokio::time::timeout(Duration::from_secs(60), stream.read(&mut byte))
+            .await
+            .expect("the head of the answer within 60 s")
+            .expect("read");
+        assert_eq!(read, 1, "the server closed the connection");
+        head.push(byte[0]);
+    }
+    assert!(
+        head.starts_with(b"HTTP/1.1 200"),
+        "{}",
+        String::from_utf8_lossy(&head)
+    );
     stream
 }
 
