@@ -17,7 +17,7 @@ use calltape_stdio_bridge::shared::{Record, SharedKey, SharedPaths};
 use serde_json::Value;
 
 use crate::support::{
-    self, KillOnDrop, calltape, everything, first_line, peer_script, served_addr,
+    self, KillOnDrop, calltape, everything, first_line, peer_script, served_addr, session_id_of,
 };
 
 /// The Python of a client or server era: the SDK 1.x or the SDK 2.x.
@@ -159,14 +159,7 @@ impl Served {
     fn initialize(&self) -> String {
         let body = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
         let response = self.post(&format!("Host: {}\r\n", self.addr), body);
-        response
-            .lines()
-            .find_map(|l| {
-                l.to_ascii_lowercase()
-                    .strip_prefix("mcp-session-id: ")
-                    .map(str::to_owned)
-            })
-            .unwrap_or_else(|| panic!("no session: {response}"))
+        session_id_of(&response).unwrap_or_else(|| panic!("no session: {response}"))
     }
 
     /// The headers of a request in `session`.

@@ -15,7 +15,8 @@ use std::{
 use serde_json::{Value, json};
 
 use crate::support::{
-    KillOnDrop, calltape, everything, first_line, modern_python, peer_script, python, served_addr,
+    KillOnDrop, calltape, everything, first_line, modern_python, peer_script, python, resident_mib,
+    served_addr, session_id_of,
 };
 
 /// The requests of the flood, and the resources of the big listen.
@@ -110,14 +111,7 @@ impl Served {
             "protocolVersion": "2025-06-18", "capabilities": {},
             "clientInfo": {"name": "flood", "version": "1"}}});
         let response = self.exchange("", body.to_string().as_bytes());
-        let id = response
-            .lines()
-            .find_map(|l| {
-                l.to_ascii_lowercase()
-                    .strip_prefix("mcp-session-id: ")
-                    .map(str::to_owned)
-            })
-            .unwrap_or_else(|| panic!("no session: {response}"));
+        let id = session_id_of(&response).unwrap_or_else(|| panic!("no session: {response}"));
         let done = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
         self.exchange(&session_headers(&id), done.to_string().as_bytes());
         id
@@ -134,15 +128,7 @@ impl Served {
 
     /// The resident memory of the `calltape serve` process, in MiB.
     fn resident_mib(&self) -> u64 {
-        let status =
-            std::fs::read_to_string(format!("/proc/{}/status", self.process.id())).unwrap();
-        let kib: u64 = status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmRSS:"))
-            .and_then(|v| v.trim().strip_suffix("kB"))
-            .and_then(|v| v.trim().parse().ok())
-            .expect("VmRSS in /proc/PID/status");
-        kib / 1024
+        resident_mib(self.process.id())
     }
 }
 

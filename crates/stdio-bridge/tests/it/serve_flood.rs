@@ -17,7 +17,9 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::{
-    serve::{ACCEPT_BOTH, JSON, Session, Target, body_text, child, messages_of, raw, start},
+    serve::{
+        ACCEPT_BOTH, JSON, Running, Session, Target, body_text, child, messages_of, raw, start,
+    },
     serve_limits::closed_by_server,
 };
 
@@ -41,6 +43,12 @@ fn stateless(method: &str) -> Vec<(&str, &str)> {
         ("mcp-protocol-version", "2026-07-28"),
         ("mcp-method", method),
     ]
+}
+
+/// A stateless request (or batch) of `method`, and the response, its body unread.
+async fn post_stateless(target: &Target, method: &str, body: &Value) -> hyper::Response<Incoming> {
+    let body = serde_json::to_vec(body).unwrap();
+    raw(target, Method::POST, "/mcp", &stateless(method), &body).await
 }
 
 /// A `subscriptions/listen` for `uris` and tools list changes.
@@ -143,9 +151,7 @@ fn sse() -> http::HeaderMap {
 
 #[tokio::test]
 async fn a_batch_of_5000_requests_whose_answers_are_never_read_leaves_others_served() {
-    let running = start(Serve::new(child())).await;
-    let mut flooder = Session::new(running.target.clone(), None);
-    flooder.initialize().await;
+    let (running, flooder) = with_a_session(Serve::new(child())).await;
     let mut other = Session::new(running.target.clone(), None);
     other.initialize().await;
     // The flooder reads its GET stream, where what its POST's stream could not take goes.
@@ -189,16 +195,20 @@ async fn a_batch_of_5000_requests_whose_answers_are_never_read_leaves_others_ser
     running.stop().await;
 }
 
+/// A server with default options, and a session of it.
+async fn with_a_session(serve: Serve) -> (Running, Session) {
+    let running = start(serve).await;
+    let mut session = Session::new(running.target.clone(), None);
+    session.initialize().await;
+    (running, session)
+}
+
 #[tokio::test]
 async fn a_listen_for_5000_resources_is_refused_and_others_are_served() {
-    let running = start(Serve::new(child())).await;
-    let mut other = Session::new(running.target.clone(), None);
-    other.initialize().await;
-    let body = serde_json::to_vec(&listen(1, FLOOD)).unwrap();
-    let headers = stateless("subscriptions/listen");
+    let (running, other) = with_a_session(Serve::new(child())).await;
     let res = tokio::time::timeout(
         Duration::from_secs(60),
-        raw(&running.target, Method::POST, "/mcp", &headers, &body),
+        post_stateless(&running.target, "subscriptions/listen", &listen(1, FLOOD)),
     )
     .await
     .expect("no answer to the listen within 60 s");
@@ -214,8 +224,8 @@ async fn a_listen_for_5000_resources_is_refused_and_others_are_served() {
     ping(&other, 1).await;
 
     // As many resources as a listen may name are subscribed to, all at once, and acknowledged.
-    let body = serde_json::to_vec(&listen(2, MAX_SUBSCRIPTIONS)).unwrap();
-    let res = raw(&running.target, Method::POST, "/mcp", &headers, &body).await;
+    let listen = listen(2, MAX_SUBSCRIPTIONS);
+    let res = post_stateless(&running.target, "subscriptions/listen", &listen).await;
     assert_eq!(res.status(), StatusCode::OK);
     let seen = events_until(&mut res.into_body(), |m| {
         m["method"] == "notifications/subscriptions/acknowledged"
@@ -238,13 +248,10 @@ async fn a_session_holds_at_most_max_listens_open() {
     let batch: Vec<Value> = (1..=MAX_LISTENS as u64 + 1)
         .map(|id| listen(id, 1))
         .collect();
-    let body = serde_json::to_vec(&batch).unwrap();
-    let res = raw(
+    let res = post_stateless(
         &running.target,
-        Method::POST,
-        "/mcp",
-        &stateless("subscriptions/listen"),
-        &body,
+        "subscriptions/listen",
+        &Value::Array(batch),
     )
     .await;
     assert_eq!(res.status(), StatusCode::OK);
@@ -273,35 +280,23 @@ async fn a_session_holds_at_most_max_listens_open() {
 
 #[tokio::test]
 async fn stateless_requests_count_as_sessions_while_they_are_answered() {
-    let running = start(Serve::new(child()).max_sessions(2)).await;
-    let mut session = Session::new(running.target.clone(), None);
-    session.initialize().await;
+    let (running, session) = with_a_session(Serve::new(child()).max_sessions(2)).await;
     let list =
         json!({"jsonrpc": "2.0", "id": 7, "method": "tools/list", "params": {"_meta": meta()}});
-    let list = serde_json::to_vec(&list).unwrap();
-    let list_headers = stateless("tools/list");
     // One at a time, stateless requests take the place left and give it back.
     for _ in 0..3 {
-        let res = raw(&running.target, Method::POST, "/mcp", &list_headers, &list).await;
+        let res = post_stateless(&running.target, "tools/list", &list).await;
         assert_eq!(res.status(), StatusCode::OK);
     }
     // A listen holds its place while its stream is open: the next request past the limit is refused,
     // with its own id.
-    let body = serde_json::to_vec(&listen(1, 1)).unwrap();
-    let open = raw(
-        &running.target,
-        Method::POST,
-        "/mcp",
-        &stateless("subscriptions/listen"),
-        &body,
-    )
-    .await;
+    let open = post_stateless(&running.target, "subscriptions/listen", &listen(1, 1)).await;
     let mut stream = open.into_body();
     events_until(&mut stream, |m| {
         m["method"] == "notifications/subscriptions/acknowledged"
     })
     .await;
-    let res = raw(&running.target, Method::POST, "/mcp", &list_headers, &list).await;
+    let res = post_stateless(&running.target, "tools/list", &list).await;
     assert_eq!(res.status(), StatusCode::SERVICE_UNAVAILABLE);
     let refused: Value = serde_json::from_str(&body_text(res).await).expect("a JSON-RPC error");
     assert_eq!(refused["id"], 7, "{refused}");
@@ -322,9 +317,7 @@ async fn stateless_requests_count_as_sessions_while_they_are_answered() {
 
 #[tokio::test]
 async fn json_answers_past_16_mib_are_replaced_by_errors_with_their_ids() {
-    let running = start(Serve::new(child()).json_response(true)).await;
-    let mut session = Session::new(running.target.clone(), None);
-    session.initialize().await;
+    let (running, session) = with_a_session(Serve::new(child()).json_response(true)).await;
     // Each answer holds 13 tools of 2 KiB: 1,000 of them are over 26 MB.
     let batch: Vec<Value> = (0..1000)
         .map(|n| json!({"jsonrpc": "2.0", "id": n, "method": "tools/list"}))
