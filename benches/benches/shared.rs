@@ -123,10 +123,7 @@ fn child_command() -> Vec<OsString> {
 fn launcher(child: &[OsString]) -> Launcher {
     let mut args: Vec<OsString> = vec!["unix".into(), "--".into()];
     args.extend(child.iter().cloned());
-    Launcher {
-        program: std::env::current_exe().expect("this binary"),
-        args,
-    }
+    Launcher::new(std::env::current_exe().expect("this binary"), args).expect("the working folder")
 }
 
 fn initialize() -> bytes::Bytes {

@@ -31,9 +31,15 @@ remapped, list changes go to every session, and a crashed CMD is restarted and r
 
 Limits: a connection gets 10 s to send a request's headers; at most --max-connections are open \
 (past that, the oldest one still waiting for its headers is closed) and at most --max-sessions \
-sessions (an initialize past that gets 503). A GET stream whose client leaves 1,024 messages or \
-16 MiB unread is closed; the client resumes with Last-Event-ID from the session's last 1,024 \
-events.
+sessions, a stateless request counting as one while it is answered (an initialize or a stateless \
+request past that gets 503 and -32005). A GET stream, or a POST's answer stream, whose client \
+leaves 1,024 messages or 16 MiB unread is closed; the client resumes with Last-Event-ID from the \
+session's last 1,024 events, where a closed POST stream's later answers go too. JSON answers \
+(--json-response) past 16 MiB for one POST are each replaced by a -32009 error. A session holds \
+at most 16 subscriptions/listen streams open (-32007), each naming at most 1,024 resources \
+(-32006). Sessions take turns at CMD: one that sends thousands of requests at once does not put \
+another's behind them all, and CMD's output is read while serve writes to it, so a CMD that reads \
+nothing while its stdout is full never stalls the server.
 
 Loopback only: a request with an Origin header gets 403 unless it is serve's own \
 (http://127.0.0.1:PORT, http://localhost:PORT or http://[::1]:PORT: no web page of another address \
@@ -82,7 +88,8 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "N", default_value_t = 256)]
     max_connections: usize,
 
-    /// Hold at most N sessions; an initialize past that gets 503 until a session ends or expires.
+    /// Hold at most N sessions, a stateless request counting as one while it is answered; an
+    /// initialize or a stateless request past that gets 503 until one ends or expires.
     #[arg(long, value_name = "N", default_value_t = 1024)]
     max_sessions: usize,
 

@@ -25,10 +25,15 @@ Examples:
 Put it in each MCP client's configuration as the server command: the first session starts one \
 server for the key (`calltape serve` of this binary, detached), every later one attaches to it.
 
-A server is bound to what it runs: a session whose command (or calltape version) differs never \
-attaches to it. It starts a server for its own command, which becomes the key's server, and says \
-so on stderr; the old server takes no new session, serves the ones it has and exits after the \
-last one.
+A server is bound to what it runs: its command and arguments, the working folder (canonical, so \
+`node dist/index.js` from two checkouts is two servers) and calltape's version. A session whose \
+fingerprint differs never attaches to it. It starts a server for its own command, which becomes \
+the key's server, and says so on stderr; the old server takes no new session, serves the ones it \
+has and exits after the last one. The rest of the environment is not part of it: a session whose \
+environment variables differ (PATH, the server's settings, its API keys), or that runs after the \
+command's files changed (a rebuilt dist/index.js), attaches to the running server, which keeps the \
+environment and the code of the session that started it; end it (or use another key) to have \
+those taken up.
 
 Files: $CALLTAPE_HOME/shared/<key>/ (default $XDG_RUNTIME_DIR/calltape, else ~/.calltape), a \
 0700 folder with server.json (0600), server.sock (0600), server.log (0600; the server's stderr, \
@@ -89,10 +94,7 @@ fn launcher(args: &SharedArgs) -> Result<Launcher, Error> {
         "--".into(),
     ];
     argv.extend(args.command.iter().cloned());
-    Ok(Launcher {
-        program,
-        args: argv,
-    })
+    Ok(Launcher::new(program, argv)?)
 }
 
 /// The key and its files: an invalid key or an unusable home folder is an error.

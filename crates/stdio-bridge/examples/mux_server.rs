@@ -1,7 +1,8 @@
 //! A small stdio MCP server that answers concurrently, for the multiplexer's tests: progress, list
 //! changes, resource updates, a server-to-client request and a crash on demand.
 //!
-//! Tools (`tools/call` with `params.name`): `echo {text}`, `pid`, `argv` (its arguments), `inits` ("<initialize> <initialized>"),
+//! Tools (`tools/call` with `params.name`): `echo {text}`, `pid`, `argv` (its arguments), `cwd` (its
+//! working folder), `inits` ("<initialize> <initialized>"),
 //! `slow {ms, steps}` (progress on the request's token, then "done"), `notify` (a tools list change and a
 //! log message), `update {uri}` (a resource update), `roots` (asks the client for its roots and returns
 //! them), `subs` (subscriptions held), `cancels` (the request ids of the `notifications/cancelled` it
@@ -9,6 +10,10 @@
 //! refused ones too, as JSON), `flood {count, size}` (`count` log messages of `size` bytes each), `crash`
 //! (exits with status 3). It refuses a subscription to a URI that starts with `missing:`, and with
 //! `--init-delay-ms MS` it answers each `initialize` that much later.
+//!
+//! It reads its stdin and answers everything but `tools/call` on one thread, as many small servers do:
+//! while its stdout is full, it reads nothing. `tools/list` names the tools, each with a description
+//! of 2 KiB, so that a few answers fill a pipe.
 
 use std::{
     collections::HashMap,
@@ -91,6 +96,10 @@ fn main() {
                     .push(message["params"]["requestId"].clone());
             }
             "ping" => send(&out, &json!({"jsonrpc": "2.0", "id": id, "result": {}})),
+            "tools/list" => send(
+                &out,
+                &json!({"jsonrpc": "2.0", "id": id, "result": {"tools": tool_list()}}),
+            ),
             "resources/subscribe" | "resources/unsubscribe" => {
                 let uri = message["params"]["uri"].as_str().unwrap_or_default();
                 let subscribe = method == "resources/subscribe";
@@ -136,6 +145,23 @@ fn main() {
     }
 }
 
+/// The tools it answers `tools/call` for, each with a description of 2 KiB.
+fn tool_list() -> Vec<Value> {
+    const TOOLS: [&str; 14] = [
+        "echo", "pid", "argv", "cwd", "inits", "subs", "cancels", "setup", "slow", "notify",
+        "update", "roots", "flood", "crash",
+    ];
+    TOOLS
+        .iter()
+        .map(|name| {
+            let mut description = format!("the {name} tool");
+            description.extend(std::iter::repeat_n('.', 2048 - description.len()));
+            json!({"name": name, "description": description,
+                "inputSchema": {"type": "object"}})
+        })
+        .collect()
+}
+
 fn call(
     out: &Out,
     waiters: &Waiters,
@@ -150,6 +176,9 @@ fn call(
         "echo" => args["text"].as_str().unwrap_or_default().to_owned(),
         "pid" => std::process::id().to_string(),
         "argv" => std::env::args().skip(1).collect::<Vec<_>>().join(" "),
+        "cwd" => std::env::current_dir()
+            .map(|dir| dir.display().to_string())
+            .unwrap_or_default(),
         "inits" => format!("{} {}", counts.0, counts.1),
         "subs" => counts.2.to_string(),
         "cancels" => cancelled.to_string(),

@@ -36,10 +36,8 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         let key = SharedKey::new(&args.next().ok_or("give the key")?)?;
         let transport: Transport = args.next().ok_or("give unix or http")?.parse()?;
         let mut command = args.skip_while(|a| a == "--");
-        let launcher = Launcher {
-            program: command.next().ok_or("give the server's command")?.into(),
-            args: command.map(Into::into).collect(),
-        };
+        let program = command.next().ok_or("give the server's command")?;
+        let launcher = Launcher::new(program, command)?;
         let upstream = SharedUpstream::new(SharedPaths::from_env(&key)?, transport, launcher);
         let bridge = Bridge::builder().upstream(upstream).build()?;
         runtime.block_on(bridge.run(tokio::io::stdin(), tokio::io::stdout()))?;

@@ -109,6 +109,11 @@ pub(crate) trait Translate: Send + 'static {
     fn holds(&self, _id: &serde_json::Value) -> bool {
         false
     }
+    /// Whether nothing is in flight: no request of the client's or of its own waits for an answer, and
+    /// no listen stream is open. An idle session opened for other capabilities may be closed.
+    fn idle(&self) -> bool {
+        true
+    }
 }
 
 /// A failure event (undelivered, not MCP, session expired) about `frame` instead of the frame it named:

@@ -57,7 +57,11 @@
 //! | -32002 | [`BUFFER_FULL`] | `buffer_full` | the upstream is not ready and the hold buffer is full |
 //! | -32003 | [`RESTART_DEADLINE`] | `restart_deadline` | the request was held longer than the restart deadline |
 //! | -32004 | [`UPSTREAM_PROTOCOL_ERROR`] | `upstream_protocol_error` | the upstream answered with something that is not MCP |
-//! | -32005 | [`TOO_MANY_SESSIONS`] | `too_many_sessions` | [`serve`] holds as many sessions as it may (HTTP 503); one must end or expire first |
+//! | -32005 | [`TOO_MANY_SESSIONS`] | `too_many_sessions` | [`serve`] holds as many sessions as it may, stateless requests' included (HTTP 503); one must end or expire first |
+//! | -32006 | [`TOO_MANY_URIS`] | `too_many_uris` | a `subscriptions/listen` names more than [`MAX_SUBSCRIPTIONS`] resources, or a subscription would take a session past that many |
+//! | -32007 | [`TOO_MANY_LISTENS`] | `too_many_listens` | a session of [`serve`] holds [`MAX_LISTENS`] `subscriptions/listen` streams open |
+//! | -32008 | [`TOO_MANY_CAPABILITY_SESSIONS`] | `too_many_capability_sessions` | a 2026-07-28 client needs a session of its own for its capabilities while [`MAX_CAPABILITY_SESSIONS`] are open; an idle one closes after [`CAPABILITY_SESSION_IDLE`] |
+//! | -32009 | [`ANSWERS_TOO_LARGE`] | `answers_too_large` | the JSON answers to one POST of [`serve`] came to more than 16 MiB: the ones past that |
 //!
 //! # Example
 //!
@@ -129,8 +133,10 @@ pub use bridge::{
 };
 pub use era::{EraUpstream, MODERN_VERSION, Protocol};
 pub use error::{
-    BUFFER_FULL, Error, ErrorKind, INVALID_REQUEST, PARSE_ERROR, RESTART_DEADLINE,
-    TOO_MANY_SESSIONS, UPSTREAM_EXITED, UPSTREAM_PROTOCOL_ERROR, UPSTREAM_UNREACHABLE,
+    ANSWERS_TOO_LARGE, BUFFER_FULL, CAPABILITY_SESSION_IDLE, Error, ErrorKind, INVALID_REQUEST,
+    MAX_CAPABILITY_SESSIONS, MAX_LISTENS, MAX_SUBSCRIPTIONS, PARSE_ERROR, RESTART_DEADLINE,
+    TOO_MANY_CAPABILITY_SESSIONS, TOO_MANY_LISTENS, TOO_MANY_SESSIONS, TOO_MANY_URIS,
+    UPSTREAM_EXITED, UPSTREAM_PROTOCOL_ERROR, UPSTREAM_UNREACHABLE,
 };
 pub use frame::{DEFAULT_MAX_FRAME, FrameReader, FrameWriter, Incoming, InvalidLine};
 pub use tap::{Direction, TAP_QUEUE_BYTES, Tap, TapEvent};

@@ -17,7 +17,7 @@ use calltape_stdio_bridge::shared::{Record, SharedKey, SharedPaths};
 use serde_json::Value;
 
 use crate::support::{
-    self, KillOnDrop, calltape, everything, first_line, peer_script, served_addr,
+    self, KillOnDrop, calltape, everything, first_line, peer_script, served_addr, session_id_of,
 };
 
 /// The Python of a client or server era: the SDK 1.x or the SDK 2.x.
@@ -155,6 +155,43 @@ impl Served {
         Running { era, child }
     }
 
+    /// Initializes a handshake-era session with a raw POST; its id.
+    fn initialize(&self) -> String {
+        let body = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
+        let response = self.post(&format!("Host: {}\r\n", self.addr), body);
+        session_id_of(&response).unwrap_or_else(|| panic!("no session: {response}"))
+    }
+
+    /// The headers of a request in `session`.
+    fn session_headers(&self, session: &str) -> String {
+        format!(
+            "Host: {}\r\nMcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-06-18\r\n",
+            self.addr
+        )
+    }
+
+    /// Opens `session`'s GET stream; its events are read from the returned connection.
+    fn open_get(&self, session: &str) -> TcpStream {
+        let mut stream = TcpStream::connect(&self.addr).unwrap();
+        let request = format!(
+            "GET /mcp HTTP/1.1\r\n{}Accept: text/event-stream\r\n\r\n",
+            self.session_headers(session)
+        );
+        stream.write_all(request.as_bytes()).unwrap();
+        stream
+    }
+
+    /// Sends a raw POST whose answer is an event stream, read from the returned connection.
+    fn open_post(&self, headers: &str, body: &str) -> TcpStream {
+        let mut stream = TcpStream::connect(&self.addr).unwrap();
+        let request = format!(
+            "POST /mcp HTTP/1.1\r\nAccept: application/json, text/event-stream\r\nContent-Type: application/json\r\n{headers}Content-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        stream.write_all(request.as_bytes()).unwrap();
+        stream
+    }
+
     /// One raw POST on a fresh connection, with `headers` added; the whole response.
     fn post(&self, headers: &str, body: &str) -> String {
         let mut stream = TcpStream::connect(&self.addr).unwrap();
@@ -230,6 +267,109 @@ fn era_serve_a_listen_stream_gets_its_own_events_with_its_own_id() {
                 Ok("tools_list_changed".to_owned()),
                 "{kind:?} {args:?}: the change reached the listen stream"
             );
+        }
+    }
+}
+
+#[test]
+fn era_serve_a_list_change_of_a_child_of_both_eras_reaches_sessions_of_both_eras() {
+    // The SDK 2.x child says its tools changed to a handshake-era session and to listen streams,
+    // and drops whichever its connection's era does not carry: whatever era serve talks to it in,
+    // each client hears the change as it would from a server of its own era.
+    for protocol in ["auto", "legacy"] {
+        let served = Served::start(Kind::Dual, &["--protocol", protocol]);
+        let legacy = served.client(Era::Legacy, &steps(&["changed"])).wait();
+        assert_eq!(
+            legacy,
+            Ok(steps(&["tools_list_changed"])),
+            "--protocol {protocol}: the handshake-era session"
+        );
+        let modern = served.client(Era::Modern, &steps(&["listen"])).wait();
+        assert_eq!(
+            modern,
+            Ok(steps(&["tools_list_changed"])),
+            "--protocol {protocol}: the 2026-07-28 listen stream"
+        );
+    }
+}
+
+#[test]
+fn era_serve_a_list_change_one_era_causes_reaches_the_other_eras_streams() {
+    let meta = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"m","version":"1"}}"#;
+    for protocol in ["auto", "legacy"] {
+        for caller in [Era::Legacy, Era::Modern] {
+            let served = Served::start(Kind::Dual, &["--protocol", protocol]);
+            let what = format!("--protocol {protocol}, {caller:?} caller");
+            let session = served.initialize();
+            let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+            served.post(&served.session_headers(&session), initialized);
+            let mut get = served.open_get(&session);
+            let listen = format!(
+                r#"{{"jsonrpc":"2.0","id":7,"method":"subscriptions/listen","params":{{"notifications":{{"toolsListChanged":true}},{meta}}}}}"#
+            );
+            let stateless = |method: &str, name: &str| {
+                format!(
+                    "Host: {}
+MCP-Protocol-Version: 2026-07-28
+Mcp-Method: {method}
+{name}",
+                    served.addr
+                )
+            };
+            let mut listening = served.open_post(&stateless("subscriptions/listen", ""), &listen);
+            let acked = until_event(&mut listening, "notifications/subscriptions/acknowledged");
+            assert!(acked.is_some(), "{what}: the listen was not acknowledged");
+            let called = match caller {
+                Era::Legacy => served.post(
+                    &served.session_headers(&session),
+                    r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"change","arguments":{}}}"#,
+                ),
+                Era::Modern => served.post(
+                    &stateless("tools/call", "Mcp-Name: change
+"),
+                    &format!(
+                        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"change","arguments":{{}},{meta}}}}}"#
+                    ),
+                ),
+            };
+            assert!(called.contains("changed"), "{what}: {called}");
+            let heard = until_event(&mut get, "notifications/tools/list_changed");
+            assert!(
+                heard.is_some(),
+                "{what}: the handshake-era session heard nothing"
+            );
+            let heard = until_event(&mut listening, "notifications/tools/list_changed");
+            let heard = heard.unwrap_or_else(|| panic!("{what}: the listen stream heard nothing"));
+            assert_eq!(
+                heard["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 7,
+                "{what}: {heard}"
+            );
+        }
+    }
+}
+
+/// Reads SSE events from `stream` until one whose method is `method` (ten seconds of quiet at most).
+fn until_event(stream: &mut TcpStream, method: &str) -> Option<Value> {
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut text = String::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        for line in text.lines() {
+            if let Some(data) = line.strip_prefix("data: ")
+                && let Ok(message) = serde_json::from_str::<Value>(data)
+                && message["method"] == method
+            {
+                return Some(message);
+            }
+        }
+        // Only whole lines are kept for the next look.
+        let cut = text.rfind('\n').map_or(0, |at| at + 1);
+        text.drain(..cut);
+        match stream.read(&mut buf) {
+            Ok(0) | Err(_) => return None,
+            Ok(n) => text.push_str(&String::from_utf8_lossy(&buf[..n])),
         }
     }
 }

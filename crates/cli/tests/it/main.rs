@@ -30,6 +30,7 @@ mod redact_tables;
 mod replay;
 mod replay_rules;
 mod serve;
+mod serve_flood;
 mod shared;
 mod support;
 mod surface;

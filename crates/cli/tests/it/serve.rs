@@ -10,7 +10,9 @@ use std::{
     time::Duration,
 };
 
-use crate::support::{KillOnDrop, calltape, first_line, peer_script, python};
+use crate::support::{
+    KillOnDrop, calltape, first_line, peer_script, python, resident_mib, session_id_of,
+};
 
 /// A running `calltape serve` and its address.
 struct Served {
@@ -53,14 +55,7 @@ impl Served {
 
     /// The resident memory of the `calltape serve` process, in MiB.
     fn resident_mib(&self) -> u64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
-        let kib: u64 = status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmRSS:"))
-            .and_then(|v| v.trim().strip_suffix("kB"))
-            .and_then(|v| v.trim().parse().ok())
-            .expect("VmRSS in /proc/PID/status");
-        kib / 1024
+        resident_mib(self.child.id())
     }
 
     /// One request on a fresh connection; the whole response.
@@ -86,11 +81,7 @@ impl Served {
     /// Initializes a session; its id, or the whole response when it was refused.
     fn initialize(&self) -> Result<String, String> {
         let response = self.exchange(None, INITIALIZE);
-        let id = response.lines().find_map(|l| {
-            l.to_ascii_lowercase()
-                .strip_prefix("mcp-session-id: ")
-                .map(str::to_owned)
-        });
+        let id = session_id_of(&response);
         id.ok_or(response)
     }
 

@@ -452,59 +452,96 @@ fn serve_over_loopback_http_requires_the_token_and_refuses_pages_and_foreign_hos
     assert_eq!(line["input"]["text"], "recorded call");
 }
 
-#[test]
-fn a_session_for_another_command_starts_its_own_server_and_says_so_in_one_line() {
-    let home = home();
-    let run = |extra: &[&str]| {
-        Command::new(python())
-            .arg(peer_script("shared_client.py"))
-            .arg("1")
-            .arg("--")
-            .arg(env!("CARGO_BIN_EXE_calltape"))
-            .args(["shared", "--key", "k", "--"])
-            .arg(python())
-            .arg(peer_script("shared_server.py"))
-            .args(extra)
-            .env("CALLTAPE_HOME", home.path())
-            .env_remove("CALLTAPE_LOG")
-            .env("NO_COLOR", "1")
-            .output()
-            .unwrap()
-    };
-    let replaced = "runs another command or calltape version";
-    let first = run(&[]);
-    let stderr = String::from_utf8_lossy(&first.stderr);
-    assert!(first.status.success(), "{stderr}");
-    assert!(!stderr.contains(replaced), "{stderr}");
-    let paths = SharedPaths::under(home.path(), &SharedKey::new("k").unwrap());
-    let old = Record::read(&paths.record())
-        .unwrap()
-        .expect("the first server's record");
+/// How the second session of a key differs from the first.
+#[derive(Debug, Clone, Copy)]
+enum Differs {
+    /// The same server with another argument.
+    Argument,
+    /// The same command line, `python shared_server.py`, run from another checkout.
+    Folder,
+}
 
-    // The same server with another argument is another command: a server of its own.
-    let second = run(&["--another-argument"]);
-    let stderr = String::from_utf8_lossy(&second.stderr);
-    assert!(second.status.success(), "{stderr}");
-    assert_eq!(stderr.matches(replaced).count(), 1, "{stderr}");
-    let first_pid: Value = serde_json::from_slice(&first.stdout).unwrap();
-    let second_pid: Value = serde_json::from_slice(&second.stdout).unwrap();
-    assert_ne!(first_pid["pids"][0], second_pid["pids"][0]);
-    let new = Record::read(&paths.record())
-        .unwrap()
-        .expect("the new server's record");
-    assert_ne!(new.pid, old.pid);
-    // The old server had no session left: it exits (reaped, or a zombie of whoever adopted it).
-    let running = || {
-        std::fs::read_to_string(format!("/proc/{}/stat", old.pid)).is_ok_and(|stat| {
-            stat.rsplit(") ")
-                .next()
-                .is_some_and(|s| !s.starts_with('Z'))
-        })
-    };
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while running() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
+#[test]
+fn a_session_for_another_command_or_folder_starts_its_own_server_and_says_so_in_one_line() {
+    for differs in [Differs::Argument, Differs::Folder] {
+        let home = home();
+        let checkouts = tempfile::tempdir().unwrap();
+        let checkout = |name: &str| {
+            let dir = checkouts.path().join(name);
+            std::fs::create_dir(&dir).unwrap();
+            std::fs::copy(
+                peer_script("shared_server.py"),
+                dir.join("shared_server.py"),
+            )
+            .unwrap();
+            dir.canonicalize().unwrap()
+        };
+        let (one, two) = (checkout("one"), checkout("two"));
+        let run = |dir: &Path, extra: &[&str]| {
+            Command::new(python())
+                .arg(peer_script("shared_client.py"))
+                .arg("1")
+                .arg("--")
+                .arg(env!("CARGO_BIN_EXE_calltape"))
+                .args(["shared", "--key", "k", "--"])
+                .arg(python())
+                .arg("shared_server.py")
+                .args(extra)
+                .current_dir(dir)
+                .env("CALLTAPE_HOME", home.path())
+                .env_remove("CALLTAPE_LOG")
+                .env("NO_COLOR", "1")
+                .output()
+                .unwrap()
+        };
+        let replaced = "runs another command, folder or calltape version";
+        let first = run(&one, &[]);
+        let stderr = String::from_utf8_lossy(&first.stderr);
+        assert!(first.status.success(), "{differs:?}: {stderr}");
+        assert!(!stderr.contains(replaced), "{differs:?}: {stderr}");
+        let paths = SharedPaths::under(home.path(), &SharedKey::new("k").unwrap());
+        let old = Record::read(&paths.record())
+            .unwrap()
+            .expect("the first server's record");
+        let pid_of = |output: &std::process::Output| -> String {
+            let value: Value = serde_json::from_slice(&output.stdout).unwrap();
+            value["pids"][0].as_str().expect("a pid").to_owned()
+        };
+        let cwd_of = |pid: &str| std::fs::read_link(format!("/proc/{pid}/cwd")).unwrap();
+        let first_pid = pid_of(&first);
+        assert_eq!(cwd_of(&first_pid), one, "{differs:?}");
+
+        let second = match differs {
+            Differs::Argument => run(&one, &["--another-argument"]),
+            Differs::Folder => run(&two, &[]),
+        };
+        let stderr = String::from_utf8_lossy(&second.stderr);
+        assert!(second.status.success(), "{differs:?}: {stderr}");
+        assert_eq!(stderr.matches(replaced).count(), 1, "{differs:?}: {stderr}");
+        let second_pid = pid_of(&second);
+        assert_ne!(first_pid, second_pid, "{differs:?}");
+        let folder = match differs {
+            Differs::Argument => &one,
+            Differs::Folder => &two,
+        };
+        assert_eq!(&cwd_of(&second_pid), folder, "{differs:?}");
+        let new = Record::read(&paths.record())
+            .unwrap()
+            .expect("the new server's record");
+        assert_ne!(new.pid, old.pid, "{differs:?}");
+        // The old server had no session left: it exits (reaped, or a zombie of whoever adopted it).
+        let running = || {
+            std::fs::read_to_string(format!("/proc/{}/stat", old.pid)).is_ok_and(|stat| {
+                stat.rsplit(") ")
+                    .next()
+                    .is_some_and(|s| !s.starts_with('Z'))
+            })
+        };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while running() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert!(!running(), "{differs:?}: the replaced server exited");
+        stop_shared_server(&paths);
     }
-    assert!(!running(), "the replaced server exited");
-    stop_shared_server(&paths);
 }

@@ -209,6 +209,27 @@ pub(crate) fn http_everything(port: u16) -> HttpPeer {
     )
 }
 
+/// The session id an `initialize`'s whole HTTP response names in its `Mcp-Session-Id` header.
+pub(crate) fn session_id_of(response: &str) -> Option<String> {
+    response.lines().find_map(|l| {
+        l.to_ascii_lowercase()
+            .strip_prefix("mcp-session-id: ")
+            .map(str::to_owned)
+    })
+}
+
+/// The resident memory of process `pid`, in MiB.
+pub(crate) fn resident_mib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kib: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().strip_suffix("kB"))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("VmRSS in /proc/PID/status");
+    kib / 1024
+}
+
 /// The `IP:PORT` of the URL `calltape serve` prints when it listens on TCP (`http://IP:PORT/mcp`).
 pub(crate) fn served_addr(url: &str) -> String {
     url.strip_prefix("http://")

@@ -8,7 +8,9 @@ Usage: python era_serve_client.py legacy|modern URL STEP...
 2026-07-28 (no handshake: every request carries its own envelope). Each STEP is `NAME` or
 `NAME=JSON`: a tool called with those arguments, whose first text is kept; `listen` (modern only)
 opens a `subscriptions/listen` stream for tool list changes, calls the `change` tool and waits for
-the change to arrive. Prints {"steps": [...]} on stdout: one text (or "tools_list_changed") per step.
+the change to arrive; `changed` (legacy only) calls the `change` tool and waits for the session's
+`notifications/tools/list_changed`. Prints {"steps": [...]} on stdout: one text (or
+"tools_list_changed") per step.
 """
 
 import asyncio
@@ -29,11 +31,27 @@ async def run_legacy(target, steps):
     from mcp.client.stdio import stdio_client
     from mcp.client.streamable_http import streamablehttp_client
 
+    from mcp import types
+
+    changed = asyncio.Event()
+
+    async def on_message(message):
+        if isinstance(message, types.ServerNotification) and isinstance(
+            message.root, types.ToolListChangedNotification
+        ):
+            changed.set()
+
     async def session_steps(read, write):
-        async with ClientSession(read, write) as session:
+        async with ClientSession(read, write, message_handler=on_message) as session:
             await session.initialize()
             out = []
             for step in steps:
+                if step == "changed":
+                    changed.clear()
+                    await session.call_tool("change", {})
+                    await changed.wait()
+                    out.append("tools_list_changed")
+                    continue
                 name, args = parse_step(step)
                 result = await session.call_tool(name, args)
                 assert not result.isError, result

@@ -7,8 +7,10 @@ with the 2026-07-28 `_meta` envelope opens a modern connection, `initialize` a l
 other era is refused from then on. `modern` serves 2026-07-28 only: `initialize` is refused with
 -32022 from the first frame.
 
-Tools: `pid` says which process answered, `echo` returns its argument, `change` publishes a tools
-list change to `subscriptions/listen` subscribers.
+Tools: `pid` says which process answered, `echo` returns its argument, `change` says the tools list
+changed the way a server of both eras must with the SDK 2.x: it publishes the change to
+`subscriptions/listen` subscribers (2026-07-28) and tells the session (the handshake era); the SDK
+drops what the connection's era does not carry.
 """
 
 import os
@@ -36,8 +38,9 @@ def echo(text: str) -> str:
 
 @mcp.tool()
 async def change(ctx: Context) -> str:
-    """Publishes a tools list change."""
+    """Says the tools list changed, to clients of both eras."""
     await ctx.notify_tools_changed()
+    await ctx.session.send_tool_list_changed()
     return "changed"
 
 

@@ -10,36 +10,57 @@
 //! claimed by a `server/discover` alone (a probe's, as often as not) is claimed again by the first other
 //! request; `server/discover` never opens a lane, since its answer is the same in every session.
 //!
-//! At most [`MAX_SESSIONS`] sessions are open; a client past that is served in lane 0 (and the
-//! translator logs it). A lane whose link ends answers what it held with an error and is forgotten:
-//! the next request with its capabilities opens another.
+//! At most [`MAX_SESSIONS`] sessions are open; a request that would need another is refused with
+//! [`TOO_MANY_CAPABILITY_SESSIONS`](crate::TOO_MANY_CAPABILITY_SESSIONS). A lane that had no request
+//! for [`IDLE`] and holds nothing in flight is closed, and a lane whose link ends answers what it held
+//! with an error: either is forgotten, and the next request with its capabilities opens another.
+//!
+//! Nothing here waits to write: what a full channel cannot take yet waits in order (for the client
+//! side, and per lane for its link), and the pump stops taking frames from the side that feeds a
+//! queue while it holds [`WAITING`] of them, but goes on reading the other side. A link's child whose
+//! stdout is full is thus always read, so it reads its stdin again, and the frames for it go.
 
 #[cfg(test)]
 mod tests;
 
 use std::{
-    collections::HashMap,
+    collections::{HashMap, VecDeque},
+    future::Future,
+    pin::Pin,
     sync::{Arc, Mutex},
+    task::Poll,
+    time::Duration,
 };
 
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
+use tokio::{
+    sync::mpsc::{self, OwnedPermit, error::TrySendError},
+    time::Instant,
+};
 
 use super::{
     Out, Translate, may_be_handshake, may_be_modern,
     to_legacy::{CAPABILITIES_KEY, ToLegacy, VERSION_KEY},
 };
 use crate::{
-    UPSTREAM_UNREACHABLE, jsonrpc,
+    TOO_MANY_CAPABILITY_SESSIONS, UPSTREAM_UNREACHABLE, jsonrpc,
     upstream::{BoxFuture, Frame, Link, Upstream, UpstreamEvent},
 };
 
 /// How many sessions of the upstream one link may hold at once, its own included.
-pub(super) const MAX_SESSIONS: usize = 8;
+pub(super) const MAX_SESSIONS: usize = crate::MAX_CAPABILITY_SESSIONS;
+/// How long a lane (other than the link's own) may go without a request before it is closed, when it
+/// holds nothing in flight.
+pub(super) const IDLE: Duration = crate::CAPABILITY_SESSION_IDLE;
+/// How soon a lane found busy at its idle time is looked at again.
+const IDLE_RECHECK: Duration = Duration::from_secs(60);
 
 const METHOD_NOT_FOUND: i64 = -32601;
 /// How many frames wait for a lane's link.
 const QUEUE: usize = 64;
+/// How many frames (or events) may wait for a full channel before the side that feeds them is no
+/// longer read.
+pub(super) const WAITING: usize = 64;
 
 /// Something for a lane's upstream (by lane key) or for the client side.
 pub(super) type Sent = (u64, Out);
@@ -84,12 +105,62 @@ struct Lane {
     capabilities: Option<Value>,
     /// Claimed by a `server/discover` and nothing else yet.
     provisional: bool,
+    /// Frames for its link that the link's channel could not take yet, in order.
+    waiting: VecDeque<Frame>,
+    /// When it is looked at for closing, if idle (lanes other than the link's own): [`IDLE`] after
+    /// the client side last sent it a frame.
+    due: Instant,
+}
+
+impl Lane {
+    fn new(key: u64, translator: Box<dyn Translate>, to_upstream: mpsc::Sender<Frame>) -> Self {
+        Self {
+            key,
+            translator,
+            to_upstream,
+            capabilities: None,
+            provisional: false,
+            waiting: VecDeque::new(),
+            due: Instant::now() + IDLE,
+        }
+    }
 }
 
 /// Where a client frame goes.
 enum Route {
     Lane(usize),
     Open(Value),
+    /// Nowhere: every session is taken; the answer that says so.
+    Refuse(Frame),
+}
+
+/// The channels to the lanes' links that are full while frames wait for them.
+pub(super) struct Blocked(Vec<(u64, mpsc::Sender<Frame>)>);
+
+/// Room in the channel to lane `key`'s link, or the link is gone.
+type Ready = (u64, Result<OwnedPermit<Frame>, mpsc::error::SendError<()>>);
+
+impl Blocked {
+    /// Waits until one of the channels has room.
+    pub(super) async fn ready(self) -> Ready {
+        let mut waits: Vec<Pin<Box<dyn Future<Output = Ready> + Send>>> = self
+            .0
+            .into_iter()
+            .map(|(key, tx)| {
+                Box::pin(async move { (key, tx.reserve_owned().await) })
+                    as Pin<Box<dyn Future<Output = Ready> + Send>>
+            })
+            .collect();
+        std::future::poll_fn(|cx| {
+            for wait in &mut waits {
+                if let Poll::Ready(ready) = wait.as_mut().poll(cx) {
+                    return Poll::Ready(ready);
+                }
+            }
+            Poll::Pending
+        })
+        .await
+    }
 }
 
 /// Every lane of one link.
@@ -103,6 +174,10 @@ pub(super) struct Lanes {
     closes: Closes,
     /// What a translator asks for, before it is tagged with its lane (kept for its capacity).
     scratch: Vec<Out>,
+    /// Events for the client side that its channel could not take yet, in order.
+    to_client: VecDeque<UpstreamEvent>,
+    /// The frames waiting in every lane's `waiting`.
+    upstream_waiting: usize,
 }
 
 impl Lanes {
@@ -117,21 +192,16 @@ impl Lanes {
     ) -> (Self, mpsc::Receiver<(u64, UpstreamEvent)>) {
         let (events, events_rx) = mpsc::channel(QUEUE);
         let upstream = upstream.filter(|upstream| upstream.connect_apart().is_some());
-        let first = Lane {
-            key: 0,
-            translator,
-            to_upstream,
-            capabilities: None,
-            provisional: false,
-        };
         let lanes = Self {
-            lanes: vec![first],
+            lanes: vec![Lane::new(0, translator, to_upstream)],
             next_key: 0,
             upstream,
             shown,
             events,
             closes,
             scratch: Vec::new(),
+            to_client: VecDeque::new(),
+            upstream_waiting: 0,
         };
         (lanes, events_rx)
     }
@@ -141,7 +211,14 @@ impl Lanes {
         let index = match self.route(&frame) {
             Route::Lane(index) => index,
             Route::Open(capabilities) => self.open(capabilities),
+            Route::Refuse(answer) => {
+                out.push((0, Out::Client(UpstreamEvent::Message(answer))));
+                return;
+            }
         };
+        if index != 0 {
+            self.lanes[index].due = Instant::now() + IDLE;
+        }
         let mut outs = std::mem::take(&mut self.scratch);
         self.lanes[index].translator.on_client(frame, &mut outs);
         self.settle(index, &mut outs, out);
@@ -159,8 +236,9 @@ impl Lanes {
         self.scratch = outs;
     }
 
-    /// Carries out what the translators asked for; false once the client side or lane 0's link is gone.
-    pub(super) async fn flush(
+    /// Hands on what the translators asked for, without waiting: what a full channel cannot take yet
+    /// waits in order behind what already waits. False once the client side or lane 0's link is gone.
+    pub(super) fn dispatch(
         &mut self,
         out: &mut Vec<Sent>,
         to_client: &mpsc::Sender<UpstreamEvent>,
@@ -168,22 +246,162 @@ impl Lanes {
         for (key, item) in out.drain(..) {
             match item {
                 Out::Client(event) => {
-                    if to_client.send(event).await.is_err() {
-                        return false;
+                    if !self.to_client.is_empty() {
+                        self.to_client.push_back(event);
+                        continue;
+                    }
+                    match to_client.try_send(event) {
+                        Ok(()) => {}
+                        Err(TrySendError::Full(event)) => self.to_client.push_back(event),
+                        Err(TrySendError::Closed(_)) => return false,
                     }
                 }
                 Out::Upstream(frame) => {
-                    let Some(lane) = self.lanes.iter().find(|lane| lane.key == key) else {
+                    let Some(lane) = self.lanes.iter_mut().find(|lane| lane.key == key) else {
                         continue;
                     };
-                    // A lane's link that ended says so with an event of its own.
-                    if lane.to_upstream.send(frame).await.is_err() && key == 0 {
-                        return false;
+                    if !lane.waiting.is_empty() {
+                        lane.waiting.push_back(frame);
+                        self.upstream_waiting += 1;
+                        continue;
+                    }
+                    match lane.to_upstream.try_send(frame) {
+                        Ok(()) => {}
+                        Err(TrySendError::Full(frame)) => {
+                            lane.waiting.push_back(frame);
+                            self.upstream_waiting += 1;
+                        }
+                        // A lane's link that ended says so with an event of its own.
+                        Err(TrySendError::Closed(_)) if key == 0 => return false,
+                        Err(TrySendError::Closed(_)) => {}
                     }
                 }
             }
         }
         true
+    }
+
+    /// Whether the pump takes the client side's next frame: not while [`WAITING`] frames wait for the
+    /// upstream.
+    pub(super) fn takes_client(&self) -> bool {
+        self.upstream_waiting < WAITING
+    }
+
+    /// Whether the pump takes the upstream's next event: not while [`WAITING`] events wait for the
+    /// client side.
+    pub(super) fn takes_upstream(&self) -> bool {
+        self.to_client.len() < WAITING
+    }
+
+    /// Whether events wait for room in the client side's channel.
+    pub(super) fn client_waits(&self) -> bool {
+        !self.to_client.is_empty()
+    }
+
+    /// Room in the client side's channel: what waits goes, as much as the channel takes. False once
+    /// the client side is gone.
+    pub(super) fn client_ready(
+        &mut self,
+        permit: mpsc::Permit<'_, UpstreamEvent>,
+        to_client: &mpsc::Sender<UpstreamEvent>,
+    ) -> bool {
+        let Some(event) = self.to_client.pop_front() else {
+            return true;
+        };
+        permit.send(event);
+        while let Some(event) = self.to_client.pop_front() {
+            match to_client.try_send(event) {
+                Ok(()) => {}
+                Err(TrySendError::Full(event)) => {
+                    self.to_client.push_front(event);
+                    break;
+                }
+                Err(TrySendError::Closed(_)) => return false,
+            }
+        }
+        true
+    }
+
+    /// The channels to links that are full while frames wait for them; `None` when no frame waits.
+    pub(super) fn blocked(&self) -> Option<Blocked> {
+        if self.upstream_waiting == 0 {
+            return None;
+        }
+        let blocked = self
+            .lanes
+            .iter()
+            .filter(|lane| !lane.waiting.is_empty())
+            .map(|lane| (lane.key, lane.to_upstream.clone()))
+            .collect();
+        Some(Blocked(blocked))
+    }
+
+    /// Room in the channel to lane `key`'s link: what waits for it goes, as much as the channel takes.
+    /// False once lane 0's link is gone.
+    pub(super) fn upstream_ready(
+        &mut self,
+        key: u64,
+        permit: Result<OwnedPermit<Frame>, mpsc::error::SendError<()>>,
+    ) -> bool {
+        let Some(lane) = self.lanes.iter_mut().find(|lane| lane.key == key) else {
+            return true;
+        };
+        let before = lane.waiting.len();
+        match permit {
+            Ok(permit) => {
+                if let Some(frame) = lane.waiting.pop_front() {
+                    permit.send(frame);
+                }
+                while let Some(frame) = lane.waiting.pop_front() {
+                    match lane.to_upstream.try_send(frame) {
+                        Ok(()) => {}
+                        Err(TrySendError::Full(frame)) => {
+                            lane.waiting.push_front(frame);
+                            break;
+                        }
+                        Err(TrySendError::Closed(_)) => lane.waiting.clear(),
+                    }
+                }
+            }
+            Err(_) => lane.waiting.clear(),
+        }
+        self.upstream_waiting -= before - lane.waiting.len();
+        key != 0 || !lane.to_upstream.is_closed()
+    }
+
+    /// When the next lane other than the link's own falls idle; `None` when only the link's own is
+    /// open.
+    pub(super) fn idle_at(&self) -> Option<Instant> {
+        self.lanes.iter().skip(1).map(|lane| lane.due).min()
+    }
+
+    /// Closes the lanes (other than the link's own) that had no request for [`IDLE`] and hold
+    /// nothing in flight; one that still holds something is looked at again a minute later.
+    pub(super) fn close_idle(&mut self, now: Instant) {
+        let mut index = 1;
+        while index < self.lanes.len() {
+            let lane = &mut self.lanes[index];
+            if lane.due > now {
+                index += 1;
+                continue;
+            }
+            if !lane.translator.idle() || !lane.waiting.is_empty() {
+                lane.due = now + IDLE_RECHECK;
+                index += 1;
+                continue;
+            }
+            let lane = self.lanes.remove(index);
+            tracing::info!(
+                "closed the session of the upstream {} opened for other client capabilities: no \
+                 request for {} s ({} open)",
+                self.shown,
+                IDLE.as_secs(),
+                self.lanes.len()
+            );
+            if let Some(close) = self.closes.take(lane.key) {
+                tokio::spawn(close());
+            }
+        }
     }
 
     /// Which lane takes `frame`, or the capabilities of a lane to open for it.
@@ -224,10 +442,32 @@ impl Lanes {
             first.provisional = discover;
             return Route::Lane(0);
         }
-        if discover || self.lanes.len() >= MAX_SESSIONS {
+        if discover {
             return Route::Lane(0);
         }
+        if self.lanes.len() >= MAX_SESSIONS {
+            return Route::Refuse(self.refusal(&message));
+        }
         Route::Open(capabilities.clone())
+    }
+
+    /// The answer to a request that would need a session past [`MAX_SESSIONS`].
+    fn refusal(&self, message: &Value) -> Frame {
+        tracing::warn!(
+            "refused a 2026-07-28 request: its client declares other capabilities than the {} \
+             open sessions of the upstream {}, the most one link holds",
+            self.lanes.len(),
+            self.shown
+        );
+        let text = format!(
+            "the upstream holds {MAX_SESSIONS} sessions for clients with other capabilities, the \
+             most the bridge opens: send the request again once one has been idle for {} s and \
+             closed, or declare the capabilities of a client already served",
+            IDLE.as_secs()
+        );
+        let id = message["id"].to_string();
+        let data = jsonrpc::limit_data("too_many_capability_sessions", MAX_SESSIONS);
+        jsonrpc::error_frame(Some(&id), TOO_MANY_CAPABILITY_SESSIONS, &text, data)
     }
 
     /// The lane holding the request a notification (a cancellation) names; lane 0 when none does.
@@ -268,13 +508,9 @@ impl Lanes {
             self.events.clone(),
             self.closes.clone(),
         ));
-        self.lanes.push(Lane {
-            key,
-            translator: Box::new(ToLegacy::new()),
-            to_upstream,
-            capabilities: Some(capabilities),
-            provisional: false,
-        });
+        let mut lane = Lane::new(key, Box::new(ToLegacy::new()), to_upstream);
+        lane.capabilities = Some(capabilities);
+        self.lanes.push(lane);
         tracing::info!(
             "a 2026-07-28 client declares other capabilities than the open sessions of the upstream {}: \
              it gets a session of its own ({} open)",
@@ -322,6 +558,7 @@ impl Lanes {
         }
         if let Some(reason) = ended {
             let mut lane = self.lanes.remove(index);
+            self.upstream_waiting -= lane.waiting.len();
             let mut outs = Vec::new();
             lane.translator.abandon(&reason, &mut outs);
             out.extend(outs.into_iter().map(|item| (key, item)));
@@ -361,11 +598,26 @@ async fn drive(
         }
     };
     closes.put(key, close);
+    // What the link's channel could not take yet: the link's events are read meanwhile, so that its
+    // child, writing to a full stdout, reads its stdin again.
+    let mut waiting = VecDeque::new();
     loop {
         tokio::select! {
-            frame = frames.recv() => match frame {
+            permit = outgoing.reserve(), if !waiting.is_empty() => match permit {
+                Ok(permit) => {
+                    if let Some(frame) = waiting.pop_front() {
+                        permit.send(frame);
+                    }
+                    relay(&outgoing, &mut waiting);
+                }
                 // A link that ended says so with an event.
-                Some(frame) => { let _ = outgoing.send(frame).await; }
+                Err(_) => waiting.clear(),
+            },
+            frame = frames.recv(), if waiting.len() < WAITING => match frame {
+                Some(frame) => {
+                    waiting.push_back(frame);
+                    relay(&outgoing, &mut waiting);
+                }
                 None => return,
             },
             event = from_upstream.recv() => {
@@ -376,6 +628,24 @@ async fn drive(
                 if events.send((key, event)).await.is_err() || end {
                     return;
                 }
+            }
+        }
+    }
+}
+
+/// Sends what waits, in order, as far as the channel takes it; a channel whose link ended takes
+/// nothing more (the link says so with an event).
+fn relay(outgoing: &mpsc::Sender<Frame>, waiting: &mut VecDeque<Frame>) {
+    while let Some(frame) = waiting.pop_front() {
+        match outgoing.try_send(frame) {
+            Ok(()) => {}
+            Err(TrySendError::Full(frame)) => {
+                waiting.push_front(frame);
+                return;
+            }
+            Err(TrySendError::Closed(_)) => {
+                waiting.clear();
+                return;
             }
         }
     }

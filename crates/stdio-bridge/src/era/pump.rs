@@ -1,5 +1,10 @@
 //! The task that sits between the client side and the upstream's link: it finds the upstream's era,
 //! then feeds every frame through the era's translator.
+//!
+//! It never waits on a write while it could read: a child process that stops reading its stdin
+//! because its stdout is full is unblocked only by reading its stdout. So what a full channel cannot
+//! take waits in the lanes' queues, the pump goes on reading the other side, and it stops reading a
+//! side only while the queue that side feeds is full (`lanes::WAITING`).
 
 use std::{
     sync::{
@@ -155,23 +160,50 @@ async fn run(context: Context, ends: Ends) {
     for event in early {
         lanes.on_upstream(0, event, &mut out);
     }
+    // The close of idle lanes, moved only when the next one's time moves.
+    let idle = tokio::time::sleep(Duration::from_secs(86_400));
+    tokio::pin!(idle);
+    let mut armed = None;
     loop {
-        if !lanes.flush(&mut out, &to_client).await {
+        if !lanes.dispatch(&mut out, &to_client) {
             break;
         }
+        let blocked = lanes.blocked();
+        let upstream_waits = blocked.is_some();
+        let idle_at = lanes.idle_at();
+        if let Some(at) = idle_at
+            && armed != Some(at)
+        {
+            idle.as_mut().reset(at);
+            armed = Some(at);
+        }
         tokio::select! {
-            frame = from_client.recv() => match frame {
+            permit = to_client.reserve(), if lanes.client_waits() => match permit {
+                Ok(permit) => if !lanes.client_ready(permit, &to_client) {
+                    break;
+                },
+                Err(_) => break,
+            },
+            (key, permit) = async move { blocked.expect("guarded").ready().await }, if upstream_waits => {
+                if !lanes.upstream_ready(key, permit) {
+                    break;
+                }
+            }
+            frame = from_client.recv(), if lanes.takes_client() => match frame {
                 Some(frame) => lanes.on_client(frame, &mut out),
                 None => break,
             },
-            event = from_upstream.recv() => match event {
+            event = from_upstream.recv(), if lanes.takes_upstream() => match event {
                 Some(UpstreamEvent::Message(frame)) if late && to_modern::is_discover(&frame) => {
                     late = false;
                 }
                 Some(event) => lanes.on_upstream(0, event, &mut out),
                 None => break,
             },
-            Some((key, event)) = from_lanes.recv() => lanes.on_upstream(key, event, &mut out),
+            Some((key, event)) = from_lanes.recv(), if lanes.takes_upstream() => {
+                lanes.on_upstream(key, event, &mut out);
+            }
+            () = &mut idle, if idle_at.is_some() => lanes.close_idle(tokio::time::Instant::now()),
         }
     }
     // The link's own session is over: so are the ones opened beside it.

@@ -53,6 +53,10 @@ pub(super) struct ToLegacy {
     legacy_initialize: Option<String>,
     /// A client with other capabilities than the session's was logged.
     told_capabilities: bool,
+    /// A handshake-era client sent `initialize` on this link: the session's change notifications
+    /// reach the client side as the server sent them, also when listen streams take copies (`serve`
+    /// shares one link between sessions of both eras).
+    legacy_client: bool,
     /// The session was opened for a `server/discover` (a probe's, as often as not) and nothing else
     /// was sent in it yet: the first other request opens it again with its own client info and
     /// capabilities, which are the ones the server should see.
@@ -116,6 +120,7 @@ impl ToLegacy {
             log_level: None,
             legacy_initialize: None,
             told_capabilities: false,
+            legacy_client: false,
             provisional: false,
         }
     }
@@ -154,6 +159,9 @@ impl ToLegacy {
             out.push(Out::Upstream(frame));
             return;
         };
+        if info.method.as_deref() == Some("initialize") && info.id.is_some() {
+            self.legacy_client = true;
+        }
         match (info.method.as_deref(), &mut self.session) {
             (Some("initialize"), Session::Opening { waiting, .. }) if info.id.is_some() => {
                 waiting.push(frame);
@@ -475,7 +483,7 @@ impl ToLegacy {
             }
         } else {
             let events = self.listens.deliver(&message);
-            if events.is_empty() {
+            if events.is_empty() || self.legacy_client {
                 out.push(Out::Client(UpstreamEvent::Message(frame)));
             }
             out.extend(events.iter().map(client));
@@ -637,6 +645,15 @@ impl Translate for ToLegacy {
         }
         self.exchanges.clear();
         self.own.clear();
+    }
+
+    fn idle(&self) -> bool {
+        self.own.is_empty()
+            && self.modern.is_empty()
+            && self.exchanges.is_empty()
+            && self.listens.is_empty()
+            && self.legacy_initialize.is_none()
+            && !matches!(self.session, Session::Opening { .. })
     }
 
     fn holds(&self, id: &Value) -> bool {

@@ -124,7 +124,14 @@ impl ToModern {
                     let text = format!("{method} needs params.uri, the resource's URI");
                     return reply(out, wire::error(&id, wire::INVALID_PARAMS, &text));
                 };
-                let changed = if method == "resources/subscribe" {
+                let subscribe = method == "resources/subscribe";
+                if subscribe
+                    && self.listen.uris.len() >= crate::MAX_SUBSCRIPTIONS
+                    && !self.listen.uris.contains(uri)
+                {
+                    return reply(out, crate::jsonrpc::too_many_uris(&id.to_string()));
+                }
+                let changed = if subscribe {
                     self.listen.uris.insert(uri.to_owned())
                 } else {
                     self.listen.uris.remove(uri)

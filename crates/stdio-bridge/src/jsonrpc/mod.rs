@@ -83,6 +83,28 @@ pub(crate) fn data(reason: &str, upstream: Option<Value>) -> Value {
     data
 }
 
+/// The refusal of a request (`id` is raw JSON text) that would take a listen stream, or the
+/// subscriptions the bridge keeps for a client, past [`MAX_SUBSCRIPTIONS`](crate::MAX_SUBSCRIPTIONS)
+/// resources (code [`TOO_MANY_URIS`](crate::TOO_MANY_URIS)).
+pub(crate) fn too_many_uris(id: &str) -> Frame {
+    let limit = crate::MAX_SUBSCRIPTIONS;
+    let message = format!(
+        "this would subscribe to more than {limit} resources, the most one listen stream (or one \
+         client's subscriptions) may hold; subscribe to fewer"
+    );
+    error_frame(
+        Some(id),
+        crate::TOO_MANY_URIS,
+        &message,
+        limit_data("too_many_uris", limit),
+    )
+}
+
+/// The `data` of a refusal past a limit: `reason`, and the `limit` it would have gone past.
+pub(crate) fn limit_data(reason: &str, limit: usize) -> Value {
+    json!({ "reason": reason, "limit": limit })
+}
+
 /// The method of a parsed message, for requests and notifications.
 #[cfg(any(feature = "serve", test))]
 pub(crate) fn method_of(message: &Value) -> Option<&str> {

@@ -153,9 +153,10 @@ impl Serve {
         self
     }
 
-    /// Holds at most this many sessions (default 1,024). An `initialize` past that is answered with
-    /// HTTP 503 and a [`TOO_MANY_SESSIONS`](crate::TOO_MANY_SESSIONS) error until a session ends
-    /// (DELETE) or expires.
+    /// Holds at most this many sessions (default 1,024), counting each stateless request while it
+    /// is answered (a `subscriptions/listen` for as long as its stream is open). An `initialize` or
+    /// a stateless request past that is answered with HTTP 503 and a
+    /// [`TOO_MANY_SESSIONS`](crate::TOO_MANY_SESSIONS) error, with its id, until one ends.
     #[must_use]
     pub fn max_sessions(mut self, max: usize) -> Self {
         self.max_sessions = max;
@@ -290,6 +291,7 @@ impl Serve {
             json_response: self.json_response,
             tap: self.tap,
             sessions: Mutex::new(HashMap::new()),
+            stateless: Arc::new(AtomicUsize::new(0)),
             max_sessions: self.max_sessions.max(1),
             on_retire: Mutex::new(self.on_retire),
             retired: AtomicBool::new(false),
@@ -506,6 +508,8 @@ struct Inner {
     json_response: bool,
     tap: Option<TapFactory>,
     sessions: Mutex<HashMap<String, Arc<SessionEntry>>>,
+    /// Stateless requests being answered: each counts as a session while its exchange lasts.
+    stateless: Arc<AtomicUsize>,
     max_sessions: usize,
     on_retire: Mutex<Option<OnRetire>>,
     /// Replaced by a server for another command: no new session.

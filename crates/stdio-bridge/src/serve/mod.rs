@@ -30,6 +30,16 @@
 //! - a session's GET stream carries event ids; a client that leaves 1,024 messages or 16 MiB of it
 //!   unread has the stream closed, and resumes with `Last-Event-ID` from the session's last 1,024
 //!   events (16 MiB), which it retains; older ones are dropped;
+//! - a POST's answer stream is bounded the same way: past 1,024 messages or 16 MiB unread it is
+//!   closed, and the answers after that go to the session's GET stream; JSON answers
+//!   ([`Serve::json_response`]) past 16 MiB are each replaced by an
+//!   [`ANSWERS_TOO_LARGE`](crate::ANSWERS_TOO_LARGE) error with their own ids;
+//! - no client stalls the others: what the sessions send goes to the upstream one session at a time,
+//!   in turn, so a batch of thousands of requests does not put another session's request behind them
+//!   all; the multiplexer never waits on a write to the upstream while the upstream's output waits
+//!   to be read; a session holds at most [`MAX_LISTENS`](crate::MAX_LISTENS) `subscriptions/listen`
+//!   streams open, each naming at most [`MAX_SUBSCRIPTIONS`](crate::MAX_SUBSCRIPTIONS) resources;
+//!   a stateless request counts as a session while it is answered;
 //! - when the upstream exits, in-flight requests of every session get an error with their own ids
 //!   (code [`UPSTREAM_EXITED`](crate::UPSTREAM_EXITED)), and the upstream is started again and
 //!   re-initialized from the cached handshake.

@@ -24,8 +24,10 @@
 //! cannot be told apart (a `roots/list` request goes to one session).
 //!
 //! This module holds the routing state, its task and the delivery to sessions; `link` runs the
-//! upstream's life, `to_upstream` routes what sessions send and `from_upstream` what the upstream sends.
+//! upstream's life, `to_upstream` routes what sessions send and `from_upstream` what the upstream sends,
+//! and `fair` writes to the upstream, giving the sessions turns.
 
+mod fair;
 mod from_upstream;
 mod link;
 mod to_upstream;
@@ -40,7 +42,7 @@ use bytes::Bytes;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
-use super::stream::{Events, Outbox as StreamOutbox};
+use super::stream::{Events, MAX_QUEUED, MAX_QUEUED_BYTES, Outbox as StreamOutbox, Refused};
 use crate::{Upstream, UpstreamEvent, jsonrpc::to_frame, upstream::Link};
 
 /// The `_meta` key that ties an event of a `subscriptions/listen` stream (2026-07-28) to the listen
@@ -50,8 +52,9 @@ const SUBSCRIPTION_ID_META: &str = "io.modelcontextprotocol/subscriptionId";
 /// A session's number inside the multiplexer.
 pub(crate) type SessionNo = u64;
 
-/// Where the answers to a POST's requests go (and, for an SSE answer, the messages tied to them).
-pub(crate) type Outbox = mpsc::UnboundedSender<Value>;
+/// Where the answers to a POST's requests go (and, for an SSE answer, the messages tied to them):
+/// bounded as a GET stream is.
+pub(crate) type Outbox = StreamOutbox;
 
 /// Commands from the HTTP side.
 pub(crate) enum Command {
@@ -155,6 +158,8 @@ struct Route {
     initialize: Option<Value>,
     /// What an error answer to it takes back.
     undo: Option<Undo>,
+    /// A `subscriptions/listen`, open until it is answered or cancelled.
+    listen: bool,
 }
 
 /// What a request changed before it was answered, taken back when it is answered with an error (by the
@@ -208,7 +213,7 @@ struct State {
 }
 
 struct LinkState {
-    outgoing: mpsc::UnboundedSender<Bytes>,
+    outgoing: mpsc::UnboundedSender<fair::Up>,
     /// Fires once the upstream was closed after `outgoing` was dropped.
     closed: oneshot::Receiver<()>,
     /// Until the replayed handshake is answered, frames are held.
@@ -336,14 +341,25 @@ impl State {
         self.deliver_answer(route.session, route.answers.as_ref(), frame);
     }
 
+    /// Sends an answer (or a message tied to a request) to the POST that awaits it. When that POST
+    /// is gone, or its client left so much unread that its stream was closed, the session's GET
+    /// stream gets it instead.
     fn deliver_answer(&mut self, session: SessionNo, answers: Option<&Outbox>, frame: Value) {
-        match answers {
-            Some(tx) => {
-                if let Err(mpsc::error::SendError(frame)) = tx.send(frame) {
-                    self.deliver(session, frame);
-                }
+        let frame = to_frame(&frame);
+        if let Some(outbox) = answers {
+            match outbox.send_answer(&frame) {
+                Ok(()) => return,
+                Err(Refused::Gone) => {}
+                Err(Refused::Behind) => tracing::warn!(
+                    session,
+                    "a POST's client left {MAX_QUEUED} answers or {} MiB unread; closed its stream \
+                     (what is left goes to the session's GET stream)",
+                    MAX_QUEUED_BYTES >> 20
+                ),
             }
-            None => self.deliver(session, frame),
+        }
+        if let Some(s) = self.sessions.get_mut(&session) {
+            s.events.deliver(session, frame);
         }
     }
 

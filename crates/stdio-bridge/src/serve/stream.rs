@@ -1,12 +1,14 @@
 //! A session's GET stream: the events it is sent, each with an id, bounded in what waits unread, and
-//! the recent ones retained so that a client can resume with `Last-Event-ID`.
+//! the recent ones retained so that a client can resume with `Last-Event-ID`; and the outbox of a
+//! POST's answers, bounded the same way.
 //!
 //! A client that stops reading while its stream is busy would otherwise make the server hold every
-//! message for it. Its outbox holds at most [`MAX_QUEUED`] messages or [`MAX_QUEUED_BYTES`]; a stream
-//! that falls behind that far is closed (its connection with it). Each session retains its last
-//! [`RETAINED`] events (at most [`RETAINED_BYTES`]), shared with every other session they went to, and
-//! a client that opens its stream again with `Last-Event-ID` gets the retained events after that id;
-//! older ones are counted as dropped.
+//! message for it. An outbox (a GET stream's, or a POST's answer stream's) holds at most
+//! [`MAX_QUEUED`] messages or [`MAX_QUEUED_BYTES`] unread; a stream that falls behind that far is
+//! closed (its connection with it). Each session retains its last [`RETAINED`] events (at most
+//! [`RETAINED_BYTES`]), shared with every other session they went to, and a client that opens its
+//! stream again with `Last-Event-ID` gets the retained events after that id; older ones are counted
+//! as dropped.
 
 use std::{
     collections::VecDeque,
@@ -14,7 +16,7 @@ use std::{
     pin::Pin,
     sync::{
         Arc,
-        atomic::{AtomicUsize, Ordering},
+        atomic::{AtomicBool, AtomicUsize, Ordering},
     },
     task::{Context, Poll},
 };
@@ -35,9 +37,9 @@ pub(crate) const RETAINED: usize = 1024;
 /// Bytes of events a session retains for a client that resumes.
 pub(crate) const RETAINED_BYTES: usize = 16 * 1024 * 1024;
 
-/// One event: its id in the session and the message.
+/// One event: its id in the session (none for a POST's answers) and the message.
 pub(crate) struct Event {
-    id: u64,
+    id: Option<u64>,
     frame: Bytes,
 }
 
@@ -46,13 +48,47 @@ pub(crate) struct Event {
 struct Queued {
     messages: AtomicUsize,
     bytes: AtomicUsize,
+    /// The stream was closed for falling behind: it takes nothing more.
+    closed: AtomicBool,
 }
 
-/// The sending side of one open GET stream.
+/// The sending side of one open stream: a GET stream, or a POST's answers.
+#[derive(Clone)]
 pub(crate) struct Outbox {
     tx: mpsc::UnboundedSender<Event>,
     queued: Arc<Queued>,
     conn: Arc<Conn>,
+}
+
+/// The reading side of an [`Outbox`]: what it takes off counts as read.
+pub(crate) struct Inbox {
+    rx: mpsc::UnboundedReceiver<Event>,
+    queued: Arc<Queued>,
+}
+
+impl Inbox {
+    pub(crate) fn poll_recv(&mut self, cx: &mut Context<'_>) -> Poll<Option<Event>> {
+        let polled = self.rx.poll_recv(cx);
+        if let Poll::Ready(Some(event)) = &polled {
+            self.queued.messages.fetch_sub(1, Ordering::SeqCst);
+            self.queued
+                .bytes
+                .fetch_sub(event.frame.len(), Ordering::SeqCst);
+        }
+        polled
+    }
+
+    pub(crate) async fn recv(&mut self) -> Option<Bytes> {
+        std::future::poll_fn(|cx| self.poll_recv(cx))
+            .await
+            .map(|event| event.frame)
+    }
+}
+
+impl Event {
+    pub(crate) fn into_frame(self) -> Bytes {
+        self.frame
+    }
 }
 
 /// Why an event did not go into a stream.
@@ -70,6 +106,17 @@ impl Outbox {
         tap: Option<TapSender>,
         guard: impl Send + 'static,
     ) -> (Self, StreamBody) {
+        let (outbox, inbox) = Self::bounded(conn);
+        let body = StreamBody {
+            inbox,
+            tap,
+            _guard: Box::new(guard),
+        };
+        (outbox, body)
+    }
+
+    /// An outbox for the answers of a POST on `conn`, and its reading side.
+    pub(crate) fn bounded(conn: &Arc<Conn>) -> (Self, Inbox) {
         let (tx, rx) = mpsc::unbounded_channel();
         let queued = Arc::new(Queued::default());
         let outbox = Self {
@@ -77,20 +124,24 @@ impl Outbox {
             queued: Arc::clone(&queued),
             conn: Arc::clone(conn),
         };
-        let body = StreamBody {
-            rx,
-            queued,
-            tap,
-            _guard: Box::new(guard),
-        };
-        (outbox, body)
+        (outbox, Inbox { rx, queued })
     }
 
-    fn send(&self, id: u64, frame: &Bytes) -> Result<(), Refused> {
+    /// Sends a POST's answer (or a message tied to its request); a client that left [`MAX_QUEUED`]
+    /// messages or [`MAX_QUEUED_BYTES`] unread has its stream closed instead.
+    pub(crate) fn send_answer(&self, frame: &Bytes) -> Result<(), Refused> {
+        self.send(None, frame)
+    }
+
+    fn send(&self, id: Option<u64>, frame: &Bytes) -> Result<(), Refused> {
         let messages = self.queued.messages.load(Ordering::SeqCst);
         let bytes = self.queued.bytes.load(Ordering::SeqCst);
+        if self.queued.closed.load(Ordering::SeqCst) {
+            return Err(Refused::Gone);
+        }
         if messages >= MAX_QUEUED || bytes + frame.len() > MAX_QUEUED_BYTES {
             // Closing the connection drops the body and everything queued in it.
+            self.queued.closed.store(true, Ordering::SeqCst);
             self.conn.close();
             return Err(Refused::Behind);
         }
@@ -151,7 +202,7 @@ impl Events {
 
     fn send(&mut self, session: u64, id: u64, frame: &Bytes) {
         let Some(stream) = &self.stream else { return };
-        match stream.send(id, frame) {
+        match stream.send(Some(id), frame) {
             Ok(()) => self.sent_up_to = id,
             Err(Refused::Gone) => self.stream = None,
             Err(Refused::Behind) => {
@@ -213,8 +264,7 @@ impl Events {
 
 /// The SSE body of a GET stream; each event carries its id.
 pub(crate) struct StreamBody {
-    rx: mpsc::UnboundedReceiver<Event>,
-    queued: Arc<Queued>,
+    inbox: Inbox,
     tap: Option<TapSender>,
     /// Counts the stream as open while it lives.
     _guard: Box<dyn Send>,
@@ -228,14 +278,12 @@ impl Body for StreamBody {
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-        match self.rx.poll_recv(cx) {
+        match self.inbox.poll_recv(cx) {
             Poll::Ready(Some(Event { id, frame })) => {
-                self.queued.messages.fetch_sub(1, Ordering::SeqCst);
-                self.queued.bytes.fetch_sub(frame.len(), Ordering::SeqCst);
                 if let Some(tap) = &self.tap {
                     tap.send(Direction::ToClient, &frame);
                 }
-                let id = id.to_string();
+                let id = id.unwrap_or_default().to_string();
                 let mut event = Vec::with_capacity(frame.len() + id.len() + 28);
                 event.extend_from_slice(b"id: ");
                 event.extend_from_slice(id.as_bytes());
@@ -272,8 +320,8 @@ mod tests {
 
     fn ids(body: &mut StreamBody) -> Vec<u64> {
         let mut ids = Vec::new();
-        while let Ok(event) = body.rx.try_recv() {
-            ids.push(event.id);
+        while let Ok(event) = body.inbox.rx.try_recv() {
+            ids.push(event.id.expect("a GET stream's event has an id"));
         }
         ids
     }

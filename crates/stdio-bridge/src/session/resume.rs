@@ -17,8 +17,8 @@ use crate::{
     upstream::Frame,
 };
 
-/// The most subscribed URIs a session remembers; a subscription past it is not replayed.
-pub(super) const MAX_SUBSCRIPTIONS: usize = 1024;
+// The most subscribed URIs a session remembers; a subscription past it is not replayed.
+use crate::MAX_SUBSCRIPTIONS;
 
 const SUBSCRIBE: &str = "resources/subscribe";
 const UNSUBSCRIBE: &str = "resources/unsubscribe";

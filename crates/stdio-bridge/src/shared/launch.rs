@@ -11,7 +11,8 @@
 //!   it and find the new server's record once they get it.
 //!
 //! A server is bound to what it runs: its record holds the [`Launcher::fingerprint`] of the command
-//! that started it and of calltape's version, and a session attaches only to a server with its own.
+//! that started it, of the folder it runs in and of calltape's version, and a session attaches only
+//! to a server with its own.
 //! A session with another one retires the running server (it lets go of `server.lock` and its record,
 //! takes no new session, serves the ones it has and exits after the last one) and starts its own, on a
 //! socket of its own while the retired one still listens.
@@ -46,20 +47,62 @@ pub(crate) const SOCKET_ENV: &str = "CALLTAPE_SHARED_SOCKET";
 /// How long a session waits for a server to prove itself, by default.
 pub const DEFAULT_START_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// How a session starts the key's server: a program (usually its own binary) and the arguments that
-/// make it `calltape serve` for this key. The key goes in its environment ([`SERVE_KEY_ENV`]); its
-/// standard input is the server lock; its stderr goes to the key's `server.log`.
+/// How a session starts the key's server: a program (usually its own binary), the arguments that
+/// make it `calltape serve` for this key, and the folder it runs in. The key goes in its environment
+/// ([`SERVE_KEY_ENV`]); its standard input is the server lock; its stderr goes to the key's
+/// `server.log`.
+///
+/// ```
+/// use calltape_stdio_bridge::shared::Launcher;
+///
+/// let here = Launcher::new("/usr/bin/calltape", ["serve", "--", "node", "dist/index.js"])?;
+/// let there = here.clone().in_dir("/")?;
+/// // `dist/index.js` of another checkout is another server.
+/// assert_ne!(here.fingerprint(), there.fingerprint());
+/// # Ok::<(), calltape_stdio_bridge::Error>(())
+/// ```
 #[derive(Debug, Clone)]
 pub struct Launcher {
     /// The program.
     pub program: PathBuf,
     /// Its arguments.
     pub args: Vec<OsString>,
+    /// The folder the server runs in, canonical: a command's relative paths (`dist/index.js`) name
+    /// files of this folder.
+    pub current_dir: PathBuf,
 }
 
 impl Launcher {
-    /// What a server started by this launcher runs: a hash of the program, its arguments and
-    /// calltape's version, as hex. A session attaches only to a server with its own fingerprint.
+    /// A launcher of `program` with `args`, in this process's working folder (canonicalized). Fails
+    /// when the working folder cannot be read (it was removed, say).
+    pub fn new<I, S>(program: impl Into<PathBuf>, args: I) -> Result<Self, Error>
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<OsString>,
+    {
+        let here =
+            std::env::current_dir().map_err(|e| Error::io("cannot read the working folder", e))?;
+        Self {
+            program: program.into(),
+            args: args.into_iter().map(Into::into).collect(),
+            current_dir: PathBuf::new(),
+        }
+        .in_dir(here)
+    }
+
+    /// The same launcher in `dir` (canonicalized: a link to a folder is the folder).
+    pub fn in_dir(mut self, dir: impl AsRef<Path>) -> Result<Self, Error> {
+        let dir = dir.as_ref();
+        self.current_dir = dir
+            .canonicalize()
+            .map_err(|e| Error::io(format!("cannot resolve the folder {}", dir.display()), e))?;
+        Ok(self)
+    }
+
+    /// What a server started by this launcher runs: a hash of the program, its arguments, the folder
+    /// it runs in and calltape's version, as hex. A session attaches only to a server with its own
+    /// fingerprint. The environment is not part of it: a session whose environment variables differ
+    /// attaches to the server another session started, which keeps that session's environment.
     pub fn fingerprint(&self) -> String {
         use sha2::{Digest, Sha256};
         use std::os::unix::ffi::OsStrExt;
@@ -69,6 +112,7 @@ impl Launcher {
             hash.update(bytes);
         };
         part(env!("CARGO_PKG_VERSION").as_bytes());
+        part(self.current_dir.as_os_str().as_bytes());
         part(self.program.as_os_str().as_bytes());
         for arg in &self.args {
             part(arg.as_bytes());
@@ -249,7 +293,7 @@ pub async fn attach_or_start(
     }
 }
 
-/// Tells the key's running server, which runs another command or calltape version, that it is replaced.
+/// Tells the key's running server, which runs another command, folder or calltape version, that it is replaced.
 /// It answers once it let go of `server.lock` and its record; a server that cannot be told keeps its
 /// lock, and this session waits for it as for a server that is starting.
 async fn retire(paths: &SharedPaths, running: &Attached) {
@@ -262,12 +306,12 @@ async fn retire(paths: &SharedPaths, running: &Attached) {
     };
     match tokio::time::timeout(Duration::from_secs(5), told).await {
         Ok(Some(())) => tracing::warn!(
-            "the shared server `{}` (pid {}) runs another command or calltape version: starting one for this command; the old one serves its sessions and exits after the last",
+            "the shared server `{}` (pid {}) runs another command, folder or calltape version: starting one for this command; the old one serves its sessions and exits after the last",
             paths.key(),
             running.pid
         ),
         _ => tracing::warn!(
-            "the shared server `{}` (pid {}) runs another command or calltape version and did not step aside; waiting for it",
+            "the shared server `{}` (pid {}) runs another command, folder or calltape version and did not step aside; waiting for it",
             paths.key(),
             running.pid
         ),
@@ -290,6 +334,7 @@ fn spawn_server(
     }
     let child = command
         .args(&launcher.args)
+        .current_dir(&launcher.current_dir)
         .env(SERVE_KEY_ENV, paths.key().as_str())
         .env(COMMAND_ENV, launcher.fingerprint())
         // The server keeps its files exactly where this session looks for them.
@@ -402,11 +447,9 @@ mod tests {
     }
 
     #[test]
-    fn fingerprints_differ_with_the_command() {
-        let launcher = |args: &[&str]| Launcher {
-            program: "/bin/calltape".into(),
-            args: args.iter().map(Into::into).collect(),
-        };
+    fn fingerprints_differ_with_the_command_and_the_folder() {
+        let launcher =
+            |args: &[&str]| Launcher::new("/bin/calltape", args.iter().copied()).unwrap();
         let v1 = launcher(&["serve", "--", "server", "v1"]).fingerprint();
         assert_eq!(v1, launcher(&["serve", "--", "server", "v1"]).fingerprint());
         assert_eq!(v1.len(), 64);
@@ -416,5 +459,16 @@ mod tests {
             launcher(&["a b", "c"]).fingerprint(),
             launcher(&["a", "b c"]).fingerprint()
         );
+        // The same command in another folder is another server; a link to a folder is the folder.
+        let tmp = tempfile::tempdir().unwrap();
+        let (one, two) = (tmp.path().join("one"), tmp.path().join("two"));
+        std::fs::create_dir(&one).unwrap();
+        std::fs::create_dir(&two).unwrap();
+        std::os::unix::fs::symlink(&one, tmp.path().join("link")).unwrap();
+        let command = launcher(&["serve", "--", "node", "dist/index.js"]);
+        let in_dir = |dir: &Path| command.clone().in_dir(dir).unwrap().fingerprint();
+        assert_ne!(in_dir(&one), in_dir(&two));
+        assert_eq!(in_dir(&one), in_dir(&tmp.path().join("link")));
+        assert_eq!(in_dir(&one), in_dir(&tmp.path().join("two/../one")));
     }
 }

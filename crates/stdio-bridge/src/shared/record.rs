@@ -125,7 +125,7 @@ pub struct Record {
     pub pid: u32,
     /// The secret it proves itself with.
     pub secret: Secret,
-    /// The fingerprint of the command it runs and of calltape's version
+    /// The fingerprint of the command it runs, the folder it runs in and calltape's version
     /// ([`Launcher::fingerprint`](super::Launcher::fingerprint)): a session attaches only to a server
     /// whose fingerprint is its own.
     pub command: String,

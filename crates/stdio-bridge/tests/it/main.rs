@@ -12,6 +12,8 @@ mod resume;
 #[cfg(feature = "serve")]
 mod serve;
 #[cfg(feature = "serve")]
+mod serve_flood;
+#[cfg(feature = "serve")]
 mod serve_limits;
 #[cfg(feature = "serve")]
 mod serve_resume;

@@ -69,7 +69,7 @@ async fn half_sent(target: &Target, head: &str) -> tokio::net::TcpStream {
 }
 
 /// Whether the server closed `stream` within 20 s (a read returns the end or a reset).
-async fn closed_by_server(stream: &mut tokio::net::TcpStream) -> bool {
+pub(crate) async fn closed_by_server(stream: &mut tokio::net::TcpStream) -> bool {
     let mut buf = [0u8; 1024];
     loop {
         match tokio::time::timeout(Duration::from_secs(20), stream.read(&mut buf)).await {

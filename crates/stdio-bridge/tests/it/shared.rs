@@ -49,15 +49,13 @@ pub(crate) fn paths(home: &Path, key: &str) -> SharedPaths {
 }
 
 pub(crate) fn launcher(transport: Transport) -> Launcher {
-    Launcher {
-        program: example("shared_server"),
-        args: vec![
-            transport.to_string().into(),
-            "60000".into(),
-            "--".into(),
-            mux_server().into(),
-        ],
-    }
+    let args: [std::ffi::OsString; 4] = [
+        transport.to_string().into(),
+        "60000".into(),
+        "--".into(),
+        mux_server().into(),
+    ];
+    Launcher::new(example("shared_server"), args).expect("the working folder")
 }
 
 /// The launcher behind `sh -c`, which runs `script` first and then execs the real server, keeping its
@@ -70,10 +68,7 @@ fn launcher_after(script: &str, transport: Transport) -> Launcher {
         real.program.into(),
     ];
     args.extend(real.args);
-    Launcher {
-        program: "sh".into(),
-        args,
-    }
+    Launcher::new("sh", args).expect("the working folder")
 }
 
 pub(crate) fn stop(pid: u32) {
@@ -606,10 +601,8 @@ async fn an_attach_failure_mid_session_answers_at_once_with_the_reason_then_atta
 async fn a_server_that_exits_early_fails_the_waiting_session_with_its_status() {
     let home = home();
     let paths = paths(home.path(), "k");
-    let failing = Launcher {
-        program: "sh".into(),
-        args: vec!["-c".into(), "echo 'cannot start: boom' >&2; exit 7".into()],
-    };
+    let failing = Launcher::new("sh", ["-c", "echo 'cannot start: boom' >&2; exit 7"])
+        .expect("the working folder");
     let err = attach_or_start(&paths, Transport::Unix, &failing, Duration::from_secs(60))
         .await
         .unwrap_err();

@@ -68,23 +68,25 @@ async fn a_protocol_version_with_control_characters_is_an_upstream_protocol_erro
 
 /// The key's server running the multiplexer's test server with `version` as its argument.
 fn versioned(version: &str) -> Launcher {
-    Launcher {
-        program: example("shared_server"),
-        args: vec![
-            "unix".into(),
-            "60000".into(),
-            "--".into(),
-            mux_server().into(),
-            version.into(),
-        ],
-    }
+    let args: [std::ffi::OsString; 5] = [
+        "unix".into(),
+        "60000".into(),
+        "--".into(),
+        mux_server().into(),
+        version.into(),
+    ];
+    Launcher::new(example("shared_server"), args).expect("the working folder")
 }
 
 async fn session(paths: &SharedPaths, version: &str) -> Client {
+    session_of(paths, versioned(version)).await
+}
+
+async fn session_of(paths: &SharedPaths, launcher: Launcher) -> Client {
     let mut client = Client::over(SharedUpstream::new(
         paths.clone(),
         Transport::Unix,
-        versioned(version),
+        launcher,
     ));
     client.initialize().await;
     client
@@ -161,6 +163,42 @@ async fn a_session_for_another_command_replaces_the_server_and_the_old_one_serve
     assert_eq!(version_of(&mut third, 2).await, "v2");
     drop(third);
     drop(fourth);
+    stop(new.pid);
+    wait_gone(&paths.record()).await;
+}
+
+#[tokio::test]
+async fn the_same_command_from_another_folder_replaces_the_server() {
+    let home = home();
+    let paths = paths(home.path(), "k");
+    let checkouts = tempfile::tempdir().unwrap();
+    let (one, two) = (checkouts.path().join("one"), checkouts.path().join("two"));
+    std::fs::create_dir(&one).unwrap();
+    std::fs::create_dir(&two).unwrap();
+    let in_dir = |dir: &std::path::Path| versioned("v1").in_dir(dir).unwrap();
+    let mut first = session_of(&paths, in_dir(&one)).await;
+    let cwd = |answer: Value| text(&answer).to_owned();
+    assert_eq!(
+        cwd(first.call(1, "cwd", json!({})).await),
+        one.canonicalize().unwrap().display().to_string()
+    );
+    let old = Record::read(&paths.record()).unwrap().expect("a record");
+    // The same command and arguments from another folder: a server of its own, in that folder.
+    let mut second = session_of(&paths, in_dir(&two)).await;
+    assert_eq!(
+        cwd(second.call(1, "cwd", json!({})).await),
+        two.canonicalize().unwrap().display().to_string()
+    );
+    let new = Record::read(&paths.record()).unwrap().expect("a record");
+    assert_ne!(new.pid, old.pid);
+    assert_ne!(new.command, old.command);
+    // The first server serves its session still, in its own folder.
+    assert_eq!(
+        cwd(first.call(2, "cwd", json!({})).await),
+        one.canonicalize().unwrap().display().to_string()
+    );
+    first.finish().await;
+    drop(second);
     stop(new.pid);
     wait_gone(&paths.record()).await;
 }

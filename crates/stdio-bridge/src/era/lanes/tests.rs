@@ -5,9 +5,9 @@ use std::{sync::Arc, time::Duration};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use super::MAX_SESSIONS;
+use super::{IDLE, MAX_SESSIONS};
 use crate::{
-    UPSTREAM_EXITED,
+    TOO_MANY_CAPABILITY_SESSIONS, UPSTREAM_EXITED,
     era::{
         Protocol,
         pump::{self, Context, Said},
@@ -295,7 +295,8 @@ async fn a_session_that_ends_answers_what_it_held_and_the_next_request_opens_ano
 }
 
 #[tokio::test]
-async fn past_the_limit_and_on_an_upstream_of_one_session_other_clients_share_the_first() {
+async fn past_the_limit_a_client_is_refused_and_on_an_upstream_of_one_session_others_share_the_first()
+ {
     for apart in [true, false] {
         let mut setup = setup(apart);
         let mut first = std::mem::replace(&mut setup.first, link().1);
@@ -305,6 +306,20 @@ async fn past_the_limit_and_on_an_upstream_of_one_session_other_clients_share_th
             let capabilities = json!({"experimental": {"n": n}});
             let request = modern(n as u64, "tools/list", &capabilities);
             setup.client.outgoing.send(frame(&request)).await.unwrap();
+            if apart && n == MAX_SESSIONS {
+                // Every session is taken: the request is refused, and goes nowhere.
+                let refused = to_client(&mut setup.client).await;
+                assert_eq!(refused["id"], n, "{refused}");
+                assert_eq!(
+                    refused["error"]["code"], TOO_MANY_CAPABILITY_SESSIONS,
+                    "{refused}"
+                );
+                assert_eq!(
+                    refused["error"]["data"],
+                    json!({"reason": "too_many_capability_sessions", "limit": MAX_SESSIONS}),
+                );
+                continue;
+            }
             let far = if n == 0 || n > apart_ones {
                 &mut first
             } else {
@@ -321,7 +336,135 @@ async fn past_the_limit_and_on_an_upstream_of_one_session_other_clients_share_th
         }
         assert_eq!(others.len(), apart_ones);
         nothing_opened(&mut setup);
+        assert!(first.sent.try_recv().is_err());
+        for other in &mut others {
+            assert!(other.sent.try_recv().is_err());
+        }
     }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_session_of_its_own_with_nothing_in_flight_is_closed_once_idle() {
+    let mut setup = setup(true);
+    let mut first = std::mem::replace(&mut setup.first, link().1);
+    in_new_session(&mut setup, &mut first, &modern(1, "tools/list", &json!({}))).await;
+    let elicits = json!({"elicitation": {}});
+    let sampling = json!({"sampling": {}});
+    // One session answers its request; the other still holds one when the idle time comes.
+    let (mut idle, _) = beside(&mut setup, &modern(2, "tools/list", &elicits)).await;
+    let up = next(&mut idle).await;
+    answer(&idle, &up["id"], json!({"tools": []})).await;
+    assert_eq!(to_client(&mut setup.client).await["id"], 2);
+    let (mut busy, _) = beside(&mut setup, &modern(3, "tools/call", &sampling)).await;
+    let held = next(&mut busy).await;
+
+    tokio::time::sleep(IDLE + Duration::from_secs(1)).await;
+    tokio::time::timeout(Duration::from_secs(1), idle.closed.recv())
+        .await
+        .expect("the idle session was not closed")
+        .unwrap();
+    assert!(busy.closed.try_recv().is_err(), "a busy session was closed");
+    // The busy one answers, and is closed a while after that.
+    answer(&busy, &held["id"], json!({"content": []})).await;
+    assert_eq!(to_client(&mut setup.client).await["id"], 3);
+    tokio::time::sleep(IDLE).await;
+    tokio::time::timeout(Duration::from_secs(1), busy.closed.recv())
+        .await
+        .expect("the session was not closed once idle")
+        .unwrap();
+    // A request with the capabilities of a closed session opens another one; the link's own session
+    // stays open throughout.
+    let (mut again, opened_with) = beside(&mut setup, &modern(4, "tools/list", &elicits)).await;
+    assert_eq!(opened_with, elicits);
+    assert_eq!(next(&mut again).await["method"], "tools/list");
+    assert!(first.closed.try_recv().is_err());
+}
+
+/// A far end that behaves as a child process whose stdout is full: it writes `count` events and reads
+/// nothing of what it was sent until every one was taken.
+fn stuck_child(far: Far, count: u64) -> tokio::task::JoinHandle<Vec<Value>> {
+    tokio::spawn(async move {
+        let Far {
+            mut sent, events, ..
+        } = far;
+        for n in 0..count {
+            let note = json!({"jsonrpc": "2.0", "method": "notifications/message",
+                "params": {"level": "info", "data": n}});
+            events
+                .send(UpstreamEvent::Message(frame(&note)))
+                .await
+                .unwrap();
+        }
+        let mut got = Vec::new();
+        while got.len() < count as usize {
+            got.push(parse(&sent.recv().await.unwrap()));
+        }
+        got
+    })
+}
+
+#[tokio::test]
+async fn the_pump_reads_what_a_link_says_while_the_link_takes_nothing() {
+    // Four times what the channels between them hold, each way: a pump that waits on a write to the
+    // link without reading it never gets there.
+    const COUNT: u64 = 1024;
+    for lane_of_its_own in [false, true] {
+        let mut setup = setup(true);
+        let mut first = std::mem::replace(&mut setup.first, link().1);
+        let capabilities = if lane_of_its_own {
+            in_new_session(&mut setup, &mut first, &modern(0, "tools/list", &json!({}))).await;
+            json!({"elicitation": {}})
+        } else {
+            json!({})
+        };
+        let mut far = if lane_of_its_own {
+            let (far, _) = beside(&mut setup, &modern(1, "tools/list", &capabilities)).await;
+            far
+        } else {
+            first
+        };
+        if lane_of_its_own {
+            let up = next(&mut far).await;
+            answer(&far, &up["id"], json!({})).await;
+            to_client(&mut setup.client).await;
+        } else {
+            accept_until_ready(&mut setup, &mut far, &capabilities).await;
+        }
+        let child = stuck_child(far, COUNT);
+        let outgoing = setup.client.outgoing.clone();
+        let capabilities_sent = capabilities.clone();
+        let sender = tokio::spawn(async move {
+            for n in 0..COUNT {
+                let request = modern(100 + n, "tools/list", &capabilities_sent);
+                outgoing.send(frame(&request)).await.unwrap();
+            }
+        });
+        let mut heard = 0;
+        while heard < COUNT {
+            let message = to_client(&mut setup.client).await;
+            assert_eq!(message["params"]["data"], heard, "{message}");
+            heard += 1;
+        }
+        sender.await.unwrap();
+        let got = tokio::time::timeout(Duration::from_secs(10), child)
+            .await
+            .expect("the link never got what was sent")
+            .unwrap();
+        assert_eq!(got.len() as u64, COUNT);
+        assert_eq!(
+            got[0]["method"], "tools/list",
+            "lane of its own: {lane_of_its_own}"
+        );
+    }
+}
+
+/// Opens the link's own session for `capabilities` with a `server/discover`, which the test answers
+/// as the server.
+async fn accept_until_ready(setup: &mut Setup, far: &mut Far, capabilities: &Value) {
+    let probe = modern(1, "server/discover", capabilities);
+    setup.client.outgoing.send(frame(&probe)).await.unwrap();
+    assert_eq!(&accept_session(far).await, capabilities);
+    assert_eq!(to_client(&mut setup.client).await["id"], 1);
 }
 
 #[tokio::test]

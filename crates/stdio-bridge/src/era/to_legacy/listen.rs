@@ -114,16 +114,27 @@ impl ToLegacy {
     /// acknowledges what the session can deliver.
     pub(super) fn open_listen(&mut self, id: &Value, message: &Value, out: &mut Vec<Out>) {
         let filter = &message["params"]["notifications"];
+        let asked = filter["resourceSubscriptions"]
+            .as_array()
+            .map_or(0, Vec::len);
+        if asked > crate::MAX_SUBSCRIPTIONS {
+            let refusal = crate::jsonrpc::too_many_uris(&id.to_string());
+            out.push(Out::Client(crate::upstream::UpstreamEvent::Message(
+                refusal,
+            )));
+            return;
+        }
         let capabilities = self
             .initialized()
             .map(|result| result["capabilities"].clone())
             .unwrap_or_default();
         let mut honored = Map::new();
         let mut lists = Vec::new();
+        // A list the server offers may change whatever its `listChanged` says: a server of both eras
+        // (the Python SDK 2.x) declares `false` in the handshake era and still tells a session its
+        // list changed. A handshake-era client hears that notification, so a listen stream does too.
         for (_, key, capability) in LISTS {
-            if filter[key] == Value::Bool(true)
-                && capabilities[capability]["listChanged"] == Value::Bool(true)
-            {
+            if filter[key] == Value::Bool(true) && capabilities[capability].is_object() {
                 honored.insert(key.to_owned(), Value::Bool(true));
                 lists.push(key);
             }

@@ -784,3 +784,80 @@ fn requests_waiting_for_the_session_are_bounded() {
     assert_eq!(refused.client[0]["error"]["code"], -32002);
     assert_eq!(refused.client[0]["error"]["data"]["reason"], "buffer_full");
 }
+
+#[test]
+fn a_listen_for_more_resources_than_the_limit_is_refused_and_nothing_is_sent() {
+    let mut translator = ToLegacy::new();
+    opened(&mut translator);
+    let uris: Vec<String> = (0..=crate::MAX_SUBSCRIPTIONS)
+        .map(|n| format!("test://{n}"))
+        .collect();
+    let listen = modern(
+        20,
+        "subscriptions/listen",
+        json!({"notifications": {"resourceSubscriptions": uris}}),
+    );
+    let refused = from_client(&mut translator, listen);
+    assert!(refused.upstream.is_empty(), "{refused:?}");
+    assert_eq!(refused.client[0]["id"], 20);
+    assert_eq!(refused.client[0]["error"]["code"], crate::TOO_MANY_URIS);
+    assert_eq!(
+        refused.client[0]["error"]["data"]["reason"],
+        "too_many_uris"
+    );
+    // As many as the limit go up, one subscription each.
+    let uris = &uris[..crate::MAX_SUBSCRIPTIONS];
+    let listen = modern(
+        21,
+        "subscriptions/listen",
+        json!({"notifications": {"resourceSubscriptions": uris}}),
+    );
+    let taken = from_client(&mut translator, listen);
+    assert_eq!(taken.upstream.len(), crate::MAX_SUBSCRIPTIONS);
+}
+
+#[test]
+fn a_list_change_reaches_listen_streams_and_handshake_era_clients_alike() {
+    // A server of both eras in the handshake era: it offers tools, declares no listChanged, and says
+    // the list changed anyway.
+    let result = json!({"protocolVersion": "2025-06-18",
+        "capabilities": {"tools": {"listChanged": false}},
+        "serverInfo": {"name": "dual", "version": "2"}});
+    let legacy_initialize = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "legacy", "version": "1"}}});
+    let changed = json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"});
+    let stamped = json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed",
+        "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": 20}}});
+    // (a handshake-era client initialized the link first, what the client side hears)
+    let table = [
+        (true, vec![changed.clone(), stamped.clone()]),
+        (false, vec![stamped.clone()]),
+    ];
+    for (legacy_client, expected) in table {
+        let mut translator = ToLegacy::new();
+        if legacy_client {
+            let sent = from_client(&mut translator, legacy_initialize.clone());
+            assert_eq!(sent.upstream[0]["method"], "initialize");
+            let answer = json!({"jsonrpc": "2.0", "id": 0, "result": result});
+            from_upstream(&mut translator, answer);
+        } else {
+            let first = from_client(&mut translator, modern(1, "tools/list", json!({})));
+            let answer = json!({"jsonrpc": "2.0", "id": first.upstream[0]["id"], "result": result});
+            from_upstream(&mut translator, answer);
+        }
+        let listen = modern(
+            20,
+            "subscriptions/listen",
+            json!({"notifications": {"toolsListChanged": true, "promptsListChanged": true}}),
+        );
+        let acked = from_client(&mut translator, listen);
+        assert_eq!(
+            acked.client[0]["params"]["notifications"],
+            json!({"toolsListChanged": true}),
+            "legacy client: {legacy_client}"
+        );
+        let heard = from_upstream(&mut translator, changed.clone());
+        assert_eq!(heard.client, expected, "legacy client: {legacy_client}");
+    }
+}

@@ -671,3 +671,27 @@ async fn no_answer_in_time_is_the_legacy_era_with_the_answer_still_due() {
     assert!(found.late);
     assert_eq!(early.len(), 1);
 }
+
+#[test]
+fn subscriptions_past_the_limit_are_refused_and_nothing_is_sent() {
+    let mut translator = initialized();
+    let subscribe = |n: usize| {
+        json!({"jsonrpc": "2.0", "id": n, "method": "resources/subscribe",
+        "params": {"uri": format!("memo://{n}")}})
+    };
+    for n in 0..crate::MAX_SUBSCRIPTIONS {
+        let sent = client(&mut translator, subscribe(n));
+        assert_eq!(sent.client[0]["result"], json!({}), "{n}");
+    }
+    let sent = client(&mut translator, subscribe(crate::MAX_SUBSCRIPTIONS));
+    assert!(sent.upstream.is_empty(), "{sent:?}");
+    assert_eq!(sent.client[0]["id"], crate::MAX_SUBSCRIPTIONS);
+    assert_eq!(sent.client[0]["error"]["code"], crate::TOO_MANY_URIS);
+    assert_eq!(
+        sent.client[0]["error"]["data"],
+        json!({"reason": "too_many_uris", "limit": crate::MAX_SUBSCRIPTIONS})
+    );
+    // A resource already subscribed to is no new one.
+    let again = client(&mut translator, subscribe(0));
+    assert_eq!(again.client[0]["result"], json!({}));
+}

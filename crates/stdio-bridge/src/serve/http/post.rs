@@ -18,25 +18,33 @@ use http::{HeaderMap, HeaderValue, Request, Response, StatusCode, header};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::{Body, Frame as BodyFrame, Incoming, SizeHint};
 use serde_json::Value;
-use tokio::{sync::mpsc, time::Instant};
+use tokio::time::Instant;
 
 use super::{
     Inner, MAX_BODY, ResBody, SESSION_HEADER, SessionEntry, StreamGuard, TAP_CAPACITY,
     VERSION_HEADER, lock,
-    reply::{accepts, header_str, invalid_request, json_response, plain, rpc_error},
+    reply::{accepts, header_str, invalid_request, json_body, json_response, plain, rpc_error},
     routes::UnknownSession,
     stateless,
 };
 use crate::{
-    Direction,
-    jsonrpc::{self, id_of, method_of, request_ids, to_frame},
-    serve::mux::{Command, Mux, SessionNo},
+    ANSWERS_TOO_LARGE, Direction,
+    jsonrpc::{self, Peek, method_of, request_ids, to_frame},
+    serve::{
+        conn::Conn,
+        mux::{Command, Mux, SessionNo},
+        stream::{Event, Inbox, MAX_QUEUED_BYTES, Outbox as StreamOutbox},
+    },
     shared::Nonce,
     tap::TapSender,
 };
 
 impl Inner {
-    pub(super) async fn post(self: &Arc<Self>, req: Request<Incoming>) -> Response<ResBody> {
+    pub(super) async fn post(
+        self: &Arc<Self>,
+        req: Request<Incoming>,
+        conn: &Arc<Conn>,
+    ) -> Response<ResBody> {
         let headers = req.headers().clone();
         if let Some(refused) = refuse_post_headers(&headers) {
             return refused;
@@ -72,7 +80,7 @@ impl Inner {
                     related: false,
                 });
             }
-            if ephemeral {
+            if ephemeral.is_some() {
                 self.mux.send(Command::Close {
                     session: session.no,
                 });
@@ -87,7 +95,7 @@ impl Inner {
             expected,
             ephemeral,
         };
-        let Some(mut res) = self.exchange(exchange).await else {
+        let Some(mut res) = self.exchange(exchange, conn).await else {
             return plain(StatusCode::SERVICE_UNAVAILABLE, "the server is stopping");
         };
         if let Some(id) = minted
@@ -132,21 +140,25 @@ impl Inner {
             return Ok(PostSession {
                 session: entry,
                 minted: Some(id),
-                ephemeral: false,
+                ephemeral: None,
             });
         }
         if let Some(session) = session {
             return Ok(PostSession {
                 session,
                 minted: None,
-                ephemeral: false,
+                ephemeral: None,
             });
         }
         if !stateless {
             let message = "Mcp-Session-Id is required; initialize first";
             return Err(invalid_request(message));
         }
-        // A stateless request: a session of its own for this one exchange, ids remapped as usual.
+        // A stateless request: a session of its own for this one exchange, ids remapped as usual;
+        // it counts as a session for as long as the exchange lasts.
+        let slot = self
+            .stateless_slot()
+            .ok_or_else(|| Box::new(self.no_session(NoSession::Full, &messages[0])))?;
         let Some(no) = self.mux.open(true).await else {
             return Err(Box::new(plain(
                 StatusCode::SERVICE_UNAVAILABLE,
@@ -161,15 +173,25 @@ impl Inner {
                 tap: None,
             }),
             minted: None,
-            ephemeral: true,
+            ephemeral: Some(slot),
         })
+    }
+
+    /// A stateless request's place among the sessions, while the server holds fewer than it may.
+    fn stateless_slot(&self) -> Option<Slot> {
+        let sessions = lock(&self.sessions);
+        if sessions.len() + self.stateless.load(Ordering::SeqCst) >= self.max_sessions {
+            return None;
+        }
+        self.stateless.fetch_add(1, Ordering::SeqCst);
+        Some(Slot(Arc::clone(&self.stateless)))
     }
 
     async fn new_session(&self) -> Result<(String, Arc<SessionEntry>), NoSession> {
         if self.retired.load(Ordering::SeqCst) {
             return Err(NoSession::Replaced);
         }
-        if lock(&self.sessions).len() >= self.max_sessions {
+        if self.sessions_full(lock(&self.sessions).len()) {
             return Err(NoSession::Full);
         }
         let no = self.mux.open(false).await.ok_or(NoSession::Stopping)?;
@@ -201,7 +223,7 @@ impl Inner {
         {
             // Checked again: other sessions may have opened while the multiplexer answered.
             let mut sessions = lock(&self.sessions);
-            if sessions.len() >= self.max_sessions {
+            if self.sessions_full(sessions.len()) {
                 drop(sessions);
                 self.mux.send(Command::Close { session: no });
                 return Err(NoSession::Full);
@@ -212,8 +234,13 @@ impl Inner {
         Ok((id, entry))
     }
 
-    /// The answer to an `initialize` that got no session.
-    fn no_session(&self, why: NoSession, initialize: &Value) -> Response<ResBody> {
+    /// Whether `sessions` and the stateless requests being answered are as many as the server holds.
+    fn sessions_full(&self, sessions: usize) -> bool {
+        sessions + self.stateless.load(Ordering::SeqCst) >= self.max_sessions
+    }
+
+    /// The answer to an `initialize` (or a stateless request) that got no session.
+    fn no_session(&self, why: NoSession, request: &Value) -> Response<ResBody> {
         match why {
             NoSession::Stopping => plain(StatusCode::SERVICE_UNAVAILABLE, "the server is stopping"),
             NoSession::Replaced => plain(
@@ -222,14 +249,22 @@ impl Inner {
             ),
             NoSession::Full => {
                 tracing::warn!(
-                    "refused a new session: {} are open, the most this server holds",
+                    "refused a new session: {} are open (stateless requests being answered \
+                     included), the most this server holds",
                     self.max_sessions
                 );
-                let id = initialize.get("id").cloned().unwrap_or(Value::Null);
-                let message = format!(
-                    "the server holds {} sessions, the most it may; end a session (DELETE) or wait for one to expire, then initialize again",
-                    self.max_sessions
-                );
+                let id = request.get("id").cloned().unwrap_or(Value::Null);
+                let message = if method_of(request) == Some("initialize") {
+                    format!(
+                        "the server holds {} sessions, the most it may; end a session (DELETE) or wait for one to expire, then initialize again",
+                        self.max_sessions
+                    )
+                } else {
+                    format!(
+                        "the server holds {} sessions and stateless requests being answered, the most it may; send the request again once one has ended",
+                        self.max_sessions
+                    )
+                };
                 let data = jsonrpc::data("too_many_sessions", None);
                 let answer = jsonrpc::error(&id, crate::TOO_MANY_SESSIONS, &message, data);
                 json_response(StatusCode::SERVICE_UNAVAILABLE, &answer)
@@ -239,7 +274,15 @@ impl Inner {
 
     /// Sends a POST's messages and answers with its requests' answers: one JSON body, or an SSE
     /// stream that ends after them. `None` when the server stopped before any answer came.
-    async fn exchange(self: &Arc<Self>, exchange: Exchange) -> Option<Response<ResBody>> {
+    ///
+    /// The answers wait in an outbox bounded as a GET stream's is: a client that leaves too many
+    /// unread has its stream closed. JSON answers are read as they come and sent together, up to
+    /// 16 MiB; past that, each answer is replaced by an [`ANSWERS_TOO_LARGE`] error.
+    async fn exchange(
+        self: &Arc<Self>,
+        exchange: Exchange,
+        conn: &Arc<Conn>,
+    ) -> Option<Response<ResBody>> {
         let Exchange {
             session,
             messages,
@@ -247,7 +290,7 @@ impl Inner {
             ephemeral,
         } = exchange;
         let batch = messages.len() > 1;
-        let (tx, mut rx) = mpsc::unbounded_channel();
+        let (tx, mut rx) = StreamOutbox::bounded(conn);
         // A `subscriptions/listen` request (2026-07-28) is answered by its events: always a stream.
         let listen = messages.iter().any(|m| method_of(m) == Some(LISTEN_METHOD));
         let sse = !self.json_response || listen;
@@ -262,21 +305,22 @@ impl Inner {
             });
         }
         drop(tx);
-        let guard = StreamGuard::new(self, (!ephemeral).then(|| Arc::clone(&session)));
+        let stateless = ephemeral.is_some();
+        let guard = StreamGuard::new(self, (!stateless).then(|| Arc::clone(&session)));
         // A stateless request's session ends with its exchange, also when its client goes first.
-        let close_after = CloseOnDrop(ephemeral.then(|| (self.mux.clone(), session.no)));
+        let close_after = CloseOnDrop(ephemeral.map(|slot| (self.mux.clone(), session.no, slot)));
         if sse {
             let mut first = None;
-            if ephemeral && !batch {
+            if stateless && !batch {
                 // 2026-07-28: an error answer has an HTTP status of its own, so the first message
                 // decides between that and a stream.
                 let message = rx.recv().await?;
                 if answer_key(&message).is_some_and(|key| expected.contains(&key))
-                    && let Some(status) = stateless::error_status(&message)
+                    && let Some(status) = error_status(&message)
                 {
                     drop(guard);
                     drop(close_after);
-                    return Some(json_response(status, &message));
+                    return Some(json_body(status, message));
                 }
                 first = Some(message);
             }
@@ -298,36 +342,70 @@ impl Inner {
                 .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
             return Some(res);
         }
-        let mut answers = Vec::new();
+        let mut answers: Vec<Bytes> = Vec::new();
+        // The body's bytes: the answers, the commas and brackets of a batch.
+        let mut size = 2;
         while !expected.is_empty() {
             let Some(message) = rx.recv().await else {
                 break;
             };
-            if let Some(key) = answer_key(&message)
-                && expected.remove(&key)
-            {
-                if let Some(tap) = &session.tap {
-                    tap.send(Direction::ToClient, &to_frame(&message));
-                }
-                answers.push(message);
+            let Some(key) = answer_key(&message).filter(|key| expected.remove(key)) else {
+                continue;
+            };
+            let message = if size + message.len() > MAX_QUEUED_BYTES {
+                answers_too_large(&key)
+            } else {
+                message
+            };
+            size += message.len() + 1;
+            if let Some(tap) = &session.tap {
+                tap.send(Direction::ToClient, &message);
             }
+            answers.push(message);
         }
         drop(guard);
         drop(close_after);
         if answers.is_empty() {
             return None;
         }
-        let status = match (ephemeral, batch) {
-            (true, false) => stateless::error_status(&answers[0]).unwrap_or(StatusCode::OK),
+        let status = match (stateless, batch) {
+            (true, false) => error_status(&answers[0]).unwrap_or(StatusCode::OK),
             _ => StatusCode::OK,
         };
-        let value = if batch {
-            Value::Array(answers)
+        let body = if batch {
+            let mut body = Vec::with_capacity(size);
+            body.push(b'[');
+            for (n, answer) in answers.iter().enumerate() {
+                if n > 0 {
+                    body.push(b',');
+                }
+                body.extend_from_slice(answer);
+            }
+            body.push(b']');
+            Bytes::from(body)
         } else {
-            answers.remove(0)
+            answers.swap_remove(0)
         };
-        Some(json_response(status, &value))
+        Some(json_body(status, body))
     }
+}
+
+/// The error that replaces an answer past the 16 MiB a POST's JSON answers may come to; `id` is
+/// raw JSON text.
+fn answers_too_large(id: &str) -> Bytes {
+    let message = format!(
+        "the answers to this POST came to more than {} MiB, the most one JSON body holds; send \
+         fewer requests in one batch, or ask for an event stream",
+        MAX_QUEUED_BYTES >> 20
+    );
+    let data = jsonrpc::limit_data("answers_too_large", MAX_QUEUED_BYTES);
+    jsonrpc::error_frame(Some(id), ANSWERS_TOO_LARGE, &message, data)
+}
+
+/// The HTTP status of a stateless request's error answer (see [`stateless::error_status`]).
+fn error_status(answer: &[u8]) -> Option<StatusCode> {
+    let answer: Value = serde_json::from_slice(answer).ok()?;
+    stateless::error_status(&answer)
 }
 
 /// The request of 2026-07-28 whose answer is a stream of events.
@@ -348,7 +426,17 @@ struct PostSession {
     session: Arc<SessionEntry>,
     /// The id of a session this POST (an `initialize`) opened, for the answer's header.
     minted: Option<String>,
-    ephemeral: bool,
+    /// A session for this exchange alone (a stateless request's), and its place among the sessions.
+    ephemeral: Option<Slot>,
+}
+
+/// A stateless request's place among the sessions a server holds, given back when dropped.
+struct Slot(Arc<AtomicUsize>);
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 /// A POST that holds requests, on its way to the multiplexer.
@@ -357,7 +445,7 @@ struct Exchange {
     messages: Vec<Value>,
     /// The ids of its requests, as JSON text.
     expected: HashSet<String>,
-    ephemeral: bool,
+    ephemeral: Option<Slot>,
 }
 
 /// Why a POST's headers are refused (`Accept`, `Content-Type`), if they are.
@@ -426,18 +514,18 @@ fn has_valid_id(message: &Value) -> bool {
 }
 
 /// The id of an answer (a message with an id and no method), as JSON text.
-fn answer_key(message: &Value) -> Option<String> {
-    if message.get("method").is_some() {
-        return None;
+fn answer_key(message: &[u8]) -> Option<String> {
+    match jsonrpc::peek(message) {
+        Ok(Peek::One(info)) if info.is_response() => info.id.map(String::from),
+        _ => None,
     }
-    id_of(message).map(Value::to_string)
 }
 
 /// An SSE body fed by the multiplexer. For a POST it ends after the answers to its requests.
 struct SseBody {
     /// A message read before the stream was chosen, sent first.
-    first: Option<Value>,
-    rx: mpsc::UnboundedReceiver<Value>,
+    first: Option<Bytes>,
+    rx: Inbox,
     expected: Option<HashSet<String>>,
     done: bool,
     tap: Option<TapSender>,
@@ -445,12 +533,12 @@ struct SseBody {
     _close_after: CloseOnDrop,
 }
 
-/// Ends a stateless request's session in the multiplexer when dropped.
-struct CloseOnDrop(Option<(Mux, SessionNo)>);
+/// Ends a stateless request's session in the multiplexer when dropped, and gives back its place.
+struct CloseOnDrop(Option<(Mux, SessionNo, Slot)>);
 
 impl Drop for CloseOnDrop {
     fn drop(&mut self) {
-        if let Some((mux, no)) = self.0.take() {
+        if let Some((mux, no, _slot)) = self.0.take() {
             mux.send(Command::Close { session: no });
         }
     }
@@ -469,18 +557,19 @@ impl Body for SseBody {
         }
         let next = match self.first.take() {
             Some(message) => Poll::Ready(Some(message)),
-            None => self.rx.poll_recv(cx),
+            None => self
+                .rx
+                .poll_recv(cx)
+                .map(|event| event.map(Event::into_frame)),
         };
         match next {
-            Poll::Ready(Some(message)) => {
-                if let (Some(expected), Some(key)) = (self.expected.as_mut(), answer_key(&message))
-                {
+            Poll::Ready(Some(frame)) => {
+                if let (Some(expected), Some(key)) = (self.expected.as_mut(), answer_key(&frame)) {
                     expected.remove(&key);
                     if expected.is_empty() {
                         self.done = true;
                     }
                 }
-                let frame = to_frame(&message);
                 if let Some(tap) = &self.tap {
                     tap.send(Direction::ToClient, &frame);
                 }

@@ -20,7 +20,12 @@ pub(super) fn plain(status: StatusCode, text: &str) -> Response<ResBody> {
 pub(super) fn json_response(status: StatusCode, value: &Value) -> Response<ResBody> {
     // A `Value` always serializes (its keys are strings, its numbers finite).
     let body = serde_json::to_vec(value).unwrap_or_default();
-    let mut res = Response::new(Full::new(Bytes::from(body)).boxed_unsync());
+    json_body(status, Bytes::from(body))
+}
+
+/// A response whose body is JSON text already.
+pub(super) fn json_body(status: StatusCode, body: Bytes) -> Response<ResBody> {
+    let mut res = Response::new(Full::new(body).boxed_unsync());
     *res.status_mut() = status;
     res.headers_mut().insert(
         header::CONTENT_TYPE,

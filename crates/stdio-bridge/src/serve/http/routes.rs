@@ -128,7 +128,7 @@ impl Inner {
         }
         self.touch();
         match *req.method() {
-            Method::POST => self.post(req).await,
+            Method::POST => self.post(req, conn).await,
             Method::GET => self.get(&req, conn),
             Method::DELETE => self.delete(&req),
             _ => {

@@ -4,11 +4,13 @@
 
 use std::{collections::HashSet, sync::Arc, time::Duration};
 
-use bytes::Bytes;
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 
-use super::{Init, LinkState, Route, State};
+use super::{
+    Init, LinkState, Route, SessionNo, State,
+    fair::{self, Up},
+};
 use crate::{
     UPSTREAM_EXITED, UPSTREAM_PROTOCOL_ERROR, UPSTREAM_UNREACHABLE, UpstreamEvent,
     jsonrpc::{
@@ -44,15 +46,12 @@ impl State {
             events,
             close,
         } = link;
-        let (tx, mut rx) = mpsc::unbounded_channel::<Bytes>();
+        let (tx, rx) = mpsc::unbounded_channel();
         let (closed_tx, closed) = oneshot::channel();
-        // A separate task writes to the upstream, so a slow reader never stalls routing.
+        // A separate task writes to the upstream, so a slow reader never stalls routing, and it
+        // gives the sessions turns (`fair`).
         tokio::spawn(async move {
-            while let Some(frame) = rx.recv().await {
-                if outgoing.send(frame).await.is_err() {
-                    break;
-                }
-            }
+            fair::write(rx, &outgoing).await;
             drop(outgoing);
             close().await;
             let _ = closed_tx.send(());
@@ -84,7 +83,7 @@ impl State {
         if let Some(link) = &mut self.link {
             link.ready = false;
             link.replay_id = Some(id);
-            let _ = link.outgoing.send(to_frame(&frame));
+            let _ = link.outgoing.send(Up::Frame(None, to_frame(&frame)));
         }
     }
 
@@ -124,7 +123,7 @@ impl State {
             link.ready = true;
             link.replay_id = None;
             for frame in &frames {
-                let _ = link.outgoing.send(to_frame(frame));
+                let _ = link.outgoing.send(Up::Frame(None, to_frame(frame)));
             }
         }
         // The server may have changed while it was down: tell every session to list again.
@@ -148,14 +147,36 @@ impl State {
         }
     }
 
+    /// Sends one of the multiplexer's own frames, before any session's; held while the upstream
+    /// (re)starts.
     pub(super) fn send_upstream(&mut self, frame: Value) {
+        self.send(None, frame);
+    }
+
+    /// Sends a session's frame, in its turn (`fair`); held while the upstream (re)starts.
+    pub(super) fn send_from(&mut self, session: SessionNo, frame: Value) {
+        self.send(Some(session), frame);
+    }
+
+    fn send(&mut self, from: Option<SessionNo>, frame: Value) {
         match &self.link {
             Some(link) if link.ready => {
-                if link.outgoing.send(to_frame(&frame)).is_err() {
+                if link
+                    .outgoing
+                    .send(Up::Frame(from, to_frame(&frame)))
+                    .is_err()
+                {
                     self.held.push(frame);
                 }
             }
             _ => self.held.push(frame),
+        }
+    }
+
+    /// What a session that ended sent and the upstream did not get yet never goes.
+    pub(super) fn forget_sent(&mut self, session: SessionNo) {
+        if let Some(link) = &self.link {
+            let _ = link.outgoing.send(Up::Forget(session));
         }
     }
 

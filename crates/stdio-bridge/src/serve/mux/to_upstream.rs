@@ -5,13 +5,18 @@
 use serde_json::{Value, json};
 
 use super::{Init, Outbox, Route, SessionNo, State, Undo, id_key};
-use crate::jsonrpc::{INITIALIZED, id_of, method_of};
+use crate::jsonrpc::{self, INITIALIZED, id_of, method_of};
+
+/// The 2026-07-28 request whose answer is a stream of events.
+const LISTEN: &str = "subscriptions/listen";
 
 impl State {
     pub(super) fn close_session(&mut self, session: SessionNo) {
         if self.sessions.remove(&session).is_none() {
             return;
         }
+        // What it sent that is still waiting for its turn never goes.
+        self.forget_sent(session);
         // Its requests in flight are cancelled upstream; their answers would have nowhere to go.
         let ids: Vec<u64> = self
             .routes
@@ -73,7 +78,7 @@ impl State {
             (Some(INITIALIZED), None) => {
                 if !self.initialized_sent && matches!(self.init, Init::Done { .. }) {
                     self.initialized_sent = true;
-                    self.send_upstream(message);
+                    self.send_from(session, message);
                 }
             }
             (Some("notifications/cancelled"), None) => {
@@ -85,16 +90,16 @@ impl State {
                     .map(|(id, _)| *id);
                 if let Some(up) = found {
                     message["params"]["requestId"] = json!(up);
-                    self.send_upstream(message);
+                    self.send_from(session, message);
                 }
             }
-            (Some(_), None) => self.send_upstream(message),
+            (Some(_), None) => self.send_from(session, message),
             (None, Some(client_id)) => {
                 // An answer to a server-to-client request: back with the upstream's own id.
                 let key = id_key(&client_id);
                 if self.s2c.get(&key) == Some(&session) {
                     self.s2c.remove(&key);
-                    self.send_upstream(message);
+                    self.send_from(session, message);
                 }
             }
             (None, None) => {}
@@ -158,6 +163,12 @@ impl State {
                 let previous = self.log_level.replace(level.clone());
                 undo = Some(Undo::SetLevel { level, previous });
             }
+            LISTEN => {
+                if let Some(refusal) = self.refuse_listen(session, &client_id, &message) {
+                    self.deliver_answer(session, answers.as_ref(), refusal);
+                    return;
+                }
+            }
             _ => {}
         }
         let up = self.next_id;
@@ -184,9 +195,38 @@ impl State {
                 token,
                 initialize,
                 undo,
+                listen: method == LISTEN,
             },
         );
-        self.send_upstream(message);
+        self.send_from(session, message);
+    }
+
+    /// The refusal of a `subscriptions/listen` that names more than
+    /// [`MAX_SUBSCRIPTIONS`](crate::MAX_SUBSCRIPTIONS) resources, or that the session asks for while
+    /// it holds [`MAX_LISTENS`](crate::MAX_LISTENS) open; `None` when it may go upstream.
+    fn refuse_listen(&self, session: SessionNo, id: &Value, message: &Value) -> Option<Value> {
+        let uris = message["params"]["notifications"]["resourceSubscriptions"]
+            .as_array()
+            .map_or(0, Vec::len);
+        if uris > crate::MAX_SUBSCRIPTIONS {
+            let frame = jsonrpc::too_many_uris(&id.to_string());
+            return serde_json::from_slice(&frame).ok();
+        }
+        let open = self
+            .routes
+            .values()
+            .filter(|route| route.session == session && route.listen)
+            .count();
+        if open < crate::MAX_LISTENS {
+            return None;
+        }
+        let limit = crate::MAX_LISTENS;
+        let message = format!(
+            "this session holds {limit} subscriptions/listen streams open, the most one may; \
+             cancel one (or close its stream) first"
+        );
+        let data = jsonrpc::limit_data("too_many_listens", limit);
+        Some(jsonrpc::error(id, crate::TOO_MANY_LISTENS, &message, data))
     }
 
     /// Takes back what a request answered with an error had changed.
