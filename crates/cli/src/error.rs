@@ -175,6 +175,12 @@ pub(crate) enum Error {
     /// `calltape demo` could not run its steps.
     #[error("demo: {0}")]
     Demo(String),
+    /// The working folder is unknown, so a relative path cannot be made absolute.
+    #[error("cannot find the working folder: {0}")]
+    CurrentDir(#[source] io::Error),
+    /// A value that goes into a JSON snippet is not UTF-8.
+    #[error("{0} is not UTF-8, so it cannot go into a JSON configuration")]
+    NotUtf8(&'static str),
 }
 
 impl Error {

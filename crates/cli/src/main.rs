@@ -9,6 +9,7 @@
 
 mod args;
 mod bridge;
+mod config;
 mod demo;
 mod error;
 mod http;
@@ -68,6 +69,7 @@ Examples:
   calltape bridge --watch src -- cargo run -q
   calltape http --upstream openai=https://api.openai.com --cassette chat.jsonl -- pytest
   calltape demo
+  calltape config cursor -- node server.js
 
 Exit codes:
   0  success
@@ -120,6 +122,8 @@ enum Command {
     Show(show::ShowArgs),
     /// Record a session against a built-in demo server v1, replay it against v2, print the report.
     Demo(demo::DemoArgs),
+    /// Print the configuration snippet that runs a server through calltape in an MCP client.
+    Config(config::ConfigArgs),
     /// The demo's MCP server on stdio (versions 1 and 2).
     #[command(hide = true)]
     DemoServer(demo::DemoServerArgs),
@@ -138,6 +142,7 @@ fn main() -> ExitCode {
         Command::Replay(args) => replay::run(args, cli.verbose > 0),
         Command::Show(args) => show::run(args),
         Command::Demo(args) => demo::run(args),
+        Command::Config(args) => config::run(args),
         Command::DemoServer(args) => demo::run_server(args),
     };
     let code = outcome.unwrap_or_else(|error| {

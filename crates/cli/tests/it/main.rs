@@ -3,6 +3,7 @@
 mod bridge;
 mod bridge_http;
 mod closed_pipe;
+mod config;
 mod conformance;
 mod demo;
 mod drift;
