@@ -37,13 +37,11 @@ fn config(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
 /// key it reads servers from, one server, and only the fields that client takes for a stdio server
 /// (VS Code requires `type`). Returns the server's name, command and arguments.
 fn parse(client: &str, out: &Output) -> (String, String, Vec<String>) {
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
     );
+    assert!(out.status.success(), "{client}: {stdout}{stderr}");
     let doc: Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}:\n{stdout}"));
     // (top-level key, the fields a stdio server may have, the `type` it must have if any)
     let (key, fields, kind): (&str, &[&str], Option<&str>) = match client {
