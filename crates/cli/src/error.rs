@@ -149,6 +149,12 @@ pub(crate) enum Error {
     /// This program's own path is unknown, so it cannot run itself.
     #[error("cannot find this program's path: {0}")]
     CurrentExe(#[source] io::Error),
+    /// The working folder is unknown, so a relative path cannot be made absolute.
+    #[error("cannot find the working folder: {0}")]
+    CurrentDir(#[source] io::Error),
+    /// A value that goes into a JSON snippet is not UTF-8.
+    #[error("{0} is not UTF-8, so it cannot go into a JSON configuration")]
+    NotUtf8(&'static str),
     /// The command to run cannot be started.
     #[error("cannot run {program}: {source}")]
     Spawn {

@@ -9,6 +9,7 @@
 
 mod args;
 mod bridge;
+mod config;
 mod demo;
 mod error;
 mod http;
@@ -70,6 +71,7 @@ Examples:
   calltape http --upstream openai=https://api.openai.com --cassette chat.jsonl -- pytest
   calltape scan tests/cassettes calls.jsonl
   calltape demo
+  calltape config cursor -- node server.js
 
 Exit codes:
   0  success
@@ -125,6 +127,8 @@ enum Command {
     Scan(scan::ScanArgs),
     /// Record a session against a built-in demo server v1, replay it against v2, print the report.
     Demo(demo::DemoArgs),
+    /// Print the configuration snippet that runs a server through calltape in an MCP client.
+    Config(config::ConfigArgs),
     /// The demo's MCP server on stdio (versions 1 and 2).
     #[command(hide = true)]
     DemoServer(demo::DemoServerArgs),
@@ -144,6 +148,7 @@ fn main() -> ExitCode {
         Command::Show(args) => show::run(args),
         Command::Scan(args) => scan::run(args),
         Command::Demo(args) => demo::run(args),
+        Command::Config(args) => config::run(args),
         Command::DemoServer(args) => demo::run_server(args),
     };
     let code = outcome.unwrap_or_else(|error| {

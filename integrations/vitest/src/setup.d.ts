@@ -23,5 +23,5 @@ export default function setup(project: { provide(key: string, value: unknown): v
 /** Starts a proxy for the project rooted at `root`, configured from its package.json "calltape" field. */
 export function startProxy(root: string, env?: Record<string, string | undefined>): Promise<CalltapeProxy>;
 
-/** `CALLTAPE_BIN`, else `calltape` on PATH. */
+/** `CALLTAPE_BIN`, else `calltape` on PATH (not npm's Node launcher), else the binary of the `calltape` package. */
 export function findBinary(env?: Record<string, string | undefined>): string;

@@ -4,16 +4,24 @@
 //   export default defineConfig({ test: { globalSetup: ["calltape-vitest/setup"] } });
 
 import { spawn } from "node:child_process";
-import { accessSync, constants, mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
+import { accessSync, constants, mkdtempSync, openSync, readFileSync, realpathSync, rmSync } from "node:fs";
+import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { createInterface } from "node:readline";
 
 import { PLACEHOLDER_KEY, loadSettings, unsetKeyVariables } from "./config.js";
 
+const require = createRequire(import.meta.url);
+
 const MODES = ["auto", "replay", "record", "update", "append", "live", "verify"];
 
-/** `CALLTAPE_BIN`, else `calltape` on PATH. */
+/**
+ * `CALLTAPE_BIN`, else `calltape` on PATH (a build from source wins), else the binary of the
+ * `calltape` package this one depends on. npm's own `calltape` command on PATH (node_modules/.bin,
+ * under `npx vitest`) is that package's Node launcher: the binary is run directly instead, so the
+ * proxy is the process the setup stops.
+ */
 export function findBinary(env = process.env) {
   if (env.CALLTAPE_BIN) {
     try {
@@ -27,10 +35,27 @@ export function findBinary(env = process.env) {
     const candidate = path.join(dir || ".", "calltape");
     try {
       accessSync(candidate, constants.X_OK);
+      if (realpathSync(candidate).endsWith(".js")) continue;
       return candidate;
     } catch {}
   }
-  throw new Error("calltape: the calltape binary is not on PATH; install it (cargo install --path crates/cli in a calltape checkout) or set CALLTAPE_BIN to its path");
+  let pkg;
+  try {
+    pkg = require("calltape");
+  } catch (e) {
+    if (e.code !== "MODULE_NOT_FOUND") throw e;
+    throw new Error(
+      "calltape: the calltape binary is not on PATH and the calltape package is not installed; " +
+        "install it (npm install -D calltape) or set CALLTAPE_BIN to the calltape binary",
+    );
+  }
+  const binary = pkg.binaryPath(env);
+  try {
+    accessSync(binary, constants.X_OK);
+  } catch {
+    throw new Error(`calltape: ${binary} (from the calltape package) is not an executable file; install calltape again (npm install -D calltape)`);
+  }
+  return binary;
 }
 
 /** Starts the proxy and resolves to `{ url, mode, stop() }`. */

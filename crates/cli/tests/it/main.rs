@@ -4,6 +4,7 @@ mod asks;
 mod bridge;
 mod bridge_http;
 mod closed_pipe;
+mod config;
 mod conformance;
 mod demo;
 mod drift;

@@ -96,19 +96,22 @@ fn write_project(dir: &Path) -> PathBuf {
     std::fs::write(project.join("tests/ask.js"), ASK).unwrap();
     std::fs::write(project.join("tests/chat.test.js"), CHAT).unwrap();
     std::fs::write(project.join("tests/other.test.js"), OTHER).unwrap();
-    install(&project, &["--install-links", "--no-save"]);
+    install(&project, &["--no-save"]);
     project
 }
 
-/// Installs the helper into `project` with npm from the repository (offline, with `how`), and
+/// Installs the helper into `project` with npm from the repository (offline, with `how`), with the
+/// `calltape` launcher package it depends on (copies of both, so npm resolves the one in the
+/// other; offline, the launcher's platform packages are skipped: the tests set CALLTAPE_BIN), and
 /// links the peers' vitest and openai beside it, with vitest's command where `npx vitest` finds
-/// it: what `npm install -D vitest openai` would add, offline.
+/// it: what `npm install -D vitest openai calltape-vitest` would add, offline.
 fn install(project: &Path, how: &[&str]) {
     let out = Command::new("npm")
         .arg("install")
         .args(how)
-        .args(["--offline", "--legacy-peer-deps"])
+        .args(["--offline", "--legacy-peer-deps", "--install-links"])
         .args(["--no-audit", "--no-fund", "--loglevel=error"])
+        .arg(repo_root().join("packaging/npm/calltape"))
         .arg(repo_root().join("integrations/vitest"))
         .current_dir(project)
         .output()
@@ -383,13 +386,13 @@ const SHAPES: &[Shape] = &[
 fn vitest_quick_start_replays_in_ci_with_no_api_key_in_commonjs_and_esm_projects() {
     let dir = tempfile::tempdir().unwrap();
     let quick = QuickStart::read(&repo_root().join("integrations/vitest/README.md"));
-    // The test installs what these install, offline.
-    assert_eq!(quick.install.len(), 2, "{:?}", quick.install);
+    // The test installs what this installs, offline.
+    assert_eq!(quick.install.len(), 1, "{:?}", quick.install);
     let dead = "http://127.0.0.1:9";
     for (n, (shape, esm, config)) in SHAPES.iter().enumerate() {
         let project = dir.path().join(format!("quick{n}"));
         std::fs::create_dir(&project).unwrap();
-        // `npm install -D … ./integrations/vitest`: it writes a package.json of its own.
+        // `npm install -D … calltape-vitest`: it writes a package.json of its own.
         install(&project, &["-D"]);
         let package = project.join("package.json");
         let mut manifest: Value =

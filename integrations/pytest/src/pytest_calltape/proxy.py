@@ -8,6 +8,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sysconfig
 import tempfile
 import urllib.error
 import urllib.parse
@@ -22,18 +23,30 @@ class ProxyError(Exception):
 
 
 def find_binary() -> str:
-    """`CALLTAPE_BIN`, else `calltape` on PATH."""
+    """`CALLTAPE_BIN`, else `calltape` on PATH (a build from source wins), else the binary of the
+    `calltape` wheel this package depends on: pip puts it in the scripts folder of the environment
+    (or of the user's scheme), which is not on PATH when pytest runs from an environment that was
+    not activated."""
     given = os.environ.get("CALLTAPE_BIN")
     if given:
         if not (os.path.isfile(given) and os.access(given, os.X_OK)):
             raise ProxyError(f"CALLTAPE_BIN={given} is not an executable file; point it at the calltape binary")
         return given
     found = shutil.which("calltape")
-    if not found:
-        raise ProxyError(
-            "the calltape binary is not on PATH; install it (cargo install --path crates/cli in a calltape checkout) or set CALLTAPE_BIN to its path"
-        )
-    return found
+    if found:
+        return found
+    name = "calltape.exe" if os.name == "nt" else "calltape"
+    folders = [sysconfig.get_path("scripts")]
+    user_scheme = f"{os.name}_user"
+    if user_scheme in sysconfig.get_scheme_names():
+        folders.append(sysconfig.get_path("scripts", user_scheme))
+    for folder in folders:
+        candidate = os.path.join(folder, name)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    raise ProxyError(
+        "the calltape binary is not on PATH nor installed beside pytest; install it (pip install calltape) or set CALLTAPE_BIN to its path"
+    )
 
 
 class Proxy:
