@@ -154,15 +154,29 @@ struct Tally {
     total_ms: f64,
 }
 
-/// A recorded string (or a path) on one line of a summary, its control characters escaped.
+/// A recorded string (or a path) on one line of a summary: redacted by the text rules (a file an
+/// older calltape wrote, or one edited by hand, may hold what today's rules would have replaced:
+/// a token as an error code, say), then its control characters escaped.
 #[cfg(any(feature = "mcp", feature = "http"))]
 fn shown(text: &str) -> std::borrow::Cow<'_, str> {
-    crate::terminal::escape_controls(text, crate::terminal::LineBreaks::Escape)
+    use std::borrow::Cow;
+    static REDACTOR: std::sync::OnceLock<calltape_redact::Redactor> = std::sync::OnceLock::new();
+    fn escape(text: &str) -> Cow<'_, str> {
+        crate::terminal::escape_controls(text, crate::terminal::LineBreaks::Escape)
+    }
+    match REDACTOR
+        .get_or_init(calltape_redact::Redactor::new)
+        .redact_text(text)
+    {
+        Cow::Borrowed(same) => escape(same),
+        Cow::Owned(redacted) => Cow::Owned(escape(&redacted).into_owned()),
+    }
 }
 
 /// The summary of a call recording: its calls per method and name (with their errors and average
 /// duration), its sessions with their clients and servers, and its time span. Every recorded
-/// string in it has its control characters escaped ([`escape_controls`]).
+/// string in it is redacted by the text rules and has its control characters escaped
+/// ([`escape_controls`]).
 ///
 /// [`escape_controls`]: crate::terminal::escape_controls
 #[cfg(feature = "mcp")]
@@ -281,7 +295,8 @@ fn plural(n: usize) -> &'static str {
 
 /// The summary of an HTTP cassette read from `path`: its fingerprints, then one line per interaction
 /// (key, method, upstream, path, model, status and what answered), then the models asked. Every
-/// recorded string in it has its control characters escaped ([`escape_controls`]).
+/// recorded string in it is redacted by the text rules and has its control characters escaped
+/// ([`escape_controls`]).
 ///
 /// [`escape_controls`]: crate::terminal::escape_controls
 #[cfg(feature = "http")]

@@ -57,10 +57,12 @@ pub fn admit<'a>(
 }
 
 /// `label` as it may be said: a label that itself holds what the gate stops (a tool named like a
-/// token) is said without it.
+/// token) is said without it, and one that holds control characters (a tool or session named to
+/// retitle the terminal) has them escaped, as every recorded string said on a terminal has.
 pub(crate) fn safe_label(gate: &Gate, label: String) -> String {
     match gate.check(label.as_bytes()) {
-        None => label,
+        None => crate::terminal::escape_controls(&label, crate::terminal::LineBreaks::Escape)
+            .into_owned(),
         Some(hit) => format!("an item whose name held {hit}"),
     }
 }
@@ -86,5 +88,13 @@ mod tests {
         let refusal = admit(&gate, lines, || "call tok_test_4eC39HqLy".to_owned()).unwrap_err();
         assert!(!refusal.to_string().contains("tok_test"), "{refusal}");
         assert!(admit(&gate, [&b"{}"[..]], || unreachable!()).is_ok());
+        // A label that would drive a terminal is said escaped.
+        let refusal = admit(&gate, lines, || "call quote\x1b]0;owned\x07".to_owned()).unwrap_err();
+        assert!(
+            refusal
+                .to_string()
+                .starts_with("call quote\\u{1b}]0;owned\\u{7} was not written"),
+            "{refusal}"
+        );
     }
 }

@@ -175,6 +175,43 @@ fn a_call_that_asks_the_client_back_replays_same_with_the_recorded_answers() {
         );
         assert_eq!(out.status.code(), Some(0), "{name}");
 
+        // The tool list's line alone (a session that only listed): it declares the client's
+        // capabilities as a call's line does, so the server offers the tools that ask the client
+        // back, and nothing is reported removed.
+        let list: String = std::fs::read_to_string(&path)
+            .unwrap()
+            .lines()
+            .filter(|l| l.contains(r#""method":"tools/list""#))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        assert_eq!(list.lines().count(), 1, "{name}: {lines:#?}");
+        let list_path = dir.path().join(format!("asks-{n}-list.jsonl"));
+        std::fs::write(&list_path, list).unwrap();
+        let out = replay(&list_path, &[], &row.server);
+        let report = text(&out.stdout);
+        assert!(!report.contains("tools["), "{name}:\n{report}");
+        // The server may ask for the roots as the session starts; alone, the list can be the
+        // call in flight then, and the report says so. Nothing else differs.
+        let differences: Vec<&str> = report.lines().filter(|l| l.starts_with("    ")).collect();
+        assert!(
+            differences
+                .iter()
+                .all(|d| row.roots && d.contains(r#"{"method":"roots/list"}"#)),
+            "{name}:\n{report}\n{}",
+            text(&out.stderr)
+        );
+        let same = if differences.is_empty() {
+            "1 same, 0 changed"
+        } else {
+            "0 same, 1 changed"
+        };
+        assert!(
+            report
+                .trim_end()
+                .ends_with(&format!("1 call, {same}, 0 new-error, 0 gone-error")),
+            "{name}:\n{report}"
+        );
+
         // The server gets the recorded answer: edited in the recording, it shows in the result.
         let recorded = std::fs::read_to_string(&path).unwrap();
         let edited = recorded.replace(
@@ -253,10 +290,13 @@ fn a_request_the_recording_cannot_answer_fails_its_call_cleanly_in_every_format(
         ),
         "{report}"
     );
+    // The other calls and the tool list's line, recorded when the session ended, are the same.
     assert!(
-        report
-            .trim_end()
-            .ends_with("3 calls, 2 same, 0 changed, 1 new-error, 0 gone-error"),
+        report.trim_end().ends_with(&format!(
+            "{} calls, {} same, 0 changed, 1 new-error, 0 gone-error",
+            lines.len(),
+            lines.len() - 1
+        )),
         "{report}"
     );
 

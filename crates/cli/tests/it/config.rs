@@ -238,5 +238,14 @@ fn the_snippets_command_runs_under_a_real_client_and_records() {
     let result = client("everything", &argv);
     assert!(result.is_object(), "{result}");
     let recorded = std::fs::read_to_string(dir.path().join("calls.jsonl")).unwrap();
-    assert_eq!(recorded.lines().count(), 4, "{recorded}");
+    // The client's four calls, and the tool list it fetched before them, recorded at the end.
+    assert_eq!(recorded.lines().count(), 5, "{recorded}");
+    assert!(
+        recorded
+            .lines()
+            .last()
+            .unwrap()
+            .contains(r#""method":"tools/list""#),
+        "{recorded}"
+    );
 }

@@ -231,6 +231,7 @@ fn a_call_answered_input_required_is_recorded_once_with_its_final_result() {
     assert_eq!(list["client"]["name"], "mcp", "{list}");
     assert_eq!(list["server"]["name"], "modern-server", "{list}");
     assert_eq!(list["input"], json!({}), "{list}");
+    assert!(list["capabilities"]["elicitation"].is_object(), "{list}");
     let tools = support::list_names(&list["answer"], "tools", "name");
     assert!(
         tools.iter().any(|t| t == "greet_asked") && tools.iter().any(|t| t == "add"),
@@ -263,7 +264,7 @@ fn a_call_answered_input_required_is_recorded_once_with_its_final_result() {
     assert!(
         report
             .trim_end()
-            .ends_with("2 calls, 2 same, 0 changed, 0 new-error, 0 gone-error"),
+            .ends_with("3 calls, 3 same, 0 changed, 0 new-error, 0 gone-error"),
         "{report}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );

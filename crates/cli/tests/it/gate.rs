@@ -340,10 +340,11 @@ fn a_cassette_interaction_holding_a_token_key_or_a_sent_secret_is_refused_and_a_
     );
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
+    // The token key is redacted as a value is, so that interaction is stored; the sent value
+    // echoed where no name says so is what the gate refuses.
     for needle in [
-        "2 refused",
-        "POST openai /v1/cards #0",
-        "a github-pat token",
+        "1 refused",
+        "POST openai /v1/chat/completions #0",
         "the value of api_key",
     ] {
         assert!(stderr.contains(needle), "{needle}:\n{stderr}");
@@ -351,7 +352,8 @@ fn a_cassette_interaction_holding_a_token_key_or_a_sent_secret_is_refused_and_a_
     assert!(!stderr.contains(GHP) && !stderr.contains(SENT), "{stderr}");
     let stored = read(&cassette);
     assert!(!stored.contains(GHP) && !stored.contains(SENT), "{stored}");
-    assert!(!stored.contains("/v1/cards"), "{stored}");
+    assert!(stored.contains("/v1/cards"), "{stored}");
+    assert!(stored.contains("[REDACTED]"), "{stored}");
     assert!(!dir.path().join("cards.jsonl.journal").exists());
 
     // A cassette an older calltape stored with a token in a request body: a miss shows that
@@ -495,11 +497,12 @@ fn scan_reports_a_token_key_in_a_recording_or_a_cassette_by_file_line_and_rule_a
 }
 
 #[test]
-fn a_log_line_the_gate_stops_is_not_written_to_the_log_file_and_fails_the_bridge() {
+fn a_token_a_child_logs_as_an_object_key_is_redacted_in_the_log_file() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("bridge.log");
-    // A child that logs a JSON line holding a token as an object key, where the text rules do not
-    // look, then ends.
+    // A child that logs a JSON line holding a token as an object key, then ends. The log's writer
+    // redacts keys as values; its final gate (which a redaction miss would meet, and which
+    // crates/redact's writer tests stop lines with) finds nothing left to refuse.
     let child = format!("import sys; sys.stderr.write('{{\"{GHP}\": 1}}\\nplain line\\n')");
     let out = calltape()
         .args(["bridge", "--log"])
@@ -511,17 +514,11 @@ fn a_log_line_the_gate_stops_is_not_written_to_the_log_file_and_fails_the_bridge
         .output()
         .unwrap();
     let logged = read(&log);
-    assert_eq!(out.status.code(), Some(1), "{logged}");
     assert!(!logged.contains(GHP), "{logged}");
-    assert!(
-        logged.contains("[a line that held a github-pat token was not written]"),
-        "{logged}"
-    );
+    assert!(logged.contains(r#"{"[REDACTED]": 1}"#), "{logged}");
     assert!(logged.contains("plain line"), "{logged}");
-    assert!(
-        logged.contains("1 stderr line(s) refused by the final gate"),
-        "{logged}"
-    );
+    assert!(!logged.contains("refused by the final gate"), "{logged}");
+    assert_eq!(out.status.code(), Some(0), "{logged}");
 }
 
 #[test]
@@ -567,4 +564,27 @@ fn a_filled_value_and_a_header_key_echoed_in_an_upstream_error_body_never_reach_
             "{stderr}"
         );
     }
+}
+
+#[test]
+fn show_says_no_token_a_recording_an_older_calltape_wrote_still_holds() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("old.jsonl");
+    // Stored before keys and text error codes were redacted: a token as an error code, and as a
+    // tool's name.
+    let lines = [
+        json!({"v": 1, "at": "2026-05-01T10:00:00.000Z", "session": "s1", "method": "tools/call",
+            "name": "pay", "input": {}, "error": {"code": GHP, "message": "declined"},
+            "durationMs": 1.0}),
+        json!({"v": 1, "at": "2026-05-01T10:00:01.000Z", "session": "s1", "method": "tools/call",
+            "name": GHP, "input": {}, "answer": {"content": []}, "durationMs": 1.0}),
+    ];
+    let stored: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(&file, stored).unwrap();
+    let out = calltape().arg("show").arg(&file).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(!stdout.contains(GHP), "{stdout}");
+    assert!(stdout.contains("tools/call pay"), "{stdout}");
+    assert!(stdout.contains("[REDACTED] ×1"), "{stdout}");
 }

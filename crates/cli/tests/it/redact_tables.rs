@@ -5,6 +5,7 @@
 //! here too.
 
 use calltape_redact::Redactor;
+use calltape_redact::fuzzing::numbering_free;
 
 use crate::support::calltape;
 
@@ -90,9 +91,11 @@ fn every_row_of_the_redaction_tables_holds_through_the_command() {
             }
             "json" => {}
             "value" => {
+                // The row is the value walk's, which numbers an object's replaced keys in the
+                // map's order; the command reads text, and numbers them in the text's order.
                 let out: serde_json::Value = serde_json::from_str(out).expect("JSON out");
                 let want: serde_json::Value = serde_json::from_str(expected).expect("JSON row");
-                assert_eq!(out, want, "{ctx}");
+                assert_eq!(numbering_free(&out), numbering_free(&want), "{ctx}");
             }
             "name" => {
                 let out: serde_json::Value = serde_json::from_str(out).expect("JSON out");

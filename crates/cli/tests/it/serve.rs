@@ -262,10 +262,12 @@ fn serve_records_with_the_redaction_names_and_finishes_the_recording_on_each_sig
         assert_eq!(lines.len(), 2, "SIG{signal}: {text}");
         assert_eq!(lines[0]["name"], "echo", "{text}");
         assert_eq!(lines[1]["method"], "tools/list", "{text}");
-        // A schema's property under a name redacted is redacted as an input's would be.
+        // A schema's property under a name redacted is a definition, not a value: it is kept,
+        // where the input under that name is redacted.
         assert_eq!(lines[1]["answer"]["tools"][1]["name"], "echo", "{text}");
         assert_eq!(
-            lines[1]["answer"]["tools"][1]["inputSchema"]["properties"]["text"], "[REDACTED]",
+            lines[1]["answer"]["tools"][1]["inputSchema"]["properties"]["text"],
+            serde_json::json!({"title": "Text", "type": "string"}),
             "{text}"
         );
         assert_eq!(lines[0]["input"]["text"], "[REDACTED]", "{text}");

@@ -521,6 +521,16 @@ mod tests {
             v,
             json!({"api_key": "[REDACTED]", "model": "gpt", "nested": {"password": "[REDACTED]"}})
         );
+        // Nothing secret keeps its type: an SDK reading the replayed body back gets `None`,
+        // `True`, `""` where the real API sent them.
+        let mut v = json!({"prompt_cache_key": null, "token": true, "secret": false,
+            "password": "", "api_key": {"id": 1}, "auth": [1]});
+        s.scrub_value(&mut v);
+        assert_eq!(
+            v,
+            json!({"prompt_cache_key": null, "token": true, "secret": false,
+                "password": "", "api_key": "[REDACTED]", "auth": "[REDACTED]"})
+        );
         let mut q = vec![
             ("key".to_owned(), "abc".to_owned()),
             ("alt".to_owned(), "json".to_owned()),

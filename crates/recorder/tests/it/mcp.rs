@@ -383,7 +383,7 @@ async fn by_default_each_list_is_recorded_once_per_session_with_every_page() {
         ask(
             0,
             "initialize",
-            json!({"protocolVersion": "2025-06-18", "capabilities": {},
+            json!({"protocolVersion": "2025-06-18", "capabilities": {"roots": {"listChanged": true}},
             "clientInfo": {"name": "lister", "version": "1"}}),
         ),
         answer(
@@ -460,7 +460,15 @@ async fn by_default_each_list_is_recorded_once_per_session_with_every_page() {
         );
         assert_eq!(list.client.as_ref().unwrap()["name"], "lister");
         assert_eq!(list.server.as_ref().unwrap()["name"], "everything");
+        // A replay lists with what the line declares, as the call's line does.
+        assert_eq!(
+            list.capabilities.as_ref().map(|c| Value::Object(c.clone())),
+            Some(json!({"roots": {"listChanged": true}})),
+            "{}",
+            list.method
+        );
     }
+    assert_eq!(calls[0].capabilities, calls[1].capabilities);
     let resources: Vec<Value> = (1..=5).map(resource).collect();
     assert_eq!(
         calls[1].outcome,
@@ -495,7 +503,7 @@ async fn by_default_each_list_is_recorded_once_per_session_with_every_page() {
 async fn a_stateless_clients_lists_are_recorded_with_its_meta_and_only_when_asked_for() {
     let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientInfo": {"name": "modern", "version": "2"},
-        "io.modelcontextprotocol/clientCapabilities": {}});
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}});
     let frames = [
         ask(1, "tools/list", json!({"_meta": meta})),
         answer(
@@ -518,6 +526,10 @@ async fn a_stateless_clients_lists_are_recorded_with_its_meta_and_only_when_aske
     assert_eq!(list.client.as_ref().unwrap()["name"], "modern");
     assert_eq!(list.protocol_version.as_deref(), Some("2026-07-28"));
     assert_eq!(list.server.as_ref().unwrap()["name"], "modern-server");
+    assert_eq!(
+        list.capabilities.as_ref().map(|c| Value::Object(c.clone())),
+        Some(json!({"elicitation": {}}))
+    );
     // The items of both pages, the last page's other fields, no cursor: the list is whole.
     assert_eq!(
         list.outcome,

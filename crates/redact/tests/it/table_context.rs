@@ -607,6 +607,11 @@ pub(crate) const ROWS: &[(&str, &str, &str)] = &[
     ),
     (
         "json",
+        "[[\"x-auth-token\", \"abc123\"], [\"accept\", \"*/*\"]]",
+        "[[\"x-auth-token\", \"[REDACTED]\"], [\"accept\", \"*/*\"]]",
+    ),
+    (
+        "json",
         "[[\"X-Api-Key\", {\"v\": 1}], [\"token\", \"a\", \"b\"]]",
         "[[\"X-Api-Key\", \"[REDACTED]\"], [\"token\", \"a\", \"b\"]]",
     ),

@@ -287,7 +287,7 @@ fn compare_with_notes(
             let mut asks = notes.asks;
             asks.apply(&mut comparison.status, &mut comparison.differences);
             let method = call.record.method.as_str();
-            let surface = surface::classify(method, comparison.status, recorded, replayed);
+            let surface = surface::classify(method, &comparison, recorded, replayed);
             CallReport::new(
                 i + 1,
                 call.line,

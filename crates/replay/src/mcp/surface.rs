@@ -26,11 +26,12 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt;
 use std::str::FromStr;
 
+use calltape_recorder::glob::{Segment, write_path};
 use calltape_recorder::mcp::{Outcome, list_items_key};
 use calltape_redact::REDACTED;
 use serde_json::{Map, Value};
 
-use crate::mcp::compare::Status;
+use crate::mcp::compare::{Comparison, Difference, Status};
 use crate::mcp::report::ReplayReport;
 
 use schema::{Side, compare_schemas};
@@ -189,20 +190,24 @@ impl FromStr for FailOn {
 }
 
 /// The surface changes between a recorded list answer and the replayed one, breaking ones first;
-/// empty for a method that is not a list, or a call whose comparison found it the same (an ignored
-/// path, or what differs by era, is no change). A difference that changes no item (the items in
-/// another order, a field beside them, one error for another) is no surface change either: the
+/// empty for a method that is not a list, or a call whose `comparison` found it the same.
+///
+/// A change is kept only where the comparison found a difference, at its path, inside it or
+/// around it: what the comparison set aside (an ignored path such as `tools[echo]` or
+/// `prompts.*.description`, a masked value, what differs by era) is no change here either, so a
+/// report never classifies what it does not show. A difference that changes no item (the items
+/// in another order, a field beside them, one error for another) is no surface change either: the
 /// comparison's differences show it.
 pub fn classify(
     method: &str,
-    status: Status,
+    comparison: &Comparison,
     recorded: &Outcome,
     replayed: &Outcome,
 ) -> Vec<SurfaceChange> {
     let Some(key) = list_items_key(method) else {
         return Vec::new();
     };
-    if status == Status::Same {
+    if comparison.status == Status::Same {
         return Vec::new();
     }
     let mut out = Vec::new();
@@ -238,8 +243,62 @@ pub fn classify(
         }
         (Outcome::Error(_), Outcome::Error(_)) => {}
     }
+    // An error on one side differs as a whole: every change of the list stands.
+    if comparison.status == Status::Changed {
+        out.retain(|change| shown(key, change, &comparison.differences));
+    }
     out.sort_by_key(|c| c.severity);
     out
+}
+
+/// Whether the comparison's `differences` show `change` of list `key`: a change of the list as a
+/// whole (an error now) whenever there is a difference, any other when a difference is in its
+/// [`scope`] or around it (a whole item added or removed, an answer that is not a list).
+fn shown(key: &str, change: &SurfaceChange, differences: &[Difference]) -> bool {
+    if !within(&change.path, key) {
+        return !differences.is_empty();
+    }
+    let scope = scope(key, &change.path);
+    differences
+        .iter()
+        .any(|d| within(&d.path, scope) || within(scope, &d.path))
+}
+
+/// What of a change's path the differences are looked for in: its item and the item's field
+/// (`tools[echo].inputSchema` for a change deep in that schema, which the classification reads
+/// through its `$ref`s and the comparison does not), or the whole path when it is shorter.
+fn scope<'p>(key: &str, path: &'p str) -> &'p str {
+    let Some(id) = path.strip_prefix(key).and_then(|p| p.strip_prefix('[')) else {
+        return path;
+    };
+    // The item's closing bracket: a `]` or `\\` in its name is escaped.
+    let bytes = id.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() && bytes[i] != b']' {
+        i += if bytes[i] == b'\\' { 2 } else { 1 };
+    }
+    let item_end = (key.len() + 1 + i + 1).min(path.len());
+    let field = &path[item_end..];
+    match field.get(1..).and_then(|f| f.find(['.', '['])) {
+        Some(n) => &path[..item_end + 1 + n],
+        None => path,
+    }
+}
+
+/// Whether dot path `path` is `outer` or a path inside it.
+fn within(path: &str, outer: &str) -> bool {
+    outer.is_empty()
+        || path
+            .strip_prefix(outer)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with(['.', '[']))
+}
+
+/// The path of the item `id` of the list at `list`, in the notation differences and `--ignore`
+/// use: `tools[echo]`, a `]` or `\` in the name escaped.
+fn item_path(list: &str, id: &str) -> String {
+    let mut path = list.to_owned();
+    write_path(&mut path, &[Segment::Item { id, index: 0 }]);
+    path
 }
 
 /// The items of a list answer.
@@ -284,14 +343,14 @@ fn items(key: &str, recorded: &[Value], replayed: &[Value], out: &mut Vec<Surfac
         if !new_ids.contains(id.as_str()) {
             out.push(SurfaceChange::item(
                 Severity::Breaking,
-                &format!("{key}[{id}]"),
+                &item_path(key, id),
                 "removed",
             ));
         }
     }
     let old_items: HashMap<&str, &Value> = old.iter().map(|(id, v)| (id.as_str(), *v)).collect();
     for (id, item) in &new {
-        let path = format!("{key}[{id}]");
+        let path = item_path(key, id);
         match old_items.get(id.as_str()) {
             None => out.push(SurfaceChange::item(Severity::Compatible, &path, "added")),
             Some(before) => match key {
@@ -428,7 +487,7 @@ fn prompt(path: &str, old: &Value, new: &Value, out: &mut Vec<SurfaceChange>) {
                     _ => {}
                 }
                 fields(
-                    &format!("{path}.arguments[{name}]"),
+                    &item_path(&format!("{path}.arguments"), name),
                     argument,
                     now,
                     &["name", "required"],

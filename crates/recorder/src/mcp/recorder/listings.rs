@@ -40,8 +40,14 @@ pub(super) fn write_listings(recorder: &Recorder, id: &str, state: &mut SessionS
         .collect();
     listings.sort_by_key(|l| l.first.at);
     let server = state.server.clone();
-    for listing in listings {
+    for mut listing in listings {
         let (client, protocol_version) = session_info(state, &listing.first);
+        // A replay lists with the capabilities a line declares, and a server may offer tools by
+        // them (server-everything offers its sampling and elicitation tools only to a client that
+        // can answer them): a list line holds the session's, as a call's does.
+        if listing.first.capabilities.is_none() {
+            listing.first.capabilities = state.capabilities.clone();
+        }
         let mut outcome = match listing.pages {
             Ok(pages) => Outcome::Answer(pages.into_answer()),
             Err(error) => Outcome::Error(error),

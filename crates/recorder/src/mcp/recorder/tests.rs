@@ -286,6 +286,15 @@ async fn sent_secrets_are_hidden_in_keys_and_text_error_codes_for_the_rest_of_th
             false,
             r#"{"id":4,"result":{"by":{"hdr-value-9Xq2Lm":1,"[REDACTED]":2}}}"#,
         ),
+        // A provider token the server puts in a key on its own: replaced, and the call stored.
+        (
+            true,
+            r#"{"id":5,"method":"tools/call","params":{"name":"vault","arguments":{}}}"#,
+        ),
+        (
+            false,
+            r#"{"id":5,"result":{"structuredContent":{"ghp_0123456789abcdefghijklmnopqrstuvwxyz":"stored"},"content":[]}}"#,
+        ),
     ];
     for by_value in [false, true] {
         let known = KnownSecrets::new();
@@ -299,7 +308,12 @@ async fn sent_secrets_are_hidden_in_keys_and_text_error_codes_for_the_rest_of_th
             .lines()
             .map(|l| serde_json::from_str(l).unwrap())
             .collect();
-        assert_eq!(lines.len(), 4, "{text}");
+        assert!(!text.contains("ghp_0123"), "{text}");
+        assert_eq!(lines.len(), 5, "{text}");
+        assert_eq!(
+            lines[4]["answer"]["structuredContent"],
+            serde_json::json!({"[REDACTED]": "stored"})
+        );
         assert_eq!(
             lines[0]["answer"]["structuredContent"]["cards"],
             serde_json::json!({"[REDACTED]": "stored", "other": "x"})

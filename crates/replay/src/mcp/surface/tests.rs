@@ -4,16 +4,29 @@
 use serde_json::{Value, json};
 
 use super::*;
+use crate::mcp::compare::Comparer;
 use crate::mcp::report::CallReport;
 use calltape_recorder::mcp::{CallError, ErrorCode};
 
 /// The changes between two answers of `method`, as reports write them.
 fn changes(method: &str, recorded: Value, replayed: Value) -> Vec<String> {
     let (r, p) = (Outcome::Answer(recorded), Outcome::Answer(replayed));
-    classify(method, Status::Changed, &r, &p)
+    compared(&Comparer::new(), method, &r, &p)
         .iter()
         .map(ToString::to_string)
         .collect()
+}
+
+/// The surface changes of a call of `method`, as the replay classifies them: after `comparer`'s
+/// comparison of the two outcomes.
+fn compared(
+    comparer: &Comparer,
+    method: &str,
+    recorded: &Outcome,
+    replayed: &Outcome,
+) -> Vec<SurfaceChange> {
+    let comparison = comparer.compare_call(method, recorded, replayed);
+    classify(method, &comparison, recorded, replayed)
 }
 
 /// A tool list of one tool `t` with these input and output schemas (`Value::Null`: none).
@@ -454,18 +467,18 @@ fn a_list_that_errs_now_breaks_and_one_that_answers_now_does_not() {
         changes.iter().map(ToString::to_string).collect()
     };
     assert_eq!(
-        show(classify(
+        show(compared(
+            &Comparer::new(),
             "resources/list",
-            Status::NewError,
             &listed,
             &missing
         )),
         ["breaking: resources/list: answered with an error now (-32601 Method not found)"]
     );
     assert_eq!(
-        show(classify(
+        show(compared(
+            &Comparer::new(),
             "resources/list",
-            Status::GoneError,
             &missing,
             &listed
         )),
@@ -475,8 +488,13 @@ fn a_list_that_errs_now_breaks_and_one_that_answers_now_does_not() {
         ]
     );
     // Only lists, and only when the comparison found a difference.
-    assert!(classify("tools/call", Status::Changed, &listed, &missing).is_empty());
-    assert!(classify("resources/list", Status::Same, &listed, &missing).is_empty());
+    assert!(compared(&Comparer::new(), "tools/call", &listed, &missing).is_empty());
+    let same = Comparison {
+        status: Status::Same,
+        differences: Vec::new(),
+        answer: None,
+    };
+    assert!(classify("resources/list", &same, &listed, &missing).is_empty());
 }
 
 #[test]
@@ -579,7 +597,7 @@ fn every_format_counts_the_surface_and_lists_each_change_with_its_list() {
         vec![
             CallReport::new(1, 1, "s", "tools/call", "echo", Status::Same, vec![]),
             CallReport::new(2, 7, "s", "tools/list", "", Status::Changed, vec![])
-                .with_surface(classify("tools/list", Status::Changed, &r, &p)),
+                .with_surface(compared(&Comparer::new(), "tools/list", &r, &p)),
         ],
     );
     let text = report.to_text(false);
@@ -625,4 +643,53 @@ fn every_format_counts_the_surface_and_lists_each_change_with_its_list() {
             .to_html(&crate::ReportContext::default())
             .contains("id=\"surface\"")
     );
+}
+
+#[test]
+fn a_change_the_comparison_sets_aside_is_no_surface_change() {
+    let recorded = Outcome::Answer(json!({"tools": [
+        {"name": "echo", "inputSchema": object(json!({"a": {"type": "string"}}), &[])},
+        {"name": "odd]name", "description": "old"},
+        {"name": "add"},
+    ]}));
+    let replayed = Outcome::Answer(json!({"tools": [
+        {"name": "echo", "inputSchema": object(json!({"a": {"type": "string"}}), &["a"])},
+        {"name": "odd]name", "description": "new"},
+    ]}));
+    let show = |ignore: &[&str]| -> Vec<String> {
+        let comparer = Comparer::builder()
+            .ignore(ignore.iter().map(|g| (*g).to_owned()))
+            .build()
+            .expect("globs");
+        compared(&comparer, "tools/list", &recorded, &replayed)
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    };
+    // (ignored, what is still classified)
+    let rows: &[(&[&str], &[&str])] = &[
+        (
+            &[],
+            &[
+                "breaking: tools[add] removed",
+                r#"breaking: tools[echo].inputSchema: property "a" made required"#,
+                r"compatible: tools[odd\]name].description changed",
+            ],
+        ),
+        (
+            &["tools[echo]"],
+            &[
+                "breaking: tools[add] removed",
+                r"compatible: tools[odd\]name].description changed",
+            ],
+        ),
+        (
+            &["tools[*].inputSchema", r"tools[odd\]name]"],
+            &["breaking: tools[add] removed"],
+        ),
+        (&["tools"], &[]),
+    ];
+    for (ignore, want) in rows {
+        assert_eq!(show(ignore), *want, "{ignore:?}");
+    }
 }
