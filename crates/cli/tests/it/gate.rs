@@ -1,7 +1,8 @@
 //! Nothing secret reaches a file, a report or a terminal, whatever writes it: a card token a server
 //! echoes as an object key or an error code (the official Python SDK as client and server), a
 //! token stored where no redaction looks, refused by the final gate in front of every writer (a
-//! recording, a rewrite, a cassette, a report, a log), and `calltape scan` over both formats.
+//! recording, a rewrite, a cassette, a report, a log; `record`, `bridge` and `serve` alike), and
+//! `calltape scan` over both formats.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -10,7 +11,8 @@ use std::process::{Command, Output, Stdio};
 use serde_json::{Value, json};
 
 use crate::http::FakeApi;
-use crate::support::{KillOnDrop, calltape, first_line, peer_script, python};
+use crate::serve::Served;
+use crate::support::{KillOnDrop, calltape, first_line, peer_script, python, session_id_of};
 
 const BIN: &str = env!("CARGO_BIN_EXE_calltape");
 
@@ -205,6 +207,54 @@ fn a_recorded_call_whose_line_holds_a_token_is_refused_counted_and_named_and_not
         assert!(!stderr.contains(GHP), "{stderr}");
         assert_eq!(read(&file), "", "{command}: nothing of the call is written");
     }
+}
+
+#[test]
+fn a_call_that_serve_records_whose_line_holds_a_token_is_refused_named_and_fails_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("serve.jsonl");
+    let mut served = Served::start_with(
+        dir.path(),
+        &[
+            "--listen",
+            "127.0.0.1:0",
+            "--record",
+            file.to_str().unwrap(),
+        ],
+        &key_server(),
+    );
+    // A client whose info holds a provider token as a member's name, where no redaction rule looks.
+    let initialize = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1", GHP: true}}});
+    let response = served.exchange(None, &initialize.to_string());
+    let session = session_id_of(&response).unwrap_or_else(|| panic!("{response}"));
+    served.exchange(
+        Some(&session),
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    );
+    let call = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"plain","arguments":{}}}"#;
+    let answer = served.exchange(Some(&session), call);
+    assert!(answer.contains("nothing secret here"), "{answer}");
+
+    // The server stops on SIGTERM; the recording ends with the call refused, and so does the run.
+    let status = Command::new("kill")
+        .args(["-TERM", &served.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let status = served.child.wait().unwrap();
+    let stderr = served.stderr();
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    for needle in [
+        "the tools/call call plain of session ",
+        "was not written: it held a github-pat token",
+        "1 call refused",
+    ] {
+        assert!(stderr.contains(needle), "{needle}:\n{stderr}");
+    }
+    assert!(!stderr.contains(GHP), "{stderr}");
+    assert_eq!(read(&file), "", "nothing of the call is written");
 }
 
 /// A recording of key_server.py whose line 2 an older calltape stored with a token: in the client's

@@ -15,21 +15,26 @@ use crate::support::{
 };
 
 /// A running `calltape serve` and its address.
-struct Served {
-    child: KillOnDrop,
+pub(crate) struct Served {
+    pub(crate) child: KillOnDrop,
     addr: String,
     stderr: PathBuf,
 }
 
 impl Served {
+    /// `calltape serve ARGS… -- python shared_server.py`.
     fn start(dir: &Path, args: &[&str]) -> Self {
+        Self::start_with(dir, args, &[python(), peer_script("shared_server.py")])
+    }
+
+    /// `calltape serve ARGS… -- SERVER…`, its stderr in `dir`.
+    pub(crate) fn start_with(dir: &Path, args: &[&str], server: &[PathBuf]) -> Self {
         let stderr = dir.join("stderr");
         let mut child = calltape()
             .arg("serve")
             .args(args)
             .arg("--")
-            .arg(python())
-            .arg(peer_script("shared_server.py"))
+            .args(server)
             .stdout(Stdio::piped())
             .stderr(std::fs::File::create(&stderr).unwrap())
             .spawn()
@@ -59,7 +64,7 @@ impl Served {
     }
 
     /// One request on a fresh connection; the whole response.
-    fn exchange(&self, session: Option<&str>, body: &str) -> String {
+    pub(crate) fn exchange(&self, session: Option<&str>, body: &str) -> String {
         let mut stream = TcpStream::connect(&self.addr).unwrap();
         stream
             .set_read_timeout(Some(Duration::from_secs(60)))
@@ -93,7 +98,7 @@ impl Served {
         self.exchange(Some(session), &call).contains(text)
     }
 
-    fn stderr(&self) -> String {
+    pub(crate) fn stderr(&self) -> String {
         std::fs::read_to_string(&self.stderr).unwrap_or_default()
     }
 }
