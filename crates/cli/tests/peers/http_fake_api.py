@@ -1,6 +1,7 @@
 """A fake LLM API for the `calltape http` end-to-end tests (loopback only, no network).
 
-Routes: OpenAI chat completions (JSON, and SSE ending with `data: [DONE]`), the Responses API stream,
+Routes: OpenAI chat completions (JSON, and SSE ending with `data: [DONE]`), the Responses API (a
+stream, or one JSON object that echoes the request's `prompt_cache_key` and `metadata`),
 Anthropic messages SSE (named events, a ping, an error event mid-stream when the prompt says
 "overload"), binary audio, a gzip-encoded model list, and /v1/cards, which answers the prompt as an
 object key. Every accepted connection is appended to
@@ -186,6 +187,12 @@ class Handler(BaseHTTPRequestHandler):
             done = dict(resp, status="completed", output=[{
                 "type": "message", "id": "msg_1", "status": "completed", "role": "assistant",
                 "content": [{"type": "output_text", "text": "Hi there", "annotations": []}]}])
+            if not body.get("stream"):
+                # As the real API does, the response echoes the request's settings: the cache key
+                # (null when the request sent none) and the metadata.
+                send_json(self, dict(done, prompt_cache_key=body.get("prompt_cache_key"),
+                                     metadata=body.get("metadata") or {}))
+                return
             evs = [
                 ("response.created", {"type": "response.created", "sequence_number": 0, "response": resp}),
                 ("response.output_text.delta", {"type": "response.output_text.delta", "sequence_number": 1,
