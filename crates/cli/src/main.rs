@@ -271,6 +271,21 @@ mod tests {
     }
 
     #[test]
+    fn scan_help_names_its_first_spelling_as_an_alias() {
+        let help = Cli::command()
+            .find_subcommand_mut("scan")
+            .expect("scan")
+            .render_long_help()
+            .to_string();
+        assert!(
+            help.contains(
+                "`calltape http scan PATH…` is this command's first spelling and stays an alias"
+            ),
+            "{help}"
+        );
+    }
+
+    #[test]
     fn the_old_spellings_are_hidden_from_help() {
         for command in ["redact", "http"] {
             let help = Cli::command()

@@ -24,6 +24,8 @@ still change (a value under a credential name, text that holds a credential). A 
 blobs are read too. Each finding is printed on stdout as FILE:LINE: WHERE: WHAT, naming what was \
 found (the rule, or the variable), never the value.
 
+`calltape http scan PATH…` is this command's first spelling and stays an alias of it.
+
 Exit codes: 0 nothing found, 1 something found, 2 a file could not be read or is neither a \
 recording nor a cassette.";
 
