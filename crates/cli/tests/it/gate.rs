@@ -183,6 +183,13 @@ fn drive_with_token_in_client_info(args: &[&str]) -> Output {
     child.wait_with_output().unwrap()
 }
 
+/// What stderr says of the `plain` call the final gate refused, and of the recording's count.
+const REFUSED_PLAIN: [&str; 3] = [
+    "the tools/call call plain of session ",
+    "was not written: it held a github-pat token",
+    "1 call refused",
+];
+
 #[test]
 fn a_recorded_call_whose_line_holds_a_token_is_refused_counted_and_named_and_nothing_of_it_is_written()
  {
@@ -197,11 +204,7 @@ fn a_recorded_call_whose_line_holds_a_token_is_refused_counted_and_named_and_not
         let out = drive_with_token_in_client_info(&[command, flag, file.to_str().unwrap()]);
         let stderr = text(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{command}: {stderr}");
-        for needle in [
-            "the tools/call call plain of session ",
-            "was not written: it held a github-pat token",
-            "1 call refused",
-        ] {
+        for needle in REFUSED_PLAIN {
             assert!(stderr.contains(needle), "{command}: {needle}:\n{stderr}");
         }
         assert!(!stderr.contains(GHP), "{stderr}");
@@ -246,11 +249,7 @@ fn a_call_that_serve_records_whose_line_holds_a_token_is_refused_named_and_fails
     let status = served.child.wait().unwrap();
     let stderr = served.stderr();
     assert_eq!(status.code(), Some(1), "{stderr}");
-    for needle in [
-        "the tools/call call plain of session ",
-        "was not written: it held a github-pat token",
-        "1 call refused",
-    ] {
+    for needle in REFUSED_PLAIN {
         assert!(stderr.contains(needle), "{needle}:\n{stderr}");
     }
     assert!(!stderr.contains(GHP), "{stderr}");
