@@ -73,8 +73,8 @@ from the working folder upward to the repository's root (the folder holding .git
   name = \"get_file_info\"
   mask = [\"timestamp\"]
 
-The same file may hold the pytest integration's settings (cassette_dir, [upstreams]), which a \
-replay checks and shows but does not use. --print-config shows what is in force and where each rule came from (file and line, or flag).
+The same file may hold the settings of the pytest and Vitest integrations (cassette_dir, \
+[upstreams]), which they find the same way; a replay checks and shows them. --print-config shows what is in force and where each rule came from (file and line, or flag).
 
 --fill sends a value in place of a recorded \"[REDACTED]\" at a field of that name, anywhere in \
 an input; the value comes from an environment variable or a file and appears in no report. A call \

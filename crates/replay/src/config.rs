@@ -1,15 +1,16 @@
 //! calltape's configuration file: the rules a replay compares by, and the HTTP proxy's settings
 //! that the test-runner integrations read.
 //!
-//! The file is `calltape.toml`, or the `[tool.calltape]` table of a `pyproject.toml` (the table the
-//! pytest integration reads its upstreams and cassette folder from); [`discover`] finds it from a
-//! folder upward to the repository's root. Its shape, every key optional:
+//! The file is `calltape.toml`, or the `[tool.calltape]` table of a `pyproject.toml`; [`discover`]
+//! finds it from a folder upward to the repository's root. The pytest and Vitest integrations find
+//! theirs the same way (Vitest looks at `package.json`'s `"calltape"` field where this looks at a
+//! `pyproject.toml`) and read its `cassette_dir` and `[upstreams]`. Its shape, every key optional:
 //!
 //! ```toml
 //! cassette_dir = "tests/cassettes"    # the test-runner integrations' cassette folder
 //!
 //! [upstreams]                         # the APIs the integrations point the SDKs at
-//! openai = { url = "https://api.openai.com", env = "OPENAI_BASE_URL", path = "v1" }
+//! openai = { url = "https://api.openai.com", env = "OPENAI_BASE_URL", path = "v1", key = "OPENAI_API_KEY" }
 //!
 //! [replay]
 //! ignore = ["**.requestId"]           # dot-path globs skipped in every answer
@@ -134,7 +135,8 @@ impl<T> Sourced<T> {
 }
 
 /// An API the test-runner integrations point the SDKs at, as `[upstreams]` holds it: a URL alone,
-/// or a table of `url`, `env` (the SDK's base-URL variable) and `path` (what follows the host).
+/// or a table of `url`, `env` (the SDK's base-URL variable), `path` (what follows the host) and
+/// `key` (the SDK's API-key variable).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct UpstreamSetting {
@@ -146,6 +148,8 @@ pub struct UpstreamSetting {
     pub env: Option<String>,
     /// What follows the host in that base URL.
     pub path: Option<String>,
+    /// The environment variable an SDK reads its API key from.
+    pub key: Option<String>,
 }
 
 /// The rules a replay compares by, each with its origin.
@@ -275,7 +279,13 @@ impl Config {
         }
         for upstream in &self.upstreams {
             let u = &upstream.value;
-            let parts: Vec<String> = [("url", &u.url), ("env", &u.env), ("path", &u.path)]
+            let fields = [
+                ("url", &u.url),
+                ("env", &u.env),
+                ("path", &u.path),
+                ("key", &u.key),
+            ];
+            let parts: Vec<String> = fields
                 .into_iter()
                 .filter_map(|(k, v)| v.as_ref().map(|v| format!("{k} {v}")))
                 .collect();
@@ -580,6 +590,7 @@ impl Reader<'_> {
                 url: None,
                 env: None,
                 path: None,
+                key: None,
             };
             match spec.get_ref() {
                 DeValue::String(url) => setting.url = Some(url.to_string()),
@@ -587,13 +598,14 @@ impl Reader<'_> {
                     self.known_keys(
                         fields,
                         &format!("{name_key}."),
-                        &["url", "env", "path"],
+                        &["url", "env", "path", "key"],
                         "an upstream",
                     )?;
                     for (field, slot) in [
                         ("url", &mut setting.url),
                         ("env", &mut setting.env),
                         ("path", &mut setting.path),
+                        ("key", &mut setting.key),
                     ] {
                         if let Some(v) = fields.get(field) {
                             *slot =

@@ -40,7 +40,13 @@ fn record(file: &Path) -> String {
 }
 
 fn replay(file: &Path, extra: &[&str]) -> Output {
+    replay_in(Path::new("."), file, extra)
+}
+
+/// [`replay`] with `cwd` as the working folder, where `calltape.toml` is looked for.
+fn replay_in(cwd: &Path, file: &Path, extra: &[&str]) -> Output {
     calltape()
+        .current_dir(cwd)
         .arg("replay")
         .arg(file)
         .args(["--timeout", "20s"])
@@ -226,6 +232,38 @@ fn no_follow_sends_the_recorded_id_and_bad_fills_exit_2_without_echoing_a_value(
     let out = replay(&file, &["--fill", &fill]);
     assert_no_card(&out);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+
+    // The same fills from a calltape.toml, found from a folder below it (a `file:` path is taken
+    // from the file's folder); a --fill of the same name replaces the file's, whose variable is
+    // then not read. (what [replay] holds, flags, exit code)
+    let project = dir.path().join("project");
+    std::fs::create_dir_all(project.join(".git")).unwrap();
+    std::fs::create_dir_all(project.join("src")).unwrap();
+    std::fs::write(project.join("card.txt"), format!("{CARD}\n")).unwrap();
+    let unset = "fill = { cardToken = \"env:CALLTAPE_TEST_UNSET_CARD\" }";
+    let rows: [(&str, &[&str], i32); 5] = [
+        ("fill = { cardToken = \"file:card.txt\" }", &[], 0),
+        ("fill = { cardToken = \"env:CARD\" }", &[], 0),
+        (unset, &["--fill", "cardToken=env:CARD"], 0),
+        (unset, &[], 2),
+        // No fill: the payment is sent with "[REDACTED]" and refused.
+        ("mask = [\"uuid\"]", &[], 1),
+    ];
+    for (replay_table, flags, code) in rows {
+        let config = format!("[replay]\n{replay_table}\n");
+        std::fs::write(project.join("calltape.toml"), &config).unwrap();
+        let out = replay_in(&project.join("src"), &file, flags);
+        assert_no_card(&out);
+        let said = format!("{}{}", text(&out.stdout), text(&out.stderr));
+        assert_eq!(out.status.code(), Some(code), "{config}{flags:?}: {said}");
+        if code == 2 {
+            assert!(
+                said.contains("calltape.toml:2: replay.fill: ")
+                    && said.contains("CALLTAPE_TEST_UNSET_CARD is not set"),
+                "{said}"
+            );
+        }
+    }
 
     let cases = [
         (

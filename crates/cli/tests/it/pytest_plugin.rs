@@ -550,3 +550,145 @@ fn pytest_says_what_is_wrong_with_its_setup() {
         "{text}"
     );
 }
+
+/// A test whose call goes to the `echo` upstream when the settings define it, else to `openai`.
+const WHERE: &str = r#"import os
+
+import openai
+import pytest
+
+
+@pytest.mark.calltape
+def test_where():
+    url = os.environ.get("ECHO_BASE_URL")
+    client = openai.OpenAI(api_key="sk-proj-pluginTestKey0123456789abcdef", max_retries=0, **({"base_url": url} if url else {}))
+    r = client.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": "where"}])
+    assert r.choices[0].message.content == "echo: where"
+"#;
+
+/// The settings of a `calltape.toml` (or, under `prefix` `tool.calltape.`, of a `pyproject.toml`):
+/// the cassette folder `cassettes` and an `echo` upstream at `url`, beside rules only a replay reads.
+fn settings(prefix: &str, cassettes: &str, url: &str) -> String {
+    let top = if prefix.is_empty() {
+        String::new()
+    } else {
+        format!("[{}]\n", prefix.trim_end_matches('.'))
+    };
+    format!(
+        "{top}cassette_dir = \"{cassettes}\"\n\n[{prefix}upstreams]\n\
+         echo = {{ url = \"{url}\", env = \"ECHO_BASE_URL\", path = \"v1\", key = \"ECHO_KEY\" }}\n\n\
+         [{prefix}replay]\nmask = [\"uuid\"]\n\n[[{prefix}replay.call]]\nname = \"get_file_info\"\n\
+         ignore = [\n  \"structuredContent\",\n]\n"
+    )
+}
+
+/// (what the row is, the files written around the project and their text, the file the settings
+/// come from, the cassette recorded, the upstream reached)
+type SettingsRow<'a> = (&'a str, Vec<(&'a str, String)>, &'a str, &'a str, &'a str);
+
+#[test]
+fn pytest_takes_its_settings_from_the_file_calltape_replay_finds() {
+    let dir = tempfile::tempdir().unwrap();
+    let site = install_plugin(dir.path());
+    let fake = FakeApi::start(dir.path());
+    let url = fake.url();
+    let ini = "[project]\nname = \"app\"\nversion = \"0\"\n\n[tool.pytest.ini_options]\naddopts = \"-p no:cacheprovider\"\n";
+    let with_table = format!("{ini}\n{}", settings("tool.calltape.", "near", &url));
+    // Each row: the files around the project `top/app` (a `.git` folder marks a repository's root),
+    // the file both the plugin and `calltape replay` take their settings from, the cassette the
+    // test records, and the upstream it reached.
+    let rows: [SettingsRow<'_>; 5] = [
+        (
+            "a calltape.toml in the repository's root, above the project",
+            vec![
+                ("top/.git/HEAD", String::new()),
+                ("top/calltape.toml", settings("", "shared", &url)),
+            ],
+            "top/calltape.toml",
+            "top/shared/test_settings/test_where.jsonl",
+            "echo",
+        ),
+        (
+            "a calltape.toml beside a pyproject.toml with [tool.calltape]: calltape.toml",
+            vec![
+                ("top/app/calltape.toml", settings("", "beside", &url)),
+                ("top/app/pyproject.toml", with_table.clone()),
+            ],
+            "top/app/calltape.toml",
+            "top/app/beside/test_settings/test_where.jsonl",
+            "echo",
+        ),
+        (
+            "a nearer [tool.calltape] before a calltape.toml above",
+            vec![
+                ("top/.git/HEAD", String::new()),
+                ("top/calltape.toml", settings("", "shared", &url)),
+                ("top/app/pyproject.toml", with_table.clone()),
+            ],
+            "top/app/pyproject.toml",
+            "top/app/near/test_settings/test_where.jsonl",
+            "echo",
+        ),
+        (
+            "a calltape.toml above the repository's root is not looked for",
+            vec![
+                ("top/calltape.toml", settings("", "shared", &url)),
+                ("top/app/.git/HEAD", String::new()),
+            ],
+            "none",
+            "top/app/tests/cassettes/test_settings/test_where.jsonl",
+            "openai",
+        ),
+        (
+            "a cassette_dir that is absolute",
+            vec![(
+                "top/calltape.toml",
+                settings("", &dir.path().join("abs").display().to_string(), &url),
+            )],
+            "top/calltape.toml",
+            "abs/test_settings/test_where.jsonl",
+            "echo",
+        ),
+    ];
+    for (i, (what, files_around, config_file, cassette, upstream)) in rows.into_iter().enumerate() {
+        let root = dir.path().join(format!("row{i}"));
+        let app = root.join("top/app");
+        std::fs::create_dir_all(app.join("tests")).unwrap();
+        std::fs::write(app.join("pyproject.toml"), ini).unwrap();
+        std::fs::write(app.join("tests/test_settings.py"), WHERE).unwrap();
+        for (name, text) in &files_around {
+            let path = root.join(name);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        let cassette = if cassette.starts_with("abs/") {
+            dir.path().join(cassette)
+        } else {
+            root.join(cassette)
+        };
+
+        let out = Command::new(env!("CARGO_BIN_EXE_calltape"))
+            .args(["replay", "--print-config"])
+            .current_dir(&app)
+            .output()
+            .unwrap();
+        let shown = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{what}: {shown}");
+        let expected = match config_file {
+            "none" => "config file: none\n".to_owned(),
+            file => format!("config file: {}\n", root.join(file).display()),
+        };
+        assert!(shown.starts_with(&expected), "{what}: {shown}");
+
+        let (out, text) = pytest(&site, &app, &url, &[], &["--calltape-mode", "record"]);
+        assert!(out.status.success(), "{what}: {text}");
+        let recorded = std::fs::read_to_string(&cassette).unwrap_or_else(|e| {
+            panic!("{what}: no cassette at {}: {e}\n{text}", cassette.display())
+        });
+        assert!(
+            recorded.contains(&format!(r#""upstream":"{upstream}""#)),
+            "{what}: {recorded}"
+        );
+        let _ = std::fs::remove_dir_all(dir.path().join("abs"));
+    }
+}

@@ -2,7 +2,8 @@
 //! against a published release of the filesystem reference server, whose `get_file_info` prints
 //! each file's times inside its text; the files' times change; a replay against the same release
 //! differs without a rule, and is clean with `--mask timestamp`, with a rule for that tool in a
-//! `calltape.toml`, and with one in `pyproject.toml`'s `[tool.calltape]`.
+//! `calltape.toml` (a mask or ignore globs), with ignore globs for every call there, and with a mask
+//! in `pyproject.toml`'s `[tool.calltape]`.
 
 use std::fs::{File, FileTimes};
 use std::path::Path;
@@ -88,6 +89,17 @@ name = "get_file_info"
 mask = ["timestamp"]
 "#;
 
+/// A `calltape.toml` that skips the texts of `get_file_info` alone, where its times are.
+const CALL_IGNORE: &str = r#"[[replay.call]]
+name = "get_file_info"
+ignore = ["content.*.text", "structuredContent.content"]
+"#;
+
+/// A `calltape.toml` that skips every call's texts.
+const IGNORE: &str = r#"[replay]
+ignore = ["content.*.text", "structuredContent.content"]
+"#;
+
 /// The `[tool.calltape]` table the pytest integration documents, with a replay rule beside it.
 const PYPROJECT: &str = r#"[project]
 name = "fs-app"
@@ -145,11 +157,17 @@ fn a_same_version_replay_of_the_filesystem_server_is_clean_with_a_timestamp_mask
         let nested = toml.join("src/deep");
         std::fs::create_dir_all(&nested).unwrap();
         let py = project("py", &[("pyproject.toml", PYPROJECT)]);
+        let call_ignore = project("call-ignore", &[("calltape.toml", CALL_IGNORE)]);
+        let other = CALL_IGNORE.replace("get_file_info", "read_*");
+        let call_other = project("call-other", &[("calltape.toml", &other)]);
+        let ignore = project("ignore", &[("calltape.toml", IGNORE)]);
+        let text_only = IGNORE.replace(", \"structuredContent.content\"", "");
+        let ignore_text = project("ignore-text", &[("calltape.toml", &text_only)]);
         let config = toml.join("calltape.toml");
         let config = config.to_str().unwrap();
 
         // (folder, flags, exit code)
-        let rows: [(&Path, &[&str], i32); 10] = [
+        let rows: [(&Path, &[&str], i32); 14] = [
             (&bare, &[], 1),
             (&bare, &["--mask", "timestamp"], 0),
             (&nested, &[], 0),
@@ -172,6 +190,12 @@ fn a_same_version_replay_of_the_filesystem_server_is_clean_with_a_timestamp_mask
                 ],
                 0,
             ),
+            // The same ignore globs from a file: for get_file_info only, for another tool, for
+            // every call, and for every call with the flag adding the second glob.
+            (&call_ignore, &[], 0),
+            (&call_other, &[], 1),
+            (&ignore, &[], 0),
+            (&ignore_text, &["--ignore", "structuredContent.content"], 0),
         ];
         for (cwd, flags, code) in rows {
             let out = replay(cwd, &file, flags, &server, &data);

@@ -449,3 +449,162 @@ fn vitest_quick_start_replays_in_ci_with_no_api_key_in_commonjs_and_esm_projects
         );
     }
 }
+
+/// A test whose call goes to the `echo` upstream when the settings define it, else to `openai`.
+const WHERE: &str = r#"import { describe, expect, it } from "vitest";
+import { useCalltape } from "calltape-vitest";
+import { ask } from "./ask.js";
+
+describe("where", () => {
+  useCalltape();
+  it("goes where the settings say", async () => {
+    const baseURL = process.env.ECHO_BASE_URL;
+    expect(await ask("where", baseURL ? { baseURL } : {})).toBe("echo: where");
+  });
+});
+"#;
+
+/// A `calltape.toml` with the cassette folder `cassettes` and an `echo` upstream at `url`, beside
+/// rules only a replay reads, which the helper skips.
+fn calltape_toml(cassettes: &str, url: &str) -> String {
+    format!(
+        "cassette_dir = \"{cassettes}\"   # relative to this file's folder\n\n\
+         [replay]\nmask = [\"uuid\", 'req-[0-9]+']\nignore = [\n  \"**.requestId\",  # [not a table]\n]\n\n\
+         [[replay.call]]\nname = \"get_file_info\"\nmask = [\"timestamp\"]\n\n\
+         [upstreams]\necho = {{ url = \"{url}\", env = \"ECHO_BASE_URL\", path = \"v1\" }}\n"
+    )
+}
+
+/// The project's package.json, with `"calltape": field` when given.
+fn package_json(field: Option<String>) -> String {
+    let field = field.map_or(String::new(), |f| format!(",\n  \"calltape\": {f}"));
+    format!("{{\n  \"name\": \"app\",\n  \"private\": true,\n  \"type\": \"module\"{field}\n}}\n")
+}
+
+/// (what the row is, the files written around the project and their text, the package.json's
+/// "calltape" field, the cassette folder, the upstream reached)
+type SettingsRow<'a> = (
+    &'a str,
+    Vec<(&'a str, String)>,
+    Option<String>,
+    &'a str,
+    &'a str,
+);
+
+#[test]
+fn vitest_takes_its_settings_from_calltape_toml_or_package_json_as_calltape_replay_finds_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let top = dir.path().join("top");
+    let app = top.join("app");
+    std::fs::create_dir_all(app.join("tests")).unwrap();
+    std::fs::write(app.join("package.json"), package_json(None)).unwrap();
+    std::fs::write(app.join("vitest.config.js"), CONFIG).unwrap();
+    std::fs::write(app.join("tests/ask.js"), ASK).unwrap();
+    std::fs::write(app.join("tests/where.test.js"), WHERE).unwrap();
+    install(&app, &["--no-save"]);
+    let fake = FakeApi::start(dir.path());
+    let url = fake.url();
+    let field = format!(
+        r#"{{ "cassetteDir": "near", "upstreams": {{ "echo": {{ "url": "{url}", "env": "ECHO_BASE_URL", "path": "v1" }} }} }}"#
+    );
+    // Each row: the files around the project `top/app` (a `.git` folder marks a repository's
+    // root), the package.json's "calltape" field, the cassette the test records (from `top`), and
+    // the upstream it reached.
+    let rows: [SettingsRow<'_>; 4] = [
+        (
+            "a calltape.toml in the repository's root, above the project",
+            vec![
+                (".git/HEAD", String::new()),
+                ("calltape.toml", calltape_toml("shared", &url)),
+            ],
+            None,
+            "shared",
+            "echo",
+        ),
+        (
+            "a calltape.toml beside a package.json with a \"calltape\" field: calltape.toml",
+            vec![("app/calltape.toml", calltape_toml("beside", &url))],
+            Some(field.clone()),
+            "app/beside",
+            "echo",
+        ),
+        (
+            "a nearer package.json field before a calltape.toml above",
+            vec![
+                (".git/HEAD", String::new()),
+                ("calltape.toml", calltape_toml("shared", &url)),
+            ],
+            Some(field.clone()),
+            "app/near",
+            "echo",
+        ),
+        (
+            "a calltape.toml above the repository's root is not looked for",
+            vec![
+                ("app/.git/HEAD", String::new()),
+                ("calltape.toml", calltape_toml("shared", &url)),
+            ],
+            None,
+            "app/tests/cassettes",
+            "openai",
+        ),
+    ];
+    let around = [".git", "calltape.toml", "app/.git", "app/calltape.toml"];
+    for (what, files_around, field, cassettes, upstream) in rows {
+        for name in
+            around
+                .iter()
+                .chain(&["shared", "app/beside", "app/near", "app/tests/cassettes"])
+        {
+            let path = top.join(name);
+            let _ = std::fs::remove_dir_all(&path);
+            let _ = std::fs::remove_file(&path);
+        }
+        for (name, text) in &files_around {
+            let path = top.join(name);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        std::fs::write(app.join("package.json"), package_json(field)).unwrap();
+
+        let (ok, tests, text) = vitest(&app, &url, &[("CALLTAPE_MODE", "record")], &[]);
+        assert!(ok, "{what}: {text}");
+        assert_eq!(
+            tests,
+            ["passed where goes where the settings say"],
+            "{what}: {text}"
+        );
+        let cassette = top
+            .join(cassettes)
+            .join("where.test/where/goes_where_the_settings_say.jsonl");
+        let recorded = std::fs::read_to_string(&cassette).unwrap_or_else(|e| {
+            panic!("{what}: no cassette at {}: {e}\n{text}", cassette.display())
+        });
+        assert!(
+            recorded.contains(&format!(r#""upstream":"{upstream}""#)),
+            "{what}: {recorded}"
+        );
+    }
+
+    // What the helper cannot use is an error that names the file, the line and what to write.
+    for (file, problem) in [
+        (
+            "[upstreams]\necho = { url = \"http://127.0.0.1:9\", token = \"x\" }\n",
+            ":2: upstreams.echo: unknown key token; an upstream takes url, env, path, key",
+        ),
+        (
+            "cassette_dir = [\"tests\"]\n",
+            ":1: cassette_dir: is not a one-line string; write a folder, e.g. cassette_dir = \"tests/cassettes\"",
+        ),
+        (
+            "[upstream]\n",
+            ":1: [upstream]: unknown table; the file takes cassette_dir, [upstreams] and [replay]",
+        ),
+    ] {
+        std::fs::write(app.join("calltape.toml"), file).unwrap();
+        let (ok, _, text) = vitest(&app, &url, &[], &[]);
+        assert!(!ok, "{text}");
+        let expected = format!("calltape: {}{problem}", app.join("calltape.toml").display());
+        assert!(text.contains(&expected), "{expected}\n{text}");
+    }
+}

@@ -3,7 +3,7 @@ use super::*;
 const FULL: &str = r#"cassette_dir = "tests/cassettes"
 
 [upstreams]
-openai = { url = "https://api.openai.com", env = "OPENAI_BASE_URL", path = "v1" }
+openai = { url = "https://api.openai.com", env = "OPENAI_BASE_URL", path = "v1", key = "OPENAI_API_KEY" }
 mistral = "https://api.mistral.ai"
 
 [replay]
@@ -41,7 +41,7 @@ calltape.toml:12  replay.call    get_file_info: mask timestamp (preset)
 calltape.toml:16  replay.call    file:///tmp/*: ignore contents.*.text
 calltape.toml:1   cassette_dir   tests/cassettes
 calltape.toml:5   upstreams      mistral: url https://api.mistral.ai
-calltape.toml:4   upstreams      openai: url https://api.openai.com, env OPENAI_BASE_URL, path v1
+calltape.toml:4   upstreams      openai: url https://api.openai.com, env OPENAI_BASE_URL, path v1, key OPENAI_API_KEY
 "
     );
     let rules = config.replay.call_rules().unwrap();
@@ -201,7 +201,7 @@ fn wrong_settings_name_the_file_line_key_and_what_is_allowed() {
         (
             "calltape.toml",
             "[upstreams]\nopenai = { url = \"https://x\", base = \"v1\" }\n",
-            "calltape.toml:2: upstreams.openai.base: unknown key; an upstream takes url, env and path",
+            "calltape.toml:2: upstreams.openai.base: unknown key; an upstream takes url, env, path and key",
         ),
         (
             "calltape.toml",

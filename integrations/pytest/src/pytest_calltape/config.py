@@ -71,19 +71,63 @@ class Settings:
     cassette_dir: Path
 
 
+# The file that holds the settings, as `calltape replay` finds its own: in a folder and each folder
+# above it up to the repository's root, `calltape.toml` first, then `[tool.calltape]` of
+# `pyproject.toml`.
+FILE_NAME = "calltape.toml"
+PYPROJECT = "pyproject.toml"
+
+# The keys of the file's top level (or of `[tool.calltape]`): `replay` is `calltape replay`'s, which
+# checks it.
+_TOP_KEYS = ("cassette_dir", "upstreams", "replay")
+
+
+def discover(start: Path) -> tuple[Path, dict] | None:
+    """The file that holds the settings for `start` and its calltape table: in `start` and then in each
+    folder above it, a `calltape.toml` (the whole file), else a `pyproject.toml` with a `[tool.calltape]`
+    table. The search stops after the repository's root (the folder holding `.git`)."""
+    for folder in [start, *start.parents]:
+        file = folder / FILE_NAME
+        if file.is_file():
+            return file, _read_toml(file)
+        pyproject = folder / PYPROJECT
+        if pyproject.is_file():
+            tool = _read_toml(pyproject).get("tool")
+            table = tool.get("calltape") if isinstance(tool, dict) else None
+            if table is not None:
+                return pyproject, table
+        if (folder / ".git").exists():
+            break
+    return None
+
+
+def _read_toml(path: Path) -> dict:
+    try:
+        with path.open("rb") as f:
+            return tomllib.load(f)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{path} is not valid TOML ({e}); fix it so calltape's settings can be read")
+    except OSError as e:
+        raise ConfigError(f"cannot read {path} ({e.strerror}); make it readable or remove it")
+
+
 def load(rootpath: Path, extra: list[dict] | None = None) -> Settings:
-    """Reads `[tool.calltape]` from `rootpath/pyproject.toml`, then the tables conftest.py files gave
-    through the `pytest_calltape_upstreams` hook, then `CALLTAPE_UPSTREAM_<NAME>=URL` overrides."""
-    table = {}
-    pyproject = rootpath / "pyproject.toml"
-    if pyproject.is_file():
-        try:
-            with pyproject.open("rb") as f:
-                table = tomllib.load(f).get("tool", {}).get("calltape", {})
-        except tomllib.TOMLDecodeError as e:
-            raise ConfigError(f"{pyproject} is not valid TOML ({e}); fix it so [tool.calltape] can be read")
+    """Reads the settings of the file `discover` finds from `rootpath`, then the tables conftest.py
+    files gave through the `pytest_calltape_upstreams` hook, then `CALLTAPE_UPSTREAM_<NAME>=URL`
+    overrides. A relative `cassette_dir` is taken from the folder of the file that gives it."""
+    found = discover(rootpath)
+    file, table = found if found else (None, {})
+    where, prefix = "", ""
+    if file is not None:
+        pyproject = file.name == PYPROJECT
+        where, prefix = (f"[tool.calltape] in {file}", "tool.calltape.") if pyproject else (str(file), "")
+        if not isinstance(table, dict):
+            raise ConfigError(f"{where} must be a table with cassette_dir and upstreams")
+        unknown = sorted(set(table) - set(_TOP_KEYS))
+        if unknown:
+            raise ConfigError(f"{where}: unknown keys {unknown}; it takes cassette_dir, upstreams and replay")
     upstreams = dict(DEFAULT_UPSTREAMS)
-    for source, given in [(f"[tool.calltape.upstreams] in {pyproject}", table.get("upstreams", {}))] + [
+    for source, given in [(f"[{prefix}upstreams] in {file}", table.get("upstreams", {}))] + [
         ("pytest_calltape_upstreams", t) for t in (extra or [])
     ]:
         if not isinstance(given, dict):
@@ -95,9 +139,12 @@ def load(rootpath: Path, extra: list[dict] | None = None) -> Settings:
         if override:
             u = upstreams[name]
             upstreams[name] = Upstream(name, override, u.env, u.path, u.key)
-    cassette_dir = Path(table.get("cassette_dir", "tests/cassettes"))
+    given_dir = table.get("cassette_dir", "tests/cassettes")
+    if not isinstance(given_dir, str):
+        raise ConfigError(f'{prefix}cassette_dir in {file} must be a folder, e.g. cassette_dir = "tests/cassettes"')
+    cassette_dir = Path(given_dir)
     if not cassette_dir.is_absolute():
-        cassette_dir = rootpath / cassette_dir
+        cassette_dir = (file.parent if file is not None and "cassette_dir" in table else rootpath) / cassette_dir
     return Settings(upstreams, cassette_dir)
 
 
