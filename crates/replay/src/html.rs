@@ -128,6 +128,10 @@ table.diff{border-collapse:collapse;width:100%;margin:.3em 0;table-layout:fixed}
 table.diff th,table.diff td{border:1px solid var(--line);padding:.2em .4em;vertical-align:top;text-align:left}
 table.diff th{background:#fafafa;font-weight:600}table.diff th:first-child{width:22%}
 table.diff td,.first,.notes li,.members{overflow-wrap:anywhere;word-break:break-word}
+.chunk{content-visibility:auto}table.vals{margin:0}
+table.vals :is(th,td):is(:first-child,:nth-child(2)){width:6em}
+table.vals th,table.vals td{overflow-wrap:anywhere;word-break:break-word}
+table.vals td{font-family:ui-monospace,monospace;font-size:13px;white-space:pre-wrap}
 .chg{font-size:12px;font-weight:600;padding:0 .3em;border-radius:3px}
 .chg.removed{background:#fdd;color:var(--new-error)}.chg.added{background:#dfd;color:var(--same)}
 .lbl{display:block;color:#666;font-size:12px}.members{color:#555;margin:.3em 0 0}

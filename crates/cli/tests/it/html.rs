@@ -236,21 +236,28 @@ fn a_screenshot_of_the_demo_report_is_kept_under_target() {
     assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
 }
 
-/// A recording whose answer holds a long path of long keys and long values without a space, which
-/// demo server v1 does not answer.
+/// A recording of two calls whose answers hold a long path of long keys and long values without a
+/// space, which demo server v1 does not answer: the calls differ at the same paths, each its own
+/// way, so that the page shows them as one group with a table of their values.
 fn long_words_recording(dir: &Path) -> PathBuf {
     let key = "k".repeat(120);
-    let value = "v".repeat(600);
-    let uri = format!("demo://resource/{}", "segment/".repeat(40));
-    let answer = json!({"structuredContent": {
-        "price": 12, "currency": "USD", "symbol": "ACME",
-        &key: {&key: value, "links": [{"uri": uri, "name": "long"}]},
-    }});
-    let line = json!({"v": 1, "at": "2026-11-29T20:46:40.123Z", "session": "3f9a1c2e",
-        "client": {"name": "test-client", "version": "1.0"}, "method": "tools/call", "name": "quote",
-        "input": {"symbol": "ACME"}, "answer": answer, "durationMs": 1.5});
+    let lines: Vec<String> = ["v", "w"]
+        .iter()
+        .map(|letter| {
+            let value = letter.repeat(600);
+            let uri = format!("demo://resource/{}", format!("{letter}segment/").repeat(40));
+            let answer = json!({"structuredContent": {
+                "price": 12, "currency": "USD", "symbol": "ACME",
+                &key: {&key: value, "links": [{"uri": uri, "name": "long"}]},
+            }});
+            json!({"v": 1, "at": "2026-11-29T20:46:40.123Z", "session": "3f9a1c2e",
+                "client": {"name": "test-client", "version": "1.0"}, "method": "tools/call",
+                "name": "quote", "input": {"symbol": "ACME"}, "answer": answer, "durationMs": 1.5})
+            .to_string()
+        })
+        .collect();
     let path = dir.join("calls.jsonl");
-    std::fs::write(&path, format!("{line}\n")).unwrap();
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
     path
 }
 
@@ -280,6 +287,11 @@ fn long_paths_and_values_stay_inside_their_column() {
         &dom[..dom.len().min(600)]
     );
     assert!(dom.contains(&"k".repeat(120)), "the long key is shown");
+    // Both calls' values, in the table of the group they make.
+    assert!(dom.contains("<table class=\"diff vals\">"), "{dom}");
+    for value in ["v", "w"] {
+        assert!(dom.contains(&value.repeat(600)), "{value}");
+    }
     // And a picture of it, for people to look at.
     let shots = Path::new(env!("CARGO_TARGET_TMPDIR"))
         .parent()

@@ -3,8 +3,11 @@
 //!
 //! Every format names a difference by the same path (`tools[echo].description`), says `removed` or
 //! `added` for a whole list item, shows the other side's answer beside an error that came or went,
-//! and lists each call's notes. Text and HTML show calls that changed the same way once, as a group
-//! (`price: 12 → 15 in 10,000 calls of quote`); JSON and JUnit keep one entry per call.
+//! and lists each call's notes. Text and HTML show calls that changed at the same paths once, as a
+//! group (`price: 12 → 15 in 10,000 calls of quote`, or `price: 12 → (10,000 values)` with the first
+//! few ways in text and every call's values in HTML); JSON and JUnit keep one entry per call.
+//!
+//! Most of this file is its tests: they render the same reports in every format, side by side.
 
 mod group;
 mod html;
@@ -360,8 +363,9 @@ impl ReplayReport {
     }
 
     /// The HTML report: one self-contained page (inline style, no fetch of any kind, readable with
-    /// JavaScript off) with the counts, a row per call, and each differing call expanded with the
-    /// recorded and replayed values side by side. Every value is HTML-escaped; `context` adds what
+    /// JavaScript off) with the counts, a row per call (or per group of calls that changed at the
+    /// same paths), and each differing call expanded with the recorded and replayed values side by
+    /// side. Every value is HTML-escaped; `context` adds what
     /// the report does not hold (server, date, ignore globs, filled field names).
     pub fn to_html(&self, context: &ReportContext) -> String {
         html::render(self, context)
@@ -378,7 +382,7 @@ mod tests {
     }
 
     /// Call `i` of session `session`, a quote whose price went from 12 to 15.
-    fn quote(i: usize, session: &str) -> CallReport {
+    pub(super) fn quote(i: usize, session: &str) -> CallReport {
         CallReport::new(
             i,
             i,
@@ -677,10 +681,10 @@ gone-error tools/call refund  (call 3, line 3, session 3f9a1c2e)
     #[test]
     fn text_groups_calls_that_changed_alike_and_shows_both_sides() {
         let text = drift().to_text(false);
-        let want = r#"changed    tools/call quote  (9 calls, the first: call 1, line 1, session s)
-    structuredContent.price: 12 → 15 in 9 calls of quote
-changed    tools/call quote  (call 5, line 5, session s)
-    structuredContent.price: 12 → 16
+        let want = r#"changed    tools/call quote  (10 calls, the first: call 1, line 1, session s)
+    structuredContent.price: 12 → (2 values) in 10 calls of quote
+      calls 1–4, 6–10: 12 → 15
+      call 5: 12 → 16
 changed    tools/list  (call 11, line 11, session s)
     tools[add]: removed
     tools[get-sum]: added
@@ -699,6 +703,77 @@ new-error  tools/call add  (call 13, line 13, session s)
 surface: 1 breaking, 1 compatible
 "#;
         assert_eq!(text, want);
+    }
+
+    #[test]
+    fn text_shows_the_first_ways_of_calls_changed_at_the_same_paths_and_counts_the_rest() {
+        let calls = (1..=5)
+            .map(|i| {
+                CallReport::new(
+                    i,
+                    i,
+                    "s",
+                    "tools/call",
+                    "quote",
+                    Status::Changed,
+                    vec![
+                        diff(
+                            "structuredContent.price",
+                            Some(json!(12)),
+                            Some(json!(100 + i)),
+                        ),
+                        diff("structuredContent.currency", Some(json!("USD")), None),
+                    ],
+                )
+            })
+            .collect();
+        assert_eq!(
+            ReplayReport::new("c", calls).to_text(false),
+            r#"changed    tools/call quote  (5 calls, the first: call 1, line 1, session s)
+    structuredContent.price: 12 → (5 values) in 5 calls of quote
+    structuredContent.currency: "USD" → (absent) in 5 calls of quote
+      call 1: 12 → 101
+      call 2: 12 → 102
+      call 3: 12 → 103
+      and 2 more ways (the JSON and HTML reports show every call's values)
+
+5 calls, 0 same, 5 changed, 0 new-error, 0 gone-error
+"#
+        );
+        // Long texts, as a diff under the calls.
+        let calls = (1..=2)
+            .map(|i| {
+                let text = |year: usize| format!("size: {i}\nmodified: {year}\nisFile: true");
+                CallReport::new(
+                    i,
+                    i,
+                    "s",
+                    "tools/call",
+                    "get_file_info",
+                    Status::Changed,
+                    vec![diff(
+                        "content.0.text",
+                        Some(json!(text(2001))),
+                        Some(json!(text(2004))),
+                    )],
+                )
+            })
+            .collect();
+        let text = ReplayReport::new("c", calls).to_text(false);
+        assert!(
+            text.contains(
+                "    content.0.text: (2 values) → (2 values) in 2 calls of get_file_info
+      call 1:
+        content.0.text:
+            size: 1
+          - modified: 2001
+          + modified: 2004
+            isFile: true
+      call 2:
+"
+            ),
+            "{text}"
+        );
     }
 
     #[test]

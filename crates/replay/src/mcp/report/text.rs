@@ -11,7 +11,7 @@ use serde_json::Value;
 use similar::{ChangeTag, TextDiff};
 
 use crate::mcp::compare::{Difference, Status, json_in_text};
-use crate::mcp::report::group::{Groups, thousands};
+use crate::mcp::report::group::{Group, Groups, Side, runs, thousands};
 use crate::mcp::report::{CallReport, ReplayReport, TextOptions};
 
 /// Strings longer than this (or holding a newline) are shown as a word or line diff.
@@ -22,6 +22,9 @@ const ALIKE: f32 = 0.5;
 
 /// The most of an answer's summary a line shows.
 const SUMMARY: usize = 160;
+
+/// The ways a group of calls changed that the text report shows; JSON and HTML hold every one.
+const EXAMPLES: usize = 3;
 
 /// Each call that differs (once per group of calls that changed the same way) or was sent with
 /// followed ids, with its differences and notes, then the summary lines; ANSI colours only when
@@ -45,7 +48,7 @@ pub(super) fn render(report: &ReplayReport, options: TextOptions) -> String {
             }
         }
         match groups.of(i) {
-            Some(members) if members[0] == i => write_group(&mut out, report, members, paint),
+            Some(group) if group.calls[0] == i => write_group(&mut out, report, group, paint),
             Some(_) => {}
             None => write_call(&mut out, call, paint),
         }
@@ -98,11 +101,12 @@ fn write_call(out: &mut String, call: &CallReport, paint: Paint) {
     }
 }
 
-/// Calls that changed the same way, once: the first call's line with the count, and each
-/// difference with the number of calls it was found in.
-fn write_group(out: &mut String, report: &ReplayReport, members: &[usize], paint: Paint) {
-    let first = &report.calls[members[0]];
-    let n = thousands(members.len());
+/// Calls that changed at the same paths, once: the first call's line with the count, and each
+/// difference with the number of calls it was found in; when they changed in more than one way,
+/// each path's values (the one every call shares on a side, or how many), then the first few ways.
+fn write_group(out: &mut String, report: &ReplayReport, group: &Group, paint: Paint) {
+    let first = &report.calls[group.calls[0]];
+    let n = thousands(group.calls.len());
     write_head(out, first, paint);
     let _ = writeln!(
         out,
@@ -112,11 +116,97 @@ fn write_group(out: &mut String, report: &ReplayReport, members: &[usize], paint
         shown(&first.session)
     );
     let suffix = format!(" in {n} calls of {}", shown(first.label()));
-    for d in &first.differences {
-        write_difference(out, d, paint, &suffix);
+    if group.alike() {
+        for d in &first.differences {
+            write_difference(out, d, paint, &suffix);
+        }
+    } else {
+        write_ways(out, report, group, paint, &suffix);
     }
     // The answers may differ from call to call: the first call's stands for them.
     write_answer(out, first, &format!(" (call {})", first.index));
+}
+
+/// The values of calls that changed at the same paths in more than one way: each path with what
+/// the calls hold there, then a line per way for the first [`EXAMPLES`] ways, with the values of
+/// the paths where they vary (long texts as a diff, or whole, on lines of their own).
+fn write_ways(out: &mut String, report: &ReplayReport, group: &Group, paint: Paint, suffix: &str) {
+    let first = &report.calls[group.calls[0]];
+    let mut scratch = String::new();
+    // The paths whose values vary from way to way: the only ones each way's line shows.
+    let mut varying = Vec::new();
+    for (i, d) in first.differences.iter().enumerate() {
+        let [recorded, replayed] = group.sides(&report.calls, i);
+        if matches!(recorded, Side::Many(_)) || matches!(replayed, Side::Many(_)) {
+            varying.push(i);
+        }
+        if d.item_change().is_some() {
+            write_difference(out, d, paint, suffix);
+            continue;
+        }
+        out.push_str("    ");
+        out.push_str(&shown(show_path(&d.path)));
+        out.push_str(": ");
+        for (side, arrow) in [(recorded, ""), (replayed, " → ")] {
+            out.push_str(arrow);
+            match side {
+                Side::One(value) => paint_value(out, &mut scratch, value, |o, p| match arrow {
+                    "" => paint.removed(o, p),
+                    _ => paint.added(o, p),
+                }),
+                Side::Many(n) => {
+                    let _ = write!(out, "({} values)", thousands(n));
+                }
+            }
+        }
+        out.push_str(suffix);
+        out.push('\n');
+    }
+    for variant in group.variants.iter().take(EXAMPLES) {
+        let calls = runs(variant, |i| report.calls[i].index);
+        let _ = write!(
+            out,
+            "      call{} {}:",
+            if variant.len() == 1 { "" } else { "s" },
+            truncate(&calls, LONG_TEXT)
+        );
+        let call = &report.calls[variant[0]];
+        // Long texts read as a diff, or whole, on lines of their own under the calls.
+        let long = varying.iter().any(|&i| {
+            let d = &call.differences[i];
+            matches!((&d.recorded, &d.replayed), (Some(Value::String(r)), Some(Value::String(p)))
+                if !matches!(texts(r, p), Texts::Inline))
+        });
+        if long {
+            out.push('\n');
+            let mut lines = String::new();
+            for &i in &varying {
+                write_difference(&mut lines, &call.differences[i], paint, "");
+            }
+            for line in lines.lines() {
+                let _ = writeln!(out, "    {line}");
+            }
+            continue;
+        }
+        for (n, d) in varying.iter().map(|&i| &call.differences[i]).enumerate() {
+            out.push_str(if n == 0 { " " } else { ", " });
+            if varying.len() > 1 {
+                out.push_str(&shown(show_path(&d.path)));
+                out.push_str(": ");
+            }
+            paint_values(out, &mut scratch, d, paint);
+        }
+        out.push('\n');
+    }
+    let more = group.variants.len().saturating_sub(EXAMPLES);
+    if more > 0 {
+        let _ = writeln!(
+            out,
+            "      and {} more way{} (the JSON and HTML reports show every call's values)",
+            thousands(more),
+            if more == 1 { "" } else { "s" }
+        );
+    }
 }
 
 fn write_head(out: &mut String, call: &CallReport, paint: Paint) {
@@ -239,6 +329,15 @@ fn paint_value(
     paint(out, &[head, if cut { "…" } else { "" }]);
 }
 
+/// Both values of `d`, `recorded → replayed`, each as [`paint_value`] shows it.
+fn paint_values(out: &mut String, scratch: &mut String, d: &Difference, paint: Paint) {
+    paint_value(out, scratch, d.recorded.as_ref(), |o, p| {
+        paint.removed(o, p)
+    });
+    out.push_str(" → ");
+    paint_value(out, scratch, d.replayed.as_ref(), |o, p| paint.added(o, p));
+}
+
 /// How two strings of a difference are shown.
 pub(super) enum Texts<'a> {
     /// Short, on one line: `"a" → "b"`.
@@ -316,15 +415,8 @@ pub(super) fn write_difference(out: &mut String, d: &Difference, paint: Paint, s
             }
         }
     }
-    let mut scratch = String::new();
     out.push_str(": ");
-    paint_value(out, &mut scratch, d.recorded.as_ref(), |o, p| {
-        paint.removed(o, p)
-    });
-    out.push_str(" → ");
-    paint_value(out, &mut scratch, d.replayed.as_ref(), |o, p| {
-        paint.added(o, p)
-    });
+    paint_values(out, &mut String::new(), d, paint);
     out.push_str(suffix);
     out.push('\n');
 }
