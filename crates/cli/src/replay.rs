@@ -91,7 +91,8 @@ A recorded list (tools/list, prompts/list, resources/list, resources/templates/l
 again page by page, its items matched by name (resources by uri, templates by uriTemplate), and \
 each change classified: breaking (a tool, prompt or resource removed, a required input property or \
 argument added, an input property removed or its type narrowed, an output-schema property removed \
-or its type changed) or compatible (added, optional, described differently). The report lists each \
+or its type widened or changed) or compatible (added, optional, an output type narrowed, described \
+differently). The report lists each \
 with its list and counts them: \"surface: 2 breaking, 5 compatible\". --fail-on breaking exits 0 \
 when every difference is a compatible surface change.
 
