@@ -3,9 +3,4 @@
 //! panics; and its routing peek reads every frame the scanner covers as `serde_json` does.
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    calltape_stdio_bridge::fuzzing::check_peek(data);
-    if let Ok(text) = std::str::from_utf8(data) {
-        calltape_stdio_bridge::fuzzing::check_message_reading(text);
-    }
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| calltape_stdio_bridge::fuzzing::check_frame(data));

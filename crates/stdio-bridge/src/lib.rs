@@ -169,6 +169,15 @@ pub mod fuzzing {
     pub fn check_peek(frame: &[u8]) {
         crate::jsonrpc::check_peek(frame);
     }
+
+    /// The check of the `record_message` fuzz target, which the tests also run on every saved input:
+    /// [`check_peek`] on the bytes, and [`check_message_reading`] on them if they are UTF-8.
+    pub fn check_frame(frame: &[u8]) {
+        check_peek(frame);
+        if let Ok(text) = std::str::from_utf8(frame) {
+            check_message_reading(text);
+        }
+    }
 }
 
 #[cfg(doctest)]

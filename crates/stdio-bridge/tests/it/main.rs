@@ -6,6 +6,7 @@ mod era_serve;
 #[cfg(feature = "serve")]
 mod era_serve_rules;
 mod fake;
+mod fuzz_replay;
 #[cfg(feature = "http")]
 mod http;
 mod resume;
