@@ -52,6 +52,10 @@ pub(crate) fn refused_lines() -> u64 {
 }
 
 /// The writer every line calltape writes on stderr goes through.
+#[allow(
+    clippy::disallowed_methods,
+    reason = "the one place stderr is opened for writing"
+)]
 pub(crate) fn stderr_writer() -> RedactingWriter<StdStderr> {
     RedactingWriter::new(Redactor::new(), std::io::stderr())
         .hiding(known().clone())
@@ -79,8 +83,15 @@ pub(crate) fn init(verbose: u8, quiet: bool) {
         .with_writer(stderr_writer)
         .with_target(false)
         .without_time()
-        .with_ansi(color_enabled(std::io::stderr().is_terminal()))
+        .with_ansi(color_enabled(stderr_is_terminal()))
         .try_init();
+}
+
+/// Whether stderr is a terminal (for color and progress; what is written goes through
+/// [`stderr_writer`]).
+#[allow(clippy::disallowed_methods, reason = "asks, writes nothing")]
+pub(crate) fn stderr_is_terminal() -> bool {
+    std::io::stderr().is_terminal()
 }
 
 /// A child's stderr, redacted line by line on its way to this process's stderr: for a stderr that is a

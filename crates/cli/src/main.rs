@@ -2,8 +2,8 @@
 //!
 //! Every behaviour lives in a library crate; this binary only wires them together.
 #![forbid(unsafe_code)]
-// What commands write goes through `output`, which a closed pipe does not make panic.
-#![warn(clippy::print_stderr)]
+// What commands write on stderr goes through `output` and the redacting writer: `clippy.toml` refuses
+// `eprintln!`, `eprint!`, `std::io::stderr` and clap's printing `parse`.
 // Doc comments here are `--help` text, where a URL must stay plain.
 #![allow(rustdoc::bare_urls)]
 
@@ -135,7 +135,10 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(&e),
+    };
     logging::init(cli.verbose, cli.quiet);
     let outcome = match cli.command {
         Command::Bridge(args) => bridge::run(args),
@@ -167,6 +170,19 @@ fn main() -> ExitCode {
         return ExitCode::from(exit::DIFFERENCES);
     }
     ExitCode::from(code)
+}
+
+/// What clap says when it does not run a command: `--help` and `--version` as clap prints them, on
+/// stdout; a usage error, which quotes the argument it refused (perhaps a credential given to the
+/// wrong flag), through the redacting writer every stderr line passes, without color.
+fn usage_error(e: &clap::Error) -> ExitCode {
+    if e.use_stderr() {
+        output::stderr(format_args!("{}", e.render()));
+    } else {
+        // A reader that went away is no failure here either (see `output`).
+        let _ = e.print();
+    }
+    ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(exit::USAGE))
 }
 
 #[cfg(test)]

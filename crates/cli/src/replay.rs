@@ -314,12 +314,12 @@ pub(crate) fn run(args: ReplayArgs, verbose: bool) -> Outcome {
         .follow(!args.no_follow)
         .protocol(args.protocol.protocol)
         .known_secrets(crate::logging::known().clone());
-    if std::io::stderr().is_terminal() {
+    if crate::logging::stderr_is_terminal() {
         options = options.progress(progress_bar());
     }
     let runtime = crate::multi_thread_runtime()?;
     let result = runtime.block_on(replay(&recording, upstream, &options));
-    if std::io::stderr().is_terminal() {
+    if crate::logging::stderr_is_terminal() {
         err!("\r\x1b[2K");
     }
     let replayed = result.map_err(Error::upstream)?;

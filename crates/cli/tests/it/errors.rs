@@ -111,6 +111,44 @@ fn a_failure_is_one_line_on_stderr_at_every_log_level_with_its_exit_code() {
     }
 }
 
+/// Made-up credentials in well-known provider formats.
+const GHP: &str = "ghp_0123456789abcdefghijklmnopqrstuvwxyz";
+const ANTHROPIC: &str = "sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789AbCdEfGhIjKlMnOpQr";
+
+/// (arguments, where `{}` is a credential, what the usage error still says).
+const USAGE_CASES: &[(&[&str], &str)] = &[
+    (
+        &["record", "--max-bytes", "{}", "-o", "c.jsonl", "--", "true"],
+        "invalid value '[REDACTED]' for '--max-bytes <BYTES>'",
+    ),
+    (
+        &["http", "--mode", "{}", "--cassette", "c.jsonl"],
+        "invalid value '[REDACTED]' for '--mode <MODE>'",
+    ),
+    (
+        &["show", "c.jsonl", "{}"],
+        "unexpected argument '[REDACTED]' found",
+    ),
+    (&["{}"], "unrecognized subcommand '[REDACTED]'"),
+];
+
+#[test]
+fn a_usage_error_quoting_a_credential_says_it_redacted_and_exits_2() {
+    for secret in [GHP, ANTHROPIC] {
+        for (args, needle) in USAGE_CASES {
+            let args: Vec<String> = args.iter().map(|a| a.replace("{}", secret)).collect();
+            let out = calltape().args(&args).output().expect("run");
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            let context = format!("{args:?}:\n{stderr}");
+            assert_eq!(out.status.code(), Some(2), "{context}");
+            assert!(!stderr.contains(secret), "{context}");
+            assert!(stderr.starts_with("error: "), "{context}");
+            assert!(stderr.contains(needle), "{context}");
+            assert!(out.stdout.is_empty(), "{context}");
+        }
+    }
+}
+
 #[test]
 fn each_unreadable_input_is_said_and_the_run_exits_2_after_the_others() {
     let dir = tempfile::tempdir().expect("tempdir");
