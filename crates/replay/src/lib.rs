@@ -5,7 +5,7 @@
 //!
 //! - `mcp` (feature `mcp`): reads a call recording (see `calltape-recorder`'s `mcp` module),
 //!   replays each recorded session through a fresh upstream link of `calltape-stdio-bridge`, compares
-//!   every answer with the recorded one, and reports what changed as text, JSON or JUnit.
+//!   every answer with the recorded one, and reports what changed as text, JSON, JUnit or HTML.
 //! - `http` (feature `http`): the HTTP record/replay proxy for LLM APIs, a local reverse proxy that
 //!   a test points its SDK at. It answers from a cassette (see `calltape-recorder`'s `http` module),
 //!   or forwards to the real API and records the answer, with every credential scrubbed before a

@@ -30,8 +30,9 @@
 //!
 //! # Features
 //!
-//! None is on by default: a child-process bridge needs only tokio, serde and rustix. Turn on what the tool
-//! uses (`calltape` turns on all three):
+//! None is on by default: a child-process bridge needs calltape-jsonl-store (for the files it writes),
+//! tokio, serde, serde_json, rustix, bytes, memchr, thiserror and tracing. Turn on what the tool uses
+//! (`calltape` turns on all three):
 //!
 //! | feature | brings | built on |
 //! |---|---|---|
@@ -40,7 +41,9 @@
 //! | `watch` | [`Watcher`] | notify |
 //!
 //! The bridge parses only what routing needs (`id`, `method`, and the capabilities in the answer to
-//! `initialize`); it never records and depends on no other calltape crate.
+//! `initialize`), but for the frames the era adapter translates, which it parses whole; it never
+//! records, and its one calltape dependency is calltape-jsonl-store, whose `fs` rules every file it
+//! writes follows.
 //!
 //! # Error codes
 //!
