@@ -19,7 +19,7 @@ use calltape_replay::ReportContext;
 use calltape_replay::mcp::{
     CallReport, Comparer, Fills, ReplayOptions, ReplayReport, Replayed, Status, TextOptions, replay,
 };
-use calltape_stdio_bridge::{ChildUpstream, Stderr, Upstream};
+use calltape_stdio_bridge::{ChildUpstream, Stderr, Upstream, vocab};
 use clap::Args;
 use serde_json::{Value, json};
 
@@ -75,8 +75,11 @@ pub(crate) fn run_server(args: DemoServerArgs) -> Outcome {
         }
         let reply = match serde_json::from_str::<Value>(&line) {
             Ok(message) => handle(args.version, &mut payments, &message),
-            Err(e) => Some(json!({"jsonrpc": "2.0", "id": null,
-                "error": {"code": -32700, "message": format!("parse error: {e}")}})),
+            Err(e) => Some(vocab::error_answer(
+                &Value::Null,
+                vocab::PARSE_ERROR,
+                &format!("parse error: {e}"),
+            )),
         };
         if let Some(reply) = reply
             && (writeln!(stdout, "{reply}").is_err() || stdout.flush().is_err())
@@ -115,7 +118,7 @@ fn handle(version: u8, payments: &mut Payments, message: &Value) -> Option<Value
                 "text": "Quotes are valid for 15 minutes. Payments settle the next day."}]}))
             }
             other => Err((
-                -32002,
+                vocab::LEGACY_RESOURCE_NOT_FOUND,
                 format!("Resource not found: {}", other.unwrap_or("")),
             )),
         },
@@ -131,13 +134,14 @@ fn handle(version: u8, payments: &mut Payments, message: &Value) -> Option<Value
                 "text": format!("Write a short receipt for payment {payment}.")}}]}),
             )
         }
-        other => Err((-32601, format!("Method not found: {other}"))),
+        other => Err((
+            vocab::METHOD_NOT_FOUND,
+            format!("Method not found: {other}"),
+        )),
     };
     Some(match result {
         Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
-        Err((code, message)) => {
-            json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
-        }
+        Err((code, message)) => vocab::error_answer(&id, code, &message),
     })
 }
 
@@ -280,7 +284,7 @@ fn call_tool(version: u8, payments: &mut Payments, params: &Value) -> Result<Val
                 json!({"status": "refunded", "paymentId": payment}),
             ))
         }
-        (other, _) => Err((-32602, format!("Unknown tool: {other}"))),
+        (other, _) => Err((vocab::INVALID_PARAMS, format!("Unknown tool: {other}"))),
     }
 }
 

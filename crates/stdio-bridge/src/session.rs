@@ -28,7 +28,7 @@ use tokio::{
 use crate::{
     Error,
     frame::{FrameReader, FrameWriter, InvalidLine, Message},
-    jsonrpc::{self, Peek, error_frame},
+    jsonrpc::{Peek, error_frame},
     tap::{Direction, TapSender},
     upstream::{BoxFuture, Frame, Link, Upstream, UpstreamEvent},
 };
@@ -481,7 +481,7 @@ impl Core {
                     });
                     self.resume.clear();
                 }
-                Some(jsonrpc::INITIALIZED) => {
+                Some(crate::vocab::INITIALIZED) => {
                     if let Some(handshake) = &mut self.handshake {
                         handshake.initialized = true;
                     }

@@ -12,6 +12,9 @@ use calltape_recorder::mcp::{
     redact_outcome, request_params,
 };
 use calltape_redact::{KnownSecrets, Redactor};
+use calltape_stdio_bridge::vocab::{
+    META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PROTOCOL_VERSION, MODERN_VERSION,
+};
 use calltape_stdio_bridge::{EraUpstream, Link, Protocol, Upstream, UpstreamEvent};
 use futures::StreamExt;
 use serde_json::{Map, Value, json};
@@ -465,12 +468,7 @@ fn prepare(
 
 /// The first protocol revision without `initialize`: each request carries the client's info and
 /// protocol version in `params._meta` instead.
-const STATELESS_SINCE: &str = "2026-07-28";
-
-/// Where the stateless revision puts what `initialize` used to carry.
-const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
-const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
-const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+const STATELESS_SINCE: &str = MODERN_VERSION;
 
 /// Whether a session recorded with `version` speaks the stateless revision (dated versions compare
 /// as text).

@@ -37,14 +37,12 @@ use super::{
     paths::SharedPaths,
     record::Transport,
 };
+use crate::vocab::{self, META_PROTOCOL_VERSION};
 use crate::{
     BoxFuture, Error, Frame, FrameReader, FrameWriter, Link, UPSTREAM_UNREACHABLE, Upstream,
     UpstreamEvent,
     jsonrpc::{self, Peek, peek, request_ids},
 };
-
-/// The `_meta` key of a 2026-07-28 request's protocol version.
-const PROTOCOL_VERSION_META: &str = "io.modelcontextprotocol/protocolVersion";
 
 /// How long a connection to the socket is kept for another request.
 const POOL_IDLE: Duration = Duration::from_secs(5);
@@ -75,7 +73,7 @@ pub fn unavailable_answer(id: &Value, reason: &str) -> Value {
         "shared_server_unavailable",
         Some(json!({"message": reason})),
     );
-    jsonrpc::error(
+    vocab::error_answer_with_data(
         id,
         UPSTREAM_UNREACHABLE,
         "the shared server is unavailable",
@@ -591,7 +589,7 @@ fn stateless_version(frame: &[u8]) -> Option<String> {
     let text = std::str::from_utf8(frame).ok()?;
     let meta = jsonrpc::Message::parse(text)?.params?.meta?;
     let meta = serde_json::from_str::<Value>(meta).ok()?;
-    let version = meta.get(PROTOCOL_VERSION_META)?.as_str()?;
+    let version = meta.get(META_PROTOCOL_VERSION)?.as_str()?;
     http::HeaderValue::from_str(version)
         .is_ok()
         .then(|| version.to_owned())

@@ -23,3 +23,4 @@ mod shared;
 #[cfg(feature = "serve")]
 mod shared_bound;
 mod support;
+mod vocab;

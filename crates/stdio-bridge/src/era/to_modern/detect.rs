@@ -8,8 +8,9 @@ use tokio::{sync::mpsc, time::Instant};
 
 use super::{OWN_ID, wire};
 use crate::{
-    era::{Era, MODERN_VERSION},
+    era::Era,
     upstream::{Frame, UpstreamEvent},
+    vocab::MODERN_VERSION,
 };
 
 /// The id of the detection's `server/discover`: a string of the translator's own form, so it cannot

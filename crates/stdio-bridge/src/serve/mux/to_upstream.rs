@@ -5,10 +5,8 @@
 use serde_json::{Value, json};
 
 use super::{Init, Outbox, Route, SessionNo, State, Undo, id_key};
-use crate::jsonrpc::{self, INITIALIZED, id_of, method_of};
-
-/// The 2026-07-28 request whose answer is a stream of events.
-const LISTEN: &str = "subscriptions/listen";
+use crate::jsonrpc::{self, id_of, method_of};
+use crate::vocab::{self, INITIALIZED, SUBSCRIPTIONS_LISTEN};
 
 impl State {
     pub(super) fn close_session(&mut self, session: SessionNo) {
@@ -42,8 +40,8 @@ impl State {
         for key in asked {
             self.s2c.remove(&key);
             if let Ok(id) = serde_json::from_str::<Value>(&key) {
-                self.send_upstream(json!({"jsonrpc": "2.0", "id": id,
-                    "error": {"code": -32603, "message": "the session this request went to has ended"}}));
+                let message = "the session this request went to has ended";
+                self.send_upstream(vocab::error_answer(&id, vocab::INTERNAL_ERROR, message));
             }
         }
         let mut gone = Vec::new();
@@ -163,7 +161,7 @@ impl State {
                 let previous = self.log_level.replace(level.clone());
                 undo = Some(Undo::SetLevel { level, previous });
             }
-            LISTEN => {
+            SUBSCRIPTIONS_LISTEN => {
                 if let Some(refusal) = self.refuse_listen(session, &client_id, &message) {
                     self.deliver_answer(session, answers.as_ref(), refusal);
                     return;
@@ -195,7 +193,7 @@ impl State {
                 token,
                 initialize,
                 undo,
-                listen: method == LISTEN,
+                listen: method == SUBSCRIPTIONS_LISTEN,
             },
         );
         self.send_from(session, message);
@@ -226,7 +224,12 @@ impl State {
              cancel one (or close its stream) first"
         );
         let data = jsonrpc::limit_data("too_many_listens", limit);
-        Some(jsonrpc::error(id, crate::TOO_MANY_LISTENS, &message, data))
+        Some(vocab::error_answer_with_data(
+            id,
+            crate::TOO_MANY_LISTENS,
+            &message,
+            data,
+        ))
     }
 
     /// Takes back what a request answered with an error had changed.

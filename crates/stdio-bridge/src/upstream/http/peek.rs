@@ -16,7 +16,7 @@ use crate::jsonrpc::{
 };
 
 /// The `_meta` key of the protocol version a client of the stateless revision sends.
-const META_VERSION: &[u8] = b"io.modelcontextprotocol/protocolVersion";
+const META_VERSION: &[u8] = crate::vocab::META_PROTOCOL_VERSION.as_bytes();
 
 /// What an outgoing frame is, as far as the HTTP upstream cares.
 #[derive(Debug, Clone, Default, PartialEq)]
