@@ -12,16 +12,15 @@
 
 use serde_json::Value;
 
+pub(crate) use calltape_stdio_bridge::vocab::SERVER_DISCOVER;
 use calltape_stdio_bridge::vocab::SUBSCRIPTIONS_LISTEN;
-pub(crate) use calltape_stdio_bridge::vocab::{
-    META_SERVER_INFO as SERVER_INFO_META, SERVER_DISCOVER,
-};
 
 /// The `resultType` of a result that asks the client for input before the call can end.
 pub(crate) const INPUT_REQUIRED: &str = "input_required";
 
 /// The `_meta` key a 2026-07-28 server says who it is under, on each result: the recorder takes the
 /// `server` of a call's line from it, as it takes it from `initialize`'s answer in the handshake era.
+pub(crate) use calltape_stdio_bridge::vocab::META_SERVER_INFO as SERVER_INFO_META;
 
 /// Requests that are never recorded as calls.
 pub(crate) const NOT_CALLS: &[&str] = &[SERVER_DISCOVER, SUBSCRIPTIONS_LISTEN];

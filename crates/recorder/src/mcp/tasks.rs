@@ -5,12 +5,11 @@
 
 use serde_json::Value;
 
-pub use calltape_stdio_bridge::vocab::META_RELATED_TASK as RELATED_TASK_META;
-
 /// The method a client fetches a task's result with.
 pub const TASKS_RESULT: &str = "tasks/result";
 
 /// The `_meta` key a task's result names its task under: the task is not part of the call's answer.
+pub use calltape_stdio_bridge::vocab::META_RELATED_TASK as RELATED_TASK_META;
 
 /// The id of the task a `tools/call`'s response created: `result.task.taskId` of a result that is
 /// not a tool result.
