@@ -25,6 +25,7 @@ use tokio::{
     time::{Instant, sleep_until},
 };
 
+use crate::vocab::INITIALIZE;
 use crate::{
     Error,
     frame::{FrameReader, FrameWriter, InvalidLine, Message},
@@ -471,7 +472,7 @@ impl Core {
         }
         if let Peek::One(info) = &message.peek {
             match info.method.as_deref() {
-                Some("initialize") if info.id.is_some() => {
+                Some(INITIALIZE) if info.id.is_some() => {
                     self.handshake = Some(Handshake {
                         initialize: message.frame.clone(),
                         id: info.id.clone(),

@@ -31,6 +31,7 @@ use std::fmt;
 
 use calltape_recorder::mcp::{Ask, CallRecord, Outcome, hide_sent_values};
 use calltape_redact::Redactor;
+use calltape_stdio_bridge::vocab::PING;
 use calltape_stdio_bridge::vocab::{INTERNAL_ERROR, METHOD_NOT_FOUND};
 use serde_json::{Map, Value, json};
 
@@ -349,7 +350,7 @@ impl Conn {
     pub(super) fn answer_server_request(&mut self, message: &Value) -> String {
         let id = message.get("id").cloned().unwrap_or(Value::Null);
         let method = message.get("method").and_then(Value::as_str).unwrap_or("");
-        let (key, body) = if method == "ping" {
+        let (key, body) = if method == PING {
             ("result", "{}".to_owned())
         } else {
             match self.asks.answer(method, message.get("params")) {

@@ -13,7 +13,8 @@ use calltape_recorder::mcp::{
 };
 use calltape_redact::{KnownSecrets, Redactor};
 use calltape_stdio_bridge::vocab::{
-    META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PROTOCOL_VERSION, MODERN_VERSION,
+    INITIALIZE, INITIALIZED, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PROTOCOL_VERSION,
+    MODERN_VERSION, TOOLS_CALL,
 };
 use calltape_stdio_bridge::{EraUpstream, Link, Protocol, Upstream, UpstreamEvent};
 use futures::StreamExt;
@@ -404,7 +405,7 @@ async fn run_session(
                     .map_err(failed)?;
             }
             // A call the server runs only as a task is sent again as one, and polled to its end.
-            if record.method == "tools/call"
+            if record.method == TOOLS_CALL
                 && is_error(&answer)
                 && conn.requires_task(&record.name).await.map_err(failed)?
             {
@@ -506,7 +507,7 @@ fn initialize_request(record: &CallRecord) -> Value {
     json!({
         "jsonrpc": "2.0",
         "id": 0,
-        "method": "initialize",
+        "method": INITIALIZE,
         "params": {
             "protocolVersion": record.protocol_version.as_deref().unwrap_or(DEFAULT_PROTOCOL_VERSION),
             "capabilities": capabilities(record),
@@ -548,7 +549,7 @@ impl Conn {
         if let Some(error) = answer.get("error") {
             return Err(format!("the server refused initialize: {error}"));
         }
-        self.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        self.send(&json!({"jsonrpc": "2.0", "method": INITIALIZED}))
             .await
     }
 
@@ -655,7 +656,7 @@ impl Conn {
                 }
             }
         }
-        self.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        self.send(&json!({"jsonrpc": "2.0", "method": INITIALIZED}))
             .await
     }
 }

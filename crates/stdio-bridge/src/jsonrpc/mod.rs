@@ -140,7 +140,7 @@ pub(crate) fn notification(method: &str) -> Frame {
 /// The `initialize` request of a replayed handshake.
 #[cfg(any(feature = "serve", test))]
 pub(crate) fn initialize(id: &Value, params: &Value) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": params})
+    json!({"jsonrpc": "2.0", "id": id, "method": crate::vocab::INITIALIZE, "params": params})
 }
 
 /// The frame with its `id` replaced by `id` (raw JSON); a frame that is not an object, unchanged.

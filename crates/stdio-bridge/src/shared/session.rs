@@ -37,7 +37,7 @@ use super::{
     paths::SharedPaths,
     record::Transport,
 };
-use crate::vocab::{self, META_PROTOCOL_VERSION};
+use crate::vocab::{self, INITIALIZE, META_PROTOCOL_VERSION, TOOLS_CALL};
 use crate::{
     BoxFuture, Error, Frame, FrameReader, FrameWriter, Link, UPSTREAM_UNREACHABLE, Upstream,
     UpstreamEvent,
@@ -425,7 +425,7 @@ async fn send_loop(ctx: Arc<Ctx>, mut outgoing: mpsc::Receiver<Frame>) {
     while let Some(frame) = outgoing.recv().await {
         let initialize = matches!(
             peek(&frame),
-            Ok(Peek::One(info)) if info.method.as_deref() == Some("initialize")
+            Ok(Peek::One(info)) if info.method.as_deref() == Some(INITIALIZE)
         );
         if initialize {
             // A new handshake: a new session on the server.
@@ -614,7 +614,7 @@ fn mirrored_headers(frame: &[u8]) -> Vec<(&'static str, http::HeaderValue)> {
     }
     let named = matches!(
         method.as_deref(),
-        Some("tools/call" | "prompts/get" | "resources/read")
+        Some(TOOLS_CALL | "prompts/get" | "resources/read")
     );
     let name = message
         .params

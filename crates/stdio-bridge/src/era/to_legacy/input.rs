@@ -7,7 +7,7 @@ use serde_json::{Map, Value, json};
 
 use super::{Out, ToLegacy, client, shape};
 use crate::jsonrpc;
-use crate::vocab::{self, INTERNAL_ERROR, INVALID_PARAMS};
+use crate::vocab::{self, INTERNAL_ERROR, INVALID_PARAMS, SUBSCRIPTIONS_LISTEN};
 
 /// How many rounds of input one request may ask for, as the 2026-07-28 clients allow.
 pub(super) const MAX_ROUNDS: u32 = 10;
@@ -33,7 +33,7 @@ impl ToLegacy {
         let waiting = self
             .modern
             .iter()
-            .filter(|(_, modern)| modern.method != "subscriptions/listen")
+            .filter(|(_, modern)| modern.method != SUBSCRIPTIONS_LISTEN)
             .min_by_key(|(_, modern)| (modern.client.is_none(), modern.order))
             .map(|(key, _)| key.clone());
         let Some(key) = waiting else {

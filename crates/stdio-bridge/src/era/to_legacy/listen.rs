@@ -6,7 +6,7 @@ use serde_json::{Map, Value, json};
 
 use super::{Out, Own, ToLegacy, client};
 
-use crate::vocab::{META_SUBSCRIPTION_ID, RESOURCES_UPDATED};
+use crate::vocab::{META_SUBSCRIPTION_ID, RESOURCES_SUBSCRIBE, RESOURCES_UPDATED};
 
 /// The list notifications, with the filter key that asks for each and the capability that offers it.
 const LISTS: [(&str, &str, &str); 3] = [
@@ -152,7 +152,7 @@ impl ToLegacy {
         }
         let watched = self.listens.uris();
         for uri in uris.iter().filter(|uri| !watched.contains(uri)) {
-            self.request(Own::Quiet, "resources/subscribe", json!({"uri": uri}), out);
+            self.request(Own::Quiet, RESOURCES_SUBSCRIBE, json!({"uri": uri}), out);
         }
         self.listens.streams.push(Listen {
             id: id.clone(),

@@ -7,13 +7,13 @@ use serde_json::{Map, Value, json};
 use crate::vocab::{
     HANDSHAKE_VERSION, HANDSHAKE_VERSIONS, INVALID_PARAMS, LEGACY_RESOURCE_NOT_FOUND,
     META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL, META_PROTOCOL_VERSION,
-    META_SERVER_INFO, METHOD_NOT_FOUND, MODERN_VERSION, REMOVED_IN_MODERN,
+    META_SERVER_INFO, METHOD_NOT_FOUND, MODERN_VERSION, REMOVED_IN_MODERN, TOOLS_LIST,
     UNSUPPORTED_PROTOCOL_VERSION, error_answer, error_answer_with_data,
 };
 
 /// The results a 2026-07-28 client may cache, which must say for how long and for whom.
 const CACHEABLE: [&str; 5] = [
-    "tools/list",
+    TOOLS_LIST,
     "prompts/list",
     "resources/list",
     "resources/templates/list",

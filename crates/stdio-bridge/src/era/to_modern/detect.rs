@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 use tokio::{sync::mpsc, time::Instant};
 
 use super::{OWN_ID, wire};
+use crate::vocab::SERVER_DISCOVER;
 use crate::{
     era::Era,
     upstream::{Frame, UpstreamEvent},
@@ -34,7 +35,7 @@ pub(in crate::era) fn discover_frame() -> Frame {
     debug_assert!(DISCOVER_ID.starts_with(OWN_ID));
     wire::request(
         DISCOVER_ID,
-        "server/discover",
+        SERVER_DISCOVER,
         json!({"_meta": wire::own_meta()}),
     )
 }

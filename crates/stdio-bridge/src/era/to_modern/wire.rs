@@ -5,7 +5,8 @@ use serde_json::{Map, Value, json};
 
 use crate::vocab::{
     HANDSHAKE_VERSIONS, INVALID_PARAMS, LEGACY_RESOURCE_NOT_FOUND, META_CLIENT_CAPABILITIES,
-    META_CLIENT_INFO, META_PROTOCOL_VERSION, META_SERVER_INFO, UNSUPPORTED_PROTOCOL_VERSION,
+    META_CLIENT_INFO, META_PROTOCOL_VERSION, META_SERVER_INFO, TOOLS_LIST,
+    UNSUPPORTED_PROTOCOL_VERSION,
 };
 use crate::{upstream::Frame, vocab::MODERN_VERSION};
 
@@ -79,7 +80,7 @@ pub(super) fn level_passes(level: Option<&str>, min: &str) -> bool {
 
 /// The methods whose 2026-07-28 results carry the cache fields `cacheScope` and `ttlMs`.
 const CACHEABLE: &[&str] = &[
-    "tools/list",
+    TOOLS_LIST,
     "prompts/list",
     "resources/list",
     "resources/templates/list",

@@ -27,7 +27,7 @@ use super::{
     routes::UnknownSession,
     stateless,
 };
-use crate::vocab::{self, SUBSCRIPTIONS_LISTEN};
+use crate::vocab::{self, INITIALIZE, SUBSCRIPTIONS_LISTEN};
 use crate::{
     ANSWERS_TOO_LARGE, Direction,
     jsonrpc::{self, Peek, method_of, request_ids, to_frame},
@@ -114,7 +114,7 @@ impl Inner {
         headers: &HeaderMap,
         messages: &[Value],
     ) -> Result<PostSession, Box<Response<ResBody>>> {
-        let is_initialize = messages.iter().any(|m| method_of(m) == Some("initialize"));
+        let is_initialize = messages.iter().any(|m| method_of(m) == Some(INITIALIZE));
         let session = self
             .session_of(headers)
             .map_err(|UnknownSession| Box::new(UnknownSession.response()))?;
@@ -255,7 +255,7 @@ impl Inner {
                     self.max_sessions
                 );
                 let id = request.get("id").cloned().unwrap_or(Value::Null);
-                let message = if method_of(request) == Some("initialize") {
+                let message = if method_of(request) == Some(INITIALIZE) {
                     format!(
                         "the server holds {} sessions, the most it may; end a session (DELETE) or wait for one to expire, then initialize again",
                         self.max_sessions

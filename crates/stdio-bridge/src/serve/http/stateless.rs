@@ -11,8 +11,8 @@ use super::{
 use crate::jsonrpc::{id_of, method_of};
 use crate::vocab::{
     HEADER_MISMATCH, INVALID_PARAMS, META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION,
-    METHOD_NOT_FOUND, MISSING_CAPABILITY, REMOVED_IN_MODERN, UNSUPPORTED_PROTOCOL_VERSION,
-    error_answer, error_answer_with_data,
+    METHOD_NOT_FOUND, MISSING_CAPABILITY, REMOVED_IN_MODERN, TOOLS_CALL,
+    UNSUPPORTED_PROTOCOL_VERSION, error_answer, error_answer_with_data,
 };
 
 /// Whether a POST without `Mcp-Session-Id` whose `MCP-Protocol-Version` header says `version` is a
@@ -118,7 +118,7 @@ fn trimmed<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
 /// names another one (when plain).
 fn name_differs(headers: &HeaderMap, method: &str, params: &Value) -> bool {
     let key = match method {
-        "tools/call" | "prompts/get" => "name",
+        TOOLS_CALL | "prompts/get" => "name",
         "resources/read" => "uri",
         _ => return false,
     };

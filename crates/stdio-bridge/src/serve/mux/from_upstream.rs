@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 use super::{Init, SessionNo, State, id_key};
 use crate::jsonrpc::{id_of, method_of, to_frame};
-use crate::vocab::{self, META_SUBSCRIPTION_ID};
+use crate::vocab::{self, META_SUBSCRIPTION_ID, RESOURCES_UPDATED};
 
 impl State {
     pub(super) fn on_upstream_frame(&mut self, frame: &[u8]) {
@@ -88,7 +88,7 @@ impl State {
                     self.deliver(session, message);
                 }
             }
-            (Some("notifications/resources/updated"), None) => {
+            (Some(RESOURCES_UPDATED), None) => {
                 let uri = message["params"]["uri"].as_str().unwrap_or_default();
                 let subscribers: Vec<SessionNo> = self
                     .subscriptions

@@ -11,7 +11,7 @@ use super::{
     Init, LinkState, Route, SessionNo, State,
     fair::{self, Up},
 };
-use crate::vocab::{INITIALIZED, error_answer_with_data};
+use crate::vocab::{INITIALIZED, RESOURCES_SUBSCRIBE, SET_LOG_LEVEL, error_answer_with_data};
 use crate::{
     UPSTREAM_EXITED, UPSTREAM_PROTOCOL_ERROR, UPSTREAM_UNREACHABLE, UpstreamEvent,
     jsonrpc::{self, CONNECTION_LOST, EXITED_IN_FLIGHT, NOT_MCP, data, id_of, method_of, to_frame},
@@ -91,7 +91,7 @@ impl State {
         let level_held = self
             .held
             .iter()
-            .any(|f| method_of(f) == Some("logging/setLevel"));
+            .any(|f| method_of(f) == Some(SET_LOG_LEVEL));
         let level = if level_held {
             None
         } else {
@@ -100,7 +100,7 @@ impl State {
         let held_uris: HashSet<&str> = self
             .held
             .iter()
-            .filter(|f| method_of(f) == Some("resources/subscribe"))
+            .filter(|f| method_of(f) == Some(RESOURCES_SUBSCRIBE))
             .filter_map(|f| f["params"]["uri"].as_str())
             .collect();
         let uris: Vec<String> = self
@@ -111,11 +111,11 @@ impl State {
             .collect();
         if let Some(level) = level {
             let id = self.internal_id();
-            frames.push(json!({"jsonrpc": "2.0", "id": id, "method": "logging/setLevel", "params": {"level": level}}));
+            frames.push(json!({"jsonrpc": "2.0", "id": id, "method": SET_LOG_LEVEL, "params": {"level": level}}));
         }
         for uri in uris {
             let id = self.internal_id();
-            frames.push(json!({"jsonrpc": "2.0", "id": id, "method": "resources/subscribe", "params": {"uri": uri}}));
+            frames.push(json!({"jsonrpc": "2.0", "id": id, "method": RESOURCES_SUBSCRIBE, "params": {"uri": uri}}));
         }
         if let Some(link) = &mut self.link {
             link.ready = true;

@@ -6,7 +6,10 @@ use serde_json::{Value, json};
 
 use super::{Init, Outbox, Route, SessionNo, State, Undo, id_key};
 use crate::jsonrpc::{self, id_of, method_of};
-use crate::vocab::{self, INITIALIZED, SUBSCRIPTIONS_LISTEN};
+use crate::vocab::{
+    self, INITIALIZE, INITIALIZED, RESOURCES_SUBSCRIBE, RESOURCES_UNSUBSCRIBE, SET_LOG_LEVEL,
+    SUBSCRIPTIONS_LISTEN,
+};
 
 impl State {
     pub(super) fn close_session(&mut self, session: SessionNo) {
@@ -53,7 +56,7 @@ impl State {
         for uri in gone {
             self.subscriptions.remove(&uri);
             let id = self.internal_id();
-            self.send_upstream(json!({"jsonrpc": "2.0", "id": id, "method": "resources/unsubscribe", "params": {"uri": uri}}));
+            self.send_upstream(json!({"jsonrpc": "2.0", "id": id, "method": RESOURCES_UNSUBSCRIBE, "params": {"uri": uri}}));
         }
         if let Init::Pending { waiting } = &mut self.init {
             waiting.retain(|(s, _, _)| *s != session);
@@ -115,7 +118,7 @@ impl State {
     ) {
         let mut undo = None;
         match method {
-            "initialize" => match &mut self.init {
+            INITIALIZE => match &mut self.init {
                 Init::Done { result, .. } => {
                     let frame = json!({"jsonrpc": "2.0", "id": client_id, "result": result});
                     self.deliver_answer(session, answers.as_ref(), frame);
@@ -131,12 +134,12 @@ impl State {
                     };
                 }
             },
-            "resources/subscribe" | "resources/unsubscribe" => {
+            RESOURCES_SUBSCRIBE | RESOURCES_UNSUBSCRIBE => {
                 let uri = message["params"]["uri"]
                     .as_str()
                     .unwrap_or_default()
                     .to_owned();
-                let subscribe = method == "resources/subscribe";
+                let subscribe = method == RESOURCES_SUBSCRIBE;
                 let subscribers = self.subscriptions.entry(uri.clone()).or_default();
                 let others = subscribers.iter().any(|s| *s != session);
                 if subscribe {
@@ -156,7 +159,7 @@ impl State {
                     return;
                 }
             }
-            "logging/setLevel" => {
+            SET_LOG_LEVEL => {
                 let level = message["params"]["level"].clone();
                 let previous = self.log_level.replace(level.clone());
                 undo = Some(Undo::SetLevel { level, previous });
@@ -182,7 +185,7 @@ impl State {
             self.tokens.insert(t, (session, client_token, up));
             token = Some(t);
         }
-        let initialize = (method == "initialize").then(|| message["params"].clone());
+        let initialize = (method == INITIALIZE).then(|| message["params"].clone());
         self.routes.insert(
             up,
             Route {
