@@ -19,7 +19,8 @@ use calltape_replay::ReportContext;
 use calltape_replay::mcp::{
     CallReport, Comparer, Fills, ReplayOptions, ReplayReport, Replayed, Status, TextOptions, replay,
 };
-use calltape_stdio_bridge::{ChildUpstream, Stderr, Upstream};
+use calltape_stdio_bridge::vocab::{INITIALIZE, INITIALIZED, PING, TOOLS_CALL, TOOLS_LIST};
+use calltape_stdio_bridge::{ChildUpstream, Stderr, Upstream, vocab};
 use clap::Args;
 use serde_json::{Value, json};
 
@@ -75,8 +76,11 @@ pub(crate) fn run_server(args: DemoServerArgs) -> Outcome {
         }
         let reply = match serde_json::from_str::<Value>(&line) {
             Ok(message) => handle(args.version, &mut payments, &message),
-            Err(e) => Some(json!({"jsonrpc": "2.0", "id": null,
-                "error": {"code": -32700, "message": format!("parse error: {e}")}})),
+            Err(e) => Some(vocab::error_answer(
+                &Value::Null,
+                vocab::PARSE_ERROR,
+                &format!("parse error: {e}"),
+            )),
         };
         if let Some(reply) = reply
             && (writeln!(stdout, "{reply}").is_err() || stdout.flush().is_err())
@@ -92,7 +96,7 @@ fn handle(version: u8, payments: &mut Payments, message: &Value) -> Option<Value
     let method = message.get("method").and_then(Value::as_str)?;
     let params = message.get("params").cloned().unwrap_or(Value::Null);
     let result = match method {
-        "initialize" => {
+        INITIALIZE => {
             let asked = params.get("protocolVersion").and_then(Value::as_str);
             let supported = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
             let version_text = asked
@@ -104,9 +108,9 @@ fn handle(version: u8, payments: &mut Payments, message: &Value) -> Option<Value
                 "serverInfo": {"name": "calltape-demo", "version": format!("{version}.0.0")},
             }))
         }
-        "ping" => Ok(json!({})),
-        "tools/list" => Ok(json!({"tools": tools(version)})),
-        "tools/call" => call_tool(version, payments, &params),
+        PING => Ok(json!({})),
+        TOOLS_LIST => Ok(json!({"tools": tools(version)})),
+        TOOLS_CALL => call_tool(version, payments, &params),
         "resources/list" => Ok(json!({"resources": [
             {"uri": "demo://terms", "name": "terms", "mimeType": "text/plain"}]})),
         "resources/read" => match params.get("uri").and_then(Value::as_str) {
@@ -115,7 +119,7 @@ fn handle(version: u8, payments: &mut Payments, message: &Value) -> Option<Value
                 "text": "Quotes are valid for 15 minutes. Payments settle the next day."}]}))
             }
             other => Err((
-                -32002,
+                vocab::LEGACY_RESOURCE_NOT_FOUND,
                 format!("Resource not found: {}", other.unwrap_or("")),
             )),
         },
@@ -131,13 +135,14 @@ fn handle(version: u8, payments: &mut Payments, message: &Value) -> Option<Value
                 "text": format!("Write a short receipt for payment {payment}.")}}]}),
             )
         }
-        other => Err((-32601, format!("Method not found: {other}"))),
+        other => Err((
+            vocab::METHOD_NOT_FOUND,
+            format!("Method not found: {other}"),
+        )),
     };
     Some(match result {
         Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
-        Err((code, message)) => {
-            json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
-        }
+        Err((code, message)) => vocab::error_answer(&id, code, &message),
     })
 }
 
@@ -280,7 +285,7 @@ fn call_tool(version: u8, payments: &mut Payments, params: &Value) -> Result<Val
                 json!({"status": "refunded", "paymentId": payment}),
             ))
         }
-        (other, _) => Err((-32602, format!("Unknown tool: {other}"))),
+        (other, _) => Err((vocab::INVALID_PARAMS, format!("Unknown tool: {other}"))),
     }
 }
 
@@ -291,19 +296,19 @@ fn call_tool(version: u8, payments: &mut Payments, params: &Value) -> Result<Val
 /// first; the recorder writes them once the session ends.
 fn script() -> Vec<(&'static str, Value)> {
     vec![
-        ("tools/list", json!({})),
+        (TOOLS_LIST, json!({})),
         ("resources/list", json!({})),
         ("prompts/list", json!({})),
         (
-            "tools/call",
+            TOOLS_CALL,
             json!({"name": "quote", "arguments": {"symbol": "ACME"}}),
         ),
         (
-            "tools/call",
+            TOOLS_CALL,
             json!({"name": "pay", "arguments": {"amount": 12, "currency": "USD", "cardToken": SECRET}}),
         ),
         (
-            "tools/call",
+            TOOLS_CALL,
             json!({"name": "refund", "arguments": {"paymentId": PAYMENT_ID}}),
         ),
         ("resources/read", json!({"uri": "demo://terms"})),
@@ -572,10 +577,10 @@ impl Replayer {
             page.display()
         );
         let want = [
-            ("tools/call", "quote", Status::Changed),
-            ("tools/call", "pay", Status::NewError),
-            ("tools/call", "refund", Status::GoneError),
-            ("tools/list", "", Status::Changed),
+            (TOOLS_CALL, "quote", Status::Changed),
+            (TOOLS_CALL, "pay", Status::NewError),
+            (TOOLS_CALL, "refund", Status::GoneError),
+            (TOOLS_LIST, "", Status::Changed),
         ];
         let surface = v2.report.surface();
         Ok(want.iter().all(|(method, name, status)| {
@@ -645,11 +650,11 @@ fn drive(child: &mut Child) -> Result<usize, String> {
         next_id: 0,
     };
     client.request(
-        "initialize",
+        INITIALIZE,
         json!({"protocolVersion": "2025-06-18", "capabilities": {},
             "clientInfo": {"name": "calltape-demo-client", "version": env!("CARGO_PKG_VERSION")}}),
     )?;
-    client.notify("notifications/initialized")?;
+    client.notify(INITIALIZED)?;
     let mut answered = 0;
     let mut payment = String::new();
     for (method, params) in script() {

@@ -27,9 +27,6 @@ use crate::{
     upstream::{BoxFuture, Frame, Link, Upstream, UpstreamEvent},
 };
 
-/// The protocol version of the stateless era.
-pub const MODERN_VERSION: &str = "2026-07-28";
-
 /// Which era the upstream speaks, as the user asked: `--protocol auto|legacy|modern`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Protocol {
@@ -78,7 +75,7 @@ pub(crate) enum Era {
 /// that era carries, which a legacy frame almost never does. The searcher is built once.
 fn may_be_modern(frame: &[u8]) -> bool {
     static MARK: LazyLock<Finder<'static>> =
-        LazyLock::new(|| Finder::new(b"io.modelcontextprotocol/"));
+        LazyLock::new(|| Finder::new(crate::vocab::META_PREFIX.as_bytes()));
     MARK.find(frame).is_some()
 }
 

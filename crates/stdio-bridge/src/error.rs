@@ -6,13 +6,6 @@
 
 use std::{io, path::PathBuf};
 
-/// The line was not JSON, was JSON but not an object or array, or was longer than the frame limit.
-/// `data.reason` is `parse_error`, `not_object` or `frame_too_large`; `id` is `null`.
-pub const PARSE_ERROR: i64 = -32700;
-/// The message was JSON but not a request to forward: an empty batch, a batch item that is not an
-/// object, or an `id` that is an object, an array or a boolean. `data.reason` is `invalid_request`;
-/// `id` is `null`.
-pub const INVALID_REQUEST: i64 = -32600;
 /// The upstream could not be reached before the client left (`data.reason = "upstream_unreachable"`),
 /// or it forgot the session again right after the bridge re-initialized it
 /// (`data.reason = "session_expired"`).

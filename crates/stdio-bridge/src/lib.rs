@@ -27,6 +27,8 @@
 //! - **Reading messages** ([`jsonrpc`]): a JSON-RPC message as borrowed JSON text, in one pass of a
 //!   strict scanner that builds no value ([`jsonrpc::Message`]), and what routing reads from a frame
 //!   ([`jsonrpc::peek`]).
+//! - **The MCP vocabulary** ([`vocab`]): protocol versions, method names, `_meta` keys, error codes and
+//!   the error answer, spelled once for every calltape crate.
 //!
 //! # Features
 //!
@@ -127,6 +129,7 @@ pub mod shared;
 pub mod stdio;
 mod tap;
 mod upstream;
+pub mod vocab;
 #[cfg(feature = "watch")]
 mod watch;
 
@@ -134,10 +137,10 @@ pub use bridge::{
     Bridge, BridgeBuilder, DEFAULT_BUFFER_BYTES, DEFAULT_BUFFER_MESSAGES, DEFAULT_RESTART_DEADLINE,
     DEFAULT_TAP_CAPACITY, RestartHandle, Summary,
 };
-pub use era::{EraUpstream, MODERN_VERSION, Protocol};
+pub use era::{EraUpstream, Protocol};
 pub use error::{
-    ANSWERS_TOO_LARGE, BUFFER_FULL, CAPABILITY_SESSION_IDLE, Error, ErrorKind, INVALID_REQUEST,
-    MAX_CAPABILITY_SESSIONS, MAX_LISTENS, MAX_SUBSCRIPTIONS, PARSE_ERROR, RESTART_DEADLINE,
+    ANSWERS_TOO_LARGE, BUFFER_FULL, CAPABILITY_SESSION_IDLE, Error, ErrorKind,
+    MAX_CAPABILITY_SESSIONS, MAX_LISTENS, MAX_SUBSCRIPTIONS, RESTART_DEADLINE,
     TOO_MANY_CAPABILITY_SESSIONS, TOO_MANY_LISTENS, TOO_MANY_SESSIONS, TOO_MANY_URIS,
     UPSTREAM_EXITED, UPSTREAM_PROTOCOL_ERROR, UPSTREAM_UNREACHABLE,
 };
@@ -150,6 +153,7 @@ pub use upstream::{
 pub use upstream::{
     DEFAULT_HTTP_PATH, ExtraHeaders, HttpUpstream, UnixUpstream, tls_client_config,
 };
+pub use vocab::{INVALID_REQUEST, MODERN_VERSION, PARSE_ERROR};
 #[cfg(feature = "watch")]
 pub use watch::{DEFAULT_DEBOUNCE, Watcher};
 

@@ -25,10 +25,11 @@ use tokio::{
     time::{Instant, sleep_until},
 };
 
+use crate::vocab::INITIALIZE;
 use crate::{
     Error,
     frame::{FrameReader, FrameWriter, InvalidLine, Message},
-    jsonrpc::{self, Peek, error_frame},
+    jsonrpc::{Peek, error_frame},
     tap::{Direction, TapSender},
     upstream::{BoxFuture, Frame, Link, Upstream, UpstreamEvent},
 };
@@ -471,7 +472,7 @@ impl Core {
         }
         if let Peek::One(info) = &message.peek {
             match info.method.as_deref() {
-                Some("initialize") if info.id.is_some() => {
+                Some(INITIALIZE) if info.id.is_some() => {
                     self.handshake = Some(Handshake {
                         initialize: message.frame.clone(),
                         id: info.id.clone(),
@@ -481,7 +482,7 @@ impl Core {
                     });
                     self.resume.clear();
                 }
-                Some(jsonrpc::INITIALIZED) => {
+                Some(crate::vocab::INITIALIZED) => {
                     if let Some(handshake) = &mut self.handshake {
                         handshake.initialized = true;
                     }

@@ -25,6 +25,7 @@
 //! and the values the call's input and the client's answers held under credential names are hidden
 //! wherever the asks and the answer hold them again.
 
+// A `ping` is answered by the client without asking anyone: never an ask.
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -35,6 +36,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use calltape_redact::KnownSecrets;
+use calltape_stdio_bridge::vocab::PING;
 
 use crate::echo;
 use crate::mcp::format::{
@@ -71,9 +73,6 @@ const ASK_FIELDS: &[&str] = &["method", "params", "answer", "error"];
 
 /// The most asks kept for one call: a server that asks more is not recorded past it.
 pub const MAX_ASKS: usize = 256;
-
-/// The request a client answers without asking anyone: never an ask.
-const PING: &str = "ping";
 
 impl Ask {
     /// An ask of `method` with `params`, answered with `answer`.

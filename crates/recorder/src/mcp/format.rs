@@ -14,7 +14,7 @@ pub const FORMAT_VERSION: u64 = 1;
 /// The JSON-RPC code of an internal error. Its message is recorded (redacted) to be shown, and may
 /// vary per call (a stack address, a request id), so a replay compares its code only. Recordings
 /// made before kept its code alone, and read as they are.
-pub const INTERNAL_ERROR: i64 = -32603;
+pub use calltape_stdio_bridge::vocab::INTERNAL_ERROR;
 
 /// The fields a call record may hold, in the order they are written.
 pub(crate) const FIELDS: &[&str] = &[

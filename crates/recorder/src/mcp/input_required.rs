@@ -12,18 +12,18 @@
 
 use serde_json::Value;
 
+pub(crate) use calltape_stdio_bridge::vocab::SERVER_DISCOVER;
+use calltape_stdio_bridge::vocab::SUBSCRIPTIONS_LISTEN;
+
 /// The `resultType` of a result that asks the client for input before the call can end.
 pub(crate) const INPUT_REQUIRED: &str = "input_required";
 
-/// The method a 2026-07-28 client asks a server's info and capabilities with.
-pub(crate) const SERVER_DISCOVER: &str = "server/discover";
-
 /// The `_meta` key a 2026-07-28 server says who it is under, on each result: the recorder takes the
 /// `server` of a call's line from it, as it takes it from `initialize`'s answer in the handshake era.
-pub(crate) const SERVER_INFO_META: &str = "io.modelcontextprotocol/serverInfo";
+pub(crate) use calltape_stdio_bridge::vocab::META_SERVER_INFO as SERVER_INFO_META;
 
 /// Requests that are never recorded as calls.
-pub(crate) const NOT_CALLS: &[&str] = &[SERVER_DISCOVER, "subscriptions/listen"];
+pub(crate) const NOT_CALLS: &[&str] = &[SERVER_DISCOVER, SUBSCRIPTIONS_LISTEN];
 
 /// The `requestState` of a result that asks for input, `Some(None)` when it carries none; `None`
 /// when the result is not one that asks for input.

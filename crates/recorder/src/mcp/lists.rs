@@ -15,10 +15,12 @@
 
 use serde_json::{Map, Value};
 
+use calltape_stdio_bridge::vocab::TOOLS_LIST;
+
 /// The list methods that describe a server's surface, each with the field of its answer that holds
 /// the items.
 pub const LIST_METHODS: &[(&str, &str)] = &[
-    ("tools/list", "tools"),
+    (TOOLS_LIST, "tools"),
     ("prompts/list", "prompts"),
     ("resources/list", "resources"),
     ("resources/templates/list", "resourceTemplates"),

@@ -4,6 +4,7 @@ use std::fmt;
 
 use calltape_jsonl_store::WriterReport;
 use calltape_redact::{KnownSecrets, Redactor};
+use calltape_stdio_bridge::vocab::{TOOLS_CALL, TOOLS_LIST};
 
 use crate::error::{Error, ErrorKind};
 use crate::refusal::Refusal;
@@ -11,10 +12,10 @@ use crate::refusal::Refusal;
 /// The methods recorded unless told otherwise: the calls, and the lists that describe the server's
 /// surface (each recorded once per session, see [`LIST_METHODS`](crate::mcp::LIST_METHODS)).
 pub const DEFAULT_METHODS: &[&str] = &[
-    "tools/call",
+    TOOLS_CALL,
     "resources/read",
     "prompts/get",
-    "tools/list",
+    TOOLS_LIST,
     "prompts/list",
     "resources/list",
     "resources/templates/list",

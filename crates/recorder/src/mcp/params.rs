@@ -8,6 +8,8 @@ use serde_json::{Map, Value};
 
 use crate::mcp::format::CallRecord;
 
+use calltape_stdio_bridge::vocab::TOOLS_CALL;
+
 /// The client info and protocol version a stateless request carries in its `_meta`.
 pub(crate) fn meta_info(
     meta: Option<&Map<String, Value>>,
@@ -58,7 +60,7 @@ pub(crate) fn name_and_input(method: &str, params: Option<&Value>) -> (String, O
             .to_owned()
     };
     match method {
-        "tools/call" | "prompts/get" => (
+        TOOLS_CALL | "prompts/get" => (
             text("name"),
             Some(
                 params
@@ -95,7 +97,7 @@ pub(crate) fn name_and_input(method: &str, params: Option<&Value>) -> (String, O
 pub fn request_params(record: &CallRecord) -> Value {
     let mut params = Map::new();
     match record.method.as_str() {
-        "tools/call" | "prompts/get" => {
+        TOOLS_CALL | "prompts/get" => {
             params.insert("name".into(), Value::String(record.name.clone()));
             if let Some(input) = &record.input {
                 params.insert("arguments".into(), input.clone());

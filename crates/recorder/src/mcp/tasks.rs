@@ -9,7 +9,7 @@ use serde_json::Value;
 pub const TASKS_RESULT: &str = "tasks/result";
 
 /// The `_meta` key a task's result names its task under: the task is not part of the call's answer.
-pub const RELATED_TASK_META: &str = "io.modelcontextprotocol/related-task";
+pub use calltape_stdio_bridge::vocab::META_RELATED_TASK as RELATED_TASK_META;
 
 /// The id of the task a `tools/call`'s response created: `result.task.taskId` of a result that is
 /// not a tool result.

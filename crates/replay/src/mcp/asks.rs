@@ -31,6 +31,8 @@ use std::fmt;
 
 use calltape_recorder::mcp::{Ask, CallRecord, Outcome, hide_sent_values};
 use calltape_redact::Redactor;
+use calltape_stdio_bridge::vocab::PING;
+use calltape_stdio_bridge::vocab::{INTERNAL_ERROR, METHOD_NOT_FOUND};
 use serde_json::{Map, Value, json};
 
 use crate::mcp::compare::{Comparer, Difference, Status};
@@ -39,9 +41,6 @@ use crate::mcp::session::Conn;
 
 /// The most rounds of `input_required` a replayed 2026-07-28 call answers, as the SDKs allow.
 pub const MAX_INPUT_ROUNDS: u32 = 10;
-
-/// JSON-RPC's "method not found": what a client answers a request it has nothing for.
-const METHOD_NOT_FOUND: i64 = -32601;
 
 /// The `data.reason` of the error a request with no recorded answer gets.
 pub const NOT_RECORDED: &str = "not_recorded";
@@ -265,7 +264,7 @@ impl Answerer {
             Outcome::Error(error) => {
                 let code = match error.code {
                     calltape_recorder::mcp::ErrorCode::Number(code) => code,
-                    calltape_recorder::mcp::ErrorCode::Text(_) => -32603,
+                    calltape_recorder::mcp::ErrorCode::Text(_) => INTERNAL_ERROR,
                 };
                 let message = error
                     .message
@@ -351,7 +350,7 @@ impl Conn {
     pub(super) fn answer_server_request(&mut self, message: &Value) -> String {
         let id = message.get("id").cloned().unwrap_or(Value::Null);
         let method = message.get("method").and_then(Value::as_str).unwrap_or("");
-        let (key, body) = if method == "ping" {
+        let (key, body) = if method == PING {
             ("result", "{}".to_owned())
         } else {
             match self.asks.answer(method, message.get("params")) {

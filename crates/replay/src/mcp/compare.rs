@@ -14,6 +14,7 @@ use std::fmt;
 use calltape_recorder::glob::{DotGlobs, Segment as Seg, identity, path_text};
 use calltape_recorder::mcp::{CallError, ErrorCode, INTERNAL_ERROR, Outcome};
 use calltape_redact::REDACTED;
+use calltape_stdio_bridge::vocab::META_SERVER_INFO;
 use serde_json::{Map, Value};
 
 use crate::error::{Error, ErrorKind};
@@ -304,9 +305,6 @@ impl Comparer {
     }
 }
 
-/// The `_meta` key a 2026-07-28 server stamps its info under on each result.
-const SERVER_INFO_META: &str = "io.modelcontextprotocol/serverInfo";
-
 /// Whether `method`'s 2026-07-28 result carries cache hints: `resources/read` and the list methods.
 fn is_cacheable(method: &str) -> bool {
     method == "resources/read" || method.ends_with("/list")
@@ -337,7 +335,7 @@ fn set_era_fields_aside(recorded: &mut Value, replayed: &mut Value, cacheable: b
     }
     for answer in [r, p] {
         if let Some(Value::Object(meta)) = answer.get_mut("_meta") {
-            meta.remove(SERVER_INFO_META);
+            meta.remove(META_SERVER_INFO);
             if meta.is_empty() {
                 answer.remove("_meta");
             }

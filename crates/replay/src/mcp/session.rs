@@ -12,6 +12,10 @@ use calltape_recorder::mcp::{
     redact_outcome, request_params,
 };
 use calltape_redact::{KnownSecrets, Redactor};
+use calltape_stdio_bridge::vocab::{
+    INITIALIZE, INITIALIZED, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PROTOCOL_VERSION,
+    MODERN_VERSION, TOOLS_CALL,
+};
 use calltape_stdio_bridge::{EraUpstream, Link, Protocol, Upstream, UpstreamEvent};
 use futures::StreamExt;
 use serde_json::{Map, Value, json};
@@ -401,7 +405,7 @@ async fn run_session(
                     .map_err(failed)?;
             }
             // A call the server runs only as a task is sent again as one, and polled to its end.
-            if record.method == "tools/call"
+            if record.method == TOOLS_CALL
                 && is_error(&answer)
                 && conn.requires_task(&record.name).await.map_err(failed)?
             {
@@ -465,12 +469,7 @@ fn prepare(
 
 /// The first protocol revision without `initialize`: each request carries the client's info and
 /// protocol version in `params._meta` instead.
-const STATELESS_SINCE: &str = "2026-07-28";
-
-/// Where the stateless revision puts what `initialize` used to carry.
-const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
-const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
-const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+const STATELESS_SINCE: &str = MODERN_VERSION;
 
 /// Whether a session recorded with `version` speaks the stateless revision (dated versions compare
 /// as text).
@@ -508,7 +507,7 @@ fn initialize_request(record: &CallRecord) -> Value {
     json!({
         "jsonrpc": "2.0",
         "id": 0,
-        "method": "initialize",
+        "method": INITIALIZE,
         "params": {
             "protocolVersion": record.protocol_version.as_deref().unwrap_or(DEFAULT_PROTOCOL_VERSION),
             "capabilities": capabilities(record),
@@ -550,7 +549,7 @@ impl Conn {
         if let Some(error) = answer.get("error") {
             return Err(format!("the server refused initialize: {error}"));
         }
-        self.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        self.send(&json!({"jsonrpc": "2.0", "method": INITIALIZED}))
             .await
     }
 
@@ -657,7 +656,7 @@ impl Conn {
                 }
             }
         }
-        self.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        self.send(&json!({"jsonrpc": "2.0", "method": INITIALIZED}))
             .await
     }
 }

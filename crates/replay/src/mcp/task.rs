@@ -7,6 +7,7 @@
 use std::time::Duration;
 
 use calltape_recorder::mcp::{TASKS_RESULT, strip_related_task};
+use calltape_stdio_bridge::vocab::TOOLS_LIST;
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
@@ -32,7 +33,7 @@ impl Conn {
     /// The names of the tools whose `execution.taskSupport` is `required`, over every page.
     async fn task_only_tools(&mut self) -> Result<Vec<String>, String> {
         let request = json!({"jsonrpc": "2.0", "id": "calltape-tools",
-            "method": "tools/list", "params": {}});
+            "method": TOOLS_LIST, "params": {}});
         let answer = self.list(&request, None).await?;
         let names = answer
             .pointer("/result/tools")

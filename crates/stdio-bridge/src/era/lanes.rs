@@ -38,10 +38,8 @@ use tokio::{
     time::Instant,
 };
 
-use super::{
-    Out, Translate, may_be_handshake, may_be_modern,
-    to_legacy::{CAPABILITIES_KEY, ToLegacy, VERSION_KEY},
-};
+use super::{Out, Translate, may_be_handshake, may_be_modern, to_legacy::ToLegacy};
+use crate::vocab::{META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, METHOD_NOT_FOUND};
 use crate::{
     TOO_MANY_CAPABILITY_SESSIONS, UPSTREAM_UNREACHABLE, jsonrpc,
     upstream::{BoxFuture, Frame, Link, Upstream, UpstreamEvent},
@@ -55,7 +53,6 @@ pub(super) const IDLE: Duration = crate::CAPABILITY_SESSION_IDLE;
 /// How soon a lane found busy at its idle time is looked at again.
 const IDLE_RECHECK: Duration = Duration::from_secs(60);
 
-const METHOD_NOT_FOUND: i64 = -32601;
 /// How many frames wait for a lane's link.
 const QUEUE: usize = 64;
 /// How many frames (or events) may wait for a full channel before the side that feeds them is no
@@ -417,12 +414,12 @@ impl Lanes {
             return Route::Lane(0);
         };
         let meta = message["params"]["_meta"].as_object();
-        if !meta.is_some_and(|meta| meta.contains_key(VERSION_KEY)) {
+        if !meta.is_some_and(|meta| meta.contains_key(META_PROTOCOL_VERSION)) {
             return Route::Lane(0);
         }
         let method = message["method"].as_str().unwrap_or_default();
         let is_request = message.get("id").is_some_and(|id| !id.is_null()) && !method.is_empty();
-        let capabilities = meta.and_then(|meta| meta.get(CAPABILITIES_KEY));
+        let capabilities = meta.and_then(|meta| meta.get(META_CLIENT_CAPABILITIES));
         let discover = method == "server/discover";
         if let Some(capabilities) = capabilities
             && let Some(index) = self
@@ -679,14 +676,12 @@ fn unasked(frame: &Frame) -> Option<Frame> {
         return None;
     }
     let id: Value = serde_json::from_str(info.id.as_deref()?).ok()?;
-    let answer = if info.method.as_deref() == Some("ping") {
+    let answer = if info.method.as_deref() == Some(crate::vocab::PING) {
         json!({"jsonrpc": "2.0", "id": id, "result": {}})
     } else {
-        json!({"jsonrpc": "2.0", "id": id, "error": {
-            "code": METHOD_NOT_FOUND,
-            "message": "no client can answer this request: the session serves 2026-07-28 requests, \
-                        and none is waiting for it",
-        }})
+        let message = "no client can answer this request: the session serves 2026-07-28 requests, \
+                       and none is waiting for it";
+        crate::vocab::error_answer(&id, METHOD_NOT_FOUND, message)
     };
     Some(jsonrpc::to_frame(&answer))
 }

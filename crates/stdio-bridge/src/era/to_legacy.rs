@@ -17,7 +17,6 @@ mod input;
 mod listen;
 mod shape;
 
-pub(super) use shape::{CAPABILITIES_KEY, VERSION_KEY};
 #[cfg(test)]
 mod tests;
 
@@ -26,6 +25,7 @@ use std::collections::HashMap;
 use serde_json::{Value, json};
 
 use super::{Out, Translate, with_frame};
+use crate::vocab::{self, META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION};
 use crate::{
     BUFFER_FULL, UPSTREAM_EXITED, UPSTREAM_PROTOCOL_ERROR, jsonrpc,
     upstream::{Frame, UpstreamEvent},
@@ -187,7 +187,7 @@ impl ToLegacy {
             }
             // The bridge sends the session's own `notifications/initialized`.
             (
-                Some(jsonrpc::INITIALIZED),
+                Some(vocab::INITIALIZED),
                 Session::Opening { .. }
                 | Session::Open {
                     params: Some(_), ..
@@ -204,7 +204,7 @@ impl ToLegacy {
             Session::Opening { waiting, .. } if waiting.len() < MAX_WAITING => waiting.push(frame),
             Session::Opening { .. } => {
                 if let Some(id) = message.get("id").filter(|id| !id.is_null()) {
-                    let refusal = shape::error(
+                    let refusal = vocab::error_answer_with_data(
                         id,
                         BUFFER_FULL,
                         "too many requests are waiting for the legacy upstream to open the session \
@@ -273,7 +273,7 @@ impl ToLegacy {
             return;
         };
         if let Some(level) = shape::meta(&message)
-            .and_then(|meta| meta.get(shape::LOG_LEVEL_KEY))
+            .and_then(|meta| meta.get(vocab::META_LOG_LEVEL))
             .and_then(Value::as_str)
             && self.log_level.as_deref() != Some(level)
         {
@@ -338,7 +338,7 @@ impl ToLegacy {
         else {
             return;
         };
-        let theirs = shape::meta(message).and_then(|meta| meta.get(CAPABILITIES_KEY));
+        let theirs = shape::meta(message).and_then(|meta| meta.get(META_CLIENT_CAPABILITIES));
         if self.told_capabilities || theirs.is_none_or(|theirs| *theirs == params["capabilities"]) {
             return;
         }
@@ -376,7 +376,7 @@ impl ToLegacy {
                     result: result.clone(),
                     params: Some(params),
                 };
-                out.push(Out::Upstream(jsonrpc::notification(jsonrpc::INITIALIZED)));
+                out.push(Out::Upstream(jsonrpc::notification(vocab::INITIALIZED)));
                 if let Some(level) = self.log_level.clone() {
                     self.request(Own::Quiet, "logging/setLevel", json!({"level": level}), out);
                 }
@@ -602,7 +602,9 @@ impl Translate for ToLegacy {
             return self.on_legacy(frame, out);
         }
         let message = match serde_json::from_slice::<Value>(&frame) {
-            Ok(message) if shape::meta(&message).is_some_and(|m| m.contains_key(VERSION_KEY)) => {
+            Ok(message)
+                if shape::meta(&message).is_some_and(|m| m.contains_key(META_PROTOCOL_VERSION)) =>
+            {
                 message
             }
             _ => return self.on_legacy(frame, out),
@@ -636,7 +638,7 @@ impl Translate for ToLegacy {
             .into_values()
             .filter_map(|modern| modern.client);
         for id in waiting.chain(self.listens.take_ids()) {
-            out.push(client(&shape::error(
+            out.push(client(&vocab::error_answer_with_data(
                 &id,
                 UPSTREAM_EXITED,
                 &why,

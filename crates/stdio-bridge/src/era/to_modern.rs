@@ -19,9 +19,11 @@ use serde_json::{Map, Value, json};
 
 use super::{Out, Translate, with_frame};
 use crate::upstream::{Frame, UpstreamEvent};
+use crate::vocab::{
+    self, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL, META_PROTOCOL_VERSION,
+};
 pub(super) use detect::{Discovery, discover, is_discover};
 pub(super) use wire::explain_refused_handshake;
-use wire::{CAPABILITIES_KEY, CLIENT_INFO_KEY, LOG_LEVEL_KEY, VERSION_KEY};
 
 /// The prefix of the ids of the requests the translator sends on its own; a client's ids are never
 /// of this form in practice, and an answer is taken only for an id the translator has in flight.
@@ -73,13 +75,16 @@ impl ToModern {
     /// client's capabilities and info, and the log level.
     fn meta(&self, own: Option<&Value>) -> Value {
         let mut meta = own.and_then(Value::as_object).cloned().unwrap_or_default();
-        meta.insert(VERSION_KEY.into(), super::MODERN_VERSION.into());
-        meta.insert(CAPABILITIES_KEY.into(), self.client_capabilities.clone());
+        meta.insert(META_PROTOCOL_VERSION.into(), vocab::MODERN_VERSION.into());
+        meta.insert(
+            META_CLIENT_CAPABILITIES.into(),
+            self.client_capabilities.clone(),
+        );
         if let Some(info) = &self.client_info {
-            meta.insert(CLIENT_INFO_KEY.into(), info.clone());
+            meta.insert(META_CLIENT_INFO.into(), info.clone());
         }
         if let Some(level) = &self.level {
-            meta.insert(LOG_LEVEL_KEY.into(), level.clone().into());
+            meta.insert(META_LOG_LEVEL.into(), level.clone().into());
         }
         Value::Object(meta)
     }
@@ -114,7 +119,7 @@ impl ToModern {
                             "logging/setLevel needs params.level, one of {}",
                             wire::LEVELS.join(", ")
                         );
-                        reply(out, wire::error(&id, wire::INVALID_PARAMS, &text));
+                        reply(out, wire::error(&id, vocab::INVALID_PARAMS, &text));
                     }
                 }
             }
@@ -122,7 +127,7 @@ impl ToModern {
                 let uri = params.and_then(|p| p.get("uri")).and_then(Value::as_str);
                 let Some(uri) = uri else {
                     let text = format!("{method} needs params.uri, the resource's URI");
-                    return reply(out, wire::error(&id, wire::INVALID_PARAMS, &text));
+                    return reply(out, wire::error(&id, vocab::INVALID_PARAMS, &text));
                 };
                 let subscribe = method == "resources/subscribe";
                 if subscribe
@@ -292,7 +297,7 @@ impl ToModern {
         let stream = message
             .get("params")
             .and_then(|p| p.get("_meta"))
-            .and_then(|m| m.get(wire::SUBSCRIPTION_ID_KEY))
+            .and_then(|m| m.get(vocab::META_SUBSCRIPTION_ID))
             .map(wire::key);
         if stream.is_some_and(|key| !self.listen.is_listen(&key)) {
             // An event of a listen stream a 2026-07-28 client opened itself: its own era, unchanged.
@@ -324,7 +329,7 @@ impl ToModern {
                     .and_then(|p| p.get_mut("_meta"))
                     .and_then(Value::as_object_mut)
                 {
-                    meta.remove(wire::SUBSCRIPTION_ID_KEY);
+                    meta.remove(vocab::META_SUBSCRIPTION_ID);
                     if meta.is_empty()
                         && let Some(params) =
                             message.get_mut("params").and_then(Value::as_object_mut)

@@ -33,9 +33,6 @@ pub(crate) use peek::check_peek;
 pub use peek::{Info, Peek, peek};
 pub use scan::{Json, is_null, is_plain, string};
 
-/// The method of the notification that ends a handshake.
-pub(crate) const INITIALIZED: &str = "notifications/initialized";
-
 /// The lists whose `listChanged` capability makes the bridge announce a change after a restart, with
 /// the notification it sends for each.
 const LISTS: [(&str, &str); 3] = [
@@ -66,12 +63,6 @@ pub(crate) fn error_frame(id: Option<&str>, code: i64, message: &str, data: Valu
         error
     );
     Bytes::from(text)
-}
-
-/// A JSON-RPC error answer to a parsed `id`.
-#[cfg(any(feature = "serve", test))]
-pub(crate) fn error(id: &Value, code: i64, message: &str, data: Value) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message, "data": data}})
 }
 
 /// An error's `data`: `reason`, and `upstream` (`{ "status": …, "message": … }`) where known.
@@ -149,7 +140,7 @@ pub(crate) fn notification(method: &str) -> Frame {
 /// The `initialize` request of a replayed handshake.
 #[cfg(any(feature = "serve", test))]
 pub(crate) fn initialize(id: &Value, params: &Value) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": params})
+    json!({"jsonrpc": "2.0", "id": id, "method": crate::vocab::INITIALIZE, "params": params})
 }
 
 /// The frame with its `id` replaced by `id` (raw JSON); a frame that is not an object, unchanged.
@@ -177,6 +168,7 @@ pub(crate) fn to_frame(value: &Value) -> Frame {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::vocab::INITIALIZED;
 
     #[test]
     fn error_frames_carry_the_id_code_message_and_data() {
@@ -211,7 +203,7 @@ mod tests {
             let data = data(reason, upstream.clone());
             let frame = error_frame(*raw, *code, "why", data.clone());
             let value: Value = serde_json::from_slice(&frame).unwrap();
-            let parsed = error(id, *code, "why", data);
+            let parsed = crate::vocab::error_answer_with_data(id, *code, "why", data);
             assert_eq!(value, parsed, "{raw:?}");
             assert_eq!(value["jsonrpc"], "2.0");
             assert_eq!(value["id"], *id);

@@ -42,16 +42,10 @@ use crate::{
 };
 
 /// The MCP protocol versions this server accepts in `MCP-Protocol-Version`.
-pub const SUPPORTED_PROTOCOL_VERSIONS: &[&str] = &[
-    "2024-11-05",
-    "2025-03-26",
-    "2025-06-18",
-    "2025-11-25",
-    "2026-07-28",
-];
+pub const SUPPORTED_PROTOCOL_VERSIONS: &[&str] = crate::vocab::PROTOCOL_VERSIONS;
 
 /// The first protocol version whose requests may come without a session (stateless).
-const STATELESS_VERSION: &str = "2026-07-28";
+const STATELESS_VERSION: &str = crate::vocab::MODERN_VERSION;
 
 /// How long a connection may take to send a request's headers, by default.
 pub(crate) const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);

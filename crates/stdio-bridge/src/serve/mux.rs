@@ -45,10 +45,6 @@ use tokio::sync::{mpsc, oneshot};
 use super::stream::{Events, MAX_QUEUED, MAX_QUEUED_BYTES, Outbox as StreamOutbox, Refused};
 use crate::{Upstream, UpstreamEvent, jsonrpc::to_frame, upstream::Link};
 
-/// The `_meta` key that ties an event of a `subscriptions/listen` stream (2026-07-28) to the listen
-/// request, by its id.
-const SUBSCRIPTION_ID_META: &str = "io.modelcontextprotocol/subscriptionId";
-
 /// A session's number inside the multiplexer.
 pub(crate) type SessionNo = u64;
 

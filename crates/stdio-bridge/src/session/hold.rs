@@ -8,6 +8,7 @@ use serde_json::Value;
 use tokio::{sync::mpsc, time::Instant};
 
 use super::{Core, Held, Sent, resume::Change};
+use crate::vocab::INITIALIZE;
 use crate::{
     BUFFER_FULL, RESTART_DEADLINE,
     jsonrpc::{self, Info, Peek},
@@ -105,7 +106,7 @@ impl Core {
         let (true, Some(id)) = (info.is_request(), info.id) else {
             return;
         };
-        let sent = if info.method.as_deref() == Some("initialize") {
+        let sent = if info.method.as_deref() == Some(INITIALIZE) {
             Sent::Initialize
         } else if let Some(at) = changes.iter().position(|(of, _)| *of == id) {
             Sent::Change(changes.swap_remove(at).1)

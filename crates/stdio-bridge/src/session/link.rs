@@ -83,7 +83,7 @@ impl Core {
         let lists = handshake.list_changed.clone();
         let mut control = Vec::new();
         if handshake.initialized {
-            let initialized = jsonrpc::notification(jsonrpc::INITIALIZED);
+            let initialized = jsonrpc::notification(crate::vocab::INITIALIZED);
             control.push(Held::control(initialized));
         }
         // Then what the client set up in its session, before anything of the client's.
@@ -269,7 +269,7 @@ impl Core {
             && peek
                 .infos()
                 .iter()
-                .any(|i| i.method.as_deref() == Some(jsonrpc::INITIALIZED))
+                .any(|i| i.method.as_deref() == Some(crate::vocab::INITIALIZED))
         {
             // The re-initialization sends it again.
             if !matches!(self.phase, Phase::Reinit { .. }) {

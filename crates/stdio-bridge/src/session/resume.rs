@@ -19,10 +19,7 @@ use crate::{
 
 // The most subscribed URIs a session remembers; a subscription past it is not replayed.
 use crate::MAX_SUBSCRIPTIONS;
-
-const SUBSCRIBE: &str = "resources/subscribe";
-const UNSUBSCRIBE: &str = "resources/unsubscribe";
-const SET_LEVEL: &str = "logging/setLevel";
+use crate::vocab::{RESOURCES_SUBSCRIBE, RESOURCES_UNSUBSCRIBE, SET_LOG_LEVEL};
 
 /// A request that changes the session's state once the upstream answers it with a result.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,9 +32,9 @@ pub(super) enum Change {
 impl Change {
     fn of(method: &str, params: &Value) -> Option<Self> {
         match method {
-            SUBSCRIBE => Some(Self::Subscribe(params["uri"].as_str()?.into())),
-            UNSUBSCRIBE => Some(Self::Unsubscribe(params["uri"].as_str()?.into())),
-            SET_LEVEL => Some(Self::SetLevel(params["level"].as_str()?.into())),
+            RESOURCES_SUBSCRIBE => Some(Self::Subscribe(params["uri"].as_str()?.into())),
+            RESOURCES_UNSUBSCRIBE => Some(Self::Unsubscribe(params["uri"].as_str()?.into())),
+            SET_LOG_LEVEL => Some(Self::SetLevel(params["level"].as_str()?.into())),
             _ => None,
         }
     }
@@ -49,7 +46,7 @@ impl Change {
             info.is_request()
                 && matches!(
                     info.method.as_deref(),
-                    Some(SUBSCRIBE | UNSUBSCRIBE | SET_LEVEL)
+                    Some(RESOURCES_SUBSCRIBE | RESOURCES_UNSUBSCRIBE | SET_LOG_LEVEL)
                 )
         };
         if !peek.infos().iter().any(changes) {
@@ -143,11 +140,11 @@ impl Resume {
         let level = self
             .level
             .iter()
-            .map(|l| (SET_LEVEL, json!({ "level": l })));
+            .map(|l| (SET_LOG_LEVEL, json!({ "level": l })));
         let uris = self
             .subscriptions
             .iter()
-            .map(|u| (SUBSCRIBE, json!({ "uri": u })));
+            .map(|u| (RESOURCES_SUBSCRIBE, json!({ "uri": u })));
         let mut frames = Vec::new();
         for (n, (method, params)) in level.chain(uris).enumerate() {
             let id = format!("calltape-resume-{round}-{n}");
@@ -341,7 +338,10 @@ mod tests {
             ]
         );
         // Each answer is taken once; the client's ids are never the bridge's.
-        assert_eq!(resume.take(r#""calltape-resume-3-1""#), Some(SUBSCRIBE));
+        assert_eq!(
+            resume.take(r#""calltape-resume-3-1""#),
+            Some(RESOURCES_SUBSCRIBE)
+        );
         assert_eq!(resume.take(r#""calltape-resume-3-1""#), None);
         assert_eq!(resume.take("1"), None);
         let ours =

@@ -37,14 +37,12 @@ use super::{
     paths::SharedPaths,
     record::Transport,
 };
+use crate::vocab::{self, INITIALIZE, META_PROTOCOL_VERSION, TOOLS_CALL};
 use crate::{
     BoxFuture, Error, Frame, FrameReader, FrameWriter, Link, UPSTREAM_UNREACHABLE, Upstream,
     UpstreamEvent,
     jsonrpc::{self, Peek, peek, request_ids},
 };
-
-/// The `_meta` key of a 2026-07-28 request's protocol version.
-const PROTOCOL_VERSION_META: &str = "io.modelcontextprotocol/protocolVersion";
 
 /// How long a connection to the socket is kept for another request.
 const POOL_IDLE: Duration = Duration::from_secs(5);
@@ -75,7 +73,7 @@ pub fn unavailable_answer(id: &Value, reason: &str) -> Value {
         "shared_server_unavailable",
         Some(json!({"message": reason})),
     );
-    jsonrpc::error(
+    vocab::error_answer_with_data(
         id,
         UPSTREAM_UNREACHABLE,
         "the shared server is unavailable",
@@ -427,7 +425,7 @@ async fn send_loop(ctx: Arc<Ctx>, mut outgoing: mpsc::Receiver<Frame>) {
     while let Some(frame) = outgoing.recv().await {
         let initialize = matches!(
             peek(&frame),
-            Ok(Peek::One(info)) if info.method.as_deref() == Some("initialize")
+            Ok(Peek::One(info)) if info.method.as_deref() == Some(INITIALIZE)
         );
         if initialize {
             // A new handshake: a new session on the server.
@@ -591,7 +589,7 @@ fn stateless_version(frame: &[u8]) -> Option<String> {
     let text = std::str::from_utf8(frame).ok()?;
     let meta = jsonrpc::Message::parse(text)?.params?.meta?;
     let meta = serde_json::from_str::<Value>(meta).ok()?;
-    let version = meta.get(PROTOCOL_VERSION_META)?.as_str()?;
+    let version = meta.get(META_PROTOCOL_VERSION)?.as_str()?;
     http::HeaderValue::from_str(version)
         .is_ok()
         .then(|| version.to_owned())
@@ -616,7 +614,7 @@ fn mirrored_headers(frame: &[u8]) -> Vec<(&'static str, http::HeaderValue)> {
     }
     let named = matches!(
         method.as_deref(),
-        Some("tools/call" | "prompts/get" | "resources/read")
+        Some(TOOLS_CALL | "prompts/get" | "resources/read")
     );
     let name = message
         .params

@@ -24,3 +24,4 @@ mod shared;
 #[cfg(feature = "serve")]
 mod shared_bound;
 mod support;
+mod vocab;

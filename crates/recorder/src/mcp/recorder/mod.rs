@@ -13,6 +13,7 @@ use std::time::SystemTime;
 use calltape_jsonl_store::{JsonlWriter, Options};
 use calltape_redact::{Gate, KnownSecrets, Redactor};
 use calltape_stdio_bridge::jsonrpc::{self, Json, Message};
+use calltape_stdio_bridge::vocab::{INITIALIZE, TOOLS_CALL};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
@@ -331,7 +332,7 @@ impl SessionRecorder {
         };
         let inner = &self.recorder.inner;
         if !inner.records(&method) {
-            if method == "initialize" || method == TASKS_RESULT || method == SERVER_DISCOVER {
+            if method == INITIALIZE || method == TASKS_RESULT || method == SERVER_DISCOVER {
                 self.client_value(text, at);
             }
             return;
@@ -342,7 +343,7 @@ impl SessionRecorder {
         }
         let params = message.params.unwrap_or_default();
         let (name, input) = match &*method {
-            "tools/call" | "prompts/get" => {
+            TOOLS_CALL | "prompts/get" => {
                 (params.name, Some(params.arguments.unwrap_or(NO_ARGUMENTS)))
             }
             "resources/read" => (params.uri, None),
@@ -436,7 +437,7 @@ impl SessionRecorder {
             lock(&self.state).initialize_id = Some(key);
             return;
         }
-        let is_initialize = method == "initialize";
+        let is_initialize = method == INITIALIZE;
         if !is_initialize && !inner.records(method) {
             return;
         }
@@ -541,7 +542,7 @@ impl SessionRecorder {
         // the server's info, or a page of a list: the `Value` reading tells.
         if list_items_key(&pending.method).is_some()
             || message.result.is_some_and(|r| {
-                (pending.method == "tools/call" && r.text.contains("\"taskId\""))
+                (pending.method == TOOLS_CALL && r.text.contains("\"taskId\""))
                     || r.text.contains(INPUT_REQUIRED)
                     || (state.server.is_none() && r.text.contains(SERVER_INFO_META))
             })
@@ -663,7 +664,7 @@ impl SessionRecorder {
         }
         let pending = match state.pending.remove(&key) {
             Some(pending) => {
-                if pending.method == "tools/call"
+                if pending.method == TOOLS_CALL
                     && let Some(task) = created_task(&message)
                 {
                     // Recorded once the client fetches the task's result; the handle is not.

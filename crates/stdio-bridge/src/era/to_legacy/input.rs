@@ -7,13 +7,10 @@ use serde_json::{Map, Value, json};
 
 use super::{Out, ToLegacy, client, shape};
 use crate::jsonrpc;
+use crate::vocab::{self, INTERNAL_ERROR, INVALID_PARAMS, SUBSCRIPTIONS_LISTEN};
 
 /// How many rounds of input one request may ask for, as the 2026-07-28 clients allow.
 pub(super) const MAX_ROUNDS: u32 = 10;
-
-/// A JSON-RPC error code for what the client or the bridge could not do.
-const INVALID_PARAMS: i64 = -32602;
-const INTERNAL_ERROR: i64 = -32603;
 
 /// The server's requests handed to a client for one request in flight.
 pub(super) struct Exchange {
@@ -36,7 +33,7 @@ impl ToLegacy {
         let waiting = self
             .modern
             .iter()
-            .filter(|(_, modern)| modern.method != "subscriptions/listen")
+            .filter(|(_, modern)| modern.method != SUBSCRIPTIONS_LISTEN)
             .min_by_key(|(_, modern)| (modern.client.is_none(), modern.order))
             .map(|(key, _)| key.clone());
         let Some(key) = waiting else {
@@ -74,7 +71,7 @@ impl ToLegacy {
         let upstream = exchange.upstream.clone();
         if exchange.rounds > MAX_ROUNDS {
             for request in queued {
-                let refusal = shape::error(
+                let refusal = vocab::error_answer_with_data(
                     &request["id"],
                     INTERNAL_ERROR,
                     &format!(
@@ -123,7 +120,7 @@ impl ToLegacy {
             .as_str()
             .unwrap_or_default();
         let Some(exchange) = self.exchanges.get_mut(state) else {
-            let refusal = shape::error(
+            let refusal = vocab::error_answer_with_data(
                 &id,
                 INVALID_PARAMS,
                 "the requestState names no exchange in progress on this connection; send the request \
@@ -143,7 +140,7 @@ impl ToLegacy {
                     }
                     json!({"jsonrpc": "2.0", "id": server_id, "result": response})
                 }
-                None => shape::error(
+                None => vocab::error_answer_with_data(
                     &server_id,
                     INTERNAL_ERROR,
                     "the client retried its request without an answer to this one",

@@ -6,8 +6,7 @@ use serde_json::{Map, Value, json};
 
 use super::{Out, Own, ToLegacy, client};
 
-/// The `_meta` key that names the listen request a notification belongs to.
-const SUBSCRIPTION_ID_KEY: &str = "io.modelcontextprotocol/subscriptionId";
+use crate::vocab::{META_SUBSCRIPTION_ID, RESOURCES_SUBSCRIBE, RESOURCES_UPDATED};
 
 /// The list notifications, with the filter key that asks for each and the capability that offers it.
 const LISTS: [(&str, &str, &str); 3] = [
@@ -27,11 +26,10 @@ const LISTS: [(&str, &str, &str); 3] = [
         "resources",
     ),
 ];
-const UPDATED: &str = "notifications/resources/updated";
 
 /// Whether a listen stream may carry notifications of this method.
 pub(super) fn carries(method: &str) -> bool {
-    method == UPDATED || LISTS.iter().any(|(list, ..)| *list == method)
+    method == RESOURCES_UPDATED || LISTS.iter().any(|(list, ..)| *list == method)
 }
 
 /// The open listen streams of the link.
@@ -101,7 +99,9 @@ impl Listens {
             .iter()
             .filter(|listen| match (list, uri) {
                 (Some(key), _) => listen.lists.contains(&key),
-                (None, Some(uri)) => method == UPDATED && listen.uris.iter().any(|u| u == uri),
+                (None, Some(uri)) => {
+                    method == RESOURCES_UPDATED && listen.uris.iter().any(|u| u == uri)
+                }
                 (None, None) => false,
             })
             .map(|listen| stamped(message, &listen.id))
@@ -152,7 +152,7 @@ impl ToLegacy {
         }
         let watched = self.listens.uris();
         for uri in uris.iter().filter(|uri| !watched.contains(uri)) {
-            self.request(Own::Quiet, "resources/subscribe", json!({"uri": uri}), out);
+            self.request(Own::Quiet, RESOURCES_SUBSCRIBE, json!({"uri": uri}), out);
         }
         self.listens.streams.push(Listen {
             id: id.clone(),
@@ -162,7 +162,7 @@ impl ToLegacy {
         let ack = json!({
             "jsonrpc": "2.0",
             "method": "notifications/subscriptions/acknowledged",
-            "params": {"notifications": honored, "_meta": {SUBSCRIPTION_ID_KEY: id}},
+            "params": {"notifications": honored, "_meta": {META_SUBSCRIPTION_ID: id}},
         });
         out.push(client(&ack));
     }
@@ -178,6 +178,6 @@ fn stamped(message: &Value, id: &Value) -> Value {
     if !params["_meta"].is_object() {
         params["_meta"] = json!({});
     }
-    params["_meta"][SUBSCRIPTION_ID_KEY] = id.clone();
+    params["_meta"][META_SUBSCRIPTION_ID] = id.clone();
     message
 }

@@ -4,39 +4,16 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::era::MODERN_VERSION;
-
-/// The `_meta` keys a 2026-07-28 client puts on every request, none of which a legacy server knows.
-pub(in crate::era) const VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
-pub(super) const CLIENT_INFO_KEY: &str = "io.modelcontextprotocol/clientInfo";
-pub(in crate::era) const CAPABILITIES_KEY: &str = "io.modelcontextprotocol/clientCapabilities";
-pub(super) const LOG_LEVEL_KEY: &str = "io.modelcontextprotocol/logLevel";
-/// The `_meta` key of the server's identity on a discover result.
-const SERVER_INFO_KEY: &str = "io.modelcontextprotocol/serverInfo";
-
-/// The latest version of the handshake era, which the bridge asks for when it initializes a session.
-pub(super) const HANDSHAKE_VERSION: &str = "2025-11-25";
-/// The versions of the handshake era, oldest first.
-const HANDSHAKE_VERSIONS: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18", HANDSHAKE_VERSION];
-
-/// The legacy error code for a resource that does not exist, and the one 2026-07-28 uses instead.
-const LEGACY_RESOURCE_NOT_FOUND: i64 = -32002;
-const INVALID_PARAMS: i64 = -32602;
-const METHOD_NOT_FOUND: i64 = -32601;
-/// The requests of the handshake era that 2026-07-28 removed.
-const REMOVED: [&str; 5] = [
-    "initialize",
-    "ping",
-    "logging/setLevel",
-    "resources/subscribe",
-    "resources/unsubscribe",
-];
-/// The 2026-07-28 error for a request at a version the server does not serve.
-const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+use crate::vocab::{
+    HANDSHAKE_VERSION, HANDSHAKE_VERSIONS, INVALID_PARAMS, LEGACY_RESOURCE_NOT_FOUND,
+    META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL, META_PROTOCOL_VERSION,
+    META_SERVER_INFO, METHOD_NOT_FOUND, MODERN_VERSION, REMOVED_IN_MODERN, TOOLS_LIST,
+    UNSUPPORTED_PROTOCOL_VERSION, error_answer, error_answer_with_data,
+};
 
 /// The results a 2026-07-28 client may cache, which must say for how long and for whom.
 const CACHEABLE: [&str; 5] = [
-    "tools/list",
+    TOOLS_LIST,
     "prompts/list",
     "resources/list",
     "resources/templates/list",
@@ -55,23 +32,27 @@ pub(super) fn refusal(message: &Value) -> Option<Value> {
     let id = message.get("id").filter(|id| !id.is_null())?;
     let meta = meta(message)?;
     let method = message["method"].as_str().unwrap_or_default();
-    let (code, said, data) = match meta.get(VERSION_KEY)? {
-        _ if !meta.contains_key(CAPABILITIES_KEY) => (
+    let (code, said, data) = match meta.get(META_PROTOCOL_VERSION)? {
+        _ if !meta.contains_key(META_CLIENT_CAPABILITIES) => (
             INVALID_PARAMS,
             format!(
-                "params._meta is missing {CAPABILITIES_KEY}, which a {MODERN_VERSION} request must \
+                "params._meta is missing {META_CLIENT_CAPABILITIES}, which a {MODERN_VERSION} request must \
                  carry; send the client's capabilities (an empty object when it has none)"
             ),
             None,
         ),
-        Value::String(version) if version == MODERN_VERSION && REMOVED.contains(&method) => (
-            METHOD_NOT_FOUND,
-            format!(
-                "method not found: {method} was removed in {MODERN_VERSION}, which needs no \
+        Value::String(version)
+            if version == MODERN_VERSION && REMOVED_IN_MODERN.contains(&method) =>
+        {
+            (
+                METHOD_NOT_FOUND,
+                format!(
+                    "method not found: {method} was removed in {MODERN_VERSION}, which needs no \
                  handshake and keeps no session state"
-            ),
-            None,
-        ),
+                ),
+                None,
+            )
+        }
         Value::String(version) if version == MODERN_VERSION => return None,
         Value::String(version) => (
             UNSUPPORTED_PROTOCOL_VERSION,
@@ -83,15 +64,14 @@ pub(super) fn refusal(message: &Value) -> Option<Value> {
         ),
         _ => (
             INVALID_PARAMS,
-            format!("{VERSION_KEY} must be a string such as \"{MODERN_VERSION}\""),
+            format!("{META_PROTOCOL_VERSION} must be a string such as \"{MODERN_VERSION}\""),
             None,
         ),
     };
-    let mut refusal = json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": said}});
-    if let Some(data) = data {
-        refusal["error"]["data"] = data;
-    }
-    Some(refusal)
+    Some(match data {
+        Some(data) => error_answer_with_data(id, code, &said, data),
+        None => error_answer(id, code, &said),
+    })
 }
 
 /// The params of the `initialize` the bridge sends for a client of 2026-07-28: its info and
@@ -106,8 +86,8 @@ pub(super) fn initialize_params(message: &Value) -> Value {
     };
     json!({
         "protocolVersion": HANDSHAKE_VERSION,
-        "capabilities": field(CAPABILITIES_KEY, json!({})),
-        "clientInfo": field(CLIENT_INFO_KEY, json!({"name": "calltape", "version": env!("CARGO_PKG_VERSION")})),
+        "capabilities": field(META_CLIENT_CAPABILITIES, json!({})),
+        "clientInfo": field(META_CLIENT_INFO, json!({"name": "calltape", "version": env!("CARGO_PKG_VERSION")})),
     })
 }
 
@@ -119,10 +99,10 @@ pub(super) fn strip(message: &mut Value) {
     };
     if let Some(meta) = params.get_mut("_meta").and_then(Value::as_object_mut) {
         for key in [
-            VERSION_KEY,
-            CLIENT_INFO_KEY,
-            CAPABILITIES_KEY,
-            LOG_LEVEL_KEY,
+            META_PROTOCOL_VERSION,
+            META_CLIENT_INFO,
+            META_CLIENT_CAPABILITIES,
+            META_LOG_LEVEL,
         ] {
             meta.remove(key);
         }
@@ -145,7 +125,7 @@ pub(super) fn discover(id: &Value, initialized: &Value) -> Value {
         result["instructions"] = instructions.clone();
     }
     if let Some(info) = initialized.get("serverInfo").filter(|i| i.is_object()) {
-        result["_meta"] = json!({ SERVER_INFO_KEY: info });
+        result["_meta"] = json!({ META_SERVER_INFO: info });
     }
     json!({"jsonrpc": "2.0", "id": id, "result": result})
 }
@@ -196,9 +176,4 @@ pub(super) fn answer(mut message: Value, id: &Value, method: &str, uri: Option<&
         }
     }
     message
-}
-
-/// An error answer from the bridge itself.
-pub(super) fn error(id: &Value, code: i64, message: &str, data: Value) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message, "data": data}})
 }

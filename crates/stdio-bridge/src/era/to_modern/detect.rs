@@ -7,9 +7,11 @@ use serde_json::{Value, json};
 use tokio::{sync::mpsc, time::Instant};
 
 use super::{OWN_ID, wire};
+use crate::vocab::SERVER_DISCOVER;
 use crate::{
-    era::{Era, MODERN_VERSION},
+    era::Era,
     upstream::{Frame, UpstreamEvent},
+    vocab::MODERN_VERSION,
 };
 
 /// The id of the detection's `server/discover`: a string of the translator's own form, so it cannot
@@ -33,7 +35,7 @@ pub(in crate::era) fn discover_frame() -> Frame {
     debug_assert!(DISCOVER_ID.starts_with(OWN_ID));
     wire::request(
         DISCOVER_ID,
-        "server/discover",
+        SERVER_DISCOVER,
         json!({"_meta": wire::own_meta()}),
     )
 }

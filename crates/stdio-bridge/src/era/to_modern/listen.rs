@@ -7,6 +7,8 @@ use serde_json::{Map, Value, json};
 
 use super::{Out, ToModern, wire};
 
+use crate::vocab::SUBSCRIPTIONS_LISTEN;
+
 /// The subscription state of one link.
 #[derive(Default)]
 pub(super) struct Listen {
@@ -63,7 +65,7 @@ impl ToModern {
         let params = json!({"_meta": self.meta(None), "notifications": filter});
         out.push(Out::Upstream(wire::request(
             &id,
-            "subscriptions/listen",
+            SUBSCRIPTIONS_LISTEN,
             params,
         )));
         self.listen.open = Some(wire::key(&id.into()));

@@ -3,22 +3,12 @@
 use bytes::Bytes;
 use serde_json::{Map, Value, json};
 
-use crate::{era::MODERN_VERSION, upstream::Frame};
-
-pub(super) const VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
-pub(super) const CAPABILITIES_KEY: &str = "io.modelcontextprotocol/clientCapabilities";
-pub(super) const CLIENT_INFO_KEY: &str = "io.modelcontextprotocol/clientInfo";
-pub(super) const LOG_LEVEL_KEY: &str = "io.modelcontextprotocol/logLevel";
-pub(super) const SERVER_INFO_KEY: &str = "io.modelcontextprotocol/serverInfo";
-pub(super) const SUBSCRIPTION_ID_KEY: &str = "io.modelcontextprotocol/subscriptionId";
-
-/// The handshake era's versions, oldest first: a client asking for one of them gets it.
-pub(super) const HANDSHAKE_VERSIONS: &[&str] =
-    &["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
-
-/// The handshake era's error for a resource that does not exist; 2026-07-28 says -32602.
-pub(super) const LEGACY_RESOURCE_NOT_FOUND: i64 = -32002;
-pub(super) const INVALID_PARAMS: i64 = -32602;
+use crate::vocab::{
+    HANDSHAKE_VERSIONS, INVALID_PARAMS, LEGACY_RESOURCE_NOT_FOUND, META_CLIENT_CAPABILITIES,
+    META_CLIENT_INFO, META_PROTOCOL_VERSION, META_SERVER_INFO, TOOLS_LIST,
+    UNSUPPORTED_PROTOCOL_VERSION,
+};
+use crate::{upstream::Frame, vocab::MODERN_VERSION};
 
 /// The log levels, least severe first.
 pub(super) const LEVELS: &[&str] = &[
@@ -54,7 +44,7 @@ pub(super) fn is_modern(message: &Map<String, Value>) -> bool {
     message
         .get("params")
         .and_then(|p| p.get("_meta"))
-        .and_then(|m| m.get(VERSION_KEY))
+        .and_then(|m| m.get(META_PROTOCOL_VERSION))
         .is_some()
 }
 
@@ -63,7 +53,7 @@ pub(super) fn answer(id: &Value, result: Value) -> Frame {
 }
 
 pub(super) fn error(id: &Value, code: i64, message: &str) -> Frame {
-    frame(&json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}))
+    frame(&crate::vocab::error_answer(id, code, message))
 }
 
 pub(super) fn request(id: &str, method: &str, params: Value) -> Frame {
@@ -73,9 +63,9 @@ pub(super) fn request(id: &str, method: &str, params: Value) -> Frame {
 /// The `_meta` of a request the translator sends on its own, before any client is known.
 pub(super) fn own_meta() -> Value {
     json!({
-        VERSION_KEY: MODERN_VERSION,
-        CAPABILITIES_KEY: {},
-        CLIENT_INFO_KEY: {"name": "calltape", "version": env!("CARGO_PKG_VERSION")},
+        META_PROTOCOL_VERSION: MODERN_VERSION,
+        META_CLIENT_CAPABILITIES: {},
+        META_CLIENT_INFO: {"name": "calltape", "version": env!("CARGO_PKG_VERSION")},
     })
 }
 
@@ -90,7 +80,7 @@ pub(super) fn level_passes(level: Option<&str>, min: &str) -> bool {
 
 /// The methods whose 2026-07-28 results carry the cache fields `cacheScope` and `ttlMs`.
 const CACHEABLE: &[&str] = &[
-    "tools/list",
+    TOOLS_LIST,
     "prompts/list",
     "resources/list",
     "resources/templates/list",
@@ -110,7 +100,7 @@ pub(super) fn legacy_result(method: &str, mut result: Value) -> Value {
         map.remove("ttlMs");
     }
     if let Some(Value::Object(meta)) = map.get_mut("_meta") {
-        meta.remove(SERVER_INFO_KEY);
+        meta.remove(META_SERVER_INFO);
         if meta.is_empty() {
             map.remove("_meta");
         }
@@ -158,7 +148,11 @@ pub(super) fn initialize_result(discovered: &Value, version: &str) -> Value {
     }
     let server_info = discovered
         .get("serverInfo")
-        .or_else(|| discovered.get("_meta").and_then(|m| m.get(SERVER_INFO_KEY)))
+        .or_else(|| {
+            discovered
+                .get("_meta")
+                .and_then(|m| m.get(META_SERVER_INFO))
+        })
         .cloned()
         .unwrap_or_else(|| json!({"name": "unknown", "version": "0"}));
     let mut result = json!({
@@ -193,16 +187,12 @@ pub(super) fn list_flags(discovered: &Value) -> Map<String, Value> {
     flags
 }
 
-/// 2026-07-28's error for a protocol version the server does not serve (`data.supported` names its
-/// versions).
-const UNSUPPORTED_VERSION: i64 = -32022;
-
 /// An error answer from a server that speaks only 2026-07-28 and refused the handshake, rewritten to
 /// say so and what to do; `None` for any other frame.
 pub(in crate::era) fn explain_refused_handshake(frame: &Frame) -> Option<Frame> {
     let mut message = object(frame)?;
     let error = message.get_mut("error")?.as_object_mut()?;
-    if error.get("code").and_then(Value::as_i64) != Some(UNSUPPORTED_VERSION) {
+    if error.get("code").and_then(Value::as_i64) != Some(UNSUPPORTED_PROTOCOL_VERSION) {
         return None;
     }
     let supported: Vec<&str> = error

@@ -27,6 +27,7 @@ use super::{
     routes::UnknownSession,
     stateless,
 };
+use crate::vocab::{self, INITIALIZE, SUBSCRIPTIONS_LISTEN};
 use crate::{
     ANSWERS_TOO_LARGE, Direction,
     jsonrpc::{self, Peek, method_of, request_ids, to_frame},
@@ -113,7 +114,7 @@ impl Inner {
         headers: &HeaderMap,
         messages: &[Value],
     ) -> Result<PostSession, Box<Response<ResBody>>> {
-        let is_initialize = messages.iter().any(|m| method_of(m) == Some("initialize"));
+        let is_initialize = messages.iter().any(|m| method_of(m) == Some(INITIALIZE));
         let session = self
             .session_of(headers)
             .map_err(|UnknownSession| Box::new(UnknownSession.response()))?;
@@ -254,7 +255,7 @@ impl Inner {
                     self.max_sessions
                 );
                 let id = request.get("id").cloned().unwrap_or(Value::Null);
-                let message = if method_of(request) == Some("initialize") {
+                let message = if method_of(request) == Some(INITIALIZE) {
                     format!(
                         "the server holds {} sessions, the most it may; end a session (DELETE) or wait for one to expire, then initialize again",
                         self.max_sessions
@@ -266,7 +267,8 @@ impl Inner {
                     )
                 };
                 let data = jsonrpc::data("too_many_sessions", None);
-                let answer = jsonrpc::error(&id, crate::TOO_MANY_SESSIONS, &message, data);
+                let answer =
+                    vocab::error_answer_with_data(&id, crate::TOO_MANY_SESSIONS, &message, data);
                 json_response(StatusCode::SERVICE_UNAVAILABLE, &answer)
             }
         }
@@ -292,7 +294,9 @@ impl Inner {
         let batch = messages.len() > 1;
         let (tx, mut rx) = StreamOutbox::bounded(conn);
         // A `subscriptions/listen` request (2026-07-28) is answered by its events: always a stream.
-        let listen = messages.iter().any(|m| method_of(m) == Some(LISTEN_METHOD));
+        let listen = messages
+            .iter()
+            .any(|m| method_of(m) == Some(SUBSCRIPTIONS_LISTEN));
         let sse = !self.json_response || listen;
         let related = sse;
         for message in messages {
@@ -408,9 +412,6 @@ fn error_status(answer: &[u8]) -> Option<StatusCode> {
     stateless::error_status(&answer)
 }
 
-/// The request of 2026-07-28 whose answer is a stream of events.
-const LISTEN_METHOD: &str = "subscriptions/listen";
-
 /// Why no session was opened.
 enum NoSession {
     /// The multiplexer ended: the server is stopping.
@@ -493,7 +494,7 @@ async fn read_messages(req: Request<Incoming>) -> Result<Vec<Value>, Box<Respons
             let message = "parse error: the body is not JSON";
             return Err(Box::new(rpc_error(
                 StatusCode::BAD_REQUEST,
-                -32700,
+                crate::PARSE_ERROR,
                 message,
             )));
         }

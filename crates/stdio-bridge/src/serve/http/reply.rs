@@ -3,7 +3,7 @@
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Response, StatusCode, header};
 use http_body_util::{BodyExt, Full};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::ResBody;
 
@@ -37,13 +37,17 @@ pub(super) fn json_body(status: StatusCode, body: Bytes) -> Response<ResBody> {
 pub(super) fn rpc_error(status: StatusCode, code: i64, message: &str) -> Response<ResBody> {
     json_response(
         status,
-        &json!({"jsonrpc": "2.0", "id": null, "error": {"code": code, "message": message}}),
+        &crate::vocab::error_answer(&Value::Null, code, message),
     )
 }
 
 /// A refusal with `-32600` and `id: null`, for a POST that is not a request to take.
 pub(super) fn invalid_request(message: &str) -> Box<Response<ResBody>> {
-    Box::new(rpc_error(StatusCode::BAD_REQUEST, -32600, message))
+    Box::new(rpc_error(
+        StatusCode::BAD_REQUEST,
+        crate::INVALID_REQUEST,
+        message,
+    ))
 }
 
 pub(super) fn accepts(headers: &HeaderMap, wanted: &str) -> bool {

@@ -119,7 +119,7 @@ impl Inner {
         {
             return rpc_error(
                 StatusCode::BAD_REQUEST,
-                -32600,
+                crate::INVALID_REQUEST,
                 &format!(
                     "unsupported MCP-Protocol-Version; supported: {}",
                     SUPPORTED_PROTOCOL_VERSIONS.join(", ")

@@ -9,21 +9,11 @@ use super::{
     reply::{header_str, json_response},
 };
 use crate::jsonrpc::{id_of, method_of};
-
-/// The `_meta` key of a 2026-07-28 request's protocol version.
-const PROTOCOL_VERSION_META: &str = "io.modelcontextprotocol/protocolVersion";
-/// The `_meta` key of a 2026-07-28 request's client capabilities.
-const CAPABILITIES_META: &str = "io.modelcontextprotocol/clientCapabilities";
-/// The code of a request whose protocol version the server does not speak.
-const UNSUPPORTED_VERSION: i64 = -32022;
-/// The methods 2026-07-28 removed: a stateless request for one gets 404 and -32601.
-const REMOVED_METHODS: &[&str] = &[
-    "initialize",
-    "ping",
-    "logging/setLevel",
-    "resources/subscribe",
-    "resources/unsubscribe",
-];
+use crate::vocab::{
+    HEADER_MISMATCH, INVALID_PARAMS, META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION,
+    METHOD_NOT_FOUND, MISSING_CAPABILITY, REMOVED_IN_MODERN, TOOLS_CALL,
+    UNSUPPORTED_PROTOCOL_VERSION, error_answer, error_answer_with_data,
+};
 
 /// Whether a POST without `Mcp-Session-Id` whose `MCP-Protocol-Version` header says `version` is a
 /// stateless request: any version but those of the handshake era, so that one serve does not speak
@@ -49,20 +39,18 @@ pub(super) fn refuse(headers: &HeaderMap, messages: &[Value]) -> Option<Box<Resp
                 "unsupported MCP-Protocol-Version {version:?}; this server speaks {STATELESS_VERSION} without a session"
             );
             let data = json!({"supported": [STATELESS_VERSION], "requested": version});
-            let error = json!({"code": UNSUPPORTED_VERSION, "message": message, "data": data});
-            (StatusCode::BAD_REQUEST, error)
+            let answer = error_answer_with_data(id, UNSUPPORTED_PROTOCOL_VERSION, &message, data);
+            (StatusCode::BAD_REQUEST, answer)
         } else if let Some(missing) = missing_meta(message) {
-            let error = json!({"code": -32602, "message": missing});
-            (StatusCode::BAD_REQUEST, error)
-        } else if REMOVED_METHODS.contains(&method) {
+            (StatusCode::BAD_REQUEST, error_answer(id, INVALID_PARAMS, missing))
+        } else if REMOVED_IN_MODERN.contains(&method) {
             let message = format!(
                 "method not found: {method} was removed in {STATELESS_VERSION}, which needs no handshake and keeps no session state"
             );
-            (StatusCode::NOT_FOUND, json!({"code": -32601, "message": message}))
+            (StatusCode::NOT_FOUND, error_answer(id, METHOD_NOT_FOUND, &message))
         } else {
             return None;
         };
-        let answer = json!({"jsonrpc": "2.0", "id": id, "error": answer});
         Some(Box::new(json_response(status, &answer)))
     })
     .or_else(|| header_mismatch(headers, messages))
@@ -76,22 +64,23 @@ fn missing_meta(message: &Value) -> Option<&'static str> {
         );
     };
     if !meta
-        .get(PROTOCOL_VERSION_META)
+        .get(META_PROTOCOL_VERSION)
         .is_some_and(Value::is_string)
     {
         return Some(
             "invalid params: params._meta lacks io.modelcontextprotocol/protocolVersion; name the request's version there",
         );
     }
-    if !meta.get(CAPABILITIES_META).is_some_and(Value::is_object) {
+    if !meta
+        .get(META_CLIENT_CAPABILITIES)
+        .is_some_and(Value::is_object)
+    {
         return Some(
             "invalid params: params._meta lacks io.modelcontextprotocol/clientCapabilities; send {} when the client declares none",
         );
     }
     None
 }
-/// The code of a request whose headers disagree with its body.
-const HEADER_MISMATCH: i64 = -32020;
 /// The form of an `Mcp-Name` value that is not plain visible ASCII (base64 between these).
 const ENCODED_START: &str = "=?base64?";
 const ENCODED_END: &str = "?=";
@@ -104,7 +93,7 @@ fn header_mismatch(headers: &HeaderMap, messages: &[Value]) -> Option<Box<Respon
     messages.iter().find_map(|message| {
         let method = method_of(message)?;
         let params = message.get("params")?;
-        let version = params.get("_meta")?.get(PROTOCOL_VERSION_META)?;
+        let version = params.get("_meta")?.get(META_PROTOCOL_VERSION)?;
         let wrong = if trimmed(headers, VERSION_HEADER) != version.as_str() {
             "the MCP-Protocol-Version header does not match the request's _meta protocol version"
         } else if trimmed(headers, "mcp-method") != Some(method) {
@@ -115,8 +104,7 @@ fn header_mismatch(headers: &HeaderMap, messages: &[Value]) -> Option<Box<Respon
             return None;
         };
         let id = id_of(message).cloned().unwrap_or(Value::Null);
-        let answer = json!({"jsonrpc": "2.0", "id": id,
-            "error": {"code": HEADER_MISMATCH, "message": wrong}});
+        let answer = error_answer(&id, HEADER_MISMATCH, wrong);
         Some(Box::new(json_response(StatusCode::BAD_REQUEST, &answer)))
     })
 }
@@ -130,7 +118,7 @@ fn trimmed<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
 /// names another one (when plain).
 fn name_differs(headers: &HeaderMap, method: &str, params: &Value) -> bool {
     let key = match method {
-        "tools/call" | "prompts/get" => "name",
+        TOOLS_CALL | "prompts/get" => "name",
         "resources/read" => "uri",
         _ => return false,
     };
@@ -149,8 +137,10 @@ fn name_differs(headers: &HeaderMap, method: &str, params: &Value) -> bool {
 /// an unsupported protocol version; `None` for any other answer (200).
 pub(super) fn error_status(answer: &Value) -> Option<StatusCode> {
     match answer.get("error")?.get("code")?.as_i64()? {
-        -32601 => Some(StatusCode::NOT_FOUND),
-        -32602 | -32020 | -32021 | -32022 => Some(StatusCode::BAD_REQUEST),
+        METHOD_NOT_FOUND => Some(StatusCode::NOT_FOUND),
+        INVALID_PARAMS | HEADER_MISMATCH | MISSING_CAPABILITY | UNSUPPORTED_PROTOCOL_VERSION => {
+            Some(StatusCode::BAD_REQUEST)
+        }
         _ => None,
     }
 }

@@ -4,8 +4,9 @@
 
 use serde_json::{Value, json};
 
-use super::{Init, SUBSCRIPTION_ID_META, SessionNo, State, id_key};
+use super::{Init, SessionNo, State, id_key};
 use crate::jsonrpc::{id_of, method_of, to_frame};
+use crate::vocab::{self, META_SUBSCRIPTION_ID, RESOURCES_UPDATED};
 
 impl State {
     pub(super) fn on_upstream_frame(&mut self, frame: &[u8]) {
@@ -87,7 +88,7 @@ impl State {
                     self.deliver(session, message);
                 }
             }
-            (Some("notifications/resources/updated"), None) => {
+            (Some(RESOURCES_UPDATED), None) => {
                 let uri = message["params"]["uri"].as_str().unwrap_or_default();
                 let subscribers: Vec<SessionNo> = self
                     .subscriptions
@@ -107,7 +108,7 @@ impl State {
     /// `_meta`: it goes to that request's stream only, with the client's own id, and is dropped once
     /// that request ended. Any other message is handed back.
     fn listen_event(&mut self, mut message: Value) -> Option<Value> {
-        let up = message["params"]["_meta"][SUBSCRIPTION_ID_META].as_u64();
+        let up = message["params"]["_meta"][META_SUBSCRIPTION_ID].as_u64();
         let Some(up) = up.filter(|up| !self.internal.contains(up)) else {
             return Some(message);
         };
@@ -121,7 +122,7 @@ impl State {
         } else {
             None
         };
-        message["params"]["_meta"][SUBSCRIPTION_ID_META] = route.client_id.clone();
+        message["params"]["_meta"][META_SUBSCRIPTION_ID] = route.client_id.clone();
         self.deliver_related(session, answers.as_ref(), message);
         None
     }
@@ -171,10 +172,11 @@ impl State {
                 .map(|s| (*s, None))
         });
         let Some((session, answers)) = target else {
-            let frame = if method == "ping" {
+            let frame = if method == vocab::PING {
                 json!({"jsonrpc": "2.0", "id": id, "result": {}})
             } else {
-                json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32603, "message": "no session is attached to answer this request"}})
+                let message = "no session is attached to answer this request";
+                vocab::error_answer(&id, vocab::INTERNAL_ERROR, message)
             };
             self.send_upstream(frame);
             return;

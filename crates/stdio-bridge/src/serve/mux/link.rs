@@ -11,12 +11,10 @@ use super::{
     Init, LinkState, Route, SessionNo, State,
     fair::{self, Up},
 };
+use crate::vocab::{INITIALIZED, RESOURCES_SUBSCRIBE, SET_LOG_LEVEL, error_answer_with_data};
 use crate::{
     UPSTREAM_EXITED, UPSTREAM_PROTOCOL_ERROR, UPSTREAM_UNREACHABLE, UpstreamEvent,
-    jsonrpc::{
-        self, CONNECTION_LOST, EXITED_IN_FLIGHT, INITIALIZED, NOT_MCP, data, error, id_of,
-        method_of, to_frame,
-    },
+    jsonrpc::{self, CONNECTION_LOST, EXITED_IN_FLIGHT, NOT_MCP, data, id_of, method_of, to_frame},
     upstream::Link,
 };
 
@@ -93,7 +91,7 @@ impl State {
         let level_held = self
             .held
             .iter()
-            .any(|f| method_of(f) == Some("logging/setLevel"));
+            .any(|f| method_of(f) == Some(SET_LOG_LEVEL));
         let level = if level_held {
             None
         } else {
@@ -102,7 +100,7 @@ impl State {
         let held_uris: HashSet<&str> = self
             .held
             .iter()
-            .filter(|f| method_of(f) == Some("resources/subscribe"))
+            .filter(|f| method_of(f) == Some(RESOURCES_SUBSCRIBE))
             .filter_map(|f| f["params"]["uri"].as_str())
             .collect();
         let uris: Vec<String> = self
@@ -113,11 +111,11 @@ impl State {
             .collect();
         if let Some(level) = level {
             let id = self.internal_id();
-            frames.push(json!({"jsonrpc": "2.0", "id": id, "method": "logging/setLevel", "params": {"level": level}}));
+            frames.push(json!({"jsonrpc": "2.0", "id": id, "method": SET_LOG_LEVEL, "params": {"level": level}}));
         }
         for uri in uris {
             let id = self.internal_id();
-            frames.push(json!({"jsonrpc": "2.0", "id": id, "method": "resources/subscribe", "params": {"uri": uri}}));
+            frames.push(json!({"jsonrpc": "2.0", "id": id, "method": RESOURCES_SUBSCRIBE, "params": {"uri": uri}}));
         }
         if let Some(link) = &mut self.link {
             link.ready = true;
@@ -218,7 +216,7 @@ impl State {
         let upstream = json!({"message": format!("{} {reason}", self.upstream.describe())});
         let data = data("upstream_exited", Some(upstream));
         for route in routes {
-            let frame = error(
+            let frame = error_answer_with_data(
                 &route.client_id,
                 UPSTREAM_EXITED,
                 EXITED_IN_FLIGHT,
@@ -227,7 +225,8 @@ impl State {
             self.answer(&route, frame);
         }
         for (session, id, answers) in waiting {
-            let frame = error(&id, UPSTREAM_EXITED, EXITED_IN_FLIGHT, data.clone());
+            let frame =
+                error_answer_with_data(&id, UPSTREAM_EXITED, EXITED_IN_FLIGHT, data.clone());
             self.deliver_answer(session, answers.as_ref(), frame);
         }
         let routes = &self.routes;
@@ -252,7 +251,7 @@ impl State {
                     self.tokens.remove(&t);
                 }
                 let data = data("upstream_unreachable", Some(json!({"message": reason})));
-                let frame = error(
+                let frame = error_answer_with_data(
                     &route.client_id,
                     UPSTREAM_UNREACHABLE,
                     "upstream unreachable",
@@ -290,7 +289,8 @@ impl State {
             .and_then(|id| self.routes.remove(&id))
         {
             let data = data("connection_lost", Some(json!({"message": reason})));
-            let frame = error(&route.client_id, UPSTREAM_EXITED, CONNECTION_LOST, data);
+            let frame =
+                error_answer_with_data(&route.client_id, UPSTREAM_EXITED, CONNECTION_LOST, data);
             self.answer(&route, frame);
         }
     }
@@ -305,7 +305,8 @@ impl State {
         {
             let upstream = json!({"status": status, "message": message});
             let data = data("upstream_protocol_error", Some(upstream));
-            let frame = error(&route.client_id, UPSTREAM_PROTOCOL_ERROR, NOT_MCP, data);
+            let frame =
+                error_answer_with_data(&route.client_id, UPSTREAM_PROTOCOL_ERROR, NOT_MCP, data);
             self.answer(&route, frame);
         }
     }

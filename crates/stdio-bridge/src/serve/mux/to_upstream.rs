@@ -5,10 +5,11 @@
 use serde_json::{Value, json};
 
 use super::{Init, Outbox, Route, SessionNo, State, Undo, id_key};
-use crate::jsonrpc::{self, INITIALIZED, id_of, method_of};
-
-/// The 2026-07-28 request whose answer is a stream of events.
-const LISTEN: &str = "subscriptions/listen";
+use crate::jsonrpc::{self, id_of, method_of};
+use crate::vocab::{
+    self, INITIALIZE, INITIALIZED, RESOURCES_SUBSCRIBE, RESOURCES_UNSUBSCRIBE, SET_LOG_LEVEL,
+    SUBSCRIPTIONS_LISTEN,
+};
 
 impl State {
     pub(super) fn close_session(&mut self, session: SessionNo) {
@@ -42,8 +43,8 @@ impl State {
         for key in asked {
             self.s2c.remove(&key);
             if let Ok(id) = serde_json::from_str::<Value>(&key) {
-                self.send_upstream(json!({"jsonrpc": "2.0", "id": id,
-                    "error": {"code": -32603, "message": "the session this request went to has ended"}}));
+                let message = "the session this request went to has ended";
+                self.send_upstream(vocab::error_answer(&id, vocab::INTERNAL_ERROR, message));
             }
         }
         let mut gone = Vec::new();
@@ -55,7 +56,7 @@ impl State {
         for uri in gone {
             self.subscriptions.remove(&uri);
             let id = self.internal_id();
-            self.send_upstream(json!({"jsonrpc": "2.0", "id": id, "method": "resources/unsubscribe", "params": {"uri": uri}}));
+            self.send_upstream(json!({"jsonrpc": "2.0", "id": id, "method": RESOURCES_UNSUBSCRIBE, "params": {"uri": uri}}));
         }
         if let Init::Pending { waiting } = &mut self.init {
             waiting.retain(|(s, _, _)| *s != session);
@@ -117,7 +118,7 @@ impl State {
     ) {
         let mut undo = None;
         match method {
-            "initialize" => match &mut self.init {
+            INITIALIZE => match &mut self.init {
                 Init::Done { result, .. } => {
                     let frame = json!({"jsonrpc": "2.0", "id": client_id, "result": result});
                     self.deliver_answer(session, answers.as_ref(), frame);
@@ -133,12 +134,12 @@ impl State {
                     };
                 }
             },
-            "resources/subscribe" | "resources/unsubscribe" => {
+            RESOURCES_SUBSCRIBE | RESOURCES_UNSUBSCRIBE => {
                 let uri = message["params"]["uri"]
                     .as_str()
                     .unwrap_or_default()
                     .to_owned();
-                let subscribe = method == "resources/subscribe";
+                let subscribe = method == RESOURCES_SUBSCRIBE;
                 let subscribers = self.subscriptions.entry(uri.clone()).or_default();
                 let others = subscribers.iter().any(|s| *s != session);
                 if subscribe {
@@ -158,12 +159,12 @@ impl State {
                     return;
                 }
             }
-            "logging/setLevel" => {
+            SET_LOG_LEVEL => {
                 let level = message["params"]["level"].clone();
                 let previous = self.log_level.replace(level.clone());
                 undo = Some(Undo::SetLevel { level, previous });
             }
-            LISTEN => {
+            SUBSCRIPTIONS_LISTEN => {
                 if let Some(refusal) = self.refuse_listen(session, &client_id, &message) {
                     self.deliver_answer(session, answers.as_ref(), refusal);
                     return;
@@ -184,7 +185,7 @@ impl State {
             self.tokens.insert(t, (session, client_token, up));
             token = Some(t);
         }
-        let initialize = (method == "initialize").then(|| message["params"].clone());
+        let initialize = (method == INITIALIZE).then(|| message["params"].clone());
         self.routes.insert(
             up,
             Route {
@@ -195,7 +196,7 @@ impl State {
                 token,
                 initialize,
                 undo,
-                listen: method == LISTEN,
+                listen: method == SUBSCRIPTIONS_LISTEN,
             },
         );
         self.send_from(session, message);
@@ -226,7 +227,12 @@ impl State {
              cancel one (or close its stream) first"
         );
         let data = jsonrpc::limit_data("too_many_listens", limit);
-        Some(jsonrpc::error(id, crate::TOO_MANY_LISTENS, &message, data))
+        Some(vocab::error_answer_with_data(
+            id,
+            crate::TOO_MANY_LISTENS,
+            &message,
+            data,
+        ))
     }
 
     /// Takes back what a request answered with an error had changed.

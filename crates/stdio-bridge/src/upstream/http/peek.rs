@@ -14,9 +14,10 @@ use crate::jsonrpc::{
     scan::{Scan, fill},
     string,
 };
+use crate::vocab::{INITIALIZE, INITIALIZED, TOOLS_CALL};
 
 /// The `_meta` key of the protocol version a client of the stateless revision sends.
-const META_VERSION: &[u8] = b"io.modelcontextprotocol/protocolVersion";
+const META_VERSION: &[u8] = crate::vocab::META_PROTOCOL_VERSION.as_bytes();
 
 /// What an outgoing frame is, as far as the HTTP upstream cares.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -89,7 +90,7 @@ impl Outgoing {
                     _ => None,
                 };
                 let name = match method.as_deref() {
-                    Some("tools/call" | "prompts/get") => params.name,
+                    Some(TOOLS_CALL | "prompts/get") => params.name,
                     Some("resources/read") => params.uri,
                     _ => None,
                 };
@@ -137,7 +138,7 @@ impl Outgoing {
                     .and_then(|m| m.protocol_version)
                     .and_then(raw_string);
                 let name = match peek.method.as_deref() {
-                    Some("tools/call" | "prompts/get") => params.name.and_then(raw_string),
+                    Some(TOOLS_CALL | "prompts/get") => params.name.and_then(raw_string),
                     Some("resources/read") => params.uri.and_then(raw_string),
                     _ => None,
                 };
@@ -167,12 +168,12 @@ impl Outgoing {
 
     /// The legacy handshake's opening request.
     pub(crate) fn is_initialize(&self) -> bool {
-        self.method.as_deref() == Some("initialize") && self.meta_version.is_none()
+        self.method.as_deref() == Some(INITIALIZE) && self.meta_version.is_none()
     }
 
     /// The notification that ends the legacy handshake.
     pub(crate) fn is_initialized_notification(&self) -> bool {
-        self.method.as_deref() == Some("notifications/initialized") && self.id.is_none()
+        self.method.as_deref() == Some(INITIALIZED) && self.id.is_none()
     }
 }
 

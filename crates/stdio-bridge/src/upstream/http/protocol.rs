@@ -57,7 +57,7 @@ const ACCEPT_POST: HeaderValue = HeaderValue::from_static("application/json, tex
 const ACCEPT_SSE: HeaderValue = HeaderValue::from_static("text/event-stream");
 const JSON: HeaderValue = HeaderValue::from_static("application/json");
 /// The first revision whose requests carry `Mcp-Method` and `Mcp-Name`.
-const MIRRORED_HEADERS_SINCE: &str = "2026-07-28";
+const MIRRORED_HEADERS_SINCE: &str = crate::vocab::MODERN_VERSION;
 
 /// The protocol client for one endpoint, shared by every link to it.
 pub(crate) struct Core<T> {
