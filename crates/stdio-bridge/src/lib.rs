@@ -177,7 +177,7 @@ pub mod fuzzing {
         crate::jsonrpc::check_peek(frame);
     }
 
-    /// The check of the `record_message` fuzz target, which the tests also run on every saved input:
+    /// The check of the `frame_scanner` fuzz target, which the tests also run on every saved input:
     /// [`check_peek`] on the bytes, and [`check_message_reading`] on them if they are UTF-8.
     pub fn check_frame(frame: &[u8]) {
         check_peek(frame);

@@ -20,7 +20,7 @@
 //! covers every case: one that is not UTF-8, repeats a key the scanner reads, spells a key with an
 //! escape, or has `params` that are neither an object nor `null`. The recorder also reads that way
 //! `initialize`, methods it records beyond the default ones, tool errors, and answers that may echo a
-//! secret of their input. The tests, and the fuzz target `record_message`, read the same texts both
+//! secret of their input. The tests, and the fuzz target `frame_scanner`, read the same texts both
 //! ways: the scanner reads what `serde_json` reads to the same parts, or leaves it to `serde_json`
 //! (only when a key holds an escape), and never reads what `serde_json` refuses.
 

@@ -1,4 +1,4 @@
-//! Replays every saved input of the `record_message` fuzz target (crashes found once, and seeds)
+//! Replays every saved input of the `frame_scanner` fuzz target (crashes found once, and seeds)
 //! through the check the target runs, so a crash the fuzzer found stays fixed under `cargo test`.
 
 use std::path::Path;
@@ -6,8 +6,8 @@ use std::path::Path;
 use calltape_stdio_bridge::fuzzing::check_frame;
 
 #[test]
-fn record_message_regressions_hold() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fuzz_regressions/record_message");
+fn frame_scanner_regressions_hold() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fuzz_regressions/frame_scanner");
     let mut paths: Vec<_> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .map(|entry| entry.expect("directory entry").path())
