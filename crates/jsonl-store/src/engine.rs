@@ -209,6 +209,22 @@ impl Shared {
 
     /// Serializes `value` and hands the line to `append`: a value refused before it is even
     /// serialized, or one that cannot be serialized, is counted as dropped instead.
+    /// The line an `append_line` may queue: `line` without its line break, or `None` when the writer
+    /// has stopped taking lines or the line holds a newline of its own (either counted as dropped).
+    pub(crate) fn admit_line<'a>(&self, line: &'a [u8]) -> Option<&'a [u8]> {
+        if let Some(reason) = self.stopped() {
+            self.drop_lines(reason, 1, None);
+            return None;
+        }
+        match check_line(&self.path, line) {
+            Ok(line) => Some(line),
+            Err(error) => {
+                self.drop_lines(Reason::Invalid, 1, Some(error));
+                None
+            }
+        }
+    }
+
     pub(crate) fn append_value<T: serde::Serialize + ?Sized>(
         &self,
         value: &T,

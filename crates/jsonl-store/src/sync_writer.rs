@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use serde::Serialize;
 
-use crate::engine::{Engine, Reason, Shared, WriterReport, check_line};
+use crate::engine::{Engine, Reason, Shared, WriterReport};
 use crate::options::Options;
 use crate::sink::{Sink, open_file};
 
@@ -67,16 +67,8 @@ impl SyncJsonlWriter {
     /// its own is dropped as invalid.
     pub fn append_line(&self, line: impl AsRef<[u8]>) {
         let shared = &*self.shared;
-        if let Some(reason) = shared.stopped() {
-            shared.drop_lines(reason, 1, None);
+        let Some(line) = shared.admit_line(line.as_ref()) else {
             return;
-        }
-        let line = match check_line(&shared.path, line.as_ref()) {
-            Ok(line) => line,
-            Err(error) => {
-                shared.drop_lines(Reason::Invalid, 1, Some(error));
-                return;
-            }
         };
         match &self.engine {
             Some(engine) => engine

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use tokio::sync::oneshot;
 
-use crate::engine::{Engine, Reason, Shared, WriterReport, check_line};
+use crate::engine::{Engine, Reason, Shared, WriterReport};
 use crate::error::Error;
 use crate::options::Options;
 use crate::sink::{Sink, open_file};
@@ -205,16 +205,8 @@ impl JsonlWriter {
     /// holds a newline of its own is dropped as invalid.
     pub fn append_line(&self, line: impl AsRef<[u8]>) {
         let shared = &*self.shared;
-        if let Some(reason) = shared.stopped() {
-            shared.drop_lines(reason, 1, None);
+        let Some(line) = shared.admit_line(line.as_ref()) else {
             return;
-        }
-        let line = match check_line(&shared.path, line.as_ref()) {
-            Ok(line) => line,
-            Err(error) => {
-                shared.drop_lines(Reason::Invalid, 1, Some(error));
-                return;
-            }
         };
         let Some(channel) = &self.channel else {
             shared.drop_lines(Reason::Closed, 1, None);
