@@ -436,56 +436,7 @@ impl Inner {
         if call_at(b, v, &mut memory.callee) {
             return None;
         }
-        let header = &b[name.start..name.end];
-        let holder = (!name.quoted && name.start > 0)
-            .then(|| b[name.start - 1])
-            .filter(|q| matches!(q, b'"' | b'\''))
-            .map(|q| (q, escaped_at(b, name.start - 1, floor)));
-        if ends_with_ci(header, b"authorization") {
-            return authorization(b, v, holder, out);
-        }
-        if ends_with_ci(header, b"cookie") {
-            return Some(cookies(b, v, holder, out));
-        }
-        // `token: Bearer abc` keeps its scheme word.
-        let word_end = run(b, v, WORD);
-        let scheme = &b[v..word_end];
-        if SCHEMES.iter().any(|s| scheme.eq_ignore_ascii_case(s)) {
-            let t = skip_blanks(b, word_end);
-            if t > word_end && t < b.len() && !has(b[t], VALUE_END) {
-                let end = run_value(b, t);
-                push_text(b, t, end, out);
-                return Some(end);
-            }
-        }
-        if b[sep] == b':' && sep_len == 1 {
-            if prose_after(b, v) {
-                return None;
-            }
-            if let Some((start, end)) = yaml_block(b, name.start, v, &mut memory.open) {
-                // The indicator alone (no lines follow yet) is no secret.
-                push_text(b, start, end, out);
-                return Some(end);
-            }
-        }
-        let end = run_value(b, v);
-        if end == v {
-            return None;
-        }
-        if b[sep] == b':' && sep_len == 1 {
-            // `val apiToken: String = "…"`: the `=` names the value.
-            let word = &b[v..end];
-            let word = word.strip_prefix(b"&").unwrap_or(word);
-            let t = skip_blanks(b, end);
-            if TYPES.iter().any(|w| word.eq_ignore_ascii_case(w))
-                && b.get(t) == Some(&b'=')
-                && b.get(t + 1) != Some(&b'=')
-            {
-                return None;
-            }
-        }
-        push_text(b, v, end, out);
-        Some(end)
+        value_after_name(b, sep, sep_len, v, &name, floor, memory, out)
     }
 
     /// An assignment whose name is no credential name but a short word: a
@@ -616,6 +567,73 @@ impl Inner {
         push_text(b, w, end, out);
         Some(end)
     }
+}
+
+/// The value of an assignment to a credential name `name`, starting at `v`: an `Authorization` or
+/// cookie header's, a value after a scheme word (`token: Bearer abc` keeps `Bearer`), a YAML block,
+/// or a plain value up to its end; `None` where what follows is no value (prose, a type word).
+#[allow(clippy::too_many_arguments)]
+#[inline]
+fn value_after_name(
+    b: &[u8],
+    sep: usize,
+    sep_len: usize,
+    v: usize,
+    name: &Name,
+    floor: usize,
+    memory: &mut Memory,
+    out: &mut Vec<Span>,
+) -> Option<usize> {
+    let header = &b[name.start..name.end];
+    let holder = (!name.quoted && name.start > 0)
+        .then(|| b[name.start - 1])
+        .filter(|q| matches!(q, b'"' | b'\''))
+        .map(|q| (q, escaped_at(b, name.start - 1, floor)));
+    if ends_with_ci(header, b"authorization") {
+        return authorization(b, v, holder, out);
+    }
+    if ends_with_ci(header, b"cookie") {
+        return Some(cookies(b, v, holder, out));
+    }
+    // `token: Bearer abc` keeps its scheme word.
+    let word_end = run(b, v, WORD);
+    let scheme = &b[v..word_end];
+    if SCHEMES.iter().any(|s| scheme.eq_ignore_ascii_case(s)) {
+        let t = skip_blanks(b, word_end);
+        if t > word_end && t < b.len() && !has(b[t], VALUE_END) {
+            let end = run_value(b, t);
+            push_text(b, t, end, out);
+            return Some(end);
+        }
+    }
+    if b[sep] == b':' && sep_len == 1 {
+        if prose_after(b, v) {
+            return None;
+        }
+        if let Some((start, end)) = yaml_block(b, name.start, v, &mut memory.open) {
+            // The indicator alone (no lines follow yet) is no secret.
+            push_text(b, start, end, out);
+            return Some(end);
+        }
+    }
+    let end = run_value(b, v);
+    if end == v {
+        return None;
+    }
+    if b[sep] == b':' && sep_len == 1 {
+        // `val apiToken: String = "…"`: the `=` names the value.
+        let word = &b[v..end];
+        let word = word.strip_prefix(b"&").unwrap_or(word);
+        let t = skip_blanks(b, end);
+        if TYPES.iter().any(|w| word.eq_ignore_ascii_case(w))
+            && b.get(t) == Some(&b'=')
+            && b.get(t + 1) != Some(&b'=')
+        {
+            return None;
+        }
+    }
+    push_text(b, v, end, out);
+    Some(end)
 }
 
 /// Where an unquoted value at `v` ends when it is a name (name characters

@@ -387,30 +387,7 @@ async fn run_session(
                 ))
             };
             conn.asks.start(n);
-            let mut answer = if list_items_key(&record.method).is_some() {
-                // A list: every page, as it was recorded.
-                let recorded = match &record.outcome {
-                    Outcome::Answer(answer) => Some(answer),
-                    Outcome::Error(_) => None,
-                };
-                conn.list(&request, recorded).await.map_err(failed)?
-            } else {
-                conn.request(&request).await.map_err(failed)?
-            };
-            if conn.meta.is_some() {
-                // A 2026-07-28 server asks the client through the result; answered as recorded.
-                answer = conn
-                    .answer_input_required(&request, answer)
-                    .await
-                    .map_err(failed)?;
-            }
-            // A call the server runs only as a task is sent again as one, and polled to its end.
-            if record.method == TOOLS_CALL
-                && is_error(&answer)
-                && conn.requires_task(&record.name).await.map_err(failed)?
-            {
-                answer = conn.run_task(&request).await.map_err(failed)?;
-            }
+            let answer = conn.send_call(&request, record).await.map_err(failed)?;
             // Redacted in `compare_outcomes`, before anything compares or keeps it.
             let outcome = Outcome::from_response(&answer).unwrap_or(Outcome::Answer(Value::Null));
             if options.follow {
@@ -530,6 +507,31 @@ pub(super) struct Conn {
 }
 
 impl Conn {
+    /// Sends one recorded call and returns the server's final answer: a list read page by page as it
+    /// was recorded, a 2026-07-28 `input_required` result answered as recorded, and a call the server
+    /// runs only as a task sent again as one and polled to its end.
+    async fn send_call(&mut self, request: &Value, record: &CallRecord) -> Result<Value, String> {
+        let mut answer = if list_items_key(&record.method).is_some() {
+            let recorded = match &record.outcome {
+                Outcome::Answer(answer) => Some(answer),
+                Outcome::Error(_) => None,
+            };
+            self.list(request, recorded).await?
+        } else {
+            self.request(request).await?
+        };
+        if self.meta.is_some() {
+            answer = self.answer_input_required(request, answer).await?;
+        }
+        if record.method == TOOLS_CALL
+            && is_error(&answer)
+            && self.requires_task(&record.name).await?
+        {
+            answer = self.run_task(request).await?;
+        }
+        Ok(answer)
+    }
+
     async fn send(&self, message: &Value) -> Result<(), String> {
         self.send_text(serde_json::to_string(message).unwrap_or_default())
             .await
