@@ -4,6 +4,7 @@
 // harness.
 #![allow(clippy::disallowed_macros)]
 
+mod architecture;
 mod asks;
 mod bridge;
 mod bridge_http;
