@@ -2,8 +2,9 @@
 //!
 //! `calltape-redact` hides credentials before anything reaches a log or a
 //! recording. It depends only on `serde_json` and `memchr`, does no I/O of its
-//! own, never fails and never panics (only building a configuration can be
-//! wrong), and works in time linear in the length of its input, whatever the
+//! own (it reads and writes only the streams a caller hands it), never fails
+//! and never panics (only building a configuration can be wrong, and a stream
+//! it is handed can fail), and works in time linear in the length of its input, whatever the
 //! input.
 //!
 //! **By name.** A field whose name is a credential name
@@ -135,6 +136,11 @@
 //! });
 //! ```
 //!
+//! [`redact_stream`] runs one `Read` through such a writer into one `Write`,
+//! bounded in memory, telling a failed read (it ends the input) from a failed
+//! write (the error): the loop of a command that redacts files or stdin. It
+//! opens nothing; its caller opens the streams.
+//!
 //! # Known values and the final gate
 //!
 //! [`KnownSecrets`] holds literal values a program knows to be secret (a key it
@@ -162,6 +168,7 @@ mod redactor;
 mod schema;
 mod span;
 mod stage;
+mod stream;
 mod text;
 mod writer;
 
@@ -175,6 +182,7 @@ pub use keys::is_redacted_placeholder;
 pub use known::KnownSecrets;
 pub use names::{is_credential_name, is_session_id_name};
 pub use redactor::{Redactor, RedactorBuilder};
+pub use stream::{STREAM_HOLD_LIMIT, STREAM_LINE_LIMIT, Streamed, redact_stream};
 pub use writer::RedactingWriter;
 
 /// Entry points for the fuzz targets and the tests that replay their inputs
