@@ -70,6 +70,7 @@ mod file;
 mod import;
 mod index;
 mod journal;
+mod manage;
 mod model;
 mod normalize;
 mod redaction;
@@ -86,6 +87,9 @@ pub use import::{
 };
 pub use index::CassetteIndex;
 pub use journal::{Journal, journal_path};
+pub use manage::{
+    ImportedDir, ImportedFile, Listed, import_mastra_dir, list_cassettes, remove_cassette,
+};
 pub use model::{
     Blob, Body, Cassette, Content, FORMAT_VERSION, Interaction, Meta, Request, Response, Stream,
     StreamEnd, StreamEvent, StreamFormat, bucket_delay,
