@@ -499,14 +499,17 @@ fn finish(report: &Report, args: &ServeArgs, code: u8) -> Outcome {
             ReportFormat::Html => report.to_html(
                 &ReportContext::new()
                     .server(
-                        Redactor::new().redact_text(
-                            &args
-                                .upstreams
-                                .iter()
-                                .map(|u| shown_upstream(u))
-                                .collect::<Vec<_>>()
-                                .join(", "),
-                        ),
+                        args.upstreams
+                            .iter()
+                            .map(|u| shown_upstream(u))
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                    )
+                    .redactor(
+                        Redactor::builder()
+                            .redact_names(&args.names.redact)
+                            .keep_names(&args.names.keep)
+                            .build()?,
                     )
                     .date(calltape_recorder::mcp::timestamp(
                         std::time::SystemTime::now(),

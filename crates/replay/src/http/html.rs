@@ -23,11 +23,12 @@ impl Report {
         let mut out = String::with_capacity(8192 + self.cassettes.len() * 512);
         html::start(&mut out, "calltape http report");
         let mode = self.mode.map(Mode::as_str);
+        let server = context.shown_server();
         html::meta(
             &mut out,
             &[
                 ("mode", mode),
-                ("upstreams", context.server.as_deref()),
+                ("upstreams", server.as_deref()),
                 ("date", context.date.as_deref()),
                 ("calltape", Some(html::VERSION)),
             ],

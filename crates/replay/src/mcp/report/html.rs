@@ -29,11 +29,12 @@ pub(super) fn render(report: &ReplayReport, context: &ReportContext) -> String {
     let file = report.file.display().to_string();
     let ignore = (!context.ignore.is_empty()).then(|| context.ignore.join(", "));
     let fills = (!context.fills.is_empty()).then(|| context.fills.join(", "));
+    let server = context.shown_server();
     html::meta(
         &mut out,
         &[
             ("recording", Some(&file)),
-            ("server", context.server.as_deref()),
+            ("server", server.as_deref()),
             ("date", context.date.as_deref()),
             ("ignored paths", ignore.as_deref()),
             ("filled fields", fills.as_deref()),
