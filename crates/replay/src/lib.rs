@@ -14,12 +14,17 @@
 //! With `mcp`, the `config` module reads the rules a replay compares by from `calltape.toml` or
 //! `pyproject.toml`'s `[tool.calltape]`.
 //!
+//! With `demo`, the `demo` module holds the two peers of `calltape demo`: a small MCP server in two
+//! versions and a scripted client session.
+//!
 //! Both halves share the crate's one [`Error`].
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
 #[cfg(feature = "mcp")]
 pub mod config;
+#[cfg(feature = "demo")]
+pub mod demo;
 mod error;
 #[cfg(any(feature = "http", feature = "mcp"))]
 mod html;
