@@ -153,7 +153,7 @@
 #![deny(missing_docs)]
 
 mod assign;
-mod bytes;
+mod byte_text;
 mod context;
 mod error;
 mod gate;
@@ -175,7 +175,7 @@ mod writer;
 #[cfg(test)]
 mod linear;
 
-pub use bytes::find_token_in_bytes;
+pub use byte_text::find_token_in_bytes;
 pub use error::{Error, ErrorKind, NameList};
 pub use gate::{Gate, GateHit, MIN_GATED, RefusedLines};
 pub use keys::is_redacted_placeholder;
