@@ -18,8 +18,9 @@ use tokio::sync::oneshot;
 use super::capture::{self, Decoder, HOP_HEADERS, name_matches};
 use super::miss::{Provider, error_response};
 use super::report::Drift;
-use super::server::{HttpResponse, full, lock};
+use super::response::{HttpResponse, full};
 use super::stream::{Splitter, stream_format};
+use super::tape::lock;
 use super::tape::{Recording, Tape};
 use super::{State, UpstreamCfg};
 

@@ -44,6 +44,7 @@
 
 mod access;
 mod capture;
+mod cassette_choice;
 mod exchange;
 mod flush;
 mod html;
@@ -51,6 +52,7 @@ mod miss;
 mod options;
 mod reply;
 mod report;
+mod response;
 mod server;
 mod status;
 mod stream;
