@@ -163,12 +163,12 @@ mod known;
 mod name_cache;
 mod names;
 mod pairs;
+mod pipe;
 mod provider;
 mod redactor;
 mod schema;
 mod span;
 mod stage;
-mod stream;
 mod text;
 mod writer;
 
@@ -181,8 +181,8 @@ pub use gate::{Gate, GateHit, MIN_GATED, RefusedLines};
 pub use keys::is_redacted_placeholder;
 pub use known::KnownSecrets;
 pub use names::{is_credential_name, is_session_id_name};
+pub use pipe::{STREAM_HOLD_LIMIT, STREAM_LINE_LIMIT, Streamed, redact_stream};
 pub use redactor::{Redactor, RedactorBuilder};
-pub use stream::{STREAM_HOLD_LIMIT, STREAM_LINE_LIMIT, Streamed, redact_stream};
 pub use writer::RedactingWriter;
 
 /// Entry points for the fuzz targets and the tests that replay their inputs

@@ -27,7 +27,7 @@ pub mod config;
 pub mod demo;
 mod error;
 #[cfg(any(feature = "http", feature = "mcp"))]
-mod html;
+mod html_page;
 #[cfg(feature = "http")]
 pub mod http;
 #[cfg(feature = "mcp")]
@@ -37,4 +37,4 @@ mod xml;
 
 pub use error::{Error, ErrorKind, Result};
 #[cfg(any(feature = "http", feature = "mcp"))]
-pub use html::ReportContext;
+pub use html_page::ReportContext;

@@ -66,6 +66,7 @@
 //! ```
 
 mod canonical;
+mod cassette_scan;
 mod file;
 mod import;
 mod index;
@@ -74,12 +75,12 @@ mod manage;
 mod model;
 mod normalize;
 mod redaction;
-mod scan;
 mod scrub;
 mod url;
 mod volatile;
 
 pub use canonical::to_canonical_string;
+pub use cassette_scan::{scan_file, scan_text};
 pub use file::{SaveOutcome, Saved, blobs_dir};
 pub use import::{
     Imported, KEPT_RESPONSE_HEADERS, MAX_IMPORT_ARTIFACT, MAX_IMPORT_FILE, import_mastra,
@@ -95,7 +96,6 @@ pub use model::{
     StreamEnd, StreamEvent, StreamFormat, bucket_delay,
 };
 pub use normalize::Normalizer;
-pub use scan::{scan_file, scan_text};
 pub use scrub::{Scrubber, ScrubberBuilder, is_secret_env_name};
 pub use url::without_userinfo;
 pub use volatile::{VOLATILE_RESPONSE_HEADERS, is_volatile_response_header};
