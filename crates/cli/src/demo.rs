@@ -2,37 +2,36 @@
 //! record path, replay it against v1 and v2, and print the report. No network, all files in a
 //! temporary folder it names.
 //!
-//! The demo server itself is the hidden `calltape demo-server 1|2` subcommand.
+//! The demo server itself is the hidden `calltape demo-server 1|2` subcommand; it and the scripted
+//! client are calltape-replay's `demo` module, this file only runs the steps and says what they show.
 
-use std::collections::hash_map::RandomState;
 use std::ffi::OsString;
-use std::hash::{BuildHasher, Hasher};
-use std::io::{BufRead, BufReader, IsTerminal, Write};
+use std::io::{BufReader, IsTerminal};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime};
 
 use calltape_recorder::mcp::{Recording, list_items_key};
-use calltape_replay::ReportContext;
 use calltape_replay::mcp::{
     CallReport, Comparer, Fills, ReplayOptions, ReplayReport, Replayed, Status, TextOptions, replay,
 };
-use calltape_stdio_bridge::vocab::{INITIALIZE, INITIALIZED, PING, TOOLS_CALL, TOOLS_LIST};
-use calltape_stdio_bridge::{ChildUpstream, Stderr, Upstream, vocab};
+use calltape_replay::{ReportContext, demo};
+use calltape_stdio_bridge::vocab::{TOOLS_CALL, TOOLS_LIST};
+use calltape_stdio_bridge::{ChildUpstream, Stderr, Upstream};
 use clap::Args;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::error::{Error, Outcome};
 use crate::exit;
 use crate::output::{errln, outln};
 
 /// The secret the scripted client sends in `pay`'s input; the recording must not hold it.
-const SECRET: &str = "tok_live_4eC39HqLyjWDarjtT1zdp7dc";
+const SECRET: &str = demo::CARD_TOKEN;
 
 /// The fields that vary per call in the demo server's quotes.
-const VOLATILE: &str = "**.quotedAt,**.quoteId";
+const VOLATILE: &str = demo::VOLATILE_FIELDS;
 
 const EXAMPLES: &str = "\
 Examples:
@@ -61,278 +60,15 @@ pub(crate) struct DemoServerArgs {
     version: u8,
 }
 
-// ---------------------------------------------------------------------------------------------------
-// The demo server.
-
 /// Runs the demo MCP server on stdin and stdout until stdin closes.
 pub(crate) fn run_server(args: DemoServerArgs) -> Outcome {
-    let stdin = std::io::stdin().lock();
-    let mut stdout = std::io::stdout().lock();
-    let mut payments = Payments::new();
-    for line in stdin.lines() {
-        let Ok(line) = line else { break };
-        if line.trim().is_empty() {
-            continue;
-        }
-        let reply = match serde_json::from_str::<Value>(&line) {
-            Ok(message) => handle(args.version, &mut payments, &message),
-            Err(e) => Some(vocab::error_answer(
-                &Value::Null,
-                vocab::PARSE_ERROR,
-                &format!("parse error: {e}"),
-            )),
-        };
-        if let Some(reply) = reply
-            && (writeln!(stdout, "{reply}").is_err() || stdout.flush().is_err())
-        {
-            break;
-        }
-    }
+    // A reader that went away ends the server as the end of its input does.
+    let _ = demo::serve(
+        args.version,
+        std::io::stdin().lock(),
+        std::io::stdout().lock(),
+    );
     Ok(exit::OK)
-}
-
-fn handle(version: u8, payments: &mut Payments, message: &Value) -> Option<Value> {
-    let id = message.get("id")?.clone();
-    let method = message.get("method").and_then(Value::as_str)?;
-    let params = message.get("params").cloned().unwrap_or(Value::Null);
-    let result = match method {
-        INITIALIZE => {
-            let asked = params.get("protocolVersion").and_then(Value::as_str);
-            let supported = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
-            let version_text = asked
-                .filter(|v| supported.contains(v))
-                .unwrap_or("2025-06-18");
-            Ok(json!({
-                "protocolVersion": version_text,
-                "capabilities": {"tools": {}, "resources": {}, "prompts": {}},
-                "serverInfo": {"name": "calltape-demo", "version": format!("{version}.0.0")},
-            }))
-        }
-        PING => Ok(json!({})),
-        TOOLS_LIST => Ok(json!({"tools": tools(version)})),
-        TOOLS_CALL => call_tool(version, payments, &params),
-        "resources/list" => Ok(json!({"resources": [
-            {"uri": "demo://terms", "name": "terms", "mimeType": "text/plain"}]})),
-        "resources/read" => match params.get("uri").and_then(Value::as_str) {
-            Some(uri @ "demo://terms") => {
-                Ok(json!({"contents": [{"uri": uri, "mimeType": "text/plain",
-                "text": "Quotes are valid for 15 minutes. Payments settle the next day."}]}))
-            }
-            other => Err((
-                vocab::LEGACY_RESOURCE_NOT_FOUND,
-                format!("Resource not found: {}", other.unwrap_or("")),
-            )),
-        },
-        "prompts/list" => Ok(json!({"prompts": [{"name": "receipt",
-            "arguments": [{"name": "paymentId", "required": true}]}]})),
-        "prompts/get" => {
-            let payment = params
-                .pointer("/arguments/paymentId")
-                .and_then(Value::as_str)
-                .unwrap_or("?");
-            Ok(
-                json!({"messages": [{"role": "user", "content": {"type": "text",
-                "text": format!("Write a short receipt for payment {payment}.")}}]}),
-            )
-        }
-        other => Err((
-            vocab::METHOD_NOT_FOUND,
-            format!("Method not found: {other}"),
-        )),
-    };
-    Some(match result {
-        Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
-        Err((code, message)) => vocab::error_answer(&id, code, &message),
-    })
-}
-
-/// The tools of each version. v2 dropped `convert` and added `balance`, pay needs an
-/// `idempotencyKey` now, refund takes an optional `reason`, and quote is described anew: two
-/// breaking changes and three compatible ones.
-fn tools(version: u8) -> Vec<Value> {
-    let v1 = version == 1;
-    let mut pay = json!({"amount": {"type": "number"}, "currency": {"type": "string"},
-        "cardToken": {"type": "string"}});
-    let mut refund = json!({"paymentId": {"type": "string"}});
-    let (quote, pay_required) = if v1 {
-        ("The price of a symbol", &["amount", "cardToken"][..])
-    } else {
-        pay["idempotencyKey"] = json!({"type": "string"});
-        refund["reason"] = json!({"type": "string"});
-        (
-            "The price of a symbol, in US dollars",
-            &["amount", "cardToken", "idempotencyKey"][..],
-        )
-    };
-    let mut tools = vec![
-        tool(
-            "quote",
-            quote,
-            json!({"symbol": {"type": "string"}}),
-            &["symbol"],
-        ),
-        tool("pay", "Pay an amount with a card token", pay, pay_required),
-        tool("refund", "Refund a payment", refund, &["paymentId"]),
-    ];
-    tools.push(if v1 {
-        tool(
-            "convert",
-            "Convert an amount to another currency",
-            json!({"amount": {"type": "number"}, "to": {"type": "string"}}),
-            &["amount", "to"],
-        )
-    } else {
-        tool("balance", "The balance of the account", json!({}), &[])
-    });
-    tools
-}
-
-fn tool(name: &str, description: &str, properties: Value, required: &[&str]) -> Value {
-    json!({"name": name, "description": description,
-        "inputSchema": {"type": "object", "properties": properties, "required": required}})
-}
-
-fn tool_error(code: &str, text: &str) -> Value {
-    json!({"isError": true, "content": [{"type": "text", "text": text}], "_meta": {"code": code}})
-}
-
-fn structured(value: Value) -> Value {
-    json!({"content": [{"type": "text", "text": value.to_string()}], "structuredContent": value})
-}
-
-/// The payments one server process made: each gets a fresh id, so a replay against a new process
-/// sees new ids.
-struct Payments {
-    next: u64,
-    made: Vec<String>,
-}
-
-impl Payments {
-    fn new() -> Self {
-        let mut hasher = RandomState::new().build_hasher();
-        hasher.write_u128(
-            SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .unwrap_or_default()
-                .as_nanos(),
-        );
-        Self {
-            next: 1000 + hasher.finish() % 9000,
-            made: Vec::new(),
-        }
-    }
-
-    fn make(&mut self) -> String {
-        let id = format!("pay_{}", self.next);
-        self.next += 1;
-        self.made.push(id.clone());
-        id
-    }
-}
-
-fn call_tool(version: u8, payments: &mut Payments, params: &Value) -> Result<Value, (i64, String)> {
-    let name = params.get("name").and_then(Value::as_str).unwrap_or("");
-    let args = params.get("arguments").cloned().unwrap_or(Value::Null);
-    match (name, version) {
-        ("quote", _) => {
-            let symbol = args.get("symbol").and_then(Value::as_str).unwrap_or("ACME");
-            let now = SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .unwrap_or_default();
-            let mut hasher = RandomState::new().build_hasher();
-            hasher.write_u128(now.as_nanos());
-            Ok(structured(json!({
-                "symbol": symbol,
-                "price": if version == 1 { 12 } else { 15 },
-                "currency": "USD",
-                "quotedAt": now.as_millis() as u64,
-                "quoteId": format!("q-{:08x}", hasher.finish() as u32),
-            })))
-        }
-        ("pay", 1) => {
-            let token = args.get("cardToken").and_then(Value::as_str).unwrap_or("");
-            if !token.starts_with("tok_") {
-                return Ok(tool_error(
-                    "invalid_card",
-                    "the card token is not a card token",
-                ));
-            }
-            let amount = args.get("amount").cloned().unwrap_or(json!(0));
-            Ok(structured(
-                json!({"status": "paid", "amount": amount, "currency": "USD", "paymentId": payments.make()}),
-            ))
-        }
-        ("pay", _) => Ok(tool_error(
-            "card_declined",
-            "card declined: the payment provider refused the card",
-        )),
-        ("refund", 1) => {
-            let payment = args.get("paymentId").and_then(Value::as_str).unwrap_or("");
-            if !payments.made.iter().any(|p| p == payment) {
-                return Ok(tool_error(
-                    "unknown_payment",
-                    &format!("no payment {payment}"),
-                ));
-            }
-            Ok(tool_error(
-                "not_supported",
-                "refunds are not supported by this version",
-            ))
-        }
-        ("refund", _) => {
-            let payment = args.get("paymentId").cloned().unwrap_or(Value::Null);
-            Ok(structured(
-                json!({"status": "refunded", "paymentId": payment}),
-            ))
-        }
-        (other, _) => Err((vocab::INVALID_PARAMS, format!("Unknown tool: {other}"))),
-    }
-}
-
-// ---------------------------------------------------------------------------------------------------
-// The demo.
-
-/// The scripted client session: (method, params). As a client does, it reads the server's lists
-/// first; the recorder writes them once the session ends.
-fn script() -> Vec<(&'static str, Value)> {
-    vec![
-        (TOOLS_LIST, json!({})),
-        ("resources/list", json!({})),
-        ("prompts/list", json!({})),
-        (
-            TOOLS_CALL,
-            json!({"name": "quote", "arguments": {"symbol": "ACME"}}),
-        ),
-        (
-            TOOLS_CALL,
-            json!({"name": "pay", "arguments": {"amount": 12, "currency": "USD", "cardToken": SECRET}}),
-        ),
-        (
-            TOOLS_CALL,
-            json!({"name": "refund", "arguments": {"paymentId": PAYMENT_ID}}),
-        ),
-        ("resources/read", json!({"uri": "demo://terms"})),
-        (
-            "prompts/get",
-            json!({"name": "receipt", "arguments": {"paymentId": PAYMENT_ID}}),
-        ),
-    ]
-}
-
-/// Stands in the script for the id of the payment `pay` made.
-const PAYMENT_ID: &str = "$paymentId";
-
-/// `params` with each [`PAYMENT_ID`] replaced by `payment`.
-fn with_payment(params: Value, payment: &str) -> Value {
-    match params {
-        Value::String(s) if s == PAYMENT_ID => Value::String(payment.to_owned()),
-        Value::Object(map) => Value::Object(
-            map.into_iter()
-                .map(|(k, v)| (k, with_payment(v, payment)))
-                .collect(),
-        ),
-        other => other,
-    }
 }
 
 pub(crate) fn run(args: DemoArgs) -> Outcome {
@@ -629,8 +365,11 @@ fn record(exe: &Path, path: &Path) -> Result<usize, String> {
         .stderr(Stdio::inherit())
         .spawn()
         .map_err(|e| format!("cannot run calltape record: {e}"))?;
-    let result = drive(&mut child);
-    drop(child.stdin.take());
+    let result = match (child.stdin.take(), child.stdout.take()) {
+        (Some(stdin), Some(stdout)) => demo::run_script(stdin, BufReader::new(stdout))
+            .map_err(|e| format!("calltape record: {e}")),
+        _ => Err("no stdin or stdout for calltape record".to_owned()),
+    };
     let status = child
         .wait()
         .map_err(|e| format!("calltape record did not finish: {e}"))?;
@@ -639,77 +378,4 @@ fn record(exe: &Path, path: &Path) -> Result<usize, String> {
         return Err(format!("calltape record failed: {status}"));
     }
     Ok(calls)
-}
-
-fn drive(child: &mut Child) -> Result<usize, String> {
-    let stdin = child.stdin.take().ok_or("no stdin for calltape record")?;
-    let stdout = child.stdout.take().ok_or("no stdout for calltape record")?;
-    let mut client = ScriptClient {
-        stdin,
-        stdout: BufReader::new(stdout),
-        next_id: 0,
-    };
-    client.request(
-        INITIALIZE,
-        json!({"protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "calltape-demo-client", "version": env!("CARGO_PKG_VERSION")}}),
-    )?;
-    client.notify(INITIALIZED)?;
-    let mut answered = 0;
-    let mut payment = String::new();
-    for (method, params) in script() {
-        let answer = client.request(method, with_payment(params, &payment))?;
-        if let Some(id) = answer
-            .pointer("/result/structuredContent/paymentId")
-            .and_then(Value::as_str)
-        {
-            payment = id.to_owned();
-        }
-        answered += 1;
-    }
-    child.stdin = Some(client.stdin);
-    Ok(answered)
-}
-
-struct ScriptClient {
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-    next_id: u64,
-}
-
-impl ScriptClient {
-    fn send(&mut self, message: &Value) -> Result<(), String> {
-        writeln!(self.stdin, "{message}")
-            .and_then(|()| self.stdin.flush())
-            .map_err(|e| format!("cannot write to calltape record: {e}"))
-    }
-
-    fn notify(&mut self, method: &str) -> Result<(), String> {
-        self.send(&json!({"jsonrpc": "2.0", "method": method}))
-    }
-
-    fn request(&mut self, method: &str, params: Value) -> Result<Value, String> {
-        self.next_id += 1;
-        let id = self.next_id;
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))?;
-        let mut line = String::new();
-        loop {
-            line.clear();
-            let n = self
-                .stdout
-                .read_line(&mut line)
-                .map_err(|e| format!("cannot read from calltape record: {e}"))?;
-            if n == 0 {
-                return Err(format!(
-                    "calltape record closed its output before answering {method}"
-                ));
-            }
-            let Ok(message) = serde_json::from_str::<Value>(&line) else {
-                continue;
-            };
-            if message.get("id") == Some(&json!(id)) && message.get("method").is_none() {
-                return Ok(message);
-            }
-        }
-    }
 }

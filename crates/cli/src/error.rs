@@ -90,24 +90,6 @@ pub(crate) enum Error {
     /// The proxy's mode cannot be resolved from `--mode` or the environment.
     #[error("{0}")]
     Mode(String),
-    /// `http rm` of a file that is no cassette.
-    #[error(
-        "{} is not a cassette (its first line is not a cassette meta record); refusing to delete it",
-        .0.display()
-    )]
-    NotACassette(PathBuf),
-    /// A cassette or its sidecar folder cannot be removed.
-    #[error("cannot remove {}: {source}", path.display())]
-    Remove {
-        /// The file or folder.
-        path: PathBuf,
-        /// Why.
-        #[source]
-        source: io::Error,
-    },
-    /// `http import` of a folder without recordings.
-    #[error("{} holds no *.json recordings to import", .0.display())]
-    NothingToImport(PathBuf),
     /// `show` of a file in neither of calltape's formats.
     #[error("{} is neither an MCP call recording nor an HTTP cassette: {reason}", path.display())]
     NeitherFormat {

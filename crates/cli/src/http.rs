@@ -5,9 +5,8 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use calltape_recorder::http::{Cassette, Normalizer, Scrubber};
-use calltape_recorder::http::{blobs_dir, import_mastra, without_userinfo};
-use calltape_recorder::inspect::{FileKind, find_cassettes, sniff};
+use calltape_recorder::http::{Normalizer, Scrubber, without_userinfo};
+use calltape_recorder::http::{import_mastra_dir, list_cassettes, remove_cassette};
 use calltape_redact::Redactor;
 use calltape_replay::ReportContext;
 use calltape_replay::http::{Exhaustion, Mode, Proxy, RecordTiming, ReplayTiming, Report};
@@ -500,14 +499,17 @@ fn finish(report: &Report, args: &ServeArgs, code: u8) -> Outcome {
             ReportFormat::Html => report.to_html(
                 &ReportContext::new()
                     .server(
-                        Redactor::new().redact_text(
-                            &args
-                                .upstreams
-                                .iter()
-                                .map(|u| shown_upstream(u))
-                                .collect::<Vec<_>>()
-                                .join(", "),
-                        ),
+                        args.upstreams
+                            .iter()
+                            .map(|u| shown_upstream(u))
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                    )
+                    .redactor(
+                        Redactor::builder()
+                            .redact_names(&args.names.redact)
+                            .keep_names(&args.names.keep)
+                            .build()?,
                     )
                     .date(calltape_recorder::mcp::timestamp(
                         std::time::SystemTime::now(),
@@ -574,116 +576,36 @@ async fn run_child(command: &[OsString], envs: &[(String, String)], base: &str) 
     })
 }
 
-/// Whether the file's first line is a cassette's meta line.
-fn is_cassette(path: &Path) -> bool {
-    matches!(sniff(path), Ok(FileKind::Cassette))
-}
-
 fn ls(dir: &Path) -> Outcome {
-    for p in &find_cassettes(dir) {
-        match Cassette::load(p) {
-            Ok(c) => {
-                let size = std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
-                outln!(
-                    "{}  {} interactions  {}",
-                    shown(&p.display().to_string()),
-                    c.interactions.len(),
-                    human_size(size)
-                );
-            }
-            Err(e) => outln!(
-                "{}  unreadable: {}",
-                shown(&p.display().to_string()),
-                shown(&e.to_string())
-            ),
-        }
+    for listed in list_cassettes(dir) {
+        outln!("{listed}");
     }
     Ok(exit::OK)
 }
 
-fn human_size(n: u64) -> String {
-    if n < 1024 {
-        format!("{n} B")
-    } else if n < 1024 * 1024 {
-        format!("{:.1} KiB", n as f64 / 1024.0)
-    } else {
-        format!("{:.1} MiB", n as f64 / (1024.0 * 1024.0))
-    }
-}
-
 fn rm(path: &Path) -> Outcome {
-    if !is_cassette(path) {
-        return Err(Error::NotACassette(path.to_owned()));
-    }
-    let cannot_remove = |path: &Path| {
-        let path = path.to_owned();
-        |source| Error::Remove { path, source }
-    };
-    std::fs::remove_file(path).map_err(cannot_remove(path))?;
-    let blobs = blobs_dir(path);
-    if blobs.exists() {
-        std::fs::remove_dir_all(&blobs).map_err(cannot_remove(&blobs))?;
-    }
+    remove_cassette(path)?;
     outln!("removed {}", shown(&path.display().to_string()));
     Ok(exit::OK)
 }
 
 fn import_from_mastra(dir: &Path, out: &Path) -> Outcome {
     let scrubber = Scrubber::builder().secrets_from_env(true).build()?;
-    let normalizer = Normalizer::new();
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map_err(|source| Error::Read {
-            path: dir.to_owned(),
-            source,
-        })?
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "json"))
-        .collect();
-    files.sort();
-    if files.is_empty() {
-        return Err(Error::NothingToImport(dir.to_owned()));
-    }
-    let total = files.len();
-    let mut failed = 0;
+    let imported = import_mastra_dir(dir, out, &Normalizer::new(), &scrubber)?;
+    let failed = imported.failures.len();
+    let total = imported.files.len() + failed;
     let mut left_out = 0;
-    for file in files {
-        let stem = file
-            .file_stem()
-            .unwrap_or_default()
-            .to_string_lossy()
-            .into_owned();
-        let target = out.join(format!("{stem}.jsonl"));
-        let result = import_mastra(&file, &normalizer, &scrubber).and_then(|imported| {
-            let saved = imported.cassette.save(&target, &scrubber)?;
-            Ok((imported, saved.refused))
-        });
-        match result {
-            Ok((imported, refused)) => {
-                let n = imported.cassette.interactions.len() - refused.len();
-                let mut line = format!(
-                    "{} -> {} ({n} interactions",
-                    shown(&file.display().to_string()),
-                    shown(&target.display().to_string())
-                );
-                let out = imported.skipped.len() + refused.len();
-                if out > 0 {
-                    line.push_str(&format!(", {out} left out"));
-                }
-                line.push(')');
-                outln!("{line}");
-                // Each recording left out (unreadable, or refused by the final gate) is named; the
-                // run then exits 1.
-                for e in imported.skipped.into_iter().chain(refused) {
-                    Error::from(e).report();
-                    left_out += 1;
-                }
-            }
-            Err(e) => {
-                Error::from(e).report();
-                failed += 1;
-            }
+    for file in imported.files {
+        outln!("{file}");
+        // Each recording left out (unreadable, or refused by the final gate) is named; the run
+        // then exits 1.
+        for e in file.left_out {
+            Error::from(e).report();
+            left_out += 1;
         }
+    }
+    for e in imported.failures {
+        Error::from(e).report();
     }
     match (failed, left_out) {
         (0, 0) => Ok(exit::OK),

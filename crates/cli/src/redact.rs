@@ -1,27 +1,18 @@
 //! `calltape redact`: redact text, JSON or JSONL from files or stdin to stdout.
 //!
-//! Every byte goes through calltape-redact's `RedactingWriter`, which is what the library's users
+//! Every input goes through calltape-redact's `redact_stream`, which is what the library's users
 //! get: a private key block, an XML element or a YAML block over several lines is held until it
-//! closes and redacted whole. The command only reads the inputs and says what failed.
+//! closes and redacted whole. The command only opens the inputs and says what failed.
 
 use std::fs::File;
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::path::PathBuf;
 
-use calltape_redact::{RedactingWriter, Redactor};
+use calltape_redact::{Redactor, redact_stream};
 use clap::Args;
 
 use crate::error::{Error, Outcome};
 use crate::exit;
-
-/// The longest line read whole (as JSON when it is JSON); a longer one is redacted as text in
-/// chunks of this size, each read with the end of the one before.
-const MAX_LINE: usize = 16 * 1024 * 1024;
-
-/// How many bytes of lines are held while a construct that spans lines is open: the bound
-/// `redact_text` reads by, so that a text whose lines are within it comes out of the command as
-/// it comes out of the library.
-const MAX_HELD: usize = 64 * 1024;
 
 const EXAMPLES: &str = "\
 Examples:
@@ -65,35 +56,34 @@ pub(crate) fn run(args: RedactArgs) -> Outcome {
     let mut failed = 0;
     let mut warned_utf8 = false;
     for path in files {
-        // A writer per file: a construct one file leaves open does not swallow the next.
-        let mut writer = RedactingWriter::new(redactor.clone(), &mut out)
-            .with_line_limit(MAX_LINE)
-            .with_hold_limit(MAX_HELD);
-        let result = if path.as_os_str() == "-" {
-            copy(io::stdin().lock(), &mut writer)
+        // A stream per file: a construct one file leaves open does not swallow the next.
+        let streamed = if path.as_os_str() == "-" {
+            redact_stream(&redactor, io::stdin().lock(), &mut out)
         } else {
-            File::open(&path)
-                .map_err(StreamError::Read)
-                .and_then(|file| copy(file, &mut writer))
+            match File::open(&path) {
+                Ok(file) => redact_stream(&redactor, file, &mut out),
+                Err(source) => {
+                    Error::Read { path, source }.report();
+                    failed += 1;
+                    continue;
+                }
+            }
         };
-        // What the file left held (a last line without its line break, a block never closed),
-        // also after a failed read: the lines read before it.
-        let flushed = writer.flush().map_err(StreamError::Write);
-        let result = result.and(flushed);
-        if writer.replaced_invalid_utf8() && !warned_utf8 {
-            warned_utf8 = true;
-            tracing::warn!("input is not valid UTF-8; invalid bytes are written as U+FFFD");
-        }
-        match result {
-            Ok(()) => {}
-            // One unreadable file does not stop the others: it is said, and the exit says it.
-            Err(StreamError::Read(source)) => {
-                Error::Read { path, source }.report();
-                failed += 1;
+        match streamed {
+            Ok(streamed) => {
+                if streamed.replaced_invalid_utf8 && !warned_utf8 {
+                    warned_utf8 = true;
+                    tracing::warn!("input is not valid UTF-8; invalid bytes are written as U+FFFD");
+                }
+                // One unreadable file does not stop the others: it is said, and the exit says it.
+                if let Some(source) = streamed.read_error {
+                    Error::Read { path, source }.report();
+                    failed += 1;
+                }
             }
             // The reader went away (`| head`): nothing more to write, and nothing to say.
-            Err(StreamError::Write(e)) if e.kind() == io::ErrorKind::BrokenPipe => break,
-            Err(StreamError::Write(e)) => return Err(Error::Stdout(e)),
+            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => break,
+            Err(e) => return Err(Error::Stdout(e)),
         }
     }
     match out.flush() {
@@ -107,24 +97,5 @@ pub(crate) fn run(args: RedactArgs) -> Outcome {
             total,
             what: "inputs could not be read",
         }),
-    }
-}
-
-enum StreamError {
-    Read(io::Error),
-    Write(io::Error),
-}
-
-/// Copies `input` into `writer`, telling a failed read from a failed write.
-fn copy(mut input: impl Read, writer: &mut impl Write) -> Result<(), StreamError> {
-    let mut buf = vec![0; 256 * 1024];
-    loop {
-        let n = match input.read(&mut buf) {
-            Ok(0) => return Ok(()),
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(StreamError::Read(e)),
-        };
-        writer.write_all(&buf[..n]).map_err(StreamError::Write)?;
     }
 }

@@ -295,7 +295,8 @@ pub(crate) fn run(args: ReplayArgs, verbose: bool) -> Outcome {
     // Hidden in every line said on stderr, and refused by the final gate in reports and rewrites.
     crate::logging::known().extend(&fills.known());
     let context = ReportContext::new()
-        .server(redactor.redact_text(&args.upstream.describe()))
+        .server(args.upstream.describe())
+        .redactor(redactor.clone())
         .date(calltape_recorder::mcp::timestamp(
             std::time::SystemTime::now(),
         ))

@@ -8,7 +8,7 @@ use clap::Args;
 
 use crate::error::{Error, Outcome};
 use crate::exit;
-use crate::output::{errln, outln, shown};
+use crate::output::{errln, outln};
 
 pub(crate) const EXAMPLES: &str = "\
 Examples:
@@ -40,11 +40,11 @@ pub(crate) struct ScanArgs {
 pub(crate) fn run(args: ScanArgs) -> Outcome {
     let report = scan(&args.paths, &secrets_from_env());
     for finding in &report.findings {
-        // A path or a location may hold control characters: shown escaped.
-        outln!("{}", shown(&finding.to_string()));
+        outln!("{finding}");
     }
     let files = report.files.len();
     let failed = report.failures.len();
+    let summary = report.summary();
     for e in report.failures {
         Error::from(e).report();
     }
@@ -56,12 +56,9 @@ pub(crate) fn run(args: ScanArgs) -> Outcome {
         });
     }
     if !report.findings.is_empty() {
-        errln!(
-            "calltape scan: {} possible credential(s) in {files} file(s) checked; redact them or record again",
-            report.findings.len()
-        );
+        errln!("calltape scan: {summary}");
         return Ok(exit::DIFFERENCES);
     }
-    tracing::info!("calltape scan: {files} file(s) clean");
+    tracing::info!("calltape scan: {summary}");
     Ok(exit::OK)
 }

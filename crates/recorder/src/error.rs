@@ -128,6 +128,25 @@ pub enum ErrorKind {
         /// Why it could not be imported.
         reason: String,
     },
+    /// A file given to [`remove_cassette`](crate::http::remove_cassette) is not a cassette, so it
+    /// was not deleted.
+    #[cfg(feature = "http")]
+    #[error(
+        "{} is not a cassette (its first line is not a cassette meta record); refusing to delete it",
+        path.display()
+    )]
+    NotACassette {
+        /// The file.
+        path: PathBuf,
+    },
+    /// A folder given to [`import_mastra_dir`](crate::http::import_mastra_dir) holds no file to
+    /// import.
+    #[cfg(feature = "http")]
+    #[error("{} holds no *.json recordings to import", dir.display())]
+    NothingToImport {
+        /// The folder.
+        dir: PathBuf,
+    },
     /// A dot-path glob is malformed.
     #[error(
         "invalid glob {glob:?}: {reason}; write a dot path where * is part of one key, ** any \

@@ -60,6 +60,12 @@ pub fn sniff(path: impl AsRef<Path>) -> Result<FileKind> {
     Ok(sniff_line(&first))
 }
 
+/// Whether the file at `path` is an HTTP cassette: its first line [`sniff`]s as a cassette's meta
+/// line. A file that cannot be read is not.
+pub fn is_cassette(path: impl AsRef<Path>) -> bool {
+    matches!(sniff(path), Ok(FileKind::Cassette))
+}
+
 /// The HTTP cassettes under `dir`, in path order: every `*.jsonl` file whose first line
 /// [`sniff`]s as a cassette, in `dir` and the folders below it. A cassette's sidecar folder
 /// (`<cassette>.blobs`) is not entered, nor a symbolic link to a folder (so a link cannot make the

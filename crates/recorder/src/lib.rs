@@ -20,13 +20,13 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
-#[cfg(any(feature = "mcp", feature = "http"))]
-mod echo;
 mod error;
 pub mod glob;
 #[cfg(feature = "http")]
 pub mod http;
 pub mod inspect;
+#[cfg(any(feature = "mcp", feature = "http"))]
+mod known_secrets;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 mod refusal;

@@ -18,6 +18,7 @@ use serde_json::Value;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::inspect::{FileKind, find_files, sniff};
+use crate::terminal::{LineBreaks, escape_controls};
 
 /// Something a scan found that should not be in a committed file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,15 +46,18 @@ pub struct FileFinding {
     pub finding: Finding,
 }
 
+/// `FILE:LINE: WHERE: WHAT`, the line `calltape scan` prints; the path and the location, which may
+/// quote a recorded key, have their control characters escaped.
 impl fmt::Display for FileFinding {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let path = self.path.display().to_string();
         write!(
             f,
             "{}:{}: {}: {}",
-            self.path.display(),
+            escape_controls(&path, LineBreaks::Escape),
             self.finding.line,
-            self.finding.location,
-            self.finding.what
+            escape_controls(&self.finding.location, LineBreaks::Escape),
+            escape_controls(&self.finding.what, LineBreaks::Escape)
         )
     }
 }
@@ -75,6 +79,19 @@ impl ScanReport {
     /// Whether every input was read and nothing was found.
     pub fn is_clean(&self) -> bool {
         self.findings.is_empty() && self.failures.is_empty()
+    }
+
+    /// The scan in one line: how many findings in how many files, and what to do about them, or
+    /// that the files are clean. Inputs that could not be scanned are in
+    /// [`failures`](Self::failures), each with its own message.
+    pub fn summary(&self) -> String {
+        let files = self.files.len();
+        match self.findings.len() {
+            0 => format!("{files} file(s) clean"),
+            found => format!(
+                "{found} possible credential(s) in {files} file(s) checked; redact them or record again"
+            ),
+        }
     }
 }
 
@@ -256,6 +273,43 @@ pub(crate) fn display_path(path: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_finding_line_escapes_what_a_terminal_would_act_on() {
+        let finding = FileFinding {
+            path: PathBuf::from("a\x1b[2J.jsonl"),
+            finding: Finding {
+                line: 3,
+                location: "input.k\ry".into(),
+                what: "a github-pat token".into(),
+            },
+        };
+        assert_eq!(
+            finding.to_string(),
+            "a\\u{1b}[2J.jsonl:3: input.k\\u{d}y: a github-pat token"
+        );
+    }
+
+    #[test]
+    fn the_summary_counts_findings_and_files() {
+        let mut report = ScanReport {
+            files: vec!["a.jsonl".into(), "b.jsonl".into()],
+            ..ScanReport::default()
+        };
+        assert_eq!(report.summary(), "2 file(s) clean");
+        report.findings.push(FileFinding {
+            path: "a.jsonl".into(),
+            finding: Finding {
+                line: 1,
+                location: "byte 4".into(),
+                what: "a github-pat token".into(),
+            },
+        });
+        assert_eq!(
+            report.summary(),
+            "1 possible credential(s) in 2 file(s) checked; redact them or record again"
+        );
+    }
 
     #[test]
     fn recording_lines_table() {

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::KnownSecrets;
-use crate::bytes::{Words, find_token};
+use crate::byte_text::{Words, find_token};
 
 /// The final check on a line before it is stored: the provider token formats and JWTs anywhere in
 /// it (keys and names included, which no redaction walk may have looked at), and the values of the

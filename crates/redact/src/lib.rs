@@ -2,8 +2,9 @@
 //!
 //! `calltape-redact` hides credentials before anything reaches a log or a
 //! recording. It depends only on `serde_json` and `memchr`, does no I/O of its
-//! own, never fails and never panics (only building a configuration can be
-//! wrong), and works in time linear in the length of its input, whatever the
+//! own (it reads and writes only the streams a caller hands it), never fails
+//! and never panics (only building a configuration can be wrong, and a stream
+//! it is handed can fail), and works in time linear in the length of its input, whatever the
 //! input.
 //!
 //! **By name.** A field whose name is a credential name
@@ -135,6 +136,11 @@
 //! });
 //! ```
 //!
+//! [`redact_stream`] runs one `Read` through such a writer into one `Write`,
+//! bounded in memory, telling a failed read (it ends the input) from a failed
+//! write (the error): the loop of a command that redacts files or stdin. It
+//! opens nothing; its caller opens the streams.
+//!
 //! # Known values and the final gate
 //!
 //! [`KnownSecrets`] holds literal values a program knows to be secret (a key it
@@ -147,7 +153,7 @@
 #![deny(missing_docs)]
 
 mod assign;
-mod bytes;
+mod byte_text;
 mod context;
 mod error;
 mod gate;
@@ -157,6 +163,7 @@ mod known;
 mod name_cache;
 mod names;
 mod pairs;
+mod pipe;
 mod provider;
 mod redactor;
 mod schema;
@@ -168,12 +175,13 @@ mod writer;
 #[cfg(test)]
 mod linear;
 
-pub use bytes::find_token_in_bytes;
+pub use byte_text::find_token_in_bytes;
 pub use error::{Error, ErrorKind, NameList};
 pub use gate::{Gate, GateHit, MIN_GATED, RefusedLines};
 pub use keys::is_redacted_placeholder;
 pub use known::KnownSecrets;
 pub use names::{is_credential_name, is_session_id_name};
+pub use pipe::{STREAM_HOLD_LIMIT, STREAM_LINE_LIMIT, Streamed, redact_stream};
 pub use redactor::{Redactor, RedactorBuilder};
 pub use writer::RedactingWriter;
 

@@ -14,15 +14,20 @@
 //! With `mcp`, the `config` module reads the rules a replay compares by from `calltape.toml` or
 //! `pyproject.toml`'s `[tool.calltape]`.
 //!
+//! With `demo`, the `demo` module holds the two peers of `calltape demo`: a small MCP server in two
+//! versions and a scripted client session.
+//!
 //! Both halves share the crate's one [`Error`].
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
 #[cfg(feature = "mcp")]
 pub mod config;
+#[cfg(feature = "demo")]
+pub mod demo;
 mod error;
 #[cfg(any(feature = "http", feature = "mcp"))]
-mod html;
+mod html_page;
 #[cfg(feature = "http")]
 pub mod http;
 #[cfg(feature = "mcp")]
@@ -32,4 +37,4 @@ mod xml;
 
 pub use error::{Error, ErrorKind, Result};
 #[cfg(any(feature = "http", feature = "mcp"))]
-pub use html::ReportContext;
+pub use html_page::ReportContext;

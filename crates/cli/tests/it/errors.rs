@@ -83,7 +83,7 @@ const CASES: &[(&[&str], i32, &str)] = &[
             "/nonexistent/recordings",
         ],
         2,
-        "cannot read /nonexistent/recordings: no such file",
+        "/nonexistent/recordings: cannot read",
     ),
 ];
 

@@ -1,9 +1,5 @@
 //! End-to-end tests of the `calltape` binary.
 
-// `clippy.toml` keeps the binary's stderr on its redacting writer; a test's own notes go to the test
-// harness.
-#![allow(clippy::disallowed_macros)]
-
 mod architecture;
 mod asks;
 mod bridge;

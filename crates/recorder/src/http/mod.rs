@@ -66,19 +66,21 @@
 //! ```
 
 mod canonical;
+mod cassette_scan;
 mod file;
 mod import;
 mod index;
 mod journal;
+mod manage;
 mod model;
 mod normalize;
 mod redaction;
-mod scan;
 mod scrub;
 mod url;
 mod volatile;
 
 pub use canonical::to_canonical_string;
+pub use cassette_scan::{scan_file, scan_text};
 pub use file::{SaveOutcome, Saved, blobs_dir};
 pub use import::{
     Imported, KEPT_RESPONSE_HEADERS, MAX_IMPORT_ARTIFACT, MAX_IMPORT_FILE, import_mastra,
@@ -86,12 +88,14 @@ pub use import::{
 };
 pub use index::CassetteIndex;
 pub use journal::{Journal, journal_path};
+pub use manage::{
+    ImportedDir, ImportedFile, Listed, import_mastra_dir, list_cassettes, remove_cassette,
+};
 pub use model::{
     Blob, Body, Cassette, Content, FORMAT_VERSION, Interaction, Meta, Request, Response, Stream,
     StreamEnd, StreamEvent, StreamFormat, bucket_delay,
 };
 pub use normalize::Normalizer;
-pub use scan::{scan_file, scan_text};
 pub use scrub::{Scrubber, ScrubberBuilder, is_secret_env_name};
 pub use url::without_userinfo;
 pub use volatile::{VOLATILE_RESPONSE_HEADERS, is_volatile_response_header};

@@ -10,8 +10,8 @@ use serde_json::Value;
 use super::model::{Body, Content, Interaction, Request, Response, hex};
 use super::redaction::{REDACTED, Rules};
 use super::url::{UrlParts, percent_decode};
-use crate::echo;
 use crate::error::{ErrorKind, Result};
+use crate::known_secrets;
 
 /// Shortest value treated as a literal secret; shorter ones would scrub ordinary words.
 const MIN_SECRET_LEN: usize = 8;
@@ -323,12 +323,12 @@ impl Scrubber {
 
     /// Remembers a value redacted by name: hidden in responses, refused by the gate.
     fn learn_redacted(&self, name: &str, value: &str) {
-        echo::learn(&self.redacted, name, value);
+        known_secrets::learn(&self.redacted, name, value);
     }
 
     /// Remembers the strings a JSON value holds under credential names, before they are redacted.
     fn learn_named_values(&self, value: &Value) {
-        echo::learn_named(&self.redacted, value, &|name| self.is_secret_name(name));
+        known_secrets::learn_named(&self.redacted, value, &|name| self.is_secret_name(name));
     }
 
     /// Redacts a request in place (path, query, header values and body). Values it redacts by name

@@ -38,7 +38,7 @@ use serde_json::value::RawValue;
 use calltape_redact::KnownSecrets;
 use calltape_stdio_bridge::vocab::PING;
 
-use crate::echo;
+use crate::known_secrets;
 use crate::mcp::format::{
     CallError, FieldProblem, Outcome, expected, problem, take_outcome, type_name,
 };
@@ -418,7 +418,7 @@ impl CallAsks {
         if let Cow::Owned(_) = redacted
             && let Ok(original) = serde_json::from_str::<Value>(result)
         {
-            echo::learn_named(known, &original, &|name| redactor.is_redacted_name(name));
+            known_secrets::learn_named(known, &original, &|name| redactor.is_redacted_name(name));
         }
         let text = json_text::compact_redacted(redacted).into_owned();
         // The redactor keeps JSON valid; should it ever not, the answer is written from a `Value`.

@@ -2,7 +2,7 @@
 
 use http::{HeaderValue, StatusCode};
 
-use super::server::{HttpResponse, full};
+use super::response::{HttpResponse, full};
 use crate::error::{ErrorKind, Result};
 
 /// A plain-text refusal for a request that reached no upstream; clients must not retry it.

@@ -16,10 +16,11 @@ use hyper::body::Frame;
 use tokio::sync::oneshot;
 
 use super::capture::{self, Decoder, HOP_HEADERS, name_matches};
+use super::events::{Splitter, stream_format};
 use super::miss::{Provider, error_response};
 use super::report::Drift;
-use super::server::{HttpResponse, full, lock};
-use super::stream::{Splitter, stream_format};
+use super::response::{HttpResponse, full};
+use super::tape::lock;
 use super::tape::{Recording, Tape};
 use super::{State, UpstreamCfg};
 

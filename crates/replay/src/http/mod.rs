@@ -44,16 +44,18 @@
 
 mod access;
 mod capture;
+mod cassette_choice;
+mod events;
 mod exchange;
 mod flush;
-mod html;
 mod miss;
 mod options;
 mod reply;
 mod report;
+mod report_html;
+mod response;
 mod server;
 mod status;
-mod stream;
 mod tape;
 mod verify;
 

@@ -14,8 +14,8 @@ use hyper::body::Frame;
 
 use super::ProxyBody;
 use super::capture::HOP_HEADERS;
+use super::events::rechunk;
 use super::options::ReplayTiming;
-use super::stream::rechunk;
 
 /// The head and body of a recorded answer, ready to send any number of times.
 pub(crate) struct Reply {

@@ -1,5 +1,5 @@
 //! What a proxy run did, in total and per cassette, and the run's report as text, JSON or JUnit (its
-//! HTML page is in `html.rs`).
+//! HTML page is in `report_html.rs`).
 //!
 //! The proxy fills a [`Report`] as it answers; a caller reads it at shutdown. A miss, a fuzzy match
 //! refused in replay mode, and drift are the run's failures ([`Report::has_failures`]): the

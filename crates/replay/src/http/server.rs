@@ -9,7 +9,7 @@ use bytes::Bytes;
 use calltape_recorder::http::Request;
 use http::StatusCode;
 use http::request::Parts;
-use http_body_util::{BodyExt, Full};
+use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
@@ -19,16 +19,16 @@ use tokio::sync::watch;
 
 use super::access::{refuse, strip_path_token};
 use super::capture::{self, AUTH_HEADERS};
+use super::cassette_choice::{cassette_name, cassette_path};
 use super::exchange::{Forward, Sink, exchange};
 use super::flush::{CountingIo, FlushBeforeError};
 use super::miss::{self, Provider, error_response, request_diff};
 use super::options::{Exhaustion, Mode};
 use super::report::{Closest, FuzzyHit};
+use super::response::HttpResponse;
 use super::status;
-use super::tape::{Lookup, Tape};
-use super::{CASSETTE_HEADER, ProxyBody, State, UpstreamCfg};
-
-pub(crate) type HttpResponse = hyper::Response<ProxyBody>;
+use super::tape::{Lookup, Tape, lock};
+use super::{CASSETTE_HEADER, State, UpstreamCfg};
 
 const MAX_REQUEST_BODY: usize = 64 * 1024 * 1024;
 
@@ -69,12 +69,6 @@ pub(crate) async fn serve(
     }
 }
 
-pub(crate) fn full(bytes: impl Into<Bytes>) -> ProxyBody {
-    Full::new(bytes.into())
-        .map_err(|never| match never {})
-        .boxed_unsync()
-}
-
 async fn handle(state: Arc<State>, req: hyper::Request<Incoming>) -> HttpResponse {
     if let Err(refusal) = state.guard.check(req.headers()) {
         return refuse(refusal.status(), refusal.message());
@@ -99,37 +93,6 @@ fn split_path(path: &str) -> (Option<&str>, &str, &str) {
     (cassette, up, if rest.is_empty() { "/" } else { rest })
 }
 
-pub(crate) fn cassette_path(state: &State, chosen: Option<&str>) -> Result<PathBuf, String> {
-    let Some(name) = chosen else {
-        return state.cassette.clone().ok_or_else(|| {
-            format!("this request names no cassette: send the {CASSETTE_HEADER} header or use the /_cassette/NAME/ path prefix")
-        });
-    };
-    let Some(dir) = &state.cassette_dir else {
-        return Err(format!(
-            "cassette {name:?} was requested, but the proxy has no cassette folder; give it one"
-        ));
-    };
-    let ok = !name.is_empty()
-        && !name.starts_with('/')
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-' | b'/'))
-        && !name
-            .split('/')
-            .any(|seg| seg.is_empty() || seg == "." || seg == "..");
-    if !ok {
-        return Err(format!(
-            "cassette name {name:?} is not allowed: use letters, digits, `.`, `_`, `-` and `/` between non-empty segments, never `..`"
-        ));
-    }
-    let mut file = name.to_owned();
-    if !file.ends_with(".jsonl") {
-        file.push_str(".jsonl");
-    }
-    Ok(dir.join(file))
-}
-
 /// Where a request goes: its upstream, the rest of its path and its query, and its cassette (none
 /// in live mode).
 struct Target<'s> {
@@ -151,16 +114,6 @@ fn request_path<'p>(state: &State, parts: &'p Parts) -> Result<&'p str, Box<Http
             ))
         }),
         None => Ok(parts.uri.path()),
-    }
-}
-
-/// A cassette name as a path carries it: one segment of the `/_cassette/NAME/` prefix holds a name's
-/// `/` as `%2F`, so `NAME` may name a cassette in a subfolder (`suite%2Ftest` is `suite/test`).
-pub(crate) fn cassette_name(raw: &str) -> std::borrow::Cow<'_, str> {
-    if raw.contains('%') {
-        raw.replace("%2F", "/").replace("%2f", "/").into()
-    } else {
-        raw.into()
     }
 }
 
@@ -392,10 +345,6 @@ fn broken(state: &State, provider: Provider, e: &calltape_recorder::Error) -> Ht
         "cassette_error",
         &format!("calltape: {e}"),
     )
-}
-
-pub(crate) fn lock(tape: &Mutex<Tape>) -> std::sync::MutexGuard<'_, Tape> {
-    tape.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 fn try_fuzzy(

@@ -13,8 +13,9 @@ use serde_json::json;
 
 use super::State;
 use super::access::refuse;
+use super::cassette_choice::{cassette_name, cassette_path};
 use super::report::{CassetteReport, Report};
-use super::server::{HttpResponse, cassette_name, cassette_path, full};
+use super::response::{HttpResponse, full};
 
 /// The path prefix of the query; the rest of the path is the cassette's name.
 pub(crate) const PREFIX: &str = "/_calltape/cassette/";

@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use calltape_recorder::http::{Body, Cassette, Interaction, Meta, Normalizer, Request, Scrubber};
 use calltape_recorder::http::{CassetteIndex, Journal};
@@ -493,4 +493,9 @@ fn sorted(v: Value) -> Value {
         Value::Array(items) => Value::Array(items.into_iter().map(sorted).collect()),
         other => other,
     }
+}
+
+/// Locks a tape; a lock poisoned by a panicked holder is taken all the same.
+pub(crate) fn lock(tape: &Mutex<Tape>) -> std::sync::MutexGuard<'_, Tape> {
+    tape.lock().unwrap_or_else(|e| e.into_inner())
 }

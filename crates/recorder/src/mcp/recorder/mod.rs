@@ -17,8 +17,8 @@ use calltape_stdio_bridge::vocab::{INITIALIZE, TOOLS_CALL};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use crate::echo;
 use crate::error::Error;
+use crate::known_secrets;
 use crate::mcp::asks::{AskBook, declared_capabilities};
 use crate::mcp::format::{CallError, Outcome, RecordLine};
 use crate::mcp::input_required::{
@@ -922,7 +922,7 @@ impl Drop for SessionRecorder {
 /// Remembers, for the rest of the run, the string values `input` holds under names the redactor
 /// hides.
 fn collect_secrets(inner: &Inner, value: &Value) {
-    echo::learn_named(&inner.known, value, &|name| {
+    known_secrets::learn_named(&inner.known, value, &|name| {
         inner.redactor.is_redacted_name(name)
     });
 }

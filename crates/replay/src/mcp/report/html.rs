@@ -8,7 +8,7 @@ use serde_json::Value;
 use similar::{ChangeTag, TextDiff};
 
 use crate::ReportContext;
-use crate::html::{self, push_escaped};
+use crate::html_page::{self, push_escaped};
 use crate::mcp::compare::{Difference, Status};
 use crate::mcp::report::group::{Group, Groups, Side, runs, thousands};
 use crate::mcp::report::text::{LONG_TEXT, Texts, show_path, show_value, texts, truncate};
@@ -25,24 +25,25 @@ const CHUNK: usize = 100;
 pub(super) fn render(report: &ReplayReport, context: &ReportContext) -> String {
     let differences: usize = report.calls.iter().map(|c| c.differences.len()).sum();
     let mut out = String::with_capacity(8192 + report.calls.len() * 240 + differences * 400);
-    html::start(&mut out, "calltape replay report");
+    html_page::start(&mut out, "calltape replay report");
     let file = report.file.display().to_string();
     let ignore = (!context.ignore.is_empty()).then(|| context.ignore.join(", "));
     let fills = (!context.fills.is_empty()).then(|| context.fills.join(", "));
-    html::meta(
+    let server = context.shown_server();
+    html_page::meta(
         &mut out,
         &[
             ("recording", Some(&file)),
-            ("server", context.server.as_deref()),
+            ("server", server.as_deref()),
             ("date", context.date.as_deref()),
             ("ignored paths", ignore.as_deref()),
             ("filled fields", fills.as_deref()),
-            ("calltape", Some(html::VERSION)),
+            ("calltape", Some(html_page::VERSION)),
         ],
     );
     let summary = report.summary();
     let counts = Status::ALL.map(|s| (s.as_str(), summary.count(s)));
-    html::counts(&mut out, &counts);
+    html_page::counts(&mut out, &counts);
     let _ = writeln!(out, "<p id=\"summary\">{summary}</p>");
     let surface = report.surface();
     if !surface.is_empty() {
@@ -53,7 +54,7 @@ pub(super) fn render(report: &ReplayReport, context: &ReportContext) -> String {
         push_escaped(&mut out, line);
         out.push_str("</p>\n");
     }
-    html::filters(&mut out, &Status::ALL.map(Status::as_str), "search names");
+    html_page::filters(&mut out, &Status::ALL.map(Status::as_str), "search names");
     // Rows of a grid rather than a table: a browser lays out only the rows in view
     // (`content-visibility`), where a table of 10,000 rows is laid out whole before it shows.
     out.push_str(
@@ -72,7 +73,7 @@ pub(super) fn render(report: &ReplayReport, context: &ReportContext) -> String {
         }
     }
     out.push_str("</div>\n");
-    html::end(&mut out);
+    html_page::end(&mut out);
     out
 }
 
@@ -391,7 +392,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::html::tests::assert_no_fetch;
+    use crate::html_page::tests::assert_no_fetch;
     use crate::mcp::follow::Substitution;
 
     fn diff(path: &str, recorded: Option<Value>, replayed: Option<Value>) -> Difference {

@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use crate::ReportContext;
-use crate::html::{self, push_escaped};
+use crate::html_page::{self, push_escaped};
 
 use super::options::Mode;
 use super::report::{CassetteReport, Closest, Report};
@@ -21,22 +21,23 @@ impl Report {
     /// what the report does not hold (the upstreams, the date).
     pub fn to_html(&self, context: &ReportContext) -> String {
         let mut out = String::with_capacity(8192 + self.cassettes.len() * 512);
-        html::start(&mut out, "calltape http report");
+        html_page::start(&mut out, "calltape http report");
         let mode = self.mode.map(Mode::as_str);
-        html::meta(
+        let server = context.shown_server();
+        html_page::meta(
             &mut out,
             &[
                 ("mode", mode),
-                ("upstreams", context.server.as_deref()),
+                ("upstreams", server.as_deref()),
                 ("date", context.date.as_deref()),
-                ("calltape", Some(html::VERSION)),
+                ("calltape", Some(html_page::VERSION)),
             ],
         );
         let hits: usize = self.cassettes.iter().map(|c| c.hits).sum();
         let misses: usize = self.cassettes.iter().map(|c| c.misses.len()).sum();
         let fuzzy: usize = self.cassettes.iter().map(|c| c.fuzzy.len()).sum();
         let drift: usize = self.cassettes.iter().map(|c| c.drift.len()).sum();
-        html::counts(
+        html_page::counts(
             &mut out,
             &[
                 ("hit", hits),
@@ -61,7 +62,7 @@ impl Report {
             "refused (held a credential, not stored)",
             &self.refused,
         );
-        html::filters(&mut out, &STATUSES, "search cassettes");
+        html_page::filters(&mut out, &STATUSES, "search cassettes");
         out.push_str(
             "<div class=\"calls http\">\n<div class=\"row head\"><span>status</span><span>cassette</span>\
              <span>hits</span><span>misses</span><span>fuzzy hits</span><span>drift</span></div>\n",
@@ -70,7 +71,7 @@ impl Report {
             write_cassette(&mut out, cassette);
         }
         out.push_str("</div>\n");
-        html::end(&mut out);
+        html_page::end(&mut out);
         out
     }
 }
@@ -201,7 +202,7 @@ mod tests {
     use std::path::PathBuf;
 
     use super::*;
-    use crate::html::tests::assert_no_fetch;
+    use crate::html_page::tests::assert_no_fetch;
     use crate::http::{Drift, FuzzyHit, Miss};
 
     fn closest(diff: &str) -> Closest {

@@ -7,24 +7,38 @@
 
 use std::fmt::Write as _;
 
+use calltape_redact::Redactor;
+
 /// What a report's page says about the run that the report itself does not hold: the server, the
 /// date, and the options that shaped the comparison. Every field is optional; a page leaves out what
 /// it was not given.
 ///
+/// The server is given as it was run (a command line or a URL) and shown redacted, by the context's
+/// redactor: [`Redactor::new`] unless [`redactor`](Self::redactor) gives the one the run redacts with,
+/// so that a page never shows what the run's recordings would not.
+///
 /// ```
+/// use calltape_redact::Redactor;
 /// use calltape_replay::ReportContext;
 ///
 /// let context = ReportContext::new()
-///     .server("node server.js")
+///     .server("node server.js --api-key sk-live-0123456789abcdef --tenant acme")
+///     .redactor(Redactor::builder().redact_names(["tenant"]).build()?)
 ///     .date("2026-12-01T18:00:00.000Z")
 ///     .ignore(["**.quotedAt"])
 ///     .fills(["cardToken"]);
+/// assert_eq!(
+///     context.shown_server().as_deref(),
+///     Some("node server.js --api-key [REDACTED] --tenant [REDACTED]"),
+/// );
 /// assert_eq!(context.fills, ["cardToken"]);
+/// # Ok::<(), calltape_redact::Error>(())
 /// ```
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default)]
 #[non_exhaustive]
 pub struct ReportContext {
-    /// The server replayed against or proxied to: a command line or a URL, redacted by the caller.
+    /// The server replayed against or proxied to, as given: a command line or a URL. A page shows
+    /// it as [`shown_server`](Self::shown_server) gives it.
     pub server: Option<String>,
     /// When the run happened, as the caller writes it (RFC 3339).
     pub date: Option<String>,
@@ -32,6 +46,8 @@ pub struct ReportContext {
     pub ignore: Vec<String>,
     /// The names of the fields filled in (never their values).
     pub fills: Vec<String>,
+    /// What the server is redacted with.
+    redactor: Redactor,
 }
 
 impl ReportContext {
@@ -40,10 +56,24 @@ impl ReportContext {
         Self::default()
     }
 
-    /// With the server replayed against: a command line or a URL, already redacted.
+    /// With the server replayed against: a command line or a URL, as it was run.
     pub fn server(mut self, server: impl Into<String>) -> Self {
         self.server = Some(server.into());
         self
+    }
+
+    /// With the redactor the server is shown through: the one the run redacts its recordings with
+    /// (its names to redact and keep). [`Redactor::new`] by default.
+    pub fn redactor(mut self, redactor: Redactor) -> Self {
+        self.redactor = redactor;
+        self
+    }
+
+    /// The server as a page shows it: redacted with the context's redactor.
+    pub fn shown_server(&self) -> Option<String> {
+        self.server
+            .as_deref()
+            .map(|server| self.redactor.redact_text(server).into_owned())
     }
 
     /// With the date of the run.
@@ -279,6 +309,37 @@ pub(crate) mod tests {
         ];
         for (text, want) in cases {
             assert_eq!(escaped(text), want, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn the_server_is_shown_redacted_by_the_contexts_redactor() {
+        let tenant = Redactor::builder()
+            .redact_names(["tenant"])
+            .build()
+            .unwrap();
+        let cases = [
+            (
+                ReportContext::new().server("srv --token=abc123 --tenant acme"),
+                Some("srv --token=[REDACTED] --tenant acme"),
+            ),
+            (
+                ReportContext::new()
+                    .server("srv --token=abc123 --tenant acme")
+                    .redactor(tenant.clone()),
+                Some("srv --token=[REDACTED] --tenant [REDACTED]"),
+            ),
+            // The redactor given after the server applies all the same.
+            (
+                ReportContext::new()
+                    .redactor(tenant)
+                    .server("https://bob:pw@db.example.com"),
+                Some("https://[REDACTED]@db.example.com"),
+            ),
+            (ReportContext::new(), None),
+        ];
+        for (context, want) in cases {
+            assert_eq!(context.shown_server().as_deref(), want, "{context:?}");
         }
     }
 

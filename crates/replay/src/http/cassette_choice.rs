@@ -1,0 +1,48 @@
+//! Which cassette a request names: the proxy's own, or one under its cassette folder, chosen by the
+//! cassette header or the `/_cassette/NAME/` path prefix.
+
+use std::path::PathBuf;
+
+use super::{CASSETTE_HEADER, State};
+
+/// The cassette file for a request that names `chosen` (or none), or why it cannot have one.
+pub(crate) fn cassette_path(state: &State, chosen: Option<&str>) -> Result<PathBuf, String> {
+    let Some(name) = chosen else {
+        return state.cassette.clone().ok_or_else(|| {
+            format!("this request names no cassette: send the {CASSETTE_HEADER} header or use the /_cassette/NAME/ path prefix")
+        });
+    };
+    let Some(dir) = &state.cassette_dir else {
+        return Err(format!(
+            "cassette {name:?} was requested, but the proxy has no cassette folder; give it one"
+        ));
+    };
+    let ok = !name.is_empty()
+        && !name.starts_with('/')
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-' | b'/'))
+        && !name
+            .split('/')
+            .any(|seg| seg.is_empty() || seg == "." || seg == "..");
+    if !ok {
+        return Err(format!(
+            "cassette name {name:?} is not allowed: use letters, digits, `.`, `_`, `-` and `/` between non-empty segments, never `..`"
+        ));
+    }
+    let mut file = name.to_owned();
+    if !file.ends_with(".jsonl") {
+        file.push_str(".jsonl");
+    }
+    Ok(dir.join(file))
+}
+
+/// A cassette name as a path carries it: one segment of the `/_cassette/NAME/` prefix holds a name's
+/// `/` as `%2F`, so `NAME` may name a cassette in a subfolder (`suite%2Ftest` is `suite/test`).
+pub(crate) fn cassette_name(raw: &str) -> std::borrow::Cow<'_, str> {
+    if raw.contains('%') {
+        raw.replace("%2F", "/").replace("%2f", "/").into()
+    } else {
+        raw.into()
+    }
+}
