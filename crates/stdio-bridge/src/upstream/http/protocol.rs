@@ -21,12 +21,10 @@ use tokio::{
 };
 
 use self::{post::post, stream::get_stream};
-use super::{
-    peek::Outgoing,
-    transport::{HttpRequest, Transport},
-};
+use super::transport::{HttpRequest, Transport};
 use crate::{
     Error,
+    jsonrpc::OutgoingPeek,
     upstream::{BoxFuture, Frame, Link, UpstreamEvent},
 };
 
@@ -97,6 +95,7 @@ impl<T: Transport> Core<T> {
     }
 
     /// A protocol client for the same endpoint and headers that holds a session of its own.
+    #[cfg(feature = "http")]
     pub(crate) fn apart(&self) -> Arc<Self> {
         Arc::new(Self {
             transport: Arc::clone(&self.transport),
@@ -109,6 +108,7 @@ impl<T: Transport> Core<T> {
         self.transport.describe()
     }
 
+    #[cfg(feature = "http")]
     pub(crate) fn transport(&self) -> &T {
         &self.transport
     }
@@ -219,10 +219,16 @@ impl<T: Transport> Core<T> {
         self.session().id = Some(id);
     }
 
-    fn adopt_version(&self, version: String) {
-        if header_value(&version).is_some() {
-            self.session().version = Some(version);
+    /// Takes the version an answer to `initialize` negotiated for the later requests' header; `Err`
+    /// says why it cannot be one (control characters, say), which makes the answer not MCP.
+    fn adopt_version(&self, version: String) -> Result<(), String> {
+        if header_value(&version).is_none() {
+            return Err(format!(
+                "a protocolVersion {version:?} that is not a valid header value"
+            ));
         }
+        self.session().version = Some(version);
+        Ok(())
     }
 
     /// Headers of every request after initialize: extras, session id, protocol version.
@@ -310,7 +316,7 @@ impl<T: Transport> Driver<T> {
     }
 
     async fn handle(&mut self, frame: Frame) -> Flow {
-        let info = Outgoing::peek(&frame);
+        let info = OutgoingPeek::peek(&frame);
         if info.is_initialize() {
             // Nothing else may be sent before the initialize answer is in.
             self.tasks.stop_get_stream();

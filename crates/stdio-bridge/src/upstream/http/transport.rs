@@ -4,13 +4,18 @@
 use std::pin::Pin;
 
 use bytes::Bytes;
-use futures::Stream;
+use futures_core::Stream;
 use http::{HeaderMap, Method, StatusCode};
 
 use crate::upstream::BoxFuture;
 
 /// A response body, chunk by chunk; an `Err` means the connection broke while it streamed.
 pub(crate) type BodyStream = Pin<Box<dyn Stream<Item = Result<Bytes, String>> + Send>>;
+
+/// The next chunk of a body; `None` at its end.
+pub(crate) async fn next_chunk(body: &mut BodyStream) -> Option<Result<Bytes, String>> {
+    std::future::poll_fn(|cx| body.as_mut().poll_next(cx)).await
+}
 
 /// One HTTP request to the MCP endpoint.
 #[derive(Debug)]
