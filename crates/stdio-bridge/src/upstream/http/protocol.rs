@@ -16,7 +16,7 @@ use std::{
 
 use http::{HeaderMap, HeaderName, HeaderValue, Method, header::CONTENT_TYPE};
 use tokio::{
-    sync::mpsc,
+    sync::{Notify, mpsc},
     task::{AbortHandle, JoinError, JoinSet},
 };
 
@@ -38,7 +38,8 @@ const CHANNEL_CAPACITY: usize = 256;
 /// Reconnection delay of the GET stream when the server named none.
 const DEFAULT_RETRY: Duration = Duration::from_secs(1);
 const MAX_RETRY: Duration = Duration::from_secs(30);
-/// The GET stream gives up after this many failed attempts in a row.
+/// The GET stream gives up after this many failed attempts in a row (an endpoint that refuses the
+/// connection closes the link at once).
 const GET_ATTEMPTS: u32 = 5;
 /// After the endpoint refused a connection, requests still in flight get this long to finish.
 const REFUSED_GRACE: Duration = Duration::from_secs(2);
@@ -139,6 +140,7 @@ impl<T: Transport> Core<T> {
             tasks: Arc::clone(&tasks),
             posts: JoinSet::new(),
             in_flight: HashMap::new(),
+            stream_refused: Arc::new(Notify::new()),
         };
         if self.session().initialized {
             // A new link to a session that is already set up (the endpoint came back): reopen its stream.
@@ -288,16 +290,21 @@ struct Driver<T> {
     tasks: Arc<LinkTasks>,
     posts: JoinSet<Flow>,
     in_flight: HashMap<tokio::task::Id, Frame>,
+    /// The GET stream found the endpoint refusing connections (the server is gone): the link closes,
+    /// as when a POST finds it so, even while the client sends nothing.
+    stream_refused: Arc<Notify>,
 }
 
 impl<T: Transport> Driver<T> {
     async fn run(mut self, mut outgoing: mpsc::Receiver<Frame>) {
+        let stream_refused = Arc::clone(&self.stream_refused);
         loop {
             let flow = tokio::select! {
                 biased;
                 Some(done) = self.posts.join_next_with_id(), if !self.posts.is_empty() => {
                     self.finish_post(done).await
                 }
+                () = stream_refused.notified() => Flow::Refused,
                 frame = outgoing.recv() => match frame {
                     Some(frame) => self.handle(frame).await,
                     None => break,
@@ -407,7 +414,8 @@ impl<T: Transport> Driver<T> {
     fn start_get_stream(&mut self) {
         let core = Arc::clone(&self.core);
         let events = self.events.clone();
-        let handle = tokio::spawn(async move { get_stream(core, events).await });
+        let refused = Arc::clone(&self.stream_refused);
+        let handle = tokio::spawn(async move { get_stream(core, events, &refused).await });
         self.tasks.set_get_stream(handle.abort_handle());
     }
 }

@@ -23,7 +23,8 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// missing or invalid) is reported as [`UpstreamEvent::SessionExpired`](crate::UpstreamEvent). Redirects
 /// are refused on every request, so credentials in [`ExtraHeaders`] never follow one. Requests of the
 /// stateless 2026-07-28 revision (a protocol version in `params._meta`) get `MCP-Protocol-Version`,
-/// `Mcp-Method` and `Mcp-Name` and no session handling.
+/// `Mcp-Method` and `Mcp-Name` and no session handling. When the endpoint refuses a connection, a
+/// POST's or the GET stream's, the link closes and the bridge connects again.
 ///
 /// ```
 /// use calltape_stdio_bridge::{ExtraHeaders, HttpUpstream, Upstream};

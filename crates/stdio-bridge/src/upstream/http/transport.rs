@@ -1,5 +1,5 @@
 //! The seam between the Streamable HTTP protocol logic and the thing that carries HTTP requests
-//! (reqwest over TCP, hyper over a Unix socket).
+//! (reqwest over TCP, hyper over a Unix socket, a shared server's challenged connections).
 
 use std::pin::Pin;
 

@@ -5,7 +5,7 @@ use std::{sync::Arc, time::Duration};
 
 use bytes::{Bytes, BytesMut};
 use http::{Method, StatusCode, header::ACCEPT};
-use tokio::sync::mpsc;
+use tokio::sync::{Notify, mpsc};
 
 use super::{
     ACCEPT_SSE, Core, DEFAULT_RETRY, GET_ATTEMPTS, LAST_EVENT_ID, MAX_MESSAGE, MAX_RETRY,
@@ -17,7 +17,7 @@ use crate::{
     jsonrpc::{IncomingPeek, OutgoingPeek},
     upstream::{
         Frame, UpstreamEvent,
-        http::transport::{BodyStream, HttpRequest, Transport, next_chunk},
+        http::transport::{BodyStream, HttpRequest, SendError, Transport, next_chunk},
         sse::{SseEvent, SseParser},
     },
 };
@@ -183,9 +183,11 @@ pub(super) async fn read_post_stream<T: Transport>(
 
 /// The server's own stream (GET), opened after the handshake and reopened after a drop with
 /// `Last-Event-ID`, until the server says it offers none, the session changes, or the link closes.
+/// When the endpoint refuses the connection, it says so on `refused` and ends.
 pub(super) async fn get_stream<T: Transport>(
     core: Arc<Core<T>>,
     events: mpsc::Sender<UpstreamEvent>,
+    refused: &Notify,
 ) {
     let session_at_start = core.session().id.clone();
     let mut last_event_id = String::new();
@@ -207,6 +209,11 @@ pub(super) async fn get_stream<T: Transport>(
         };
         let mut received = false;
         match core.transport.send(request).await {
+            Err(SendError::NotSent(reason)) => {
+                tracing::debug!(%reason, "the upstream refused the connection of its event stream");
+                refused.notify_one();
+                return;
+            }
             Err(err) => tracing::debug!(?err, "the upstream's event stream could not be opened"),
             Ok(response) => {
                 let status = response.status;
