@@ -4,7 +4,8 @@
 //!   `serde_json` would and builds no value ([`Message::parse`], with [`string`], [`is_null`] and
 //!   [`Json`] for the spans it hands out); the recorder reads every message it records this way.
 //! - **Peeking**: what routing reads from a frame ([`peek`], with the scanner) or from a parsed
-//!   message (`id_of`, `method_of`, `request_ids`).
+//!   message (`id_of`, `method_of`, `request_ids`); and, with `http` or `serve`, the little more the
+//!   Streamable HTTP client routes by (`OutgoingPeek`, `IncomingPeek`), with the same scanner.
 //! - **Error answers** (within the crate): `error_frame` for a raw id, `error` for a parsed one, both
 //!   with `data.reason` (and `data.upstream` where known); the messages of the errors more than one
 //!   side sends.
@@ -30,6 +31,8 @@ pub use message::{CallParams, Message};
 pub(crate) use peek::check;
 #[cfg(feature = "fuzzing")]
 pub(crate) use peek::check_peek;
+#[cfg(any(feature = "http", feature = "serve"))]
+pub(crate) use peek::{IncomingPeek, OutgoingPeek};
 pub use peek::{Info, Peek, peek};
 pub use scan::{Json, is_null, is_plain, string};
 

@@ -1,4 +1,7 @@
-//! What routing reads from a frame: its id and method, or those of each message of a batch.
+//! What routing reads from a frame: its id and method, or those of each message of a batch
+//! ([`peek`], on every frame the bridge forwards); and, in `route`, the little more the Streamable HTTP
+//! client routes by (the `_meta` protocol version, the name a request acts on, an answer's id and
+//! `protocolVersion`), read with the same scanner.
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -9,6 +12,11 @@ use super::{
     string,
 };
 use crate::frame::InvalidLine;
+
+#[cfg(any(feature = "http", feature = "serve"))]
+mod route;
+#[cfg(any(feature = "http", feature = "serve"))]
+pub(crate) use route::{IncomingPeek, OutgoingPeek};
 
 /// What routing needs from one JSON-RPC message.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

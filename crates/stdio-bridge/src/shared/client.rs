@@ -1,16 +1,33 @@
-//! A small HTTP/1.1 client for a shared server's endpoint: connect, challenge, send.
+//! A small HTTP/1.1 client for a shared server's endpoint (connect, challenge, send), and the
+//! [`ChallengedTransport`] that carries the Streamable HTTP client protocol of
+//! [`upstream::http`](crate::upstream::http) over it.
 
-use std::time::Duration;
+use std::{
+    pin::Pin,
+    sync::{Arc, Mutex},
+    task::{Context, Poll},
+    time::Duration,
+};
 
 use bytes::Bytes;
-use http::{Request, Response, StatusCode, header};
+use futures_core::Stream;
+use http::{Request, Response, StatusCode, Uri, header};
 use http_body_util::{BodyExt, Full, Limited};
-use hyper::{body::Incoming, client::conn::http1::SendRequest};
+use hyper::{
+    body::{Body as _, Incoming},
+    client::conn::http1::SendRequest,
+};
 use hyper_util::rt::TokioIo;
+use tokio::time::Instant;
 
 use super::{
     identity::{IDENTITY_PATH, Nonce, RETIRE_PATH, ServerKeys},
-    record::Endpoint,
+    launch::Attached,
+    record::{Endpoint, Transport},
+};
+use crate::upstream::{
+    BoxFuture,
+    http::{BodyStream, HttpRequest, HttpResponse, SendError},
 };
 
 /// The longest answer to a challenge that is read; a longer one, or one without a length, is refused
@@ -177,47 +194,176 @@ impl Conn {
     }
 }
 
-/// Splits Server-Sent Events into their data, for the answers of a shared server.
-#[derive(Default)]
-pub(crate) struct SseSplitter {
-    buf: Vec<u8>,
+/// How long a connection to the socket is kept for another request.
+const POOL_IDLE: Duration = Duration::from_secs(5);
+
+/// Challenged connections, ready for another request, and since when.
+type Pool = Arc<Mutex<Vec<(Conn, Instant)>>>;
+
+/// Carries the Streamable HTTP client's requests to an attached shared server, with its bearer token,
+/// only on connections whose other end has just proved its identity: over loopback HTTP each request
+/// goes on a fresh connection challenged first, so a process that takes the port after the server
+/// stops gets nothing; over the owner-only socket each connection is challenged once and then reused.
+pub(crate) struct ChallengedTransport {
+    attached: Attached,
+    path: Uri,
+    pool: Pool,
 }
 
-impl SseSplitter {
-    /// Feeds bytes; returns the data of each event they complete.
-    pub(crate) fn feed(&mut self, bytes: &[u8]) -> Vec<Bytes> {
-        self.buf.extend_from_slice(bytes);
-        let mut out = Vec::new();
-        loop {
-            let text = &self.buf;
-            let end = text
-                .windows(2)
-                .position(|w| w == b"\n\n")
-                .map(|i| (i, 2))
-                .or_else(|| {
-                    text.windows(4)
-                        .position(|w| w == b"\r\n\r\n")
-                        .map(|i| (i, 4))
-                });
-            let Some((at, sep)) = end else { break };
-            let event: Vec<u8> = self.buf.drain(..at + sep).collect();
-            let mut data = Vec::new();
-            for line in event.split(|b| *b == b'\n') {
-                let line = line.strip_suffix(b"\r").unwrap_or(line);
-                if let Some(rest) = line.strip_prefix(b"data:") {
-                    let rest = rest.strip_prefix(b" ").unwrap_or(rest);
-                    if !data.is_empty() {
-                        data.push(b'\n');
-                    }
-                    data.extend_from_slice(rest);
+impl ChallengedTransport {
+    /// The transport to `attached`; `Err` says why its record's MCP path is not a request target.
+    pub(crate) fn new(attached: Attached) -> Result<Self, String> {
+        let path = attached.path.parse::<Uri>().map_err(|e| {
+            format!(
+                "the shared server's record names the MCP path {:?}, which is not a request path: {e}",
+                attached.path
+            )
+        })?;
+        Ok(Self {
+            attached,
+            path,
+            pool: Pool::default(),
+        })
+    }
+
+    fn reusable(&self) -> bool {
+        self.attached.endpoint.transport() == Transport::Unix
+    }
+
+    /// A connection whose other end has proved its identity; `Err` when nothing answered, or
+    /// something answered that did not prove itself (it was sent nothing but the challenge).
+    async fn conn(&self) -> Result<Conn, String> {
+        if self.reusable() {
+            let mut pool = lock(&self.pool);
+            while let Some((conn, since)) = pool.pop() {
+                // The server closes a connection that sends no request for 10 s: one idle half that
+                // long is not worth the race with its closing.
+                if conn.is_usable() && since.elapsed() < POOL_IDLE {
+                    return Ok(conn);
                 }
             }
-            if !data.is_empty() {
-                out.push(Bytes::from(data));
+        }
+        let endpoint = &self.attached.endpoint;
+        let mut conn = Conn::open(endpoint)
+            .await
+            .map_err(|e| format!("cannot connect to {endpoint}: {e}"))?;
+        match conn.challenge(endpoint, &self.attached.keys).await {
+            Ok(()) => Ok(conn),
+            Err(reason) => {
+                tracing::warn!(
+                    "the process at {endpoint} did not prove it is the shared server ({reason}); it was not sent the token"
+                );
+                Err(format!(
+                    "the process at {endpoint} did not prove it is the shared server: {reason}"
+                ))
             }
         }
-        out
     }
+
+    fn request(&self, request: HttpRequest) -> Result<Request<Full<Bytes>>, String> {
+        let mut builder = Request::builder()
+            .method(request.method)
+            .uri(self.path.clone())
+            .header(
+                header::AUTHORIZATION,
+                format!("Bearer {}", self.attached.keys.token()),
+            );
+        if let Some(headers) = builder.headers_mut() {
+            headers.extend(request.headers);
+        }
+        builder
+            .body(Full::new(request.body.unwrap_or_default()))
+            .map_err(|e| format!("cannot build a request to the shared server: {e}"))
+    }
+}
+
+impl crate::upstream::http::Transport for ChallengedTransport {
+    fn send(&self, request: HttpRequest) -> BoxFuture<'_, Result<HttpResponse, SendError>> {
+        Box::pin(async move {
+            let request = self.request(request).map_err(SendError::NotSent)?;
+            let mut conn = self.conn().await.map_err(SendError::NotSent)?;
+            let response = conn.send(request).await.map_err(|e| {
+                SendError::MaybeSent(format!("the shared server dropped the connection: {e}"))
+            })?;
+            let (parts, body) = response.into_parts();
+            let body: BodyStream = Box::pin(PooledBody {
+                body,
+                conn: Some(conn),
+                pool: self.reusable().then(|| Arc::clone(&self.pool)),
+            });
+            Ok(HttpResponse {
+                status: parts.status,
+                headers: parts.headers,
+                body,
+            })
+        })
+    }
+
+    /// The server proved itself when it was attached, and each connection proves it again.
+    fn probe(&self) -> BoxFuture<'_, Result<(), String>> {
+        Box::pin(async { Ok(()) })
+    }
+
+    fn describe(&self) -> String {
+        format!("the shared server at {}", self.attached.endpoint)
+    }
+}
+
+/// An answer's body; its connection goes back to the pool (over the socket) once the body is read
+/// to its end, and is closed otherwise.
+struct PooledBody {
+    body: Incoming,
+    conn: Option<Conn>,
+    pool: Option<Pool>,
+}
+
+impl PooledBody {
+    fn give_back(&mut self) {
+        if let (Some(conn), Some(pool)) = (self.conn.take(), &self.pool)
+            && conn.is_usable()
+        {
+            lock(pool).push((conn, Instant::now()));
+        }
+    }
+}
+
+impl Stream for PooledBody {
+    type Item = Result<Bytes, String>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.get_mut();
+        loop {
+            match Pin::new(&mut this.body).poll_frame(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(None) => {
+                    this.give_back();
+                    return Poll::Ready(None);
+                }
+                Poll::Ready(Some(Err(e))) => {
+                    this.conn = None;
+                    return Poll::Ready(Some(Err(e.to_string())));
+                }
+                Poll::Ready(Some(Ok(frame))) => {
+                    if let Ok(data) = frame.into_data() {
+                        return Poll::Ready(Some(Ok(data)));
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl Drop for PooledBody {
+    fn drop(&mut self) {
+        // An answer with no body (202) is whole without being read.
+        if self.body.is_end_stream() {
+            self.give_back();
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 #[cfg(test)]
@@ -235,13 +381,5 @@ mod tests {
         let refused = conn.challenge(&endpoint, &keys).await.unwrap_err();
         assert_eq!(refused, "no answer within 5 s");
         drop(listener);
-    }
-
-    #[test]
-    fn splits_events() {
-        let mut s = SseSplitter::default();
-        assert!(s.feed(b"event: message\ndata: {\"a\"").is_empty());
-        let out = s.feed(b":1}\n\n: comment\n\ndata: 1\ndata: 2\r\n\r\n");
-        assert_eq!(out, vec![Bytes::from("{\"a\":1}"), Bytes::from("1\n2")]);
     }
 }

@@ -9,9 +9,9 @@ use std::{future::Future, pin::Pin};
 use tokio::sync::mpsc;
 
 pub(crate) mod child;
-#[cfg(feature = "http")]
+#[cfg(any(feature = "http", feature = "serve"))]
 pub(crate) mod http;
-#[cfg(feature = "http")]
+#[cfg(any(feature = "http", feature = "serve"))]
 pub(crate) mod sse;
 #[cfg(feature = "http")]
 pub(crate) mod unix;

@@ -494,6 +494,25 @@ async fn an_endpoint_that_refuses_connections_is_unreachable_then_closes_the_lin
     );
 }
 
+/// An endpoint that goes away while the client sends nothing is noticed by the session's GET stream:
+/// the link closes, so the bridge connects again, as it does when a POST finds the endpoint gone.
+#[tokio::test]
+async fn an_endpoint_that_goes_away_closes_the_link_through_its_get_stream() {
+    let server = FakeServer::tcp(no_handler).await;
+    server.with_state(|s| s.gets.push_back(Reply::sse(&[], End::Hold)));
+    let upstream = HttpUpstream::new(&server.url(), ExtraHeaders::new()).unwrap();
+    let mut link = upstream.connect().await.unwrap();
+    handshake(&mut link).await;
+    server.wait_for(1, |s| s.method == Method::GET).await;
+    server.stop();
+    match next(&mut link).await {
+        UpstreamEvent::Closed { reason } => {
+            assert!(reason.ends_with("refused the connection"), "{reason}");
+        }
+        other => panic!("expected Closed, got {other:?}"),
+    }
+}
+
 #[tokio::test]
 async fn a_connection_dropped_after_sending_may_have_delivered() {
     let server = FakeServer::tcp(|seen, _| {

@@ -66,6 +66,35 @@ async fn a_protocol_version_with_control_characters_is_an_upstream_protocol_erro
     wait_gone(&paths.record()).await;
 }
 
+/// A 2026-07-28 request goes through the shared link as through any Streamable HTTP upstream: without
+/// a session, with `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name` (in base64 when the name is not
+/// plain ASCII). The server refuses one whose headers are missing or disagree with its body (HTTP 400,
+/// -32020), so the child's answers show they went along.
+#[tokio::test]
+async fn a_stateless_request_carries_its_mirrored_headers_to_the_shared_server() {
+    let home = home();
+    let paths = paths(home.path(), "k");
+    let upstream = SharedUpstream::new(paths.clone(), Transport::Http, launcher(Transport::Http));
+    let mut client = Client::over(upstream);
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {}
+    });
+    for (id, name, arguments, said) in [
+        (1, "echo", json!({"text": "hi"}), "hi"),
+        (2, "café", json!({}), "unknown tool café"),
+    ] {
+        let params = json!({"name": name, "arguments": arguments, "_meta": meta});
+        let answer = client.request(id, "tools/call", params).await;
+        assert_eq!(text(&answer), said, "{answer}");
+    }
+    drop(client);
+    let record = Record::read(&paths.record()).unwrap().expect("a record");
+    stop(record.pid);
+    wait_gone(&paths.record()).await;
+}
+
 /// The key's server running the multiplexer's test server with `version` as its argument.
 fn versioned(version: &str) -> Launcher {
     let args: [std::ffi::OsString; 5] = [

@@ -1,69 +1,6 @@
 use super::*;
 
 #[test]
-fn a_stateless_request_mirrors_its_method_and_name_into_headers() {
-    let meta = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}"#;
-    // (frame, its protocol version, its Mcp-Method, its Mcp-Name)
-    type Case<'a> = (String, Option<&'a str>, Option<&'a str>, Option<&'a str>);
-    let cases: &[Case<'_>] = &[
-        (
-            format!(
-                r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"echo",{meta}}}}}"#
-            ),
-            Some("2026-07-28"),
-            Some("tools/call"),
-            Some("echo"),
-        ),
-        (
-            format!(
-                r#"{{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{{"uri":"file:///a\u0020b",{meta}}}}}"#
-            ),
-            Some("2026-07-28"),
-            Some("resources/read"),
-            Some("file:///a b"),
-        ),
-        (
-            format!(
-                r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"caf\u00e9",{meta}}}}}"#
-            ),
-            Some("2026-07-28"),
-            Some("tools/call"),
-            None,
-        ),
-        (
-            format!(
-                r#"{{"jsonrpc":"2.0","id":"l","method":"subscriptions/listen","params":{{"uri":"x",{meta}}}}}"#
-            ),
-            Some("2026-07-28"),
-            Some("subscriptions/listen"),
-            None,
-        ),
-        (
-            r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#.to_owned(),
-            None,
-            Some("tools/list"),
-            None,
-        ),
-    ];
-    for (frame, version, method, name) in cases {
-        assert_eq!(
-            stateless_version(frame.as_bytes()).as_deref(),
-            *version,
-            "{frame}"
-        );
-        let headers = mirrored_headers(frame.as_bytes());
-        let header = |wanted: &str| {
-            headers
-                .iter()
-                .find(|(n, _)| *n == wanted)
-                .map(|(_, v)| v.to_str().unwrap().to_owned())
-        };
-        assert_eq!(header("mcp-method").as_deref(), *method, "{frame}");
-        assert_eq!(header("mcp-name").as_deref(), *name, "{frame}");
-    }
-}
-
-#[test]
 fn only_requests_are_answered_a_batch_with_a_batch() {
     // (frame, the ids answered; `None` for no answer, `Some(vec)` inside a batch answer)
     let cases: &[(&str, Option<Value>)] = &[

@@ -1,8 +1,7 @@
-//! Extra headers sent with every request to an HTTP upstream, and the value encoding MCP headers use.
+//! Extra headers sent with every request to an HTTP upstream.
 
 use std::{fmt, path::Path};
 
-use base64::Engine as _;
 use http::{HeaderMap, HeaderName, HeaderValue};
 
 use crate::Error;
@@ -153,52 +152,9 @@ impl fmt::Debug for ExtraHeaders {
     }
 }
 
-const SENTINEL_START: &str = "=?base64?";
-const SENTINEL_END: &str = "?=";
-
-/// Encodes a value for an MCP header (`Mcp-Method`, `Mcp-Name`): as it is when it is visible ASCII
-/// (space allowed inside) without surrounding whitespace and does not look like the encoded form itself,
-/// otherwise as `=?base64?<standard base64 of its UTF-8 bytes>?=`.
-pub(crate) fn encode_mcp_value(value: &str) -> HeaderValue {
-    let plain = value.bytes().all(|b| (0x20..=0x7e).contains(&b))
-        && value.trim_matches(' ').len() == value.len()
-        && !(value.starts_with(SENTINEL_START) && value.ends_with(SENTINEL_END));
-    let text = if plain {
-        value.to_owned()
-    } else {
-        format!(
-            "{SENTINEL_START}{}{SENTINEL_END}",
-            base64::engine::general_purpose::STANDARD.encode(value.as_bytes())
-        )
-    };
-    // Both forms are visible ASCII, which a header value always accepts.
-    HeaderValue::from_str(&text).unwrap_or_else(|_| HeaderValue::from_static(""))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn mcp_values_are_encoded_only_when_needed() {
-        let cases: &[(&str, &str)] = &[
-            ("tools/call", "tools/call"),
-            ("get weather", "get weather"),
-            ("file:///tmp/a.txt", "file:///tmp/a.txt"),
-            ("café", "=?base64?Y2Fmw6k=?="),
-            (" padded", "=?base64?IHBhZGRlZA==?="),
-            ("padded ", "=?base64?cGFkZGVkIA==?="),
-            ("tab\there", "=?base64?dGFiCWhlcmU=?="),
-            ("line\r\nbreak", "=?base64?bGluZQ0KYnJlYWs=?="),
-            ("=?base64?literal?=", "=?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?="),
-            ("=?base64?only-start", "=?base64?only-start"),
-            ("日本", "=?base64?5pel5pys?="),
-            ("", ""),
-        ];
-        for (input, expected) in cases {
-            assert_eq!(encode_mcp_value(input), *expected, "input {input:?}");
-        }
-    }
 
     #[test]
     fn header_lines_parse_and_refuse_bad_input() {

@@ -16,17 +16,15 @@ use std::{
 
 use http::{HeaderMap, HeaderName, HeaderValue, Method, header::CONTENT_TYPE};
 use tokio::{
-    sync::mpsc,
+    sync::{Notify, mpsc},
     task::{AbortHandle, JoinError, JoinSet},
 };
 
 use self::{post::post, stream::get_stream};
-use super::{
-    peek::Outgoing,
-    transport::{HttpRequest, Transport},
-};
+use super::transport::{HttpRequest, Transport};
 use crate::{
     Error,
+    jsonrpc::OutgoingPeek,
     upstream::{BoxFuture, Frame, Link, UpstreamEvent},
 };
 
@@ -40,7 +38,8 @@ const CHANNEL_CAPACITY: usize = 256;
 /// Reconnection delay of the GET stream when the server named none.
 const DEFAULT_RETRY: Duration = Duration::from_secs(1);
 const MAX_RETRY: Duration = Duration::from_secs(30);
-/// The GET stream gives up after this many failed attempts in a row.
+/// The GET stream gives up after this many failed attempts in a row (an endpoint that refuses the
+/// connection closes the link at once).
 const GET_ATTEMPTS: u32 = 5;
 /// After the endpoint refused a connection, requests still in flight get this long to finish.
 const REFUSED_GRACE: Duration = Duration::from_secs(2);
@@ -97,6 +96,7 @@ impl<T: Transport> Core<T> {
     }
 
     /// A protocol client for the same endpoint and headers that holds a session of its own.
+    #[cfg(feature = "http")]
     pub(crate) fn apart(&self) -> Arc<Self> {
         Arc::new(Self {
             transport: Arc::clone(&self.transport),
@@ -109,6 +109,7 @@ impl<T: Transport> Core<T> {
         self.transport.describe()
     }
 
+    #[cfg(feature = "http")]
     pub(crate) fn transport(&self) -> &T {
         &self.transport
     }
@@ -139,6 +140,7 @@ impl<T: Transport> Core<T> {
             tasks: Arc::clone(&tasks),
             posts: JoinSet::new(),
             in_flight: HashMap::new(),
+            stream_refused: Arc::new(Notify::new()),
         };
         if self.session().initialized {
             // A new link to a session that is already set up (the endpoint came back): reopen its stream.
@@ -219,10 +221,16 @@ impl<T: Transport> Core<T> {
         self.session().id = Some(id);
     }
 
-    fn adopt_version(&self, version: String) {
-        if header_value(&version).is_some() {
-            self.session().version = Some(version);
+    /// Takes the version an answer to `initialize` negotiated for the later requests' header; `Err`
+    /// says why it cannot be one (control characters, say), which makes the answer not MCP.
+    fn adopt_version(&self, version: String) -> Result<(), String> {
+        if header_value(&version).is_none() {
+            return Err(format!(
+                "a protocolVersion {version:?} that is not a valid header value"
+            ));
         }
+        self.session().version = Some(version);
+        Ok(())
     }
 
     /// Headers of every request after initialize: extras, session id, protocol version.
@@ -282,16 +290,21 @@ struct Driver<T> {
     tasks: Arc<LinkTasks>,
     posts: JoinSet<Flow>,
     in_flight: HashMap<tokio::task::Id, Frame>,
+    /// The GET stream found the endpoint refusing connections (the server is gone): the link closes,
+    /// as when a POST finds it so, even while the client sends nothing.
+    stream_refused: Arc<Notify>,
 }
 
 impl<T: Transport> Driver<T> {
     async fn run(mut self, mut outgoing: mpsc::Receiver<Frame>) {
+        let stream_refused = Arc::clone(&self.stream_refused);
         loop {
             let flow = tokio::select! {
                 biased;
                 Some(done) = self.posts.join_next_with_id(), if !self.posts.is_empty() => {
                     self.finish_post(done).await
                 }
+                () = stream_refused.notified() => Flow::Refused,
                 frame = outgoing.recv() => match frame {
                     Some(frame) => self.handle(frame).await,
                     None => break,
@@ -310,7 +323,7 @@ impl<T: Transport> Driver<T> {
     }
 
     async fn handle(&mut self, frame: Frame) -> Flow {
-        let info = Outgoing::peek(&frame);
+        let info = OutgoingPeek::peek(&frame);
         if info.is_initialize() {
             // Nothing else may be sent before the initialize answer is in.
             self.tasks.stop_get_stream();
@@ -401,7 +414,8 @@ impl<T: Transport> Driver<T> {
     fn start_get_stream(&mut self) {
         let core = Arc::clone(&self.core);
         let events = self.events.clone();
-        let handle = tokio::spawn(async move { get_stream(core, events).await });
+        let refused = Arc::clone(&self.stream_refused);
+        let handle = tokio::spawn(async move { get_stream(core, events, &refused).await });
         self.tasks.set_get_stream(handle.abort_handle());
     }
 }

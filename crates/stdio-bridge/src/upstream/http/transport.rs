@@ -1,16 +1,21 @@
 //! The seam between the Streamable HTTP protocol logic and the thing that carries HTTP requests
-//! (reqwest over TCP, hyper over a Unix socket).
+//! (reqwest over TCP, hyper over a Unix socket, a shared server's challenged connections).
 
 use std::pin::Pin;
 
 use bytes::Bytes;
-use futures::Stream;
+use futures_core::Stream;
 use http::{HeaderMap, Method, StatusCode};
 
 use crate::upstream::BoxFuture;
 
 /// A response body, chunk by chunk; an `Err` means the connection broke while it streamed.
 pub(crate) type BodyStream = Pin<Box<dyn Stream<Item = Result<Bytes, String>> + Send>>;
+
+/// The next chunk of a body; `None` at its end.
+pub(crate) async fn next_chunk(body: &mut BodyStream) -> Option<Result<Bytes, String>> {
+    std::future::poll_fn(|cx| body.as_mut().poll_next(cx)).await
+}
 
 /// One HTTP request to the MCP endpoint.
 #[derive(Debug)]

@@ -2,8 +2,8 @@
 //! what its status says (a redirect, an expired session, an error answer), a 2xx answer's body, and the
 //! error messages that explain an answer that is not MCP.
 
+use base64::Engine as _;
 use bytes::{Bytes, BytesMut};
-use futures::StreamExt as _;
 use http::{
     HeaderMap, HeaderValue, Method, StatusCode,
     header::{ACCEPT, CONTENT_TYPE, LOCATION},
@@ -15,12 +15,13 @@ use super::{
     MCP_NAME, MCP_PROTOCOL_VERSION, MIRRORED_HEADERS_SINCE, content_type, header_value, send_event,
     stream::{read_post_stream, to_frame},
 };
-use crate::upstream::{
-    Frame, UpstreamEvent,
-    http::{
-        headers::encode_mcp_value,
-        peek::Outgoing,
-        transport::{BodyStream, HttpRequest, HttpResponse, SendError, Transport},
+use crate::{
+    jsonrpc::OutgoingPeek,
+    upstream::{
+        Frame, UpstreamEvent,
+        http::transport::{
+            BodyStream, HttpRequest, HttpResponse, SendError, Transport, next_chunk,
+        },
     },
 };
 
@@ -28,7 +29,7 @@ use crate::upstream::{
 pub(super) async fn post<T: Transport>(
     core: &Core<T>,
     frame: Frame,
-    info: &Outgoing,
+    info: &OutgoingPeek,
     events: &mpsc::Sender<UpstreamEvent>,
 ) -> Flow {
     let stateless = info.meta_version.is_some();
@@ -114,7 +115,10 @@ pub(super) async fn post<T: Transport>(
 /// The headers of a POST: the extra ones, the session's id and protocol version (or the version a
 /// stateless request names), and from the 2026-07-28 revision on `Mcp-Method` and `Mcp-Name`; with the
 /// session id they carry, to tell later whether the server forgot that very session.
-fn post_headers<T: Transport>(core: &Core<T>, info: &Outgoing) -> (HeaderMap, Option<HeaderValue>) {
+fn post_headers<T: Transport>(
+    core: &Core<T>,
+    info: &OutgoingPeek,
+) -> (HeaderMap, Option<HeaderValue>) {
     let mut headers;
     let mut sent_session = None;
     let mirrored_version;
@@ -162,7 +166,7 @@ async fn read_success<T: Transport>(
     core: &Core<T>,
     response: HttpResponse,
     frame: Frame,
-    info: &Outgoing,
+    info: &OutgoingPeek,
     events: &mpsc::Sender<UpstreamEvent>,
 ) {
     let status = response.status;
@@ -191,8 +195,11 @@ async fn read_success<T: Transport>(
                 Ok((message, incoming)) => {
                     if info.is_initialize()
                         && let Some(version) = incoming.protocol_version
+                        && let Err(reason) = core.adopt_version(version)
                     {
-                        core.adopt_version(version);
+                        let message = format!("upstream answered HTTP {status} with {reason}");
+                        send_event(events, protocol_error(frame, status, message)).await;
+                        return;
                     }
                     send_event(events, UpstreamEvent::Message(message)).await;
                 }
@@ -223,7 +230,7 @@ async fn read_success<T: Transport>(
 /// instead of failing.
 async fn read_body(mut body: BodyStream, limit: usize, truncate: bool) -> Result<Bytes, String> {
     let mut buf = BytesMut::new();
-    while let Some(chunk) = body.next().await {
+    while let Some(chunk) = next_chunk(&mut body).await {
         let chunk = chunk?;
         if buf.len() + chunk.len() > limit {
             if truncate {
@@ -316,9 +323,52 @@ pub(crate) fn says_session_is_invalid(body: &[u8]) -> bool {
         .any(|word| text.contains(word))
 }
 
+const SENTINEL_START: &str = "=?base64?";
+const SENTINEL_END: &str = "?=";
+
+/// Encodes a value for an MCP header (`Mcp-Method`, `Mcp-Name`): as it is when it is visible ASCII
+/// (space allowed inside) without surrounding whitespace and does not look like the encoded form itself,
+/// otherwise as `=?base64?<standard base64 of its UTF-8 bytes>?=`.
+fn encode_mcp_value(value: &str) -> HeaderValue {
+    let plain = value.bytes().all(|b| (0x20..=0x7e).contains(&b))
+        && value.trim_matches(' ').len() == value.len()
+        && !(value.starts_with(SENTINEL_START) && value.ends_with(SENTINEL_END));
+    let text = if plain {
+        value.to_owned()
+    } else {
+        format!(
+            "{SENTINEL_START}{}{SENTINEL_END}",
+            base64::engine::general_purpose::STANDARD.encode(value.as_bytes())
+        )
+    };
+    // Both forms are visible ASCII, which a header value always accepts.
+    HeaderValue::from_str(&text).unwrap_or_else(|_| HeaderValue::from_static(""))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mcp_values_are_encoded_only_when_needed() {
+        let cases: &[(&str, &str)] = &[
+            ("tools/call", "tools/call"),
+            ("get weather", "get weather"),
+            ("file:///tmp/a.txt", "file:///tmp/a.txt"),
+            ("café", "=?base64?Y2Fmw6k=?="),
+            (" padded", "=?base64?IHBhZGRlZA==?="),
+            ("padded ", "=?base64?cGFkZGVkIA==?="),
+            ("tab\there", "=?base64?dGFiCWhlcmU=?="),
+            ("line\r\nbreak", "=?base64?bGluZQ0KYnJlYWs=?="),
+            ("=?base64?literal?=", "=?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?="),
+            ("=?base64?only-start", "=?base64?only-start"),
+            ("日本", "=?base64?5pel5pys?="),
+            ("", ""),
+        ];
+        for (input, expected) in cases {
+            assert_eq!(encode_mcp_value(input), *expected, "input {input:?}");
+        }
+    }
 
     #[test]
     fn session_errors_are_recognised_in_400_bodies() {

@@ -4,9 +4,8 @@
 use std::{sync::Arc, time::Duration};
 
 use bytes::{Bytes, BytesMut};
-use futures::StreamExt as _;
 use http::{Method, StatusCode, header::ACCEPT};
-use tokio::sync::mpsc;
+use tokio::sync::{Notify, mpsc};
 
 use super::{
     ACCEPT_SSE, Core, DEFAULT_RETRY, GET_ATTEMPTS, LAST_EVENT_ID, MAX_MESSAGE, MAX_RETRY,
@@ -14,13 +13,13 @@ use super::{
     post::{broken, protocol_error, quote},
     send_event,
 };
-use crate::upstream::{
-    Frame, UpstreamEvent,
-    http::{
-        peek::{Incoming, Outgoing},
-        transport::{BodyStream, HttpRequest, Transport},
+use crate::{
+    jsonrpc::{IncomingPeek, OutgoingPeek},
+    upstream::{
+        Frame, UpstreamEvent,
+        http::transport::{BodyStream, HttpRequest, SendError, Transport, next_chunk},
+        sse::{SseEvent, SseParser},
     },
-    sse::{SseEvent, SseParser},
 };
 
 /// What reading one event stream found.
@@ -53,14 +52,14 @@ enum StreamEnd {
 async fn pump<T: Transport>(
     core: &Core<T>,
     mut body: BodyStream,
-    info: &Outgoing,
+    info: &OutgoingPeek,
     events: &mpsc::Sender<UpstreamEvent>,
     state: &mut StreamState,
 ) -> StreamEnd {
     let mut parser = SseParser::new(MAX_MESSAGE);
     let mut batch = Vec::new();
     let end = loop {
-        let chunk = match body.next().await {
+        let chunk = match next_chunk(&mut body).await {
             None => break StreamEnd::Ended,
             Some(Err(reason)) => break StreamEnd::Broke(reason),
             Some(Ok(chunk)) => chunk,
@@ -74,12 +73,15 @@ async fn pump<T: Transport>(
                 None => {}
                 Some(Ok((message, incoming))) => {
                     if incoming.response_id.is_some() && incoming.response_id == info.id {
-                        state.answered = true;
                         if info.is_initialize()
                             && let Some(version) = incoming.protocol_version
+                            && let Err(reason) = core.adopt_version(version)
                         {
-                            core.adopt_version(version);
+                            // Not passed on: the request is answered with an upstream protocol error.
+                            state.bad_event = Some(reason);
+                            continue;
                         }
+                        state.answered = true;
                     }
                     send_event(events, UpstreamEvent::Message(message)).await;
                 }
@@ -105,7 +107,7 @@ pub(super) async fn read_post_stream<T: Transport>(
     core: &Core<T>,
     body: BodyStream,
     frame: Frame,
-    info: &Outgoing,
+    info: &OutgoingPeek,
     events: &mpsc::Sender<UpstreamEvent>,
 ) {
     let mut state = StreamState {
@@ -181,9 +183,11 @@ pub(super) async fn read_post_stream<T: Transport>(
 
 /// The server's own stream (GET), opened after the handshake and reopened after a drop with
 /// `Last-Event-ID`, until the server says it offers none, the session changes, or the link closes.
+/// When the endpoint refuses the connection, it says so on `refused` and ends.
 pub(super) async fn get_stream<T: Transport>(
     core: Arc<Core<T>>,
     events: mpsc::Sender<UpstreamEvent>,
+    refused: &Notify,
 ) {
     let session_at_start = core.session().id.clone();
     let mut last_event_id = String::new();
@@ -205,6 +209,11 @@ pub(super) async fn get_stream<T: Transport>(
         };
         let mut received = false;
         match core.transport.send(request).await {
+            Err(SendError::NotSent(reason)) => {
+                tracing::debug!(%reason, "the upstream refused the connection of its event stream");
+                refused.notify_one();
+                return;
+            }
             Err(err) => tracing::debug!(?err, "the upstream's event stream could not be opened"),
             Ok(response) => {
                 let status = response.status;
@@ -229,7 +238,7 @@ pub(super) async fn get_stream<T: Transport>(
                     let end = pump(
                         &core,
                         response.body,
-                        &Outgoing::default(),
+                        &OutgoingPeek::default(),
                         &events,
                         &mut state,
                     )
@@ -264,7 +273,7 @@ pub(super) async fn get_stream<T: Transport>(
 }
 
 /// The JSON-RPC message an SSE event carries; `None` for events of other types and empty ones.
-fn message_of(event: SseEvent) -> Option<Result<(Frame, Incoming), String>> {
+fn message_of(event: SseEvent) -> Option<Result<(Frame, IncomingPeek), String>> {
     if !event.is_message() || event.data.iter().all(u8::is_ascii_whitespace) {
         return None;
     }
@@ -273,8 +282,8 @@ fn message_of(event: SseEvent) -> Option<Result<(Frame, Incoming), String>> {
 
 /// Checks that `body` is one JSON-RPC message (an object or a batch) and makes it a frame: trimmed, and
 /// on one line, which is safe because a raw line break in valid JSON can only be whitespace.
-pub(super) fn to_frame(body: Bytes) -> Result<(Frame, Incoming), String> {
-    let Some(incoming) = Incoming::peek(&body) else {
+pub(super) fn to_frame(body: Bytes) -> Result<(Frame, IncomingPeek), String> {
+    let Some(incoming) = IncomingPeek::peek(&body) else {
         return Err(format!("a body that is not JSON-RPC ({})", quote(&body)));
     };
     let start = body

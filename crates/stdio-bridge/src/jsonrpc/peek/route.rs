@@ -1,5 +1,7 @@
-//! The little of a JSON-RPC frame that routing needs: method, id, the 2026-07-28 `_meta` protocol
-//! version and the name a request acts on. A frame is read in one pass of the
+//! What the Streamable HTTP client routes by, beside the per-frame [`peek`](super::peek): of a frame
+//! it sends, the method, id, the 2026-07-28 `_meta` protocol version and the name a request acts on; of
+//! a message it receives, the id of a response, whether it is an error, and the `protocolVersion` an
+//! `initialize` result names. A frame is read in one pass of the
 //! [scanner](crate::jsonrpc::Message::parse); what it does not cover exactly (a repeated or escaped
 //! key, bytes that are not UTF-8, `params` that are not an object) is read by `serde_json`, the same
 //! way.
@@ -19,9 +21,9 @@ use crate::vocab::{INITIALIZE, INITIALIZED, TOOLS_CALL};
 /// The `_meta` key of the protocol version a client of the stateless revision sends.
 const META_VERSION: &[u8] = crate::vocab::META_PROTOCOL_VERSION.as_bytes();
 
-/// What an outgoing frame is, as far as the HTTP upstream cares.
+/// What a frame sent to a Streamable HTTP server is, as far as the client cares.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub(crate) struct Outgoing {
+pub(crate) struct OutgoingPeek {
     /// The method of a request or notification.
     pub(crate) method: Option<String>,
     /// The id of a request (or response); `None` for a notification.
@@ -36,7 +38,7 @@ pub(crate) struct Outgoing {
     pub(crate) batch_has_request: bool,
 }
 
-impl Outgoing {
+impl OutgoingPeek {
     /// Reads what routing needs; a frame that cannot be read that far is treated as an opaque request.
     pub(crate) fn peek(frame: &[u8]) -> Self {
         match std::str::from_utf8(frame).ok().and_then(Self::scan) {
@@ -232,9 +234,9 @@ struct Meta<'a> {
     protocol_version: Option<&'a RawValue>,
 }
 
-/// What the upstream sent, as far as the HTTP upstream cares.
+/// What a Streamable HTTP server sent, as far as the client cares.
 #[derive(Debug, Default, PartialEq)]
-pub(crate) struct Incoming {
+pub(crate) struct IncomingPeek {
     /// The id of a response (a message with `result` or `error` and no `method`).
     pub(crate) response_id: Option<Value>,
     /// `result.protocolVersion` of a response.
@@ -243,7 +245,7 @@ pub(crate) struct Incoming {
     pub(crate) is_error: bool,
 }
 
-impl Incoming {
+impl IncomingPeek {
     /// Reads a message from the upstream; `None` when it is not a JSON object or array.
     pub(crate) fn peek(message: &[u8]) -> Option<Self> {
         match std::str::from_utf8(message).ok().and_then(Self::scan) {
@@ -365,14 +367,18 @@ mod tests {
         let shown = String::from_utf8_lossy(frame);
         let text = std::str::from_utf8(frame).ok();
         let mut scanned = 0;
-        if let Some(outgoing) = text.and_then(Outgoing::scan) {
-            assert_eq!(outgoing, Outgoing::serde_peek(frame), "outgoing {shown}");
+        if let Some(outgoing) = text.and_then(OutgoingPeek::scan) {
+            assert_eq!(
+                outgoing,
+                OutgoingPeek::serde_peek(frame),
+                "outgoing {shown}"
+            );
             scanned += 1;
         }
-        if let Some(incoming) = text.and_then(Incoming::scan) {
+        if let Some(incoming) = text.and_then(IncomingPeek::scan) {
             assert_eq!(
                 Some(incoming),
-                Incoming::serde_peek(frame),
+                IncomingPeek::serde_peek(frame),
                 "incoming {shown}"
             );
             scanned += 1;
@@ -425,13 +431,13 @@ mod tests {
             let shown = String::from_utf8_lossy(&frame[..frame.len().min(80)]).into_owned();
             assert_eq!(check(&frame), scanned, "{shown}");
             assert_eq!(
-                Outgoing::peek(&frame),
-                Outgoing::serde_peek(&frame),
+                OutgoingPeek::peek(&frame),
+                OutgoingPeek::serde_peek(&frame),
                 "{shown}"
             );
             assert_eq!(
-                Incoming::peek(&frame),
-                Incoming::serde_peek(&frame),
+                IncomingPeek::peek(&frame),
+                IncomingPeek::serde_peek(&frame),
                 "{shown}"
             );
         }
@@ -450,79 +456,80 @@ mod tests {
 
     #[test]
     fn outgoing_frames_are_classified() {
-        let init = Outgoing::peek(br#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}"#);
+        let init = OutgoingPeek::peek(br#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}"#);
         assert!(init.is_initialize() && init.is_request());
         assert_eq!(init.id, Some(json!(0)));
 
-        let note = Outgoing::peek(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+        let note = OutgoingPeek::peek(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
         assert!(note.is_initialized_notification() && !note.is_request());
 
-        let answer = Outgoing::peek(br#"{"jsonrpc":"2.0","id":"s1","result":{}}"#);
+        let answer = OutgoingPeek::peek(br#"{"jsonrpc":"2.0","id":"s1","result":{}}"#);
         assert!(!answer.is_request() && answer.method.is_none());
 
-        let call = Outgoing::peek(
+        let call = OutgoingPeek::peek(
             br#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"name":"x"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#,
         );
         assert_eq!(call.meta_version.as_deref(), Some("2026-07-28"));
         assert_eq!(call.name.as_deref(), Some("echo"));
         assert!(!call.is_initialize());
 
-        let read = Outgoing::peek(
+        let read = OutgoingPeek::peek(
             br#"{"jsonrpc":"2.0","id":4,"method":"resources/read","params":{"uri":"file:///caf\u00e9","name":"ignored"}}"#,
         );
         assert_eq!(read.name.as_deref(), Some("file:///café"));
         assert_eq!(read.meta_version, None);
 
-        let list = Outgoing::peek(
+        let list = OutgoingPeek::peek(
             br#"{"jsonrpc":"2.0","id":5,"method":"tools/list","params":{"name":"x"}}"#,
         );
         assert_eq!(list.name, None);
 
         let odd =
-            Outgoing::peek(br#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":[1,2]}"#);
+            OutgoingPeek::peek(br#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":[1,2]}"#);
         assert_eq!(odd.name, None);
         assert!(odd.is_request());
 
-        let weird_name = Outgoing::peek(br#"{"id":7,"method":"tools/call","params":{"name":42}}"#);
+        let weird_name =
+            OutgoingPeek::peek(br#"{"id":7,"method":"tools/call","params":{"name":42}}"#);
         assert_eq!(weird_name.name, None);
 
-        let batch = Outgoing::peek(
+        let batch = OutgoingPeek::peek(
             br#"[{"jsonrpc":"2.0","method":"a"},{"jsonrpc":"2.0","id":1,"method":"b"}]"#,
         );
         assert!(batch.batch && batch.is_request());
-        let note_batch = Outgoing::peek(br#"[{"jsonrpc":"2.0","method":"a"}]"#);
+        let note_batch = OutgoingPeek::peek(br#"[{"jsonrpc":"2.0","method":"a"}]"#);
         assert!(note_batch.batch && !note_batch.is_request());
 
-        let garbage = Outgoing::peek(b"{not json");
+        let garbage = OutgoingPeek::peek(b"{not json");
         assert!(garbage.is_request());
     }
 
     #[test]
     fn incoming_answers_are_read() {
-        let init = Incoming::peek(br#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-06-18","capabilities":{}}}"#).unwrap();
+        let init = IncomingPeek::peek(br#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-06-18","capabilities":{}}}"#).unwrap();
         assert_eq!(init.response_id, Some(json!(0)));
         assert_eq!(init.protocol_version.as_deref(), Some("2025-06-18"));
 
         let err =
-            Incoming::peek(br#"{"jsonrpc":"2.0","id":"a","error":{"code":-1,"message":"x"}}"#)
+            IncomingPeek::peek(br#"{"jsonrpc":"2.0","id":"a","error":{"code":-1,"message":"x"}}"#)
                 .unwrap();
         assert!(err.is_error);
         assert_eq!(err.response_id, Some(json!("a")));
 
-        let request = Incoming::peek(
+        let request = IncomingPeek::peek(
             br#"{"jsonrpc":"2.0","id":9,"method":"sampling/createMessage","params":{}}"#,
         )
         .unwrap();
         assert_eq!(request.response_id, None);
 
         let note =
-            Incoming::peek(br#"{"jsonrpc":"2.0","method":"notifications/progress"}"#).unwrap();
+            IncomingPeek::peek(br#"{"jsonrpc":"2.0","method":"notifications/progress"}"#).unwrap();
         assert_eq!(note.response_id, None);
 
-        assert!(Incoming::peek(b"[]").is_some());
-        assert!(Incoming::peek(b"42").is_none());
-        assert!(Incoming::peek(b"<html>").is_none());
-        assert!(Incoming::peek(b"{\"id\":").is_none());
-        assert!(Incoming::peek(b"").is_none());
+        assert!(IncomingPeek::peek(b"[]").is_some());
+        assert!(IncomingPeek::peek(b"42").is_none());
+        assert!(IncomingPeek::peek(b"<html>").is_none());
+        assert!(IncomingPeek::peek(b"{\"id\":").is_none());
+        assert!(IncomingPeek::peek(b"").is_none());
     }
 }
