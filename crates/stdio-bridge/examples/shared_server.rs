@@ -13,10 +13,8 @@ use std::time::Duration;
 
 use calltape_stdio_bridge::{
     Bridge, ChildUpstream, Stderr,
-    serve::Serve,
-    shared::{
-        Launcher, SERVE_KEY_ENV, SharedKey, SharedPaths, SharedUpstream, Transport, serve_shared,
-    },
+    serve::{Serve, Transport},
+    shared::{Launcher, SERVE_KEY_ENV, SharedKey, SharedPaths, SharedUpstream, serve_shared},
 };
 
 fn main() {

@@ -22,9 +22,10 @@ use std::{
 
 use memchr::memmem::Finder;
 
+use crate::jsonrpc::Frame;
 use crate::{
     Error,
-    upstream::{BoxFuture, Frame, Link, Upstream, UpstreamEvent},
+    upstream::{BoxFuture, Link, Upstream, UpstreamEvent},
 };
 
 /// Which era the upstream speaks, as the user asked: `--protocol auto|legacy|modern`.

@@ -117,7 +117,6 @@
 mod bridge;
 mod era;
 mod error;
-mod frame;
 #[cfg(any(feature = "http", feature = "serve"))]
 pub mod guard;
 pub mod jsonrpc;
@@ -144,11 +143,11 @@ pub use error::{
     TOO_MANY_CAPABILITY_SESSIONS, TOO_MANY_LISTENS, TOO_MANY_SESSIONS, TOO_MANY_URIS,
     UPSTREAM_EXITED, UPSTREAM_PROTOCOL_ERROR, UPSTREAM_UNREACHABLE,
 };
-pub use frame::{DEFAULT_MAX_FRAME, FrameReader, FrameWriter, Incoming, InvalidLine};
-pub use tap::{Direction, TAP_QUEUE_BYTES, Tap, TapEvent};
-pub use upstream::{
-    BoxFuture, ChildUpstream, Frame, Link, SharedWriter, Stderr, Upstream, UpstreamEvent,
+pub use jsonrpc::frame::{
+    DEFAULT_MAX_FRAME, Frame, FrameReader, FrameWriter, Incoming, InvalidLine,
 };
+pub use tap::{Direction, TAP_QUEUE_BYTES, Tap, TapEvent};
+pub use upstream::{BoxFuture, ChildUpstream, Link, SharedWriter, Stderr, Upstream, UpstreamEvent};
 #[cfg(feature = "http")]
 pub use upstream::{
     DEFAULT_HTTP_PATH, ExtraHeaders, HttpUpstream, UnixUpstream, tls_client_config,

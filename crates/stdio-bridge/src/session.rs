@@ -25,13 +25,16 @@ use tokio::{
     time::{Instant, sleep_until},
 };
 
+use crate::jsonrpc::Frame;
 use crate::vocab::INITIALIZE;
 use crate::{
     Error,
-    frame::{FrameReader, FrameWriter, InvalidLine, Message},
-    jsonrpc::{Peek, error_frame},
+    jsonrpc::{
+        Peek, error_frame,
+        frame::{FrameReader, FrameWriter, InvalidLine, Message},
+    },
     tap::{Direction, TapSender},
-    upstream::{BoxFuture, Frame, Link, Upstream, UpstreamEvent},
+    upstream::{BoxFuture, Link, Upstream, UpstreamEvent},
 };
 
 /// Limits and timings of a session.

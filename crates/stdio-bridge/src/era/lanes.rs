@@ -39,10 +39,11 @@ use tokio::{
 };
 
 use super::{Out, Translate, may_be_handshake, may_be_modern, to_legacy::ToLegacy};
+use crate::jsonrpc::Frame;
 use crate::vocab::{META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, METHOD_NOT_FOUND};
 use crate::{
     TOO_MANY_CAPABILITY_SESSIONS, UPSTREAM_UNREACHABLE, jsonrpc,
-    upstream::{BoxFuture, Frame, Link, Upstream, UpstreamEvent},
+    upstream::{BoxFuture, Link, Upstream, UpstreamEvent},
 };
 
 /// How many sessions of the upstream one link may hold at once, its own included.

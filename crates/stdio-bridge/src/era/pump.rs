@@ -22,7 +22,8 @@ use super::{
     to_legacy::ToLegacy,
     to_modern::{self, Discovery, ToModern},
 };
-use crate::upstream::{Frame, Link, Upstream, UpstreamEvent};
+use crate::jsonrpc::Frame;
+use crate::upstream::{Link, Upstream, UpstreamEvent};
 
 /// How many frames wait between the client side and the pump, and between the pump and the client side.
 const QUEUE: usize = 64;

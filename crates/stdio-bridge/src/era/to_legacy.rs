@@ -25,10 +25,10 @@ use std::collections::HashMap;
 use serde_json::{Value, json};
 
 use super::{Out, Translate, with_frame};
+use crate::jsonrpc::Frame;
 use crate::vocab::{self, META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION};
 use crate::{
-    BUFFER_FULL, UPSTREAM_EXITED, UPSTREAM_PROTOCOL_ERROR, jsonrpc,
-    upstream::{Frame, UpstreamEvent},
+    BUFFER_FULL, UPSTREAM_EXITED, UPSTREAM_PROTOCOL_ERROR, jsonrpc, upstream::UpstreamEvent,
 };
 
 /// How many frames may wait for the session the bridge opens, as many as the bridge holds while an

@@ -18,7 +18,8 @@ use std::collections::HashMap;
 use serde_json::{Map, Value, json};
 
 use super::{Out, Translate, with_frame};
-use crate::upstream::{Frame, UpstreamEvent};
+use crate::jsonrpc::Frame;
+use crate::upstream::UpstreamEvent;
 use crate::vocab::{
     self, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL, META_PROTOCOL_VERSION,
 };

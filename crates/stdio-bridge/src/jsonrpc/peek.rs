@@ -3,12 +3,12 @@
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use super::InvalidLine;
 use super::{
     is_null,
     scan::{Scan, fill},
     string,
 };
-use crate::frame::InvalidLine;
 
 /// What routing needs from one JSON-RPC message.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

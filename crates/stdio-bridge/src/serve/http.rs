@@ -33,11 +33,12 @@ use tokio::{
 
 use super::{
     conn::{Connections, DEFAULT_MAX_CONNECTIONS},
+    endpoint::Endpoint,
     mux::{Mux, SessionNo},
 };
 use crate::{
     EraUpstream, Error, ErrorKind, Protocol, Tap, Upstream,
-    shared::{Endpoint, ServerKeys, check_socket_len},
+    shared::{ServerKeys, check_socket_len},
     tap::{TapSender, TapThread},
 };
 

@@ -76,8 +76,10 @@
 //! ```
 
 mod conn;
+mod endpoint;
 mod http;
 mod mux;
 mod stream;
 
+pub use endpoint::{Endpoint, Transport};
 pub use http::{SUPPORTED_PROTOCOL_VERSIONS, Serve, Server, StopReason};

@@ -8,10 +8,8 @@ use http_body_util::{BodyExt, Full, Limited};
 use hyper::{body::Incoming, client::conn::http1::SendRequest};
 use hyper_util::rt::TokioIo;
 
-use super::{
-    identity::{IDENTITY_PATH, Nonce, RETIRE_PATH, ServerKeys},
-    record::Endpoint,
-};
+use super::identity::{IDENTITY_PATH, Nonce, RETIRE_PATH, ServerKeys};
+use crate::serve::Endpoint;
 
 /// The longest answer to a challenge that is read; a longer one, or one without a length, is refused
 /// unread, so a squatter cannot fill a session's memory.

@@ -32,9 +32,12 @@ use super::{
     identity::ServerKeys,
     lock::FileLock,
     paths::{SharedPaths, check_private_file},
-    record::{Endpoint, Record, Transport},
+    record::Record,
 };
-use crate::{Error, ErrorKind};
+use crate::{
+    Error, ErrorKind,
+    serve::{Endpoint, Transport},
+};
 
 /// The environment variable that tells `calltape serve` it is the shared server of this key.
 pub const SERVE_KEY_ENV: &str = "CALLTAPE_SHARED_SERVE";

@@ -52,7 +52,7 @@ pub use identity::{IDENTITY_PATH, Nonce, Secret, ServerKeys};
 pub use key::{MAX_KEY_LEN, SharedKey};
 pub use launch::{Attached, DEFAULT_START_TIMEOUT, Launcher, SERVE_KEY_ENV, attach_or_start};
 pub use paths::{MAX_SOCKET_PATH, SharedPaths};
-pub use record::{Endpoint, MCP_PATH, Record, Transport};
+pub use record::{MCP_PATH, Record};
 pub use server::serve_shared;
 pub use session::{SharedUpstream, answer_held_requests, unavailable_answer};
 

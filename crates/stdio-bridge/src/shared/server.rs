@@ -9,11 +9,11 @@ use super::{
     launch::{COMMAND_ENV, SOCKET_ENV, is_server_socket},
     lock::FileLock,
     paths::SharedPaths,
-    record::{MCP_PATH, Record, Transport},
+    record::{MCP_PATH, Record},
 };
 use crate::{
     Error,
-    serve::{Serve, StopReason},
+    serve::{Serve, StopReason, Transport},
     shared::identity::Secret,
 };
 

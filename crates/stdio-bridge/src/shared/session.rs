@@ -35,8 +35,8 @@ use super::{
     client::{Conn, SseSplitter},
     launch::{Attached, DEFAULT_START_TIMEOUT, Launcher, attach_or_start},
     paths::SharedPaths,
-    record::Transport,
 };
+use crate::serve::Transport;
 use crate::vocab::{self, INITIALIZE, META_PROTOCOL_VERSION, TOOLS_CALL};
 use crate::{
     BoxFuture, Error, Frame, FrameReader, FrameWriter, Link, UPSTREAM_UNREACHABLE, Upstream,

@@ -20,7 +20,7 @@ use tokio::{
 use super::{BoxFuture, Frame, Link, Upstream, UpstreamEvent};
 use crate::{
     Error, ErrorKind,
-    frame::{DEFAULT_MAX_FRAME, FrameReader, Incoming},
+    jsonrpc::{DEFAULT_MAX_FRAME, FrameReader, Incoming},
 };
 
 /// How long a child gets to exit after its stdin closes, before SIGTERM goes to its process group.

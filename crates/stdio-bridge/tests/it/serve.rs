@@ -6,8 +6,9 @@ use std::{net::SocketAddr, path::PathBuf, time::Duration};
 use bytes::Bytes;
 use calltape_stdio_bridge::{
     ChildUpstream, Direction, ErrorKind, Stderr, TapEvent, UPSTREAM_EXITED,
+    serve::Endpoint,
     serve::{Serve, StopReason},
-    shared::{Endpoint, IDENTITY_PATH, Nonce, Secret},
+    shared::{IDENTITY_PATH, Nonce, Secret},
 };
 use http::{HeaderMap, Method, Request, StatusCode};
 use http_body_util::{BodyExt, Full};

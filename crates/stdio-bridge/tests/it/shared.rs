@@ -10,9 +10,10 @@ use std::{
 
 use calltape_stdio_bridge::{
     ErrorKind, Upstream, UpstreamEvent,
+    serve::{Endpoint, Transport},
     shared::{
-        Attached, Endpoint, Launcher, MCP_PATH, Record, Secret, SharedKey, SharedPaths,
-        SharedUpstream, Transport, attach_or_start,
+        Attached, Launcher, MCP_PATH, Record, Secret, SharedKey, SharedPaths, SharedUpstream,
+        attach_or_start,
     },
 };
 use serde_json::{Value, json};

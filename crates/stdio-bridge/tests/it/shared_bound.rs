@@ -2,8 +2,9 @@
 
 use std::time::Duration;
 
-use calltape_stdio_bridge::shared::{
-    Endpoint, Launcher, MCP_PATH, Record, SharedPaths, SharedUpstream, Transport,
+use calltape_stdio_bridge::{
+    serve::{Endpoint, Transport},
+    shared::{Launcher, MCP_PATH, Record, SharedPaths, SharedUpstream},
 };
 use http::{Method, StatusCode};
 use serde_json::{Value, json};

@@ -1,9 +1,10 @@
 use serde_json::{Value, json};
 
 use super::ToLegacy;
+use crate::jsonrpc::Frame;
 use crate::{
     era::{Out, Translate},
-    upstream::{Frame, UpstreamEvent},
+    upstream::UpstreamEvent,
 };
 
 /// What the translator did with one input: the messages it sent upstream and to the client.

@@ -4,7 +4,7 @@
 use serde_json::{Map, Value, json};
 
 use super::{Out, ToModern, reply, wire};
-use crate::upstream::Frame;
+use crate::jsonrpc::Frame;
 
 /// How many `input_required` rounds one request may take, as the SDKs allow.
 pub(super) const MAX_ROUNDS: u32 = 10;

@@ -7,9 +7,10 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::{ToModern, calls::MAX_ROUNDS, discover, wire};
+use crate::jsonrpc::Frame;
 use crate::{
     era::{Era, Out, Translate},
-    upstream::{Frame, UpstreamEvent},
+    upstream::UpstreamEvent,
 };
 
 fn discovered() -> Value {

@@ -18,14 +18,14 @@
 use bytes::Bytes;
 use serde_json::{Value, json};
 
-use crate::upstream::Frame;
-
 #[cfg(any(test, feature = "fuzzing"))]
 pub(crate) mod agreement;
+pub(crate) mod frame;
 mod message;
 mod peek;
 pub(crate) mod scan;
 
+pub(crate) use frame::{DEFAULT_MAX_FRAME, Frame, FrameReader, Incoming, InvalidLine};
 pub use message::{CallParams, Message};
 pub(crate) use peek::check;
 #[cfg(feature = "fuzzing")]
