@@ -47,6 +47,19 @@
 //! records, and its one calltape dependency is calltape-jsonl-store, whose `fs` rules every file it
 //! writes follows.
 //!
+//! # Layers
+//!
+//! The modules form layers, bottom up; a module imports only from its own layer and those below it
+//! (a test reads every source file and fails on an import that points up):
+//!
+//! | layer | modules | holds |
+//! |---|---|---|
+//! | wire | [`jsonrpc`] (with the framing), [`vocab`], the error type | JSON-RPC messages and lines, the MCP words, [`Error`] |
+//! | upstream | the upstreams, `guard` | [`Upstream`], [`Link`], [`ChildUpstream`], [`HttpUpstream`], [`UnixUpstream`], the loopback guard |
+//! | session | the session, [`Bridge`], [`Tap`], [`Watcher`], [`stdio`] | held requests, restarts, resume, observing |
+//! | era | the era adapter | [`EraUpstream`]: a client of one protocol era meets a server of the other |
+//! | serve | [`serve`], [`shared`] | one upstream behind a loopback endpoint; one server per key |
+//!
 //! # Error codes
 //!
 //! Every error the bridge makes carries `data.reason` (snake_case) and, where known, `data.upstream`
@@ -114,23 +127,34 @@
 #![deny(unsafe_code)]
 #![deny(missing_docs)]
 
-mod bridge;
-mod era;
+// The layers, bottom up (see "Layers" above; `tests/it/layers.rs` keeps imports pointing down).
+
+// Wire: JSON-RPC, its framing, the MCP vocabulary, the error type.
 mod error;
+pub mod jsonrpc;
+pub mod vocab;
+
+// Upstream: what the client's messages are forwarded to.
 #[cfg(any(feature = "http", feature = "serve"))]
 pub mod guard;
-pub mod jsonrpc;
-#[cfg(feature = "serve")]
-pub mod serve;
+mod upstream;
+
+// Session: one client's session over restarting upstreams.
+mod bridge;
 mod session;
-#[cfg(feature = "serve")]
-pub mod shared;
 pub mod stdio;
 mod tap;
-mod upstream;
-pub mod vocab;
 #[cfg(feature = "watch")]
 mod watch;
+
+// Era: translation between the protocol eras.
+mod era;
+
+// Serve and shared: the serving side.
+#[cfg(feature = "serve")]
+pub mod serve;
+#[cfg(feature = "serve")]
+pub mod shared;
 
 pub use bridge::{
     Bridge, BridgeBuilder, DEFAULT_BUFFER_BYTES, DEFAULT_BUFFER_MESSAGES, DEFAULT_RESTART_DEADLINE,
