@@ -77,6 +77,7 @@ pub(crate) fn data(reason: &str, upstream: Option<Value>) -> Value {
 /// The refusal of a request (`id` is raw JSON text) that would take a listen stream, or the
 /// subscriptions the bridge keeps for a client, past [`MAX_SUBSCRIPTIONS`](crate::MAX_SUBSCRIPTIONS)
 /// resources (code [`TOO_MANY_URIS`](crate::TOO_MANY_URIS)).
+#[cfg(feature = "era")]
 pub(crate) fn too_many_uris(id: &str) -> Frame {
     let limit = crate::MAX_SUBSCRIPTIONS;
     let message = format!(
@@ -92,6 +93,7 @@ pub(crate) fn too_many_uris(id: &str) -> Frame {
 }
 
 /// The `data` of a refusal past a limit: `reason`, and the `limit` it would have gone past.
+#[cfg(feature = "era")]
 pub(crate) fn limit_data(reason: &str, limit: usize) -> Value {
     json!({ "reason": reason, "limit": limit })
 }

@@ -34,16 +34,17 @@
 //!
 //! None is on by default: a child-process bridge needs calltape-jsonl-store (for the files it writes),
 //! tokio, serde, serde_json, rustix, bytes, memchr, thiserror and tracing. Turn on what the tool uses
-//! (`calltape` turns on all three):
+//! (`calltape` turns on all four):
 //!
 //! | feature | brings | built on |
 //! |---|---|---|
 //! | `http` | [`HttpUpstream`], [`UnixUpstream`], [`tls_client_config`] | reqwest, rustls, the hyper client |
-//! | `serve` | the [`serve`] and [`shared`] modules | the hyper server, HKDF and HMAC-SHA-256 |
+//! | `era` | [`EraUpstream`], [`Protocol`] and `Upstream::connect_apart`: translation between the protocol eras | nothing more |
+//! | `serve` | the [`serve`] and [`shared`] modules (and `era`, for their clients of either era) | the hyper server, HKDF and HMAC-SHA-256 |
 //! | `watch` | [`Watcher`] | notify |
 //!
 //! The bridge parses only what routing needs (`id`, `method`, and the capabilities in the answer to
-//! `initialize`), but for the frames the era adapter translates, which it parses whole; it never
+//! `initialize`), but for the frames the era adapter (feature `era`) translates, which it parses whole; it never
 //! records, and its one calltape dependency is calltape-jsonl-store, whose `fs` rules every file it
 //! writes follows.
 //!
@@ -124,6 +125,10 @@
     doc = "[`serve`]: #features\n[`shared`]: #features\n[`shared::unavailable_answer`]: #features"
 )]
 #![cfg_attr(not(feature = "watch"), doc = "[`Watcher`]: #features")]
+#![cfg_attr(
+    not(feature = "era"),
+    doc = "[`EraUpstream`]: #features\n[`Protocol`]: #features"
+)]
 #![deny(unsafe_code)]
 #![deny(missing_docs)]
 
@@ -148,6 +153,7 @@ mod tap;
 mod watch;
 
 // Era: translation between the protocol eras.
+#[cfg(feature = "era")]
 mod era;
 
 // Serve and shared: the serving side.
@@ -160,6 +166,7 @@ pub use bridge::{
     Bridge, BridgeBuilder, DEFAULT_BUFFER_BYTES, DEFAULT_BUFFER_MESSAGES, DEFAULT_RESTART_DEADLINE,
     DEFAULT_TAP_CAPACITY, RestartHandle, Summary,
 };
+#[cfg(feature = "era")]
 pub use era::{EraUpstream, Protocol};
 pub use error::{
     ANSWERS_TOO_LARGE, BUFFER_FULL, CAPABILITY_SESSION_IDLE, Error, ErrorKind,

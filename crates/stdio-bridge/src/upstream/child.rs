@@ -295,6 +295,7 @@ impl Upstream for ChildUpstream {
     }
 
     /// Another process of the same command: a process of a stdio server is one session.
+    #[cfg(feature = "era")]
     fn connect_apart(&self) -> Option<BoxFuture<'_, Result<Link, Error>>> {
         Some(self.connect())
     }

@@ -37,7 +37,9 @@ pub trait Upstream: Send + Sync + 'static {
     /// Starts a link that holds a session of its own, beside the one [`connect`](Upstream::connect)'s
     /// links share: for a client the server must see apart (a 2026-07-28 client whose capabilities
     /// differ from the session's). A child process is started once more; an HTTP endpoint is asked for
-    /// another session. `None` (the default): the upstream has one session only.
+    /// another session. `None` (the default): the upstream has one session only. Feature `era`: only the
+    /// era adapter asks for it.
+    #[cfg(feature = "era")]
     fn connect_apart(&self) -> Option<BoxFuture<'_, Result<Link, crate::Error>>> {
         None
     }
