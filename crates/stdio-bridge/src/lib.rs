@@ -127,7 +127,11 @@
 #![cfg_attr(not(feature = "watch"), doc = "[`Watcher`]: #features")]
 #![cfg_attr(
     not(feature = "era"),
-    doc = "[`EraUpstream`]: #features\n[`Protocol`]: #features"
+    doc = "[`EraUpstream`]: #features\n[`Protocol`]: #features\n[`TOO_MANY_URIS`]: #features\n[`TOO_MANY_CAPABILITY_SESSIONS`]: #features\n[`MAX_CAPABILITY_SESSIONS`]: #features\n[`CAPABILITY_SESSION_IDLE`]: #features"
+)]
+#![cfg_attr(
+    not(feature = "serve"),
+    doc = "[`TOO_MANY_SESSIONS`]: #features\n[`TOO_MANY_LISTENS`]: #features\n[`MAX_LISTENS`]: #features\n[`ANSWERS_TOO_LARGE`]: #features"
 )]
 #![deny(unsafe_code)]
 #![deny(missing_docs)]
@@ -168,11 +172,15 @@ pub use bridge::{
 };
 #[cfg(feature = "era")]
 pub use era::{EraUpstream, Protocol};
+#[cfg(feature = "serve")]
+pub use error::{ANSWERS_TOO_LARGE, MAX_LISTENS, TOO_MANY_LISTENS, TOO_MANY_SESSIONS};
 pub use error::{
-    ANSWERS_TOO_LARGE, BUFFER_FULL, CAPABILITY_SESSION_IDLE, Error, ErrorKind,
-    MAX_CAPABILITY_SESSIONS, MAX_LISTENS, MAX_SUBSCRIPTIONS, RESTART_DEADLINE,
-    TOO_MANY_CAPABILITY_SESSIONS, TOO_MANY_LISTENS, TOO_MANY_SESSIONS, TOO_MANY_URIS,
-    UPSTREAM_EXITED, UPSTREAM_PROTOCOL_ERROR, UPSTREAM_UNREACHABLE,
+    BUFFER_FULL, Error, ErrorKind, MAX_SUBSCRIPTIONS, RESTART_DEADLINE, UPSTREAM_EXITED,
+    UPSTREAM_PROTOCOL_ERROR, UPSTREAM_UNREACHABLE,
+};
+#[cfg(feature = "era")]
+pub use error::{
+    CAPABILITY_SESSION_IDLE, MAX_CAPABILITY_SESSIONS, TOO_MANY_CAPABILITY_SESSIONS, TOO_MANY_URIS,
 };
 pub use jsonrpc::frame::{
     DEFAULT_MAX_FRAME, Frame, FrameReader, FrameWriter, Incoming, InvalidLine,
