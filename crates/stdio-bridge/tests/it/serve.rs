@@ -1,5 +1,5 @@
 //! `Serve`: the Streamable HTTP server side, its loopback hardening and the multiplexer, against a real
-//! child process (`examples/mux_server.rs`) over real loopback sockets.
+//! child process (`tests/fixtures/mux_server.rs`) over real loopback sockets.
 
 use std::{net::SocketAddr, path::PathBuf, time::Duration};
 
@@ -17,7 +17,7 @@ use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
 use tokio::{sync::oneshot, task::JoinHandle};
 
-/// The example server the multiplexer tests run, which `cargo test` builds beside the tests.
+/// The fixture server the multiplexer tests run (`tests/fixtures/mux_server.rs`), which `cargo test` builds beside the tests.
 pub(crate) fn mux_server() -> PathBuf {
     let exe = std::env::current_exe().expect("the test binary's path");
     let path = exe

@@ -1,7 +1,7 @@
 //! One client floods `serve`, with its default limits: 5,000 requests in one batch that it never
 //! reads the answers of, a listen for 5,000 resources, more listens than a session holds, more
 //! stateless requests than the server holds sessions, JSON answers past 16 MiB. Throughout, another
-//! session's `ping` is answered. The child (`examples/mux_server.rs`) answers on one thread and reads
+//! session's `ping` is answered. The child (`tests/fixtures/mux_server.rs`) answers on one thread and reads
 //! nothing while its stdout is full, as many small servers do.
 
 use std::time::Duration;

@@ -9,7 +9,7 @@ use tokio::{
     task::JoinHandle,
 };
 
-/// The example MCP server (`examples/echo_server.rs`), which `cargo test` builds beside the tests.
+/// The fixture MCP server (`tests/fixtures/echo_server.rs`), which `cargo test` builds beside the tests.
 pub(crate) fn echo_server() -> PathBuf {
     let exe = std::env::current_exe().expect("the test binary's path");
     let path = exe
