@@ -4,7 +4,7 @@ use std::{ffi::OsString, net::SocketAddr, path::PathBuf, time::Duration};
 
 use calltape_stdio_bridge::{
     ChildUpstream, ErrorKind, Stderr,
-    serve::{Serve, StopReason, Transport},
+    serve::{ServerBuilder, StopReason, Transport},
     shared::{SERVE_KEY_ENV, Secret, serve_shared},
 };
 use clap::Args;
@@ -134,7 +134,7 @@ pub(crate) fn run(args: ServeArgs) -> Outcome {
         Some(_) => crate::logging::redacted_child_stderr(),
         None => Stderr::Inherit,
     };
-    let mut serve = Serve::new(child.stderr(stderr))
+    let mut serve = ServerBuilder::new(child.stderr(stderr))
         .protocol(args.protocol.protocol)
         .json_response(args.json_response)
         .max_connections(args.max_connections)

@@ -8,14 +8,14 @@
 
 use calltape_stdio_bridge::{
     ChildUpstream,
-    serve::{Endpoint, Serve},
+    serve::{Endpoint, ServerBuilder},
 };
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let command: Vec<String> = std::env::args().skip(1).collect();
     // Port 0: any free port of 127.0.0.1.
-    let server = Serve::new(ChildUpstream::new(command)?)
+    let server = ServerBuilder::new(ChildUpstream::new(command)?)
         .listen_tcp(([127, 0, 0, 1], 0).into())
         .await?;
     if let Endpoint::Http(addr) = server.endpoint() {

@@ -38,7 +38,7 @@ use tokio::{
     time::Instant,
 };
 
-use super::{Out, Translate, may_be_handshake, may_be_modern, to_legacy::ToLegacy};
+use super::{Out, Translate, may_be_handshake, may_be_modern, modern_on_legacy::ModernOnLegacy};
 use crate::jsonrpc::Frame;
 use crate::vocab::{META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, METHOD_NOT_FOUND};
 use crate::{
@@ -506,7 +506,7 @@ impl Lanes {
             self.events.clone(),
             self.closes.clone(),
         ));
-        let mut lane = Lane::new(key, Box::new(ToLegacy::new()), to_upstream);
+        let mut lane = Lane::new(key, Box::new(ModernOnLegacy::new()), to_upstream);
         lane.capabilities = Some(capabilities);
         self.lanes.push(lane);
         tracing::info!(

@@ -300,7 +300,7 @@ fn check_file(
     found
 }
 
-/// The module path of a file under `src/`: `era/to_modern/wire.rs` is `era::to_modern::wire`.
+/// The module path of a file under `src/`: `era/legacy_on_modern/wire.rs` is `era::legacy_on_modern::wire`.
 fn module_path(relative: &Path) -> Vec<String> {
     let mut parts: Vec<String> = relative
         .iter()
@@ -365,7 +365,7 @@ fn the_check_names_an_import_that_points_up() {
     let src = "//! crate::serve in a comment is no import.\n\
                use crate::{jsonrpc::Frame,\n    era::lanes};\n\
                fn f() -> crate::EraUpstream { let _ = \"crate::shared\"; todo!() }\n\
-               mod tests { use super::super::super::serve::Serve; }\n";
+               mod tests { use super::super::super::serve::ServerBuilder; }\n";
     let found = check_file(
         "src/upstream/child.rs",
         &module("upstream/child.rs"),
