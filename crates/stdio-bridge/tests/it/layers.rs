@@ -9,6 +9,8 @@ use std::{
     path::{Path, PathBuf},
 };
 
+use crate::support::source::skip_trivia;
+
 /// The layers, bottom up, and the top modules of each.
 const LAYERS: &[(&str, &[&str])] = &[
     ("wire", &["error", "jsonrpc", "vocab"]),
@@ -45,32 +47,8 @@ fn tokens(src: &str) -> Vec<(Tok, usize)> {
     while i < s.len() {
         let c = s[i];
         let next = s.get(i + 1).copied();
-        if c == b'\n' {
-            line += 1;
-            i += 1;
-        } else if c.is_ascii_whitespace() {
-            i += 1;
-        } else if c == b'/' && next == Some(b'/') {
-            while i < s.len() && s[i] != b'\n' {
-                i += 1;
-            }
-        } else if c == b'/' && next == Some(b'*') {
-            let mut depth = 0;
-            while i < s.len() {
-                if s[i..].starts_with(b"/*") {
-                    depth += 1;
-                    i += 2;
-                } else if s[i..].starts_with(b"*/") {
-                    depth -= 1;
-                    i += 2;
-                    if depth == 0 {
-                        break;
-                    }
-                } else {
-                    line += usize::from(s[i] == b'\n');
-                    i += 1;
-                }
-            }
+        if let Some(end) = skip_trivia(s, i, &mut line) {
+            i = end;
         } else if (c == b'r' || (c == b'b' && next == Some(b'r')))
             && matches!(s.get(i + 1 + usize::from(c == b'b')), Some(b'"' | b'#'))
         {

@@ -1,5 +1,7 @@
 //! A test client that drives a bridge over in-memory pipes, and the echo server's path.
 
+pub(crate) mod source;
+
 use std::{path::PathBuf, time::Duration};
 
 use calltape_stdio_bridge::{Bridge, Error, FrameReader, Incoming, Summary};
