@@ -19,10 +19,8 @@ use std::{
 
 use calltape_stdio_bridge::{
     ChildUpstream, Stderr, Upstream, UpstreamEvent,
-    serve::ServerBuilder,
-    shared::{
-        Launcher, SERVE_KEY_ENV, SharedKey, SharedPaths, SharedUpstream, Transport, serve_shared,
-    },
+    serve::{ServerBuilder, Transport},
+    shared::{Launcher, SERVE_KEY_ENV, SharedKey, SharedPaths, SharedUpstream, serve_shared},
 };
 use criterion::Criterion;
 use serde_json::json;
