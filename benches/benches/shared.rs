@@ -19,10 +19,8 @@ use std::{
 
 use calltape_stdio_bridge::{
     ChildUpstream, Stderr, Upstream, UpstreamEvent,
-    serve::Serve,
-    shared::{
-        Launcher, SERVE_KEY_ENV, SharedKey, SharedPaths, SharedUpstream, Transport, serve_shared,
-    },
+    serve::{ServerBuilder, Transport},
+    shared::{Launcher, SERVE_KEY_ENV, SharedKey, SharedPaths, SharedUpstream, serve_shared},
 };
 use criterion::Criterion;
 use serde_json::json;
@@ -252,7 +250,7 @@ fn shared_server() {
     let command: Vec<OsString> = args[2..].to_vec();
     let key = SharedKey::new(&std::env::var(SERVE_KEY_ENV).expect("a key")).expect("a valid key");
     let paths = SharedPaths::from_env(&key).expect("a home");
-    let serve = Serve::new(
+    let serve = ServerBuilder::new(
         ChildUpstream::new(command)
             .expect("a command")
             .stderr(Stderr::Null),

@@ -4,8 +4,8 @@ use std::{ffi::OsString, net::SocketAddr, path::PathBuf, time::Duration};
 
 use calltape_stdio_bridge::{
     ChildUpstream, ErrorKind, Stderr,
-    serve::{Serve, StopReason},
-    shared::{SERVE_KEY_ENV, Secret, Transport, serve_shared},
+    serve::{ServerBuilder, StopReason, Transport},
+    shared::{SERVE_KEY_ENV, Secret, serve_shared},
 };
 use clap::Args;
 
@@ -134,7 +134,7 @@ pub(crate) fn run(args: ServeArgs) -> Outcome {
         Some(_) => crate::logging::redacted_child_stderr(),
         None => Stderr::Inherit,
     };
-    let mut serve = Serve::new(child.stderr(stderr))
+    let mut serve = ServerBuilder::new(child.stderr(stderr))
         .protocol(args.protocol.protocol)
         .json_response(args.json_response)
         .max_connections(args.max_connections)
@@ -177,7 +177,7 @@ pub(crate) fn run(args: ServeArgs) -> Outcome {
                 (None, None) => serve.listen_tcp(([127, 0, 0, 1], 0).into()).await?,
             };
             match server.endpoint() {
-                calltape_stdio_bridge::shared::Endpoint::Http(addr) => {
+                calltape_stdio_bridge::serve::Endpoint::Http(addr) => {
                     if args.token_file.is_none() {
                         tracing::warn!(
                             "listening on 127.0.0.1:{} with no token file, so any local user can connect and use the server; to require a token, name a file that holds one with --token-file",
@@ -186,7 +186,7 @@ pub(crate) fn run(args: ServeArgs) -> Outcome {
                     }
                     outln!("http://127.0.0.1:{}/mcp", addr.port());
                 }
-                calltape_stdio_bridge::shared::Endpoint::Unix(path) => {
+                calltape_stdio_bridge::serve::Endpoint::Unix(path) => {
                     outln!("unix:{}", path.display())
                 }
             }

@@ -4,7 +4,8 @@ use std::{ffi::OsString, time::Duration};
 
 use calltape_stdio_bridge::{
     Bridge,
-    shared::{Launcher, SharedKey, SharedPaths, SharedUpstream, Transport, answer_held_requests},
+    serve::Transport,
+    shared::{Launcher, SharedKey, SharedPaths, SharedUpstream, answer_held_requests},
     stdio,
 };
 use clap::Args;

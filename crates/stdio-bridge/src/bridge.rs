@@ -9,7 +9,7 @@ use tokio::{
 
 use crate::{
     Error,
-    frame::DEFAULT_MAX_FRAME,
+    jsonrpc::DEFAULT_MAX_FRAME,
     session::{self, Config},
     tap::{Tap, TapSender},
     upstream::{BoxFuture, Upstream},

@@ -10,9 +10,9 @@
 //! mix them on one link (as `serve`'s sessions do). Frames of the upstream's own era pass unchanged.
 
 mod lanes;
+mod legacy_on_modern;
+mod modern_on_legacy;
 mod pump;
-mod to_legacy;
-mod to_modern;
 
 use std::{
     fmt,
@@ -22,9 +22,10 @@ use std::{
 
 use memchr::memmem::Finder;
 
+use crate::jsonrpc::Frame;
 use crate::{
     Error,
-    upstream::{BoxFuture, Frame, Link, Upstream, UpstreamEvent},
+    upstream::{BoxFuture, Link, Upstream, UpstreamEvent},
 };
 
 /// Which era the upstream speaks, as the user asked: `--protocol auto|legacy|modern`.

@@ -21,6 +21,7 @@ pub const RESTART_DEADLINE: i64 = -32003;
 /// The upstream answered with something that is not MCP, such as an HTML error page
 /// (`data.reason = "upstream_protocol_error"`, `data.upstream = { status, message }`).
 pub const UPSTREAM_PROTOCOL_ERROR: i64 = -32004;
+#[cfg(feature = "serve")]
 /// `serve` holds as many sessions as it may, so it refused a new one (HTTP 503,
 /// `data.reason = "too_many_sessions"`): a session must end or expire first.
 pub const TOO_MANY_SESSIONS: i64 = -32005;
@@ -28,32 +29,39 @@ pub const TOO_MANY_SESSIONS: i64 = -32005;
 /// The most resource URIs one `subscriptions/listen` may name, and the most resources a session
 /// subscribes to: as many as a bridge sets up again after a restart.
 pub const MAX_SUBSCRIPTIONS: usize = 1024;
+#[cfg(feature = "era")]
 /// A `subscriptions/listen` named more than [`MAX_SUBSCRIPTIONS`] resources, or a
 /// `resources/subscribe` would take a session past that many (`data.reason = "too_many_uris"`,
 /// `data.limit`). Nothing of the request reached the upstream: send fewer.
 pub const TOO_MANY_URIS: i64 = -32006;
 
+#[cfg(feature = "serve")]
 /// The most `subscriptions/listen` streams one session of `serve` holds open at once (a stateless
 /// request's session is its POST's exchange).
 pub const MAX_LISTENS: usize = 16;
+#[cfg(feature = "serve")]
 /// A `subscriptions/listen` past the [`MAX_LISTENS`] a session holds open
 /// (`data.reason = "too_many_listens"`, `data.limit`): end one (cancel it or close its stream) first.
 pub const TOO_MANY_LISTENS: i64 = -32007;
 
+#[cfg(feature = "era")]
 /// The most sessions of a handshake-era upstream one link holds at once, its own included: a
 /// 2026-07-28 client whose capabilities differ from every open one gets a session of its own (for a
 /// child, a process of its own), up to this many.
 pub const MAX_CAPABILITY_SESSIONS: usize = 8;
+#[cfg(feature = "era")]
 /// How long a session opened for other capabilities may go without a request, with nothing in
 /// flight, before it is closed (its child process stopped); the next request with its capabilities
 /// opens another.
 pub const CAPABILITY_SESSION_IDLE: std::time::Duration = std::time::Duration::from_secs(300);
+#[cfg(feature = "era")]
 /// A 2026-07-28 request needed a session of its own for its capabilities while
 /// [`MAX_CAPABILITY_SESSIONS`] are open (`data.reason = "too_many_capability_sessions"`,
 /// `data.limit`): it was not sent. One closes once it has been idle for
 /// [`CAPABILITY_SESSION_IDLE`]; a client that declares the capabilities of an open one shares it.
 pub const TOO_MANY_CAPABILITY_SESSIONS: i64 = -32008;
 
+#[cfg(feature = "serve")]
 /// The answers to one POST of `serve` (with JSON answers rather than an event stream) came to more
 /// than 16 MiB: the answers past that are replaced by this error, with their own ids
 /// (`data.reason = "answers_too_large"`, `data.limit` in bytes). Send fewer requests in one batch.

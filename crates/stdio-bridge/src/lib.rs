@@ -34,18 +34,32 @@
 //!
 //! None is on by default: a child-process bridge needs calltape-jsonl-store (for the files it writes),
 //! tokio, serde, serde_json, rustix, bytes, memchr, thiserror and tracing. Turn on what the tool uses
-//! (`calltape` turns on all three):
+//! (`calltape` turns on all four):
 //!
 //! | feature | brings | built on |
 //! |---|---|---|
 //! | `http` | [`HttpUpstream`], [`UnixUpstream`], [`tls_client_config`] | reqwest, rustls, the hyper client |
-//! | `serve` | the [`serve`] and [`shared`] modules | the hyper server, HKDF and HMAC-SHA-256 |
+//! | `era` | [`EraUpstream`], [`Protocol`] and `Upstream::connect_apart`: translation between the protocol eras | nothing more |
+//! | `serve` | the [`serve`] and [`shared`] modules (and `era`, for their clients of either era) | the hyper server, HKDF and HMAC-SHA-256 |
 //! | `watch` | [`Watcher`] | notify |
 //!
 //! The bridge parses only what routing needs (`id`, `method`, and the capabilities in the answer to
-//! `initialize`), but for the frames the era adapter translates, which it parses whole; it never
+//! `initialize`), but for the frames the era adapter (feature `era`) translates, which it parses whole; it never
 //! records, and its one calltape dependency is calltape-jsonl-store, whose `fs` rules every file it
 //! writes follows.
+//!
+//! # Layers
+//!
+//! The modules form layers, bottom up; a module imports only from its own layer and those below it
+//! (a test reads every source file and fails on an import that points up):
+//!
+//! | layer | modules | holds |
+//! |---|---|---|
+//! | wire | [`jsonrpc`] (with the framing), [`vocab`], the error type | JSON-RPC messages and lines, the MCP words, [`Error`] |
+//! | upstream | the upstreams, `guard` | [`Upstream`], [`Link`], [`ChildUpstream`], [`HttpUpstream`], [`UnixUpstream`], the loopback guard |
+//! | session | the session, [`Bridge`], [`Tap`], [`Watcher`], [`stdio`] | held requests, restarts, resume, observing |
+//! | era | the era adapter | [`EraUpstream`]: a client of one protocol era meets a server of the other |
+//! | serve | [`serve`], [`shared`] | one upstream behind a loopback endpoint; one server per key |
 //!
 //! # Error codes
 //!
@@ -111,44 +125,68 @@
     doc = "[`serve`]: #features\n[`shared`]: #features\n[`shared::unavailable_answer`]: #features"
 )]
 #![cfg_attr(not(feature = "watch"), doc = "[`Watcher`]: #features")]
+#![cfg_attr(
+    not(feature = "era"),
+    doc = "[`EraUpstream`]: #features\n[`Protocol`]: #features\n[`TOO_MANY_URIS`]: #features\n[`TOO_MANY_CAPABILITY_SESSIONS`]: #features\n[`MAX_CAPABILITY_SESSIONS`]: #features\n[`CAPABILITY_SESSION_IDLE`]: #features"
+)]
+#![cfg_attr(
+    not(feature = "serve"),
+    doc = "[`TOO_MANY_SESSIONS`]: #features\n[`TOO_MANY_LISTENS`]: #features\n[`MAX_LISTENS`]: #features\n[`ANSWERS_TOO_LARGE`]: #features"
+)]
 #![deny(unsafe_code)]
 #![deny(missing_docs)]
 
-mod bridge;
-mod era;
+// The layers, bottom up (see "Layers" above; `tests/it/layers.rs` keeps imports pointing down).
+
+// Wire: JSON-RPC, its framing, the MCP vocabulary, the error type.
 mod error;
-mod frame;
+pub mod jsonrpc;
+pub mod vocab;
+
+// Upstream: what the client's messages are forwarded to.
 #[cfg(any(feature = "http", feature = "serve"))]
 pub mod guard;
-pub mod jsonrpc;
-#[cfg(feature = "serve")]
-pub mod serve;
+mod upstream;
+
+// Session: one client's session over restarting upstreams.
+mod bridge;
 mod session;
-#[cfg(feature = "serve")]
-pub mod shared;
 pub mod stdio;
 mod tap;
-mod upstream;
-pub mod vocab;
 #[cfg(feature = "watch")]
 mod watch;
+
+// Era: translation between the protocol eras.
+#[cfg(feature = "era")]
+mod era;
+
+// Serve and shared: the serving side.
+#[cfg(feature = "serve")]
+pub mod serve;
+#[cfg(feature = "serve")]
+pub mod shared;
 
 pub use bridge::{
     Bridge, BridgeBuilder, DEFAULT_BUFFER_BYTES, DEFAULT_BUFFER_MESSAGES, DEFAULT_RESTART_DEADLINE,
     DEFAULT_TAP_CAPACITY, RestartHandle, Summary,
 };
+#[cfg(feature = "era")]
 pub use era::{EraUpstream, Protocol};
+#[cfg(feature = "serve")]
+pub use error::{ANSWERS_TOO_LARGE, MAX_LISTENS, TOO_MANY_LISTENS, TOO_MANY_SESSIONS};
 pub use error::{
-    ANSWERS_TOO_LARGE, BUFFER_FULL, CAPABILITY_SESSION_IDLE, Error, ErrorKind,
-    MAX_CAPABILITY_SESSIONS, MAX_LISTENS, MAX_SUBSCRIPTIONS, RESTART_DEADLINE,
-    TOO_MANY_CAPABILITY_SESSIONS, TOO_MANY_LISTENS, TOO_MANY_SESSIONS, TOO_MANY_URIS,
-    UPSTREAM_EXITED, UPSTREAM_PROTOCOL_ERROR, UPSTREAM_UNREACHABLE,
+    BUFFER_FULL, Error, ErrorKind, MAX_SUBSCRIPTIONS, RESTART_DEADLINE, UPSTREAM_EXITED,
+    UPSTREAM_PROTOCOL_ERROR, UPSTREAM_UNREACHABLE,
 };
-pub use frame::{DEFAULT_MAX_FRAME, FrameReader, FrameWriter, Incoming, InvalidLine};
+#[cfg(feature = "era")]
+pub use error::{
+    CAPABILITY_SESSION_IDLE, MAX_CAPABILITY_SESSIONS, TOO_MANY_CAPABILITY_SESSIONS, TOO_MANY_URIS,
+};
+pub use jsonrpc::frame::{
+    DEFAULT_MAX_FRAME, Frame, FrameReader, FrameWriter, Incoming, InvalidLine,
+};
 pub use tap::{Direction, TAP_QUEUE_BYTES, Tap, TapEvent};
-pub use upstream::{
-    BoxFuture, ChildUpstream, Frame, Link, SharedWriter, Stderr, Upstream, UpstreamEvent,
-};
+pub use upstream::{BoxFuture, ChildUpstream, Link, SharedWriter, Stderr, Upstream, UpstreamEvent};
 #[cfg(feature = "http")]
 pub use upstream::{
     DEFAULT_HTTP_PATH, ExtraHeaders, HttpUpstream, UnixUpstream, tls_client_config,

@@ -4,12 +4,12 @@
 //! its answers, so a slow client or upstream applies backpressure instead of growing memory.
 //!
 //! This module holds the session's state, its event loop and what the client sends; `hold` holds the
-//! client's messages while the upstream is not ready, `link` handles what the upstream link does, and
+//! client's messages while the upstream is not ready, `relink` handles what the upstream link does, and
 //! `resume` keeps what the client set up in its session (subscriptions, log level) to set it up again
 //! after a re-initialization.
 
 mod hold;
-mod link;
+mod relink;
 mod resume;
 
 use std::{
@@ -25,13 +25,16 @@ use tokio::{
     time::{Instant, sleep_until},
 };
 
+use crate::jsonrpc::Frame;
 use crate::vocab::INITIALIZE;
 use crate::{
     Error,
-    frame::{FrameReader, FrameWriter, InvalidLine, Message},
-    jsonrpc::{Peek, error_frame},
+    jsonrpc::{
+        Peek, error_frame,
+        frame::{FrameReader, FrameWriter, InvalidLine, Message},
+    },
     tap::{Direction, TapSender},
-    upstream::{BoxFuture, Frame, Link, Upstream, UpstreamEvent},
+    upstream::{BoxFuture, Link, Upstream, UpstreamEvent},
 };
 
 /// Limits and timings of a session.

@@ -16,7 +16,7 @@ use std::{
 use bytes::Bytes;
 use tokio::sync::Notify;
 
-use crate::upstream::Frame;
+use crate::jsonrpc::Frame;
 
 /// The most bytes of frames queued for (or being observed by) a tap; later frames are dropped and
 /// counted until it catches up (64 MiB).

@@ -1,6 +1,6 @@
 //! ARCHITECTURE.md stays true: its crate arrows are the workspace's dependencies as `cargo metadata`
-//! reports them, and its table of the bridge's layers names every top-level module of
-//! `calltape-stdio-bridge` once, with no module importing from a layer above its own.
+//! reports them, and its table of the bridge's layers is the one the bridge's layer test
+//! (crates/stdio-bridge/tests/it/layers.rs) holds every import to, naming every top-level module.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -143,52 +143,45 @@ fn the_crate_arrows_of_architecture_md_are_the_workspace_dependencies() {
     );
 }
 
-/// The bridge's layers from ARCHITECTURE.md, lowest first: each module's layer index, and the names.
-fn documented_layers() -> (BTreeMap<String, usize>, Vec<String>) {
-    let rows = table_after(&architecture_md(), "## The bridge's layers");
-    assert!(
-        rows.len() >= 3,
-        "the layers table lists the layers: {rows:?}"
-    );
-    let mut layer_of = BTreeMap::new();
-    let mut names = Vec::new();
-    for (index, row) in rows.iter().enumerate() {
-        names.push(row[0].clone());
-        for (module, _) in ticked(&row[1]) {
-            if let Some(before) = layer_of.insert(module.clone(), index) {
-                panic!(
-                    "the module `{module}` is in two layers, {} and {}",
-                    rows[before][0], row[0]
-                );
-            }
-        }
-    }
-    (layer_of, names)
+/// The bridge's layers as a table's rows give them, lowest first: each layer's name and modules.
+fn layers_of(rows: &[Vec<String>]) -> Vec<(String, BTreeSet<String>)> {
+    rows.iter()
+        .map(|row| {
+            let modules = ticked(&row[1]).into_iter().map(|(m, _)| m).collect();
+            (row[0].clone(), modules)
+        })
+        .collect()
 }
 
-fn bridge_src() -> PathBuf {
-    workspace().join("crates/stdio-bridge/src")
-}
-
-/// Every `.rs` file under `dir`, as its path relative to the bridge's `src`.
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).expect("the bridge's source folder is readable") {
-        let path = entry.expect("a folder entry").path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(
-                path.strip_prefix(bridge_src())
-                    .expect("under src")
-                    .to_owned(),
-            );
-        }
-    }
+/// The layers the bridge's own layer test holds every import to (`LAYERS` in
+/// crates/stdio-bridge/tests/it/layers.rs): rows like `("wire", &["error", "jsonrpc", "vocab"]),`.
+fn tested_layers() -> Vec<(String, BTreeSet<String>)> {
+    let path = workspace().join("crates/stdio-bridge/tests/it/layers.rs");
+    let source = std::fs::read_to_string(&path).expect("the bridge's layer test is readable");
+    let start = source
+        .find("const LAYERS")
+        .expect("the layer test declares LAYERS");
+    let end = start + source[start..].find("];").expect("LAYERS ends");
+    source[start..end]
+        .lines()
+        .filter_map(|line| line.trim().strip_prefix("(\""))
+        .map(|row| {
+            let mut words = row.split('"').step_by(2).map(str::to_owned);
+            let name = words.next().expect("a layer's name");
+            let modules = row
+                .split('"')
+                .skip(2)
+                .step_by(2)
+                .map(str::to_owned)
+                .collect();
+            (name, modules)
+        })
+        .collect()
 }
 
 /// The crate's top-level modules: a file or a folder of `src` other than `lib.rs`.
 fn top_level_modules() -> BTreeSet<String> {
-    std::fs::read_dir(bridge_src())
+    std::fs::read_dir(workspace().join("crates/stdio-bridge/src"))
         .expect("the bridge's source folder is readable")
         .map(|entry| {
             let path = entry.expect("a folder entry").path();
@@ -201,159 +194,25 @@ fn top_level_modules() -> BTreeSet<String> {
         .collect()
 }
 
-/// The crate root's re-exports (`pub use module::{A, B}`): each name, with the module it comes from.
-fn root_reexports(lib: &str) -> BTreeMap<String, String> {
-    let mut names = BTreeMap::new();
-    let mut rest = lib;
-    while let Some(at) = rest.find("pub use ") {
-        rest = &rest[at + "pub use ".len()..];
-        let statement = &rest[..rest.find(';').expect("a use statement ends")];
-        let module = statement
-            .split("::")
-            .next()
-            .expect("a path")
-            .trim()
-            .to_owned();
-        let items = statement
-            .split_once('{')
-            .map_or(statement.rsplit("::").next().unwrap_or(""), |(_, items)| {
-                items
-            });
-        for item in items.split([',', '}']) {
-            let item = item.trim().rsplit("::").next().unwrap_or("").trim();
-            if !item.is_empty() && item != "self" {
-                names.insert(item.to_owned(), module.clone());
-            }
-        }
-    }
-    names
-}
-
-/// The top-level names a file reaches through `crate::` (inside `use crate::{…}` groups too), each
-/// with its line. Comments are left out, and so are the unit tests at the end of a file, which may use
-/// the whole crate.
-fn crate_paths(source: &str) -> Vec<(usize, String)> {
-    let code = source
-        .split("#[cfg(test)]\nmod tests")
-        .next()
-        .unwrap_or(source);
-    let code: String = code
-        .lines()
-        .map(|line| line.split("//").next().unwrap_or(""))
-        .collect::<Vec<_>>()
-        .join("\n");
-    let is_word = |c: char| c.is_alphanumeric() || c == '_';
-    let line_at = |at: usize| code[..at].matches('\n').count() + 1;
-    let mut found = Vec::new();
-    for (at, _) in code.match_indices("crate::") {
-        if code[..at].ends_with(|c: char| is_word(c) || c == '$') {
-            continue; // `calltape_crate::`, `$crate::`
-        }
-        let rest = &code[at + "crate::".len()..];
-        if !rest.starts_with('{') {
-            let name: String = rest.chars().take_while(|&c| is_word(c)).collect();
-            if !name.is_empty() {
-                found.push((line_at(at), name));
-            }
-            continue;
-        }
-        // A group: the first word of each path at depth 1 is a top-level name.
-        let (mut depth, mut expecting) = (0usize, true);
-        let mut word = String::new();
-        for (offset, c) in rest.char_indices() {
-            if is_word(c) {
-                word.push(c);
-                continue;
-            }
-            if !word.is_empty() {
-                if depth == 1 && expecting {
-                    let start = at + "crate::".len() + offset - word.len();
-                    found.push((line_at(start), word.clone()));
-                    expecting = false;
-                }
-                word.clear();
-            }
-            match c {
-                '{' => depth += 1,
-                '}' => {
-                    depth -= 1;
-                    if depth == 0 {
-                        break;
-                    }
-                }
-                ',' if depth == 1 => expecting = true,
-                _ => {}
-            }
-        }
-    }
-    found
-}
-
 #[test]
-fn the_bridge_layers_of_architecture_md_name_every_module_and_no_module_imports_from_above() {
-    let (layer_of, layer_names) = documented_layers();
-    let modules = top_level_modules();
-    let documented: BTreeSet<String> = layer_of.keys().cloned().collect();
+fn the_bridge_layers_of_architecture_md_are_the_ones_its_layer_test_holds_imports_to() {
+    let documented = layers_of(&table_after(&architecture_md(), "## The bridge's layers"));
+    let tested = tested_layers();
+    assert!(
+        tested.len() >= 3,
+        "the layer test's LAYERS were read: {tested:?}"
+    );
     assert_eq!(
-        documented, modules,
-        "ARCHITECTURE.md's layers table names the bridge's top-level modules (crates/stdio-bridge/src), each once"
+        documented, tested,
+        "ARCHITECTURE.md's layers table and LAYERS in crates/stdio-bridge/tests/it/layers.rs (lowest first)"
     );
-    let lib = std::fs::read_to_string(bridge_src().join("lib.rs")).expect("lib.rs is readable");
-    let reexports = root_reexports(&lib);
-
-    let mut files = Vec::new();
-    rust_files(&bridge_src(), &mut files);
-    let mut wrong = Vec::new();
-    let mut checked = 0;
-    for file in files {
-        let Some(top) = file.iter().next().map(|c| {
-            Path::new(c)
-                .file_stem()
-                .expect("a name")
-                .to_string_lossy()
-                .into_owned()
-        }) else {
-            continue;
-        };
-        if top == "lib"
-            || file.file_name().is_some_and(|n| n == "tests.rs")
-            || file.iter().any(|c| c == "tests")
-        {
-            continue;
-        }
-        let own = layer_of[&top];
-        let source =
-            std::fs::read_to_string(bridge_src().join(&file)).expect("a source file is readable");
-        for (line, name) in crate_paths(&source) {
-            let module = reexports.get(&name).cloned().unwrap_or(name.clone());
-            let Some(&used) = layer_of.get(&module) else {
-                continue; // an item of lib.rs itself, or a macro
-            };
-            checked += 1;
-            if used > own {
-                wrong.push(format!(
-                    "crates/stdio-bridge/src/{}:{line}: `crate::{name}` ({module}, layer {}) from layer {}",
-                    file.display(),
-                    layer_names[used],
-                    layer_names[own]
-                ));
-            }
-        }
-    }
-    assert!(
-        checked > 100,
-        "the import reader found only {checked} crate paths; it has stopped reading them"
+    let named: BTreeSet<String> = documented
+        .iter()
+        .flat_map(|(_, m)| m.iter().cloned())
+        .collect();
+    assert_eq!(
+        named,
+        top_level_modules(),
+        "the layers name the bridge's top-level modules (crates/stdio-bridge/src), each once"
     );
-    assert!(
-        wrong.is_empty(),
-        "modules import from a layer above their own (ARCHITECTURE.md, \"The bridge's layers\"):\n{}",
-        wrong.join("\n")
-    );
-}
-
-#[test]
-fn the_import_reader_finds_paths_groups_and_nested_groups() {
-    let source = "use crate::{\n    Bridge, Error,\n    jsonrpc::{self, peek},\n};\nuse crate::era::Protocol;\nlet x = crate::vocab::INITIALIZE; // crate::serve in a comment\n#[cfg(test)]\nmod tests {\n    use crate::shared::Thing;\n}\n";
-    let names: Vec<String> = crate_paths(source).into_iter().map(|(_, n)| n).collect();
-    assert_eq!(names, ["Bridge", "Error", "jsonrpc", "era", "vocab"]);
 }

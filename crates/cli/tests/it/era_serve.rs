@@ -13,7 +13,7 @@ use std::{
     time::Duration,
 };
 
-use calltape_stdio_bridge::shared::{Record, SharedKey, SharedPaths};
+use calltape_stdio_bridge::shared::{ServerRecord, SharedKey, SharedPaths};
 use serde_json::Value;
 
 use crate::support::{
@@ -526,7 +526,9 @@ fn era_serve_shared_passes_protocol_on_and_a_modern_client_listens_through_it() 
             .unwrap();
         let got = steps_of(Era::Modern, &output);
         let paths = SharedPaths::under(home.path(), &SharedKey::new(&key).unwrap());
-        let record = Record::read(&paths.record()).unwrap().expect("a record");
+        let record = ServerRecord::read(&paths.record())
+            .unwrap()
+            .expect("a record");
         let cmdline = std::fs::read(format!("/proc/{}/cmdline", record.pid)).unwrap();
         let _ = Command::new("kill").arg(record.pid.to_string()).status();
         assert_eq!(got, Ok(steps(&["tools_list_changed"])), "{kind:?}");

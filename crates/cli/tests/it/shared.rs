@@ -8,7 +8,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use calltape_stdio_bridge::shared::{Record, SharedKey, SharedPaths};
+use calltape_stdio_bridge::shared::{ServerRecord, SharedKey, SharedPaths};
 use serde_json::Value;
 
 use crate::support::{calltape, first_line, peer_script, python, served_addr, stop_shared_server};
@@ -71,7 +71,9 @@ fn python_clients_started_together_share_one_server_over_both_transports() {
         if transport == "unix" {
             assert_eq!(mode(&paths.socket()), 0o600);
         }
-        let record = Record::read(&paths.record()).unwrap().expect("a record");
+        let record = ServerRecord::read(&paths.record())
+            .unwrap()
+            .expect("a record");
         assert_eq!(record.endpoint.transport().to_string(), transport);
         // The key's mark stays with the shared server: the server it runs does not get it.
         let server = pids[0].as_str().unwrap();
@@ -289,7 +291,9 @@ fn a_session_that_cannot_attach_again_answers_at_once_and_says_why() {
 
     // The server dies, and its folder has become unsafe: the session cannot attach again.
     let paths = SharedPaths::under(home.path(), &SharedKey::new("k").unwrap());
-    let record = Record::read(&paths.record()).unwrap().expect("a record");
+    let record = ServerRecord::read(&paths.record())
+        .unwrap()
+        .expect("a record");
     std::fs::set_permissions(paths.dir(), std::fs::Permissions::from_mode(0o777)).unwrap();
     let _ = Command::new("kill")
         .args(["-KILL", &record.pid.to_string()])
@@ -500,7 +504,7 @@ fn a_session_for_another_command_or_folder_starts_its_own_server_and_says_so_in_
         assert!(first.status.success(), "{differs:?}: {stderr}");
         assert!(!stderr.contains(replaced), "{differs:?}: {stderr}");
         let paths = SharedPaths::under(home.path(), &SharedKey::new("k").unwrap());
-        let old = Record::read(&paths.record())
+        let old = ServerRecord::read(&paths.record())
             .unwrap()
             .expect("the first server's record");
         let pid_of = |output: &std::process::Output| -> String {
@@ -525,7 +529,7 @@ fn a_session_for_another_command_or_folder_starts_its_own_server_and_says_so_in_
             Differs::Folder => &two,
         };
         assert_eq!(&cwd_of(&second_pid), folder, "{differs:?}");
-        let new = Record::read(&paths.record())
+        let new = ServerRecord::read(&paths.record())
             .unwrap()
             .expect("the new server's record");
         assert_ne!(new.pid, old.pid, "{differs:?}");

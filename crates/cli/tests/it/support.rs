@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use calltape_stdio_bridge::shared::{Record, SharedPaths};
+use calltape_stdio_bridge::shared::{ServerRecord, SharedPaths};
 
 /// A command for the `calltape` binary under test, with a quiet, colourless environment.
 pub(crate) fn calltape() -> Command {
@@ -269,7 +269,7 @@ pub(crate) fn wait_or_kill(child: &mut Child, deadline: Duration) -> Option<Exit
 /// Stops the shared server of `paths`, if one runs, with SIGTERM, and waits (ten seconds at most) until
 /// it has removed its record.
 pub(crate) fn stop_shared_server(paths: &SharedPaths) {
-    if let Ok(Some(record)) = Record::read(&paths.record()) {
+    if let Ok(Some(record)) = ServerRecord::read(&paths.record()) {
         let _ = Command::new("kill").arg(record.pid.to_string()).status();
         let deadline = Instant::now() + Duration::from_secs(10);
         while paths.record().exists() && Instant::now() < deadline {

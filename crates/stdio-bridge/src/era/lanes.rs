@@ -38,11 +38,12 @@ use tokio::{
     time::Instant,
 };
 
-use super::{Out, Translate, may_be_handshake, may_be_modern, to_legacy::ToLegacy};
+use super::{Out, Translate, may_be_handshake, may_be_modern, modern_on_legacy::ModernOnLegacy};
+use crate::jsonrpc::Frame;
 use crate::vocab::{META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, METHOD_NOT_FOUND};
 use crate::{
     TOO_MANY_CAPABILITY_SESSIONS, UPSTREAM_UNREACHABLE, jsonrpc,
-    upstream::{BoxFuture, Frame, Link, Upstream, UpstreamEvent},
+    upstream::{BoxFuture, Link, Upstream, UpstreamEvent},
 };
 
 /// How many sessions of the upstream one link may hold at once, its own included.
@@ -505,7 +506,7 @@ impl Lanes {
             self.events.clone(),
             self.closes.clone(),
         ));
-        let mut lane = Lane::new(key, Box::new(ToLegacy::new()), to_upstream);
+        let mut lane = Lane::new(key, Box::new(ModernOnLegacy::new()), to_upstream);
         lane.capabilities = Some(capabilities);
         self.lanes.push(lane);
         tracing::info!(

@@ -19,10 +19,11 @@ use tokio::sync::mpsc;
 use super::{
     Era, Out, Protocol, Translate,
     lanes::{Closes, Lanes},
-    to_legacy::ToLegacy,
-    to_modern::{self, Discovery, ToModern},
+    legacy_on_modern::{self, Discovery, LegacyOnModern},
+    modern_on_legacy::ModernOnLegacy,
 };
-use crate::upstream::{Frame, Link, Upstream, UpstreamEvent};
+use crate::jsonrpc::Frame;
+use crate::upstream::{Link, Upstream, UpstreamEvent};
 
 /// How many frames wait between the client side and the pump, and between the pump and the client side.
 const QUEUE: usize = 64;
@@ -124,7 +125,7 @@ async fn run(context: Context, ends: Ends) {
         Protocol::Legacy => found(Era::Legacy),
         Protocol::Modern => found(Era::Modern),
         Protocol::Auto => {
-            let found = to_modern::discover(
+            let found = legacy_on_modern::discover(
                 &to_upstream,
                 &mut from_upstream,
                 &mut early,
@@ -150,9 +151,11 @@ async fn run(context: Context, ends: Ends) {
     // An answer to detection that came too late is dropped, not handed to the client.
     let mut late = found.late;
     let (translator, upstream): (Box<dyn Translate>, _) = match found.era {
-        Era::Legacy if protocol == Protocol::Legacy => (Box::new(Told(ToLegacy::new())), upstream),
-        Era::Legacy => (Box::new(ToLegacy::new()), upstream),
-        Era::Modern => (Box::new(ToModern::new(found.result)), None),
+        Era::Legacy if protocol == Protocol::Legacy => {
+            (Box::new(Told(ModernOnLegacy::new())), upstream)
+        }
+        Era::Legacy => (Box::new(ModernOnLegacy::new()), upstream),
+        Era::Modern => (Box::new(LegacyOnModern::new(found.result)), None),
     };
     let (mut lanes, mut from_lanes) =
         Lanes::new(translator, to_upstream, upstream, shown, closes.clone());
@@ -194,7 +197,7 @@ async fn run(context: Context, ends: Ends) {
                 None => break,
             },
             event = from_upstream.recv(), if lanes.takes_upstream() => match event {
-                Some(UpstreamEvent::Message(frame)) if late && to_modern::is_discover(&frame) => {
+                Some(UpstreamEvent::Message(frame)) if late && legacy_on_modern::is_discover(&frame) => {
                     late = false;
                 }
                 Some(event) => lanes.on_upstream(0, event, &mut out),
@@ -221,7 +224,7 @@ fn found(era: Era) -> Discovery {
 
 /// The handshake era's translator, for an upstream the user said is legacy: an `initialize` the
 /// upstream refuses because it speaks only 2026-07-28 is answered with an error that says so.
-struct Told(ToLegacy);
+struct Told(ModernOnLegacy);
 
 impl Translate for Told {
     fn on_client(&mut self, frame: Frame, out: &mut Vec<Out>) {
@@ -241,7 +244,7 @@ impl Translate for Told {
         self.0.on_upstream(event, out);
         for item in &mut out[start..] {
             if let Out::Client(UpstreamEvent::Message(frame)) = item
-                && let Some(explained) = to_modern::explain_refused_handshake(frame)
+                && let Some(explained) = legacy_on_modern::explain_refused_handshake(frame)
             {
                 *frame = explained;
             }

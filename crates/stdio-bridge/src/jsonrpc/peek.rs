@@ -6,12 +6,12 @@
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use super::InvalidLine;
 use super::{
     is_null,
     scan::{Scan, fill},
     string,
 };
-use crate::frame::InvalidLine;
 
 #[cfg(any(feature = "http", feature = "serve"))]
 mod route;

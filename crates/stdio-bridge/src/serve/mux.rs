@@ -23,13 +23,13 @@
 //! session to set it wins), and the upstream sees one client, so roots that differ between sessions
 //! cannot be told apart (a `roots/list` request goes to one session).
 //!
-//! This module holds the routing state, its task and the delivery to sessions; `link` runs the
+//! This module holds the routing state, its task and the delivery to sessions; `lifecycle` runs the
 //! upstream's life, `to_upstream` routes what sessions send and `from_upstream` what the upstream sends,
 //! and `fair` writes to the upstream, giving the sessions turns.
 
 mod fair;
 mod from_upstream;
-mod link;
+mod lifecycle;
 mod to_upstream;
 
 use std::{
@@ -42,7 +42,7 @@ use bytes::Bytes;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
-use super::stream::{Events, MAX_QUEUED, MAX_QUEUED_BYTES, Outbox as StreamOutbox, Refused};
+use super::outbox::{Events, MAX_QUEUED, MAX_QUEUED_BYTES, Outbox as StreamOutbox, Refused};
 use crate::{Upstream, UpstreamEvent, jsonrpc::to_frame, upstream::Link};
 
 /// A session's number inside the multiplexer.

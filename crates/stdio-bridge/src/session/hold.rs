@@ -11,8 +11,8 @@ use super::{Core, Held, Sent, resume::Change};
 use crate::vocab::INITIALIZE;
 use crate::{
     BUFFER_FULL, RESTART_DEADLINE,
+    jsonrpc::Frame,
     jsonrpc::{self, Info, Peek},
-    upstream::Frame,
 };
 
 impl Core {

@@ -13,8 +13,8 @@ use serde_json::{Value, json};
 
 use super::{Core, Held};
 use crate::{
+    jsonrpc::Frame,
     jsonrpc::{Info, Peek, peek, to_frame},
-    upstream::Frame,
 };
 
 // The most subscribed URIs a session remembers; a subscription past it is not replayed.

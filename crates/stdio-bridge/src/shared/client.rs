@@ -23,8 +23,8 @@ use tokio::time::Instant;
 use super::{
     identity::{IDENTITY_PATH, Nonce, RETIRE_PATH, ServerKeys},
     launch::Attached,
-    record::{Endpoint, Transport},
 };
+use crate::serve::{Endpoint, Transport};
 use crate::upstream::{
     BoxFuture,
     http::{BodyStream, HttpRequest, HttpResponse, SendError},

@@ -32,9 +32,12 @@ use super::{
     identity::ServerKeys,
     lock::FileLock,
     paths::{SharedPaths, check_private_file},
-    record::{Endpoint, Record, Transport},
+    server_record::ServerRecord,
 };
-use crate::{Error, ErrorKind};
+use crate::{
+    Error, ErrorKind,
+    serve::{Endpoint, Transport},
+};
 
 /// The environment variable that tells `calltape serve` it is the shared server of this key.
 pub const SERVE_KEY_ENV: &str = "CALLTAPE_SHARED_SERVE";
@@ -149,7 +152,7 @@ impl std::fmt::Debug for Attached {
 
 /// Reads the record and challenges the endpoint it names; `Ok(None)` when nothing proves itself.
 pub(crate) async fn probe(paths: &SharedPaths) -> Result<Option<Attached>, Error> {
-    let Some(record) = Record::read(&paths.record())? else {
+    let Some(record) = ServerRecord::read(&paths.record())? else {
         return Ok(None);
     };
     if let Endpoint::Unix(socket) = &record.endpoint {

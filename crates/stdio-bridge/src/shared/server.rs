@@ -9,11 +9,11 @@ use super::{
     launch::{COMMAND_ENV, SOCKET_ENV, is_server_socket},
     lock::FileLock,
     paths::SharedPaths,
-    record::{MCP_PATH, Record, Transport},
+    server_record::{MCP_PATH, ServerRecord},
 };
 use crate::{
     Error,
-    serve::{Serve, StopReason},
+    serve::{ServerBuilder, StopReason, Transport},
     shared::identity::Secret,
 };
 
@@ -29,7 +29,7 @@ use crate::{
 pub async fn serve_shared(
     paths: &SharedPaths,
     transport: Transport,
-    serve: Serve,
+    serve: ServerBuilder,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<StopReason, Error> {
     paths.prepare()?;
@@ -61,7 +61,7 @@ pub async fn serve_shared(
     let record_path = paths.record();
     let secret = Secret::generate()?;
     let serve = serve.shared_keys(secret.keys()).on_retire(move || {
-        Record::remove_if_pid(&record_path, pid);
+        ServerRecord::remove_if_pid(&record_path, pid);
         drop(
             held.lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -75,7 +75,7 @@ pub async fn serve_shared(
         }
         Transport::Http => serve.listen_tcp(([127, 0, 0, 1], 0).into()).await?,
     };
-    let record = Record {
+    let record = ServerRecord {
         endpoint: server.endpoint().clone(),
         path: MCP_PATH.to_owned(),
         pid,
@@ -90,7 +90,7 @@ pub async fn serve_shared(
         server.endpoint()
     );
     let result = server.run_until(shutdown).await;
-    Record::remove_if_pid(&paths.record(), pid);
+    ServerRecord::remove_if_pid(&paths.record(), pid);
     drop(
         lock.lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)

@@ -30,8 +30,8 @@ use super::{
     client::ChallengedTransport,
     launch::{Attached, DEFAULT_START_TIMEOUT, Launcher, attach_or_start},
     paths::SharedPaths,
-    record::Transport,
 };
+use crate::serve::Transport;
 use crate::vocab;
 use crate::{
     BoxFuture, Error, Frame, FrameReader, FrameWriter, Link, UPSTREAM_UNREACHABLE, Upstream,

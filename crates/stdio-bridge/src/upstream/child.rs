@@ -20,7 +20,7 @@ use tokio::{
 use super::{BoxFuture, Frame, Link, Upstream, UpstreamEvent};
 use crate::{
     Error, ErrorKind,
-    frame::{DEFAULT_MAX_FRAME, FrameReader, Incoming},
+    jsonrpc::{DEFAULT_MAX_FRAME, FrameReader, Incoming},
 };
 
 /// How long a child gets to exit after its stdin closes, before SIGTERM goes to its process group.
@@ -295,6 +295,7 @@ impl Upstream for ChildUpstream {
     }
 
     /// Another process of the same command: a process of a stdio server is one session.
+    #[cfg(feature = "era")]
     fn connect_apart(&self) -> Option<BoxFuture<'_, Result<Link, Error>>> {
         Some(self.connect())
     }

@@ -109,6 +109,7 @@ impl Upstream for UnixUpstream {
     }
 
     /// A link with a session of its own on the same endpoint, with the same headers.
+    #[cfg(feature = "era")]
     fn connect_apart(&self) -> Option<BoxFuture<'_, Result<Link, Error>>> {
         Some(self.core.apart().connect())
     }

@@ -1,6 +1,6 @@
 //! `serve`'s multiplexer with stateless 2026-07-28 requests beside sessions of the handshake era.
 
-use calltape_stdio_bridge::serve::Serve;
+use calltape_stdio_bridge::serve::ServerBuilder;
 use http::{Method, StatusCode};
 use serde_json::json;
 
@@ -8,7 +8,7 @@ use crate::serve::{ACCEPT_BOTH, JSON, Session, body_text, child, messages_of, ra
 
 #[tokio::test]
 async fn a_stateless_request_is_never_asked_what_only_a_session_can_answer() {
-    let running = start(Serve::new(child())).await;
+    let running = start(ServerBuilder::new(child())).await;
     let mut a = Session::new(running.target.clone(), None);
     a.initialize().await;
 

@@ -1,7 +1,7 @@
 //! 2026-07-28's HTTP rules for a stateless request (the `MCP-Protocol-Version: 2026-07-28` header and
 //! no `Mcp-Session-Id`): what it must carry, and the status and error it gets when it does not.
 
-use calltape_stdio_bridge::serve::Serve;
+use calltape_stdio_bridge::serve::ServerBuilder;
 use http::{Method, StatusCode};
 use serde_json::{Value, json};
 
@@ -203,7 +203,7 @@ fn rows() -> Vec<Row> {
 
 #[tokio::test]
 async fn a_stateless_request_keeps_2026_07_28s_http_rules_and_its_error_carries_its_id() {
-    let running = start(Serve::new(child())).await;
+    let running = start(ServerBuilder::new(child())).await;
     let mut wrong = Vec::new();
     for row in rows() {
         let mut headers = vec![ACCEPT_BOTH, JSON];
@@ -229,7 +229,7 @@ async fn a_stateless_request_keeps_2026_07_28s_http_rules_and_its_error_carries_
 
 #[tokio::test]
 async fn an_unsupported_version_names_the_supported_ones_and_echoes_the_requested() {
-    let running = start(Serve::new(child())).await;
+    let running = start(ServerBuilder::new(child())).await;
     let mut meta = meta();
     meta["io.modelcontextprotocol/protocolVersion"] = json!("v999.0.0");
     let body = serde_json::to_vec(

@@ -9,6 +9,7 @@ mod fake;
 mod fuzz_replay;
 #[cfg(feature = "http")]
 mod http;
+mod layers;
 mod resume;
 #[cfg(feature = "serve")]
 mod serve;

@@ -1,13 +1,14 @@
-//! `Serve`: the Streamable HTTP server side, its loopback hardening and the multiplexer, against a real
-//! child process (`examples/mux_server.rs`) over real loopback sockets.
+//! `ServerBuilder`: the Streamable HTTP server side, its loopback hardening and the multiplexer, against a real
+//! child process (`tests/fixtures/mux_server.rs`) over real loopback sockets.
 
 use std::{net::SocketAddr, path::PathBuf, time::Duration};
 
 use bytes::Bytes;
 use calltape_stdio_bridge::{
     ChildUpstream, Direction, ErrorKind, Stderr, TapEvent, UPSTREAM_EXITED,
-    serve::{Serve, StopReason},
-    shared::{Endpoint, IDENTITY_PATH, Nonce, Secret},
+    serve::Endpoint,
+    serve::{ServerBuilder, StopReason},
+    shared::{IDENTITY_PATH, Nonce, Secret},
 };
 use http::{HeaderMap, Method, Request, StatusCode};
 use http_body_util::{BodyExt, Full};
@@ -16,7 +17,7 @@ use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
 use tokio::{sync::oneshot, task::JoinHandle};
 
-/// The example server the multiplexer tests run, which `cargo test` builds beside the tests.
+/// The fixture server the multiplexer tests run (`tests/fixtures/mux_server.rs`), which `cargo test` builds beside the tests.
 pub(crate) fn mux_server() -> PathBuf {
     let exe = std::env::current_exe().expect("the test binary's path");
     let path = exe
@@ -306,7 +307,7 @@ impl Running {
     }
 }
 
-pub(crate) async fn start(serve: Serve) -> Running {
+pub(crate) async fn start(serve: ServerBuilder) -> Running {
     let server = serve
         .listen_tcp("127.0.0.1:0".parse().unwrap())
         .await
@@ -346,7 +347,7 @@ const PING: &[u8] = br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
 async fn a_stopped_server_has_shown_a_slow_tap_every_frame() {
     let seen: std::sync::Arc<std::sync::Mutex<Vec<(Direction, Value)>>> = Default::default();
     let sink = std::sync::Arc::clone(&seen);
-    let serve = Serve::new(child()).tap_sessions(move || {
+    let serve = ServerBuilder::new(child()).tap_sessions(move || {
         let sink = std::sync::Arc::clone(&sink);
         Box::new(move |event: TapEvent| {
             std::thread::sleep(Duration::from_millis(30));
@@ -377,7 +378,7 @@ async fn a_stopped_server_has_shown_a_slow_tap_every_frame() {
 #[tokio::test]
 async fn refuses_non_loopback_listen_addresses() {
     for addr in ["0.0.0.0:0", "127.0.0.2:0", "[::1]:0"] {
-        let err = Serve::new(child())
+        let err = ServerBuilder::new(child())
             .listen_tcp(addr.parse().unwrap())
             .await
             .unwrap_err();
@@ -387,7 +388,7 @@ async fn refuses_non_loopback_listen_addresses() {
 
 #[tokio::test]
 async fn loopback_hardening_origin_host_and_token() {
-    let running = start(Serve::new(child()).bearer_token("t0ken")).await;
+    let running = start(ServerBuilder::new(child()).bearer_token("t0ken")).await;
     let t = &running.target;
     let Target::Tcp(addr) = t else { unreachable!() };
     let auth = ("authorization", "Bearer t0ken");
@@ -502,7 +503,7 @@ async fn loopback_hardening_origin_host_and_token() {
 
 #[tokio::test]
 async fn transport_rules() {
-    let running = start(Serve::new(child())).await;
+    let running = start(ServerBuilder::new(child())).await;
     let t = &running.target;
     // 406 when Accept lacks a required type.
     for accept in ["application/json", "text/event-stream", "text/html"] {
@@ -578,7 +579,7 @@ async fn transport_rules() {
 
 #[tokio::test]
 async fn json_answers_when_asked() {
-    let running = start(Serve::new(child()).json_response(true)).await;
+    let running = start(ServerBuilder::new(child()).json_response(true)).await;
     let mut s = Session::new(running.target.clone(), None);
     s.initialize().await;
     let reply = s.call(json!(7), "echo", json!({"text": "plain"})).await;
@@ -594,7 +595,7 @@ async fn json_answers_when_asked() {
 async fn identity_endpoint() {
     let secret = Secret::generate().unwrap();
     let keys = secret.keys();
-    let running = start(Serve::new(child()).shared_keys(keys.clone())).await;
+    let running = start(ServerBuilder::new(child()).shared_keys(keys.clone())).await;
     let t = &running.target;
     let Target::Tcp(addr) = t else { unreachable!() };
     let endpoint = format!("http://127.0.0.1:{}", addr.port());
@@ -652,7 +653,7 @@ async fn identity_endpoint() {
 
 #[tokio::test]
 async fn sessions_share_one_child_with_their_own_ids() {
-    let running = start(Serve::new(child())).await;
+    let running = start(ServerBuilder::new(child())).await;
     let mut a = Session::new(running.target.clone(), None);
     let mut b = Session::new(running.target.clone(), None);
     let init_a = a.initialize().await;
@@ -696,7 +697,7 @@ async fn sessions_share_one_child_with_their_own_ids() {
 
 #[tokio::test]
 async fn progress_reaches_only_its_session_and_list_changes_reach_all() {
-    let running = start(Serve::new(child())).await;
+    let running = start(ServerBuilder::new(child())).await;
     let mut a = Session::new(running.target.clone(), None);
     let mut b = Session::new(running.target.clone(), None);
     a.initialize().await;
@@ -779,7 +780,7 @@ async fn progress_reaches_only_its_session_and_list_changes_reach_all() {
 
 #[tokio::test]
 async fn server_to_client_requests_go_to_the_asking_session() {
-    let running = start(Serve::new(child())).await;
+    let running = start(ServerBuilder::new(child())).await;
     let mut a = Session::new(running.target.clone(), None);
     let mut b = Session::new(running.target.clone(), None);
     a.initialize().await;
@@ -845,7 +846,7 @@ fn sse_headers() -> HeaderMap {
 
 #[tokio::test]
 async fn a_crashed_child_fails_in_flight_calls_and_comes_back() {
-    let running = start(Serve::new(child())).await;
+    let running = start(ServerBuilder::new(child())).await;
     let mut a = Session::new(running.target.clone(), None);
     let mut b = Session::new(running.target.clone(), None);
     a.initialize().await;
@@ -892,7 +893,7 @@ async fn a_crashed_child_fails_in_flight_calls_and_comes_back() {
 
 #[tokio::test]
 async fn idle_exit_after_the_last_session() {
-    let server = Serve::new(child())
+    let server = ServerBuilder::new(child())
         .idle_exit(Duration::from_millis(600))
         .listen_tcp("127.0.0.1:0".parse().unwrap())
         .await
@@ -928,7 +929,7 @@ async fn unix_socket_owner_only_stale_removed_live_refused() {
     // A stale socket: bound, then its listener gone.
     drop(std::os::unix::net::UnixListener::bind(&path).unwrap());
     assert!(path.exists());
-    let server = Serve::new(child())
+    let server = ServerBuilder::new(child())
         .listen_unix(&path)
         .await
         .expect("a stale socket is replaced");
@@ -936,7 +937,10 @@ async fn unix_socket_owner_only_stale_removed_live_refused() {
     assert_eq!(server.endpoint(), &Endpoint::Unix(path.clone()));
     let running = spawn(server);
 
-    let err = Serve::new(child()).listen_unix(&path).await.unwrap_err();
+    let err = ServerBuilder::new(child())
+        .listen_unix(&path)
+        .await
+        .unwrap_err();
     assert!(matches!(err.kind(), ErrorKind::SocketInUse { .. }), "{err}");
     assert!(err.to_string().contains(&path.display().to_string()));
 
@@ -951,7 +955,10 @@ async fn unix_socket_owner_only_stale_removed_live_refused() {
     assert!(!path.exists(), "the socket is removed on stop");
 
     let long = tmp.path().join("d".repeat(120)).join("server.sock");
-    let err = Serve::new(child()).listen_unix(&long).await.unwrap_err();
+    let err = ServerBuilder::new(child())
+        .listen_unix(&long)
+        .await
+        .unwrap_err();
     assert!(
         matches!(err.kind(), ErrorKind::SocketPathTooLong { .. }),
         "{err}"
@@ -960,7 +967,7 @@ async fn unix_socket_owner_only_stale_removed_live_refused() {
 
 #[tokio::test]
 async fn cancellations_follow_the_id_mapping() {
-    let running = start(Serve::new(child())).await;
+    let running = start(ServerBuilder::new(child())).await;
     let mut a = Session::new(running.target.clone(), None);
     a.initialize().await;
     let slow = a.call(json!("c-1"), "slow", json!({"ms": 4000}));
@@ -989,7 +996,7 @@ async fn cancellations_follow_the_id_mapping() {
 
 #[tokio::test]
 async fn stateless_requests_only_need_their_ids_remapped() {
-    let running = start(Serve::new(child())).await;
+    let running = start(ServerBuilder::new(child())).await;
     let mut a = Session::new(running.target.clone(), None);
     a.initialize().await;
     let body = serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
@@ -1026,7 +1033,7 @@ async fn stateless_requests_only_need_their_ids_remapped() {
 #[tokio::test]
 async fn requests_held_for_a_child_that_cannot_start_get_an_error() {
     let missing = ChildUpstream::new(["/nonexistent/mcp-server"]).unwrap();
-    let running = start(Serve::new(missing)).await;
+    let running = start(ServerBuilder::new(missing)).await;
     let s = Session::new(running.target.clone(), None);
     let reply = s
         .post(&json!({"jsonrpc": "2.0", "id": "i", "method": "initialize", "params": {

@@ -1,14 +1,14 @@
 //! One client floods `serve`, with its default limits: 5,000 requests in one batch that it never
 //! reads the answers of, a listen for 5,000 resources, more listens than a session holds, more
 //! stateless requests than the server holds sessions, JSON answers past 16 MiB. Throughout, another
-//! session's `ping` is answered. The child (`examples/mux_server.rs`) answers on one thread and reads
+//! session's `ping` is answered. The child (`tests/fixtures/mux_server.rs`) answers on one thread and reads
 //! nothing while its stdout is full, as many small servers do.
 
 use std::time::Duration;
 
 use calltape_stdio_bridge::{
     ANSWERS_TOO_LARGE, MAX_LISTENS, MAX_SUBSCRIPTIONS, TOO_MANY_LISTENS, TOO_MANY_SESSIONS,
-    TOO_MANY_URIS, serve::Serve,
+    TOO_MANY_URIS, serve::ServerBuilder,
 };
 use http::{Method, StatusCode};
 use http_body_util::BodyExt;
@@ -151,7 +151,7 @@ fn sse() -> http::HeaderMap {
 
 #[tokio::test]
 async fn a_batch_of_5000_requests_whose_answers_are_never_read_leaves_others_served() {
-    let (running, flooder) = with_a_session(Serve::new(child())).await;
+    let (running, flooder) = with_a_session(ServerBuilder::new(child())).await;
     let mut other = Session::new(running.target.clone(), None);
     other.initialize().await;
     // The flooder reads its GET stream, where what its POST's stream could not take goes.
@@ -196,7 +196,7 @@ async fn a_batch_of_5000_requests_whose_answers_are_never_read_leaves_others_ser
 }
 
 /// A server with default options, and a session of it.
-async fn with_a_session(serve: Serve) -> (Running, Session) {
+async fn with_a_session(serve: ServerBuilder) -> (Running, Session) {
     let running = start(serve).await;
     let mut session = Session::new(running.target.clone(), None);
     session.initialize().await;
@@ -205,7 +205,7 @@ async fn with_a_session(serve: Serve) -> (Running, Session) {
 
 #[tokio::test]
 async fn a_listen_for_5000_resources_is_refused_and_others_are_served() {
-    let (running, other) = with_a_session(Serve::new(child())).await;
+    let (running, other) = with_a_session(ServerBuilder::new(child())).await;
     let res = tokio::time::timeout(
         Duration::from_secs(60),
         post_stateless(&running.target, "subscriptions/listen", &listen(1, FLOOD)),
@@ -244,7 +244,7 @@ async fn a_listen_for_5000_resources_is_refused_and_others_are_served() {
 
 #[tokio::test]
 async fn a_session_holds_at_most_max_listens_open() {
-    let running = start(Serve::new(child())).await;
+    let running = start(ServerBuilder::new(child())).await;
     let batch: Vec<Value> = (1..=MAX_LISTENS as u64 + 1)
         .map(|id| listen(id, 1))
         .collect();
@@ -280,7 +280,7 @@ async fn a_session_holds_at_most_max_listens_open() {
 
 #[tokio::test]
 async fn stateless_requests_count_as_sessions_while_they_are_answered() {
-    let (running, session) = with_a_session(Serve::new(child()).max_sessions(2)).await;
+    let (running, session) = with_a_session(ServerBuilder::new(child()).max_sessions(2)).await;
     let list =
         json!({"jsonrpc": "2.0", "id": 7, "method": "tools/list", "params": {"_meta": meta()}});
     // One at a time, stateless requests take the place left and give it back.
@@ -317,7 +317,7 @@ async fn stateless_requests_count_as_sessions_while_they_are_answered() {
 
 #[tokio::test]
 async fn json_answers_past_16_mib_are_replaced_by_errors_with_their_ids() {
-    let (running, session) = with_a_session(Serve::new(child()).json_response(true)).await;
+    let (running, session) = with_a_session(ServerBuilder::new(child()).json_response(true)).await;
     // Each answer holds 13 tools of 2 KiB: 1,000 of them are over 26 MB.
     let batch: Vec<Value> = (0..1000)
         .map(|n| json!({"jsonrpc": "2.0", "id": n, "method": "tools/list"}))

@@ -1,4 +1,4 @@
-//! `Serve` under hostile input: requests that are not valid JSON-RPC, connections that never send
+//! `ServerBuilder` under hostile input: requests that are not valid JSON-RPC, connections that never send
 //! their headers, too many connections or sessions, and GET streams whose client does not read.
 
 use std::time::Duration;
@@ -10,7 +10,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use crate::serve::{
     ACCEPT_BOTH, JSON, Session, Target, body_text, child, next_message, raw, start,
 };
-use calltape_stdio_bridge::serve::Serve;
+use calltape_stdio_bridge::serve::ServerBuilder;
 
 /// Bodies that are JSON but not a request to forward: one `-32600` answer each, with `id: null`.
 const INVALID_BODIES: &[&str] = &[
@@ -25,7 +25,7 @@ const INVALID_BODIES: &[&str] = &[
 
 #[tokio::test]
 async fn invalid_requests_get_one_error_with_a_null_id() {
-    let running = start(Serve::new(child())).await;
+    let running = start(ServerBuilder::new(child())).await;
     let mut session = Session::new(running.target.clone(), None);
     session.initialize().await;
     let id = session.id.clone().expect("initialized");
@@ -93,7 +93,8 @@ const HALF: &str = "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: application
 
 #[tokio::test]
 async fn a_connection_that_does_not_send_its_headers_in_time_is_closed() {
-    let running = start(Serve::new(child()).header_read_timeout(Duration::from_millis(300))).await;
+    let running =
+        start(ServerBuilder::new(child()).header_read_timeout(Duration::from_millis(300))).await;
     let mut slow = half_sent(&running.target, HALF).await;
     let mut silent = half_sent(&running.target, "").await;
     assert!(closed_by_server(&mut slow).await, "a half-sent request");
@@ -113,7 +114,7 @@ async fn a_connection_that_does_not_send_its_headers_in_time_is_closed() {
 
 #[tokio::test]
 async fn past_the_connection_cap_the_oldest_connection_waiting_for_headers_goes_first() {
-    let running = start(Serve::new(child()).max_connections(8)).await;
+    let running = start(ServerBuilder::new(child()).max_connections(8)).await;
     let mut waiting = Vec::new();
     for _ in 0..8 {
         waiting.push(half_sent(&running.target, HALF).await);
@@ -147,7 +148,7 @@ async fn past_the_connection_cap_the_oldest_connection_waiting_for_headers_goes_
 
 #[tokio::test]
 async fn an_initialize_past_the_session_cap_gets_503_and_says_why() {
-    let running = start(Serve::new(child()).max_sessions(3)).await;
+    let running = start(ServerBuilder::new(child()).max_sessions(3)).await;
     let mut sessions = Vec::new();
     for _ in 0..3 {
         let mut session = Session::new(running.target.clone(), None);
@@ -242,7 +243,7 @@ fn get_stream_request(session: &str, last_event: Option<u64>) -> String {
 
 #[tokio::test]
 async fn a_get_stream_whose_client_does_not_read_is_closed_and_resumes_from_what_is_retained() {
-    let running = start(Serve::new(child())).await;
+    let running = start(ServerBuilder::new(child())).await;
     let mut reader = Session::new(running.target.clone(), None);
     reader.initialize().await;
     let id = reader.id.clone().expect("initialized");

@@ -1,7 +1,7 @@
 //! What the sessions of `serve` set up (resource subscriptions, the log level) reaches a restarted
 //! child once each, as far as the old child accepted it.
 
-use calltape_stdio_bridge::{ChildUpstream, Stderr, UPSTREAM_EXITED, serve::Serve};
+use calltape_stdio_bridge::{ChildUpstream, Stderr, UPSTREAM_EXITED, serve::ServerBuilder};
 use serde_json::{Value, json};
 
 use crate::serve::{Session, mux_server, start};
@@ -28,7 +28,7 @@ async fn a_restarted_child_gets_what_the_old_one_accepted_and_what_was_held_once
     ])
     .expect("child")
     .stderr(Stderr::Null);
-    let running = start(Serve::new(child)).await;
+    let running = start(ServerBuilder::new(child)).await;
     let mut a = Session::new(running.target.clone(), None);
     let mut b = Session::new(running.target.clone(), None);
     a.initialize().await;

@@ -10,9 +10,10 @@ use std::{
 
 use calltape_stdio_bridge::{
     ErrorKind, Upstream, UpstreamEvent,
+    serve::{Endpoint, Transport},
     shared::{
-        Attached, Endpoint, Launcher, MCP_PATH, Record, Secret, SharedKey, SharedPaths,
-        SharedUpstream, Transport, attach_or_start,
+        Attached, Launcher, MCP_PATH, Secret, ServerRecord, SharedKey, SharedPaths, SharedUpstream,
+        attach_or_start,
     },
 };
 use serde_json::{Value, json};
@@ -251,7 +252,7 @@ async fn a_squatter_on_the_recorded_port_gets_only_challenges_and_a_new_server_s
         let seen = squatter(listener, how).await;
         let secret = Secret::generate().unwrap();
         let token = secret.keys().token().to_owned();
-        Record {
+        ServerRecord {
             endpoint: Endpoint::Http(addr),
             path: MCP_PATH.into(),
             pid: 1,
@@ -279,7 +280,7 @@ async fn over_http_a_process_that_takes_the_port_after_the_server_stops_gets_not
     let Endpoint::Http(addr) = attached.endpoint else {
         panic!("http")
     };
-    let record = Record::read(&paths.record()).unwrap().unwrap();
+    let record = ServerRecord::read(&paths.record()).unwrap().unwrap();
     let mut link = upstream.connect().await.unwrap();
     let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
@@ -510,7 +511,9 @@ async fn a_session_killed_while_its_server_starts_causes_no_second_server() {
     );
     let pid = pid_of(&second.call(1, "pid").await);
 
-    let record = Record::read(&paths.record()).unwrap().expect("a record");
+    let record = ServerRecord::read(&paths.record())
+        .unwrap()
+        .expect("a record");
     assert_eq!(
         std::fs::read_to_string(&starts).unwrap().lines().count(),
         1,
@@ -544,7 +547,9 @@ async fn an_attach_failure_mid_session_answers_at_once_with_the_reason_then_atta
     let mut session = Session::start(home.path(), Transport::Unix, &launcher);
     session.initialize().await;
     let first_pid = pid_of(&session.call(1, "pid").await);
-    let record = Record::read(&paths.record()).unwrap().expect("a record");
+    let record = ServerRecord::read(&paths.record())
+        .unwrap()
+        .expect("a record");
 
     // The server dies and cannot be started again: the session notices, tries, and fails.
     std::fs::write(&broken, "").unwrap();
@@ -591,7 +596,9 @@ async fn an_attach_failure_mid_session_answers_at_once_with_the_reason_then_atta
     };
     let second_pid = pid_of(&answer);
     assert_ne!(second_pid, first_pid, "a new server answered");
-    let record = Record::read(&paths.record()).unwrap().expect("a record");
+    let record = ServerRecord::read(&paths.record())
+        .unwrap()
+        .expect("a record");
     drop(session);
     stop(record.pid);
     wait_gone(&paths.record()).await;
@@ -659,7 +666,7 @@ async fn unsafe_folders_and_records_are_refused_before_anything_starts() {
     let home = home();
     let paths = paths(home.path(), "k");
     paths.prepare().unwrap();
-    let record = Record {
+    let record = ServerRecord {
         endpoint: Endpoint::Unix(paths.socket()),
         path: MCP_PATH.into(),
         pid: 1,
@@ -705,7 +712,7 @@ async fn the_secret_is_in_no_argument_or_environment() {
     let home = home();
     let paths = paths(home.path(), "k");
     let attached = attach(&paths, Transport::Unix).await;
-    let record = Record::read(&paths.record()).unwrap().unwrap();
+    let record = ServerRecord::read(&paths.record()).unwrap().unwrap();
     let secret = record.secret.to_hex();
     let token = record.secret.keys().token().to_owned();
     let mut checked = 0;
@@ -735,11 +742,11 @@ async fn the_secret_is_in_no_argument_or_environment() {
 #[test]
 fn public_types_are_send_and_sync() {
     fn check<T: Send + Sync>() {}
-    check::<calltape_stdio_bridge::serve::Serve>();
+    check::<calltape_stdio_bridge::serve::ServerBuilder>();
     check::<calltape_stdio_bridge::serve::Server>();
     check::<SharedUpstream>();
     check::<Attached>();
-    check::<Record>();
+    check::<ServerRecord>();
     check::<SharedPaths>();
     check::<calltape_stdio_bridge::shared::ServerKeys>();
 }

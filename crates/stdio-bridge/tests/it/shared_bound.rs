@@ -2,8 +2,9 @@
 
 use std::time::Duration;
 
-use calltape_stdio_bridge::shared::{
-    Endpoint, Launcher, MCP_PATH, Record, SharedPaths, SharedUpstream, Transport,
+use calltape_stdio_bridge::{
+    serve::{Endpoint, Transport},
+    shared::{Launcher, MCP_PATH, ServerRecord, SharedPaths, SharedUpstream},
 };
 use http::{Method, StatusCode};
 use serde_json::{Value, json};
@@ -45,7 +46,9 @@ async fn an_sse_initialize_answer_sets_the_protocol_version_of_later_requests() 
     );
 
     drop(client);
-    let record = Record::read(&paths.record()).unwrap().expect("a record");
+    let record = ServerRecord::read(&paths.record())
+        .unwrap()
+        .expect("a record");
     stop(record.pid);
     wait_gone(&paths.record()).await;
 }
@@ -61,7 +64,9 @@ async fn a_protocol_version_with_control_characters_is_an_upstream_protocol_erro
         .await;
     assert_eq!(answer["error"]["code"], -32004, "{answer}");
     drop(client);
-    let record = Record::read(&paths.record()).unwrap().expect("a record");
+    let record = ServerRecord::read(&paths.record())
+        .unwrap()
+        .expect("a record");
     stop(record.pid);
     wait_gone(&paths.record()).await;
 }
@@ -138,18 +143,22 @@ async fn a_session_for_another_command_replaces_the_server_and_the_old_one_serve
     let mut second = session(&paths, "v1").await;
     assert_eq!(version_of(&mut first, 1).await, "v1");
     assert_eq!(version_of(&mut second, 1).await, "v1");
-    let old = Record::read(&paths.record()).unwrap().expect("v1's record");
+    let old = ServerRecord::read(&paths.record())
+        .unwrap()
+        .expect("v1's record");
 
     // A session for v2 never attaches to v1: it starts v2, which becomes the key's server.
     let mut third = session(&paths, "v2").await;
     assert_eq!(version_of(&mut third, 1).await, "v2");
-    let new = Record::read(&paths.record()).unwrap().expect("v2's record");
+    let new = ServerRecord::read(&paths.record())
+        .unwrap()
+        .expect("v2's record");
     assert_ne!(new.pid, old.pid);
     assert_ne!(new.command, old.command);
     let mut fourth = session(&paths, "v2").await;
     assert_eq!(version_of(&mut fourth, 1).await, "v2");
     assert_eq!(
-        Record::read(&paths.record())
+        ServerRecord::read(&paths.record())
             .unwrap()
             .expect("a record")
             .pid,
@@ -211,14 +220,18 @@ async fn the_same_command_from_another_folder_replaces_the_server() {
         cwd(first.call(1, "cwd", json!({})).await),
         one.canonicalize().unwrap().display().to_string()
     );
-    let old = Record::read(&paths.record()).unwrap().expect("a record");
+    let old = ServerRecord::read(&paths.record())
+        .unwrap()
+        .expect("a record");
     // The same command and arguments from another folder: a server of its own, in that folder.
     let mut second = session_of(&paths, in_dir(&two)).await;
     assert_eq!(
         cwd(second.call(1, "cwd", json!({})).await),
         two.canonicalize().unwrap().display().to_string()
     );
-    let new = Record::read(&paths.record()).unwrap().expect("a record");
+    let new = ServerRecord::read(&paths.record())
+        .unwrap()
+        .expect("a record");
     assert_ne!(new.pid, old.pid);
     assert_ne!(new.command, old.command);
     // The first server serves its session still, in its own folder.

@@ -1,5 +1,7 @@
 //! A test client that drives a bridge over in-memory pipes, and the echo server's path.
 
+pub(crate) mod source;
+
 use std::{path::PathBuf, time::Duration};
 
 use calltape_stdio_bridge::{Bridge, Error, FrameReader, Incoming, Summary};
@@ -9,7 +11,7 @@ use tokio::{
     task::JoinHandle,
 };
 
-/// The example MCP server (`examples/echo_server.rs`), which `cargo test` builds beside the tests.
+/// The fixture MCP server (`tests/fixtures/echo_server.rs`), which `cargo test` builds beside the tests.
 pub(crate) fn echo_server() -> PathBuf {
     let exe = std::env::current_exe().expect("the test binary's path");
     let path = exe

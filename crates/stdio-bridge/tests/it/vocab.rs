@@ -9,6 +9,8 @@ use std::{
     path::{Path, PathBuf},
 };
 
+use crate::support::source::skip_trivia;
+
 /// The module that holds the vocabulary, relative to the workspace's `crates/`.
 const VOCABULARY: &str = "stdio-bridge/src/vocab.rs";
 
@@ -50,32 +52,8 @@ fn lex(src: &str) -> Lexed {
     while i < s.len() {
         let c = s[i];
         let next = s.get(i + 1).copied();
-        if c == b'\n' {
-            line += 1;
-            i += 1;
-        } else if c.is_ascii_whitespace() {
-            i += 1;
-        } else if c == b'/' && next == Some(b'/') {
-            while i < s.len() && s[i] != b'\n' {
-                i += 1;
-            }
-        } else if c == b'/' && next == Some(b'*') {
-            let mut depth = 0;
-            while i < s.len() {
-                if s[i..].starts_with(b"/*") {
-                    depth += 1;
-                    i += 2;
-                } else if s[i..].starts_with(b"*/") {
-                    depth -= 1;
-                    i += 2;
-                    if depth == 0 {
-                        break;
-                    }
-                } else {
-                    line += usize::from(s[i] == b'\n');
-                    i += 1;
-                }
-            }
+        if let Some(end) = skip_trivia(s, i, &mut line) {
+            i = end;
         } else if c == b'r'
             && (i == 0
                 || !is_ident(s[i - 1])

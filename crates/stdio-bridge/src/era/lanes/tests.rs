@@ -6,13 +6,14 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::{IDLE, MAX_SESSIONS};
+use crate::jsonrpc::Frame;
 use crate::{
     TOO_MANY_CAPABILITY_SESSIONS, UPSTREAM_EXITED,
     era::{
         Protocol,
         pump::{self, Context, Said},
     },
-    upstream::{BoxFuture, Frame, Link, Upstream, UpstreamEvent},
+    upstream::{BoxFuture, Link, Upstream, UpstreamEvent},
 };
 
 /// The far end of one session: what the bridge sent it, and where its answers go.

@@ -96,7 +96,7 @@ impl<T: Transport> Core<T> {
     }
 
     /// A protocol client for the same endpoint and headers that holds a session of its own.
-    #[cfg(feature = "http")]
+    #[cfg(all(feature = "http", feature = "era"))]
     pub(crate) fn apart(&self) -> Arc<Self> {
         Arc::new(Self {
             transport: Arc::clone(&self.transport),

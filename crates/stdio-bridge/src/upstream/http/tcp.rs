@@ -89,6 +89,7 @@ impl Upstream for HttpUpstream {
     }
 
     /// A link with a session of its own on the same endpoint, with the same headers.
+    #[cfg(feature = "era")]
     fn connect_apart(&self) -> Option<BoxFuture<'_, Result<Link, Error>>> {
         Some(self.core.apart().connect())
     }

@@ -1,13 +1,13 @@
 //! `calltape serve`: one stdio MCP server behind a Streamable HTTP endpoint that any number of sessions
 //! share.
 //!
-//! [`Serve`] builds the server: it listens on 127.0.0.1 or on an owner-only Unix socket, hardens loopback
+//! [`ServerBuilder`] builds the server: it listens on 127.0.0.1 or on an owner-only Unix socket, hardens loopback
 //! HTTP (no `Origin` but the listener's own, none at all for a shared server; no request a browser
 //! marks as sent by another site's page; loopback `Host` only; no CORS; an optional bearer token
 //! compared in constant time),
 //! and multiplexes every session onto one upstream:
 //!
-//! - the upstream is reached through an [`EraUpstream`](crate::EraUpstream) ([`Serve::protocol`],
+//! - the upstream is reached through an [`EraUpstream`](crate::EraUpstream) ([`ServerBuilder::protocol`],
 //!   by default found each time it starts), so sessions of the handshake era and stateless 2026-07-28
 //!   requests share one endpoint whatever era the upstream speaks: what it lacks is translated;
 //! - the first session's `initialize` is forwarded and its answer cached; later sessions are answered
@@ -17,7 +17,7 @@
 //! - list changes and `notifications/message` go to every session, `notifications/resources/updated`
 //!   only to the sessions that subscribed to that URI;
 //! - an event of a `subscriptions/listen` stream goes to that request's stream only, with the id the
-//!   client gave the request (an SSE stream, also with [`Serve::json_response`]);
+//!   client gave the request (an SSE stream, also with [`ServerBuilder::json_response`]);
 //! - a stateless 2026-07-28 request (a POST with that `MCP-Protocol-Version` and no `Mcp-Session-Id`)
 //!   is held to its era's HTTP rules, and every refusal carries its id: `_meta` must name its protocol
 //!   version and client capabilities (else HTTP 400 with -32602), `MCP-Protocol-Version`, `Mcp-Method`
@@ -32,7 +32,7 @@
 //!   events (16 MiB), which it retains; older ones are dropped;
 //! - a POST's answer stream is bounded the same way: past 1,024 messages or 16 MiB unread it is
 //!   closed, and the answers after that go to the session's GET stream; JSON answers
-//!   ([`Serve::json_response`]) past 16 MiB are each replaced by an
+//!   ([`ServerBuilder::json_response`]) past 16 MiB are each replaced by an
 //!   [`ANSWERS_TOO_LARGE`](crate::ANSWERS_TOO_LARGE) error with their own ids;
 //! - no client stalls the others: what the sessions send goes to the upstream one session at a time,
 //!   in turn, so a batch of thousands of requests does not put another session's request behind them
@@ -58,10 +58,10 @@
 //! # Example
 //!
 //! ```no_run
-//! use calltape_stdio_bridge::{ChildUpstream, serve::Serve};
+//! use calltape_stdio_bridge::{ChildUpstream, serve::ServerBuilder};
 //!
 //! # async fn run() -> Result<(), calltape_stdio_bridge::Error> {
-//! let server = Serve::new(ChildUpstream::new(["python", "server.py"])?)
+//! let server = ServerBuilder::new(ChildUpstream::new(["python", "server.py"])?)
 //!     .bearer_token("a long random token")
 //!     .listen_tcp(([127, 0, 0, 1], 8808).into())
 //!     .await?;
@@ -76,8 +76,10 @@
 //! ```
 
 mod conn;
-mod http;
+mod endpoint;
+mod listen;
 mod mux;
-mod stream;
+mod outbox;
 
-pub use http::{SUPPORTED_PROTOCOL_VERSIONS, Serve, Server, StopReason};
+pub use endpoint::{Endpoint, Transport};
+pub use listen::{SUPPORTED_PROTOCOL_VERSIONS, Server, ServerBuilder, StopReason};

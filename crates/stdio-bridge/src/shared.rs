@@ -5,7 +5,7 @@
 //! - [`SharedKey`]: the validated key, checked before any file is touched.
 //! - [`SharedPaths`]: the key's folder `$CALLTAPE_HOME/shared/<key>/` (0700) and its files, with the owner
 //!   and mode checks of the folder, every folder above it, the record and the socket.
-//! - [`Record`]: `server.json`, written by a server once it listens (0600, renamed into place).
+//! - [`ServerRecord`]: `server.json`, written by a server once it listens (0600, renamed into place).
 //! - [`Secret`], [`Nonce`], [`ServerKeys`]: the identity proof a server gives before a session sends it the
 //!   bearer token.
 //! - OS file locks (`flock`) make one server per key without leases.
@@ -13,7 +13,7 @@
 //! - [`serve_shared`]: the server's side: lock, listen, write the record, serve, clean up.
 //! - [`SharedUpstream`]: the key's server as an [`Upstream`](crate::Upstream) for a
 //!   [`Bridge`](crate::Bridge), which is what `calltape shared` runs. It passes frames of either
-//!   protocol era through: the server translates for its child (its [`Serve`](crate::serve::Serve)
+//!   protocol era through: the server translates for its child (its [`ServerBuilder`](crate::serve::ServerBuilder)
 //!   reaches the child through an [`EraUpstream`](crate::EraUpstream)).
 //! - [`answer_held_requests`]: when no server can be attached, each request the client sent gets
 //!   [`unavailable_answer`] with its own id before the session exits.
@@ -44,16 +44,16 @@ mod key;
 mod launch;
 mod lock;
 mod paths;
-mod record;
 mod server;
+mod server_record;
 mod session;
 
 pub use identity::{IDENTITY_PATH, Nonce, Secret, ServerKeys};
 pub use key::{MAX_KEY_LEN, SharedKey};
 pub use launch::{Attached, DEFAULT_START_TIMEOUT, Launcher, SERVE_KEY_ENV, attach_or_start};
 pub use paths::{MAX_SOCKET_PATH, SharedPaths};
-pub use record::{Endpoint, MCP_PATH, Record, Transport};
 pub use server::serve_shared;
+pub use server_record::{MCP_PATH, ServerRecord};
 pub use session::{SharedUpstream, answer_held_requests, unavailable_answer};
 
 pub(crate) use identity::{RETIRE_PATH, token_matches};

@@ -8,10 +8,11 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use super::{Core, Held, Live, Phase, Sent, backoff, resume};
+use crate::jsonrpc::Frame;
 use crate::{
     Error, UPSTREAM_EXITED, UPSTREAM_PROTOCOL_ERROR, UPSTREAM_UNREACHABLE,
     jsonrpc::{self, CONNECTION_LOST, EXITED_IN_FLIGHT, NOT_MCP, Peek, peek},
-    upstream::{Frame, Link, UpstreamEvent},
+    upstream::{Link, UpstreamEvent},
 };
 
 impl Core {

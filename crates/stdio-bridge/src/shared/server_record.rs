@@ -1,104 +1,25 @@
 //! The record a running shared server writes: how to reach it and the secret it proves itself with.
 
 use std::{
-    fmt,
     fs::{self, OpenOptions},
     io::Read,
-    net::{Ipv4Addr, SocketAddr, SocketAddrV4},
     os::unix::fs::OpenOptionsExt,
-    path::{Path, PathBuf},
-    str::FromStr,
+    path::Path,
 };
 
 use serde::{Deserialize, Serialize};
 
 use super::{identity::Secret, paths::check_private_file};
-use crate::{Error, ErrorKind};
+use crate::{
+    Error, ErrorKind,
+    serve::{Endpoint, Transport},
+};
 
 /// The path both `calltape serve` and a shared server answer MCP at.
 pub const MCP_PATH: &str = "/mcp";
 
 /// The largest record read; anything longer is not a record.
 const MAX_RECORD_LEN: u64 = 4096;
-
-/// How a shared server is reached.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum Transport {
-    /// HTTP over an owner-only Unix socket in the key's folder.
-    #[default]
-    Unix,
-    /// HTTP on a free port of 127.0.0.1.
-    Http,
-}
-
-impl fmt::Display for Transport {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Self::Unix => "unix",
-            Self::Http => "http",
-        })
-    }
-}
-
-impl FromStr for Transport {
-    type Err = Error;
-
-    fn from_str(s: &str) -> Result<Self, Error> {
-        match s {
-            "unix" => Ok(Self::Unix),
-            "http" => Ok(Self::Http),
-            _ => Err(Error::config(format!(
-                "unknown transport `{s}`: use unix or http"
-            ))),
-        }
-    }
-}
-
-/// Where a server listens: `unix:<socket path>` or `http://127.0.0.1:<port>`. The proof is bound to it.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum Endpoint {
-    /// A Unix socket.
-    Unix(PathBuf),
-    /// A loopback TCP port.
-    Http(SocketAddr),
-}
-
-impl Endpoint {
-    /// The transport of this endpoint.
-    pub fn transport(&self) -> Transport {
-        match self {
-            Self::Unix(_) => Transport::Unix,
-            Self::Http(_) => Transport::Http,
-        }
-    }
-
-    /// Parses `unix:<absolute path>` or `http://127.0.0.1:<port>`; nothing else is a shared endpoint.
-    pub fn parse(text: &str) -> Option<Self> {
-        if let Some(path) = text.strip_prefix("unix:") {
-            let path = PathBuf::from(path);
-            return path.is_absolute().then_some(Self::Unix(path));
-        }
-        let port = text.strip_prefix("http://127.0.0.1:")?;
-        if port.is_empty() || !port.bytes().all(|b| b.is_ascii_digit()) {
-            return None;
-        }
-        let port: u16 = port.parse().ok().filter(|p| *p != 0)?;
-        Some(Self::Http(SocketAddr::V4(SocketAddrV4::new(
-            Ipv4Addr::LOCALHOST,
-            port,
-        ))))
-    }
-}
-
-impl fmt::Display for Endpoint {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Unix(path) => write!(f, "unix:{}", path.display()),
-            Self::Http(addr) => write!(f, "http://127.0.0.1:{}", addr.port()),
-        }
-    }
-}
 
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -116,7 +37,7 @@ struct RecordJson {
 
 /// The contents of `server.json`.
 #[derive(Debug, Clone)]
-pub struct Record {
+pub struct ServerRecord {
     /// Where the server listens.
     pub endpoint: Endpoint,
     /// The HTTP path of its MCP endpoint (`/mcp`).
@@ -131,7 +52,7 @@ pub struct Record {
     pub command: String,
 }
 
-impl Record {
+impl ServerRecord {
     /// The record as JSON text.
     pub fn to_json(&self) -> String {
         let json = RecordJson {
@@ -217,8 +138,8 @@ mod tests {
 
     use super::*;
 
-    fn record(endpoint: &str) -> Record {
-        Record {
+    fn record(endpoint: &str) -> ServerRecord {
+        ServerRecord {
             endpoint: Endpoint::parse(endpoint).unwrap(),
             path: MCP_PATH.into(),
             pid: 42,
@@ -239,7 +160,7 @@ mod tests {
         assert!(r.to_json().contains(
             r#""transport":"unix","endpoint":"unix:/run/user/1/calltape/shared/k/server.sock""#
         ));
-        let back = Record::from_json(&r.to_json()).unwrap();
+        let back = ServerRecord::from_json(&r.to_json()).unwrap();
         assert_eq!(back.endpoint, r.endpoint);
         assert_eq!(back.pid, 42);
         assert_eq!(back.secret.to_hex(), r.secret.to_hex());
@@ -248,7 +169,7 @@ mod tests {
         let old = r
             .to_json()
             .replace(&format!(r#","command":"{}""#, r.command), "");
-        assert_eq!(Record::from_json(&old).unwrap().command, "");
+        assert_eq!(ServerRecord::from_json(&old).unwrap().command, "");
     }
 
     #[test]
@@ -272,7 +193,7 @@ mod tests {
             good[..good.len() - 1].to_owned(),
         ];
         for case in cases {
-            assert!(Record::from_json(&case).is_none(), "{case}");
+            assert!(ServerRecord::from_json(&case).is_none(), "{case}");
         }
     }
 
@@ -280,21 +201,21 @@ mod tests {
     fn written_in_one_step_owner_only_and_removed_only_by_its_writer() {
         let tmp = tempfile::tempdir().unwrap();
         let path = tmp.path().join("server.json");
-        assert!(Record::read(&path).unwrap().is_none());
+        assert!(ServerRecord::read(&path).unwrap().is_none());
         let r = record("http://127.0.0.1:4567");
         r.write(&path).unwrap();
         assert_eq!(fs::metadata(&path).unwrap().mode() & 0o777, 0o600);
-        assert_eq!(Record::read(&path).unwrap().unwrap().pid, 42);
+        assert_eq!(ServerRecord::read(&path).unwrap().unwrap().pid, 42);
         // No temporary file is left behind.
         assert_eq!(fs::read_dir(tmp.path()).unwrap().count(), 1);
         // Replaced by a newer record.
         let mut newer = r.clone();
         newer.pid = 43;
         newer.write(&path).unwrap();
-        assert_eq!(Record::read(&path).unwrap().unwrap().pid, 43);
-        assert!(!Record::remove_if_pid(&path, 42));
+        assert_eq!(ServerRecord::read(&path).unwrap().unwrap().pid, 43);
+        assert!(!ServerRecord::remove_if_pid(&path, 42));
         assert!(path.exists());
-        assert!(Record::remove_if_pid(&path, 43));
+        assert!(ServerRecord::remove_if_pid(&path, 43));
         assert!(!path.exists());
     }
 
@@ -304,10 +225,10 @@ mod tests {
         let path = tmp.path().join("server.json");
         fs::write(&path, "not json").unwrap();
         fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).unwrap();
-        assert!(Record::read(&path).unwrap().is_none());
+        assert!(ServerRecord::read(&path).unwrap().is_none());
         record("http://127.0.0.1:1").write(&path).unwrap();
         fs::set_permissions(&path, fs::Permissions::from_mode(0o644)).unwrap();
-        let message = Record::read(&path).unwrap_err().to_string();
+        let message = ServerRecord::read(&path).unwrap_err().to_string();
         assert!(message.contains("0644"), "{message}");
         assert!(!message.contains(&"ab".repeat(32)), "{message}");
     }

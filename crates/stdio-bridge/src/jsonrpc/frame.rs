@@ -10,11 +10,11 @@ use std::io;
 use bytes::Bytes;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
 
-use crate::{
-    INVALID_REQUEST, PARSE_ERROR,
-    jsonrpc::{Peek, check, error_frame, peek},
-    upstream::Frame,
-};
+use super::{Peek, check, error_frame, peek};
+use crate::vocab::{INVALID_REQUEST, PARSE_ERROR};
+
+/// One JSON-RPC message (an object or a batch array) as raw JSON bytes, without the newline.
+pub type Frame = Bytes;
 
 /// What an [`InvalidLine::InvalidRequest`] answer says.
 pub(crate) const INVALID_REQUEST_MESSAGE: &str = "invalid request: a batch must hold at least one message and only objects, and an id must be a string, a number or null";

@@ -4,7 +4,6 @@
 //! again whenever a link closes, so one value covers the whole session: every restart of a child process,
 //! every reconnection to an HTTP endpoint.
 
-use bytes::Bytes;
 use std::{future::Future, pin::Pin};
 use tokio::sync::mpsc;
 
@@ -16,14 +15,12 @@ pub(crate) mod sse;
 #[cfg(feature = "http")]
 pub(crate) mod unix;
 
+pub(crate) use crate::jsonrpc::Frame;
 pub use child::{ChildUpstream, SharedWriter, Stderr};
 #[cfg(feature = "http")]
 pub use http::{ExtraHeaders, HttpUpstream, tls_client_config};
 #[cfg(feature = "http")]
 pub use unix::{DEFAULT_HTTP_PATH, UnixUpstream};
-
-/// One JSON-RPC message (an object or a batch array) as raw JSON bytes, without the newline.
-pub type Frame = Bytes;
 
 /// A boxed future, so the trait stays object safe.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -40,7 +37,9 @@ pub trait Upstream: Send + Sync + 'static {
     /// Starts a link that holds a session of its own, beside the one [`connect`](Upstream::connect)'s
     /// links share: for a client the server must see apart (a 2026-07-28 client whose capabilities
     /// differ from the session's). A child process is started once more; an HTTP endpoint is asked for
-    /// another session. `None` (the default): the upstream has one session only.
+    /// another session. `None` (the default): the upstream has one session only. Feature `era`: only the
+    /// era adapter asks for it.
+    #[cfg(feature = "era")]
     fn connect_apart(&self) -> Option<BoxFuture<'_, Result<Link, crate::Error>>> {
         None
     }

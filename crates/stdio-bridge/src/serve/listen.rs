@@ -1,6 +1,6 @@
 //! The server side of MCP's Streamable HTTP transport, on loopback TCP or a Unix socket (hyper, HTTP/1.1).
 //!
-//! This module holds the server's setup and life: [`Serve`], the listeners, the accept loop and one
+//! This module holds the server's setup and life: [`ServerBuilder`], the listeners, the accept loop and one
 //! connection's service; `routes` checks and routes each request, `post` answers a POST's messages, and
 //! `reply` builds the answers.
 
@@ -33,11 +33,12 @@ use tokio::{
 
 use super::{
     conn::{Connections, DEFAULT_MAX_CONNECTIONS},
+    endpoint::Endpoint,
     mux::{Mux, SessionNo},
 };
 use crate::{
     EraUpstream, Error, ErrorKind, Protocol, Tap, Upstream,
-    shared::{Endpoint, ServerKeys, check_socket_len},
+    shared::{ServerKeys, check_socket_len},
     tap::{TapSender, TapThread},
 };
 
@@ -82,15 +83,16 @@ pub enum StopReason {
     Replaced,
 }
 
-/// A Streamable HTTP server in front of one upstream (usually a stdio child process), multiplexing any
-/// number of MCP sessions onto it.
+/// The settings of a Streamable HTTP server in front of one upstream (usually a stdio child process),
+/// multiplexing any number of MCP sessions onto it: [`listen_tcp`](Self::listen_tcp) or
+/// [`listen_unix`](Self::listen_unix) binds it and gives the [`Server`] that runs.
 ///
-/// It listens on 127.0.0.1 or on a Unix socket only, refuses any request with an `Origin` header or a
+/// The server listens on 127.0.0.1 or on a Unix socket only, refuses any request with an `Origin` header or a
 /// `Sec-Fetch-Site` that says another site's page sent it (403, see
 /// [`LoopbackGuard`](crate::guard::LoopbackGuard)) or a `Host` that is not a loopback name (421),
 /// sends no CORS headers, and, when given a token, answers `/mcp` only to requests that carry it as
 /// a bearer token (401), compared in constant time.
-pub struct Serve {
+pub struct ServerBuilder {
     upstream: Arc<dyn Upstream>,
     protocol: Protocol,
     token: Option<String>,
@@ -108,9 +110,9 @@ pub struct Serve {
 /// What a shared server lets go of when it is replaced.
 type OnRetire = Box<dyn FnOnce() + Send + Sync>;
 
-impl std::fmt::Debug for Serve {
+impl std::fmt::Debug for ServerBuilder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Serve")
+        f.debug_struct("ServerBuilder")
             .field("upstream", &self.upstream.describe())
             .field("protocol", &self.protocol)
             .field("token", &self.token.as_ref().map(|_| "[REDACTED]"))
@@ -120,7 +122,7 @@ impl std::fmt::Debug for Serve {
     }
 }
 
-impl Serve {
+impl ServerBuilder {
     /// A server in front of `upstream`, started once and restarted when it exits.
     pub fn new(upstream: impl Upstream) -> Self {
         Self {
@@ -344,7 +346,7 @@ enum Listener {
     Unix(UnixListener),
 }
 
-/// A listening server; [`run_until`](Server::run_until) serves it.
+/// A bound, listening server (built by a [`ServerBuilder`]); [`run_until`](Server::run_until) serves it.
 pub struct Server {
     listener: Listener,
     endpoint: Endpoint,
@@ -372,7 +374,7 @@ impl Server {
 
     /// Serves until `shutdown` completes or, with an idle exit set, no session is left for that long.
     /// Then stops the upstream gracefully and removes its own socket, and returns once every session's
-    /// tap ([`Serve::tap_sessions`]) has seen the frames queued for it.
+    /// tap ([`ServerBuilder::tap_sessions`]) has seen the frames queued for it.
     pub async fn run_until(
         self,
         shutdown: impl Future<Output = ()> + Send,
@@ -568,7 +570,7 @@ mod tests {
 
     #[test]
     fn limits_hold_by_default() {
-        let serve = Serve::new(crate::ChildUpstream::new(["true"]).unwrap());
+        let serve = ServerBuilder::new(crate::ChildUpstream::new(["true"]).unwrap());
         assert_eq!(serve.header_read_timeout, Duration::from_secs(10));
         assert_eq!(serve.max_connections, 256);
         assert_eq!(serve.max_sessions, 1024);

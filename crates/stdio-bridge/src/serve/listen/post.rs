@@ -34,7 +34,7 @@ use crate::{
     serve::{
         conn::Conn,
         mux::{Command, Mux, SessionNo},
-        stream::{Event, Inbox, MAX_QUEUED_BYTES, Outbox as StreamOutbox},
+        outbox::{Event, Inbox, MAX_QUEUED_BYTES, Outbox as StreamOutbox},
     },
     shared::Nonce,
     tap::TapSender,

@@ -4,7 +4,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::{Out, Own, ToLegacy, client};
+use super::{ModernOnLegacy, Out, Own, client};
 
 use crate::vocab::{META_SUBSCRIPTION_ID, RESOURCES_SUBSCRIBE, RESOURCES_UPDATED};
 
@@ -109,7 +109,7 @@ impl Listens {
     }
 }
 
-impl ToLegacy {
+impl ModernOnLegacy {
     /// Opens a listen stream: subscribes to the resources it asks for that nobody watches yet, and
     /// acknowledges what the session can deliver.
     pub(super) fn open_listen(&mut self, id: &Value, message: &Value, out: &mut Vec<Out>) {

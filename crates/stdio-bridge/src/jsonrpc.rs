@@ -19,14 +19,14 @@
 use bytes::Bytes;
 use serde_json::{Value, json};
 
-use crate::upstream::Frame;
-
 #[cfg(any(test, feature = "fuzzing"))]
 pub(crate) mod agreement;
+pub(crate) mod frame;
 mod message;
 mod peek;
 pub(crate) mod scan;
 
+pub(crate) use frame::{DEFAULT_MAX_FRAME, Frame, FrameReader, Incoming, InvalidLine};
 pub use message::{CallParams, Message};
 pub(crate) use peek::check;
 #[cfg(feature = "fuzzing")]
@@ -80,6 +80,7 @@ pub(crate) fn data(reason: &str, upstream: Option<Value>) -> Value {
 /// The refusal of a request (`id` is raw JSON text) that would take a listen stream, or the
 /// subscriptions the bridge keeps for a client, past [`MAX_SUBSCRIPTIONS`](crate::MAX_SUBSCRIPTIONS)
 /// resources (code [`TOO_MANY_URIS`](crate::TOO_MANY_URIS)).
+#[cfg(feature = "era")]
 pub(crate) fn too_many_uris(id: &str) -> Frame {
     let limit = crate::MAX_SUBSCRIPTIONS;
     let message = format!(
@@ -95,6 +96,7 @@ pub(crate) fn too_many_uris(id: &str) -> Frame {
 }
 
 /// The `data` of a refusal past a limit: `reason`, and the `limit` it would have gone past.
+#[cfg(feature = "era")]
 pub(crate) fn limit_data(reason: &str, limit: usize) -> Value {
     json!({ "reason": reason, "limit": limit })
 }

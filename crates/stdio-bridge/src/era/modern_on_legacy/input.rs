@@ -5,7 +5,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::{Out, ToLegacy, client, shape};
+use super::{ModernOnLegacy, Out, client, shape};
 use crate::jsonrpc;
 use crate::vocab::{self, INTERNAL_ERROR, INVALID_PARAMS, SUBSCRIPTIONS_LISTEN};
 
@@ -26,7 +26,7 @@ pub(super) struct Exchange {
     rounds: u32,
 }
 
-impl ToLegacy {
+impl ModernOnLegacy {
     /// A request from the server: handed to the oldest 2026-07-28 request in flight as an
     /// `input_required` result; false when no such request is in flight.
     pub(super) fn on_server_request(&mut self, message: &Value, out: &mut Vec<Out>) -> bool {

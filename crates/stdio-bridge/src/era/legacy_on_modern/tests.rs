@@ -6,10 +6,11 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use super::{ToModern, calls::MAX_ROUNDS, discover, wire};
+use super::{LegacyOnModern, calls::MAX_ROUNDS, discover, wire};
+use crate::jsonrpc::Frame;
 use crate::{
     era::{Era, Out, Translate},
-    upstream::{Frame, UpstreamEvent},
+    upstream::UpstreamEvent,
 };
 
 fn discovered() -> Value {
@@ -59,28 +60,28 @@ fn split(out: Vec<Out>) -> Sent {
     sent
 }
 
-fn client(translator: &mut ToModern, message: Value) -> Sent {
+fn client(translator: &mut LegacyOnModern, message: Value) -> Sent {
     let mut out = Vec::new();
     translator.on_client(frame(&message), &mut out);
     split(out)
 }
 
-fn upstream(translator: &mut ToModern, message: Value) -> Sent {
+fn upstream(translator: &mut LegacyOnModern, message: Value) -> Sent {
     let mut out = Vec::new();
     translator.on_upstream(UpstreamEvent::Message(frame(&message)), &mut out);
     split(out)
 }
 
 /// A translator whose client has initialized (the `subscriptions/listen` it opens is dropped).
-fn initialized() -> ToModern {
-    let mut translator = ToModern::new(Some(discovered()));
+fn initialized() -> LegacyOnModern {
+    let mut translator = LegacyOnModern::new(Some(discovered()));
     client(&mut translator, initialize(0, "2025-06-18"));
     translator
 }
 
 #[test]
 fn initialize_is_answered_locally_from_discover() {
-    let mut translator = ToModern::new(Some(discovered()));
+    let mut translator = LegacyOnModern::new(Some(discovered()));
     let sent = client(&mut translator, initialize(1, "2025-06-18"));
     assert_eq!(sent.client.len(), 1, "{sent:?}");
     let result = &sent.client[0]["result"];
@@ -123,7 +124,7 @@ fn the_answered_version_is_the_clients_when_it_is_of_the_handshake_era() {
 
 #[test]
 fn initialize_waits_for_server_discover_when_it_is_not_known() {
-    let mut translator = ToModern::new(None);
+    let mut translator = LegacyOnModern::new(None);
     let sent = client(&mut translator, initialize(7, "2025-11-25"));
     assert!(sent.client.is_empty(), "{sent:?}");
     assert_eq!(sent.upstream.len(), 1);
@@ -145,7 +146,7 @@ fn initialize_waits_for_server_discover_when_it_is_not_known() {
 
 #[test]
 fn initialize_gets_an_error_when_server_discover_fails() {
-    let mut translator = ToModern::new(None);
+    let mut translator = LegacyOnModern::new(None);
     let sent = client(&mut translator, initialize(7, "2025-11-25"));
     let id = sent.upstream[0]["id"].clone();
     let sent = upstream(

@@ -8,7 +8,7 @@ use crate::vocab::{
     META_CLIENT_INFO, META_PROTOCOL_VERSION, META_SERVER_INFO, TOOLS_LIST,
     UNSUPPORTED_PROTOCOL_VERSION,
 };
-use crate::{upstream::Frame, vocab::MODERN_VERSION};
+use crate::{jsonrpc::Frame, vocab::MODERN_VERSION};
 
 /// The log levels, least severe first.
 pub(super) const LEVELS: &[&str] = &[

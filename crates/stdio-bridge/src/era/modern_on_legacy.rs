@@ -25,10 +25,10 @@ use std::collections::HashMap;
 use serde_json::{Value, json};
 
 use super::{Out, Translate, with_frame};
+use crate::jsonrpc::Frame;
 use crate::vocab::{self, META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION};
 use crate::{
-    BUFFER_FULL, UPSTREAM_EXITED, UPSTREAM_PROTOCOL_ERROR, jsonrpc,
-    upstream::{Frame, UpstreamEvent},
+    BUFFER_FULL, UPSTREAM_EXITED, UPSTREAM_PROTOCOL_ERROR, jsonrpc, upstream::UpstreamEvent,
 };
 
 /// How many frames may wait for the session the bridge opens, as many as the bridge holds while an
@@ -36,7 +36,7 @@ use crate::{
 pub(super) const MAX_WAITING: usize = crate::DEFAULT_BUFFER_MESSAGES;
 
 /// The translator for an upstream that speaks the handshake era.
-pub(super) struct ToLegacy {
+pub(super) struct ModernOnLegacy {
     /// The last number the bridge gave one of its own requests or exchanges.
     next: u64,
     session: Session,
@@ -108,7 +108,7 @@ struct Modern {
     exchange: Option<String>,
 }
 
-impl ToLegacy {
+impl ModernOnLegacy {
     pub(super) fn new() -> Self {
         Self {
             next: 0,
@@ -596,7 +596,7 @@ impl ToLegacy {
     }
 }
 
-impl Translate for ToLegacy {
+impl Translate for ModernOnLegacy {
     fn on_client(&mut self, frame: Frame, out: &mut Vec<Out>) {
         if !super::may_be_modern(&frame) {
             return self.on_legacy(frame, out);

@@ -18,7 +18,8 @@ use std::collections::HashMap;
 use serde_json::{Map, Value, json};
 
 use super::{Out, Translate, with_frame};
-use crate::upstream::{Frame, UpstreamEvent};
+use crate::jsonrpc::Frame;
+use crate::upstream::UpstreamEvent;
 use crate::vocab::{
     self, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL, META_PROTOCOL_VERSION,
 };
@@ -30,7 +31,7 @@ pub(super) use wire::explain_refused_handshake;
 const OWN_ID: &str = "calltape-era/";
 
 /// The translator for an upstream that speaks 2026-07-28.
-pub(super) struct ToModern {
+pub(super) struct LegacyOnModern {
     /// `server/discover`'s result, once known.
     discovered: Option<Value>,
     /// The id of the `server/discover` the translator asked, while it is in flight.
@@ -50,7 +51,7 @@ pub(super) struct ToModern {
     next_id: u64,
 }
 
-impl ToModern {
+impl LegacyOnModern {
     pub(super) fn new(discovered: Option<Value>) -> Self {
         Self {
             discovered,
@@ -369,7 +370,7 @@ impl ToModern {
     }
 }
 
-impl Translate for ToModern {
+impl Translate for LegacyOnModern {
     fn on_client(&mut self, frame: Frame, out: &mut Vec<Out>) {
         let Some(message) = wire::object(&frame) else {
             return out.push(Out::Upstream(frame));

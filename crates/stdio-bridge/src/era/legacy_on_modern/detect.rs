@@ -7,12 +7,9 @@ use serde_json::{Value, json};
 use tokio::{sync::mpsc, time::Instant};
 
 use super::{OWN_ID, wire};
+use crate::jsonrpc::Frame;
 use crate::vocab::SERVER_DISCOVER;
-use crate::{
-    era::Era,
-    upstream::{Frame, UpstreamEvent},
-    vocab::MODERN_VERSION,
-};
+use crate::{era::Era, upstream::UpstreamEvent, vocab::MODERN_VERSION};
 
 /// The id of the detection's `server/discover`: a string of the translator's own form, so it cannot
 /// be taken for a client's numeric or other id.

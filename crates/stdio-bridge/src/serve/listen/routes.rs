@@ -21,7 +21,7 @@ use super::{
 };
 use crate::{
     guard::LoopbackGuard,
-    serve::{conn::Conn, mux::Command, stream::Outbox as StreamOutbox},
+    serve::{conn::Conn, mux::Command, outbox::Outbox as StreamOutbox},
     shared::{IDENTITY_PATH, MCP_PATH, Nonce, RETIRE_PATH, token_matches},
 };
 

@@ -3,8 +3,8 @@
 
 use serde_json::{Map, Value, json};
 
-use super::{Out, ToModern, reply, wire};
-use crate::upstream::Frame;
+use super::{LegacyOnModern, Out, reply, wire};
+use crate::jsonrpc::Frame;
 
 /// How many `input_required` rounds one request may take, as the SDKs allow.
 pub(super) const MAX_ROUNDS: u32 = 10;
@@ -23,7 +23,7 @@ pub(super) struct Call {
     due: usize,
 }
 
-impl ToModern {
+impl LegacyOnModern {
     /// Sends a legacy request stateless and keeps it until its answer.
     pub(super) fn send_call(
         &mut self,

@@ -1,9 +1,10 @@
 use serde_json::{Value, json};
 
-use super::ToLegacy;
+use super::ModernOnLegacy;
+use crate::jsonrpc::Frame;
 use crate::{
     era::{Out, Translate},
-    upstream::{Frame, UpstreamEvent},
+    upstream::UpstreamEvent,
 };
 
 /// What the translator did with one input: the messages it sent upstream and to the client.
@@ -31,13 +32,13 @@ fn said(out: Vec<Out>) -> Said {
     said
 }
 
-fn from_client(translator: &mut ToLegacy, message: Value) -> Said {
+fn from_client(translator: &mut ModernOnLegacy, message: Value) -> Said {
     let mut out = Vec::new();
     translator.on_client(frame(&message), &mut out);
     said(out)
 }
 
-fn from_upstream(translator: &mut ToLegacy, message: Value) -> Said {
+fn from_upstream(translator: &mut ModernOnLegacy, message: Value) -> Said {
     let mut out = Vec::new();
     translator.on_upstream(UpstreamEvent::Message(frame(&message)), &mut out);
     said(out)
@@ -74,7 +75,7 @@ fn initialize_result() -> Value {
 
 /// A translator whose session the bridge opened for a first `tools/list`; returns that request's
 /// frame as sent upstream.
-fn opened(translator: &mut ToLegacy) -> Value {
+fn opened(translator: &mut ModernOnLegacy) -> Value {
     let first = from_client(translator, modern(1, "tools/list", json!({})));
     assert!(first.client.is_empty(), "{first:?}");
     let [initialize] = first.upstream.as_slice() else {
@@ -97,7 +98,7 @@ fn opened(translator: &mut ToLegacy) -> Value {
 
 #[test]
 fn the_first_modern_request_opens_the_session_with_its_client_info_and_capabilities() {
-    let mut translator = ToLegacy::new();
+    let mut translator = ModernOnLegacy::new();
     let first = from_client(&mut translator, modern(1, "tools/list", json!({})));
     assert_eq!(first.upstream.len(), 1, "{first:?}");
     let initialize = &first.upstream[0];
@@ -133,7 +134,7 @@ fn the_first_modern_request_opens_the_session_with_its_client_info_and_capabilit
 
 #[test]
 fn a_request_keeps_its_own_meta_keys() {
-    let mut translator = ToLegacy::new();
+    let mut translator = ModernOnLegacy::new();
     opened(&mut translator);
     let call = modern(
         5,
@@ -150,7 +151,7 @@ fn a_request_keeps_its_own_meta_keys() {
 
 #[test]
 fn a_failed_handshake_answers_every_waiting_request_with_why() {
-    let mut translator = ToLegacy::new();
+    let mut translator = ModernOnLegacy::new();
     let first = from_client(&mut translator, modern(1, "tools/list", json!({})));
     from_client(&mut translator, modern(2, "prompts/list", json!({})));
     let refused = from_upstream(
@@ -174,7 +175,7 @@ fn a_failed_handshake_answers_every_waiting_request_with_why() {
 
 #[test]
 fn discover_is_answered_from_the_initialize_result() {
-    let mut translator = ToLegacy::new();
+    let mut translator = ModernOnLegacy::new();
     opened(&mut translator);
     let discover = from_client(&mut translator, modern(9, "server/discover", json!({})));
     assert!(discover.upstream.is_empty(), "{discover:?}");
@@ -234,7 +235,7 @@ fn results_become_valid_modern_results() {
         ),
     ];
     for (method, params, upstream, expected) in table {
-        let mut translator = ToLegacy::new();
+        let mut translator = ModernOnLegacy::new();
         opened(&mut translator);
         let sent = from_client(&mut translator, modern(4, method, params));
         let mut answer = upstream.clone();
@@ -250,7 +251,7 @@ fn results_become_valid_modern_results() {
 
 #[test]
 fn legacy_frames_pass_through_unchanged() {
-    let mut translator = ToLegacy::new();
+    let mut translator = ModernOnLegacy::new();
     let frames: [&[u8]; 4] = [
         br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}"#,
         br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
@@ -276,7 +277,7 @@ fn legacy_frames_pass_through_unchanged() {
 
 #[test]
 fn a_session_a_legacy_client_opened_serves_modern_requests_without_a_second_handshake() {
-    let mut translator = ToLegacy::new();
+    let mut translator = ModernOnLegacy::new();
     let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18"}});
     assert_eq!(from_client(&mut translator, init.clone()).upstream, [init]);
     let answer = json!({"jsonrpc": "2.0", "id": 1, "result": initialize_result()});
@@ -297,7 +298,7 @@ fn a_legacy_initialize_on_the_bridges_session_is_answered_from_its_result() {
         ("2099-01-01", "2025-11-25"),
     ];
     for (asked, answered) in table {
-        let mut translator = ToLegacy::new();
+        let mut translator = ModernOnLegacy::new();
         opened(&mut translator);
         let init = json!({"jsonrpc": "2.0", "id": "a", "method": "initialize",
             "params": {"protocolVersion": asked, "capabilities": {}, "clientInfo": {"name": "old", "version": "1"}}});
@@ -317,7 +318,7 @@ fn a_legacy_initialize_on_the_bridges_session_is_answered_from_its_result() {
 
 #[test]
 fn a_log_level_becomes_set_level_when_it_changes() {
-    let mut translator = ToLegacy::new();
+    let mut translator = ModernOnLegacy::new();
     opened(&mut translator);
     let with_level = |id| {
         let mut request = modern(id, "tools/list", json!({}));
@@ -343,7 +344,7 @@ fn a_log_level_becomes_set_level_when_it_changes() {
 
 #[test]
 fn a_server_request_becomes_input_required_and_the_retry_gets_the_answer() {
-    let mut translator = ToLegacy::new();
+    let mut translator = ModernOnLegacy::new();
     opened(&mut translator);
     from_client(
         &mut translator,
@@ -406,7 +407,7 @@ fn a_server_request_becomes_input_required_and_the_retry_gets_the_answer() {
 
 #[test]
 fn input_rounds_stop_after_ten() {
-    let mut translator = ToLegacy::new();
+    let mut translator = ModernOnLegacy::new();
     opened(&mut translator);
     from_client(
         &mut translator,
@@ -453,7 +454,7 @@ fn input_rounds_stop_after_ten() {
 
 #[test]
 fn a_server_request_with_no_modern_request_in_flight_passes_through() {
-    let mut translator = ToLegacy::new();
+    let mut translator = ModernOnLegacy::new();
     opened(&mut translator);
     let ask = json!({"jsonrpc": "2.0", "id": 3, "method": "roots/list"});
     assert_eq!(from_upstream(&mut translator, ask.clone()).client, [ask]);
@@ -461,7 +462,7 @@ fn a_server_request_with_no_modern_request_in_flight_passes_through() {
 
 #[test]
 fn listen_subscribes_acknowledges_and_delivers_until_cancelled() {
-    let mut translator = ToLegacy::new();
+    let mut translator = ModernOnLegacy::new();
     opened(&mut translator);
     let listen = modern(
         20,
@@ -516,7 +517,7 @@ fn a_session_opened_for_a_probe_is_opened_again_for_the_first_client_with_other_
     // (the capabilities of the request after the probe, whether it opens the session again)
     let table = [(json!({"elicitation": {}}), true), (json!({}), false)];
     for (capabilities, again) in table {
-        let mut translator = ToLegacy::new();
+        let mut translator = ModernOnLegacy::new();
         let mut probe = modern(1, "server/discover", json!({}));
         probe["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] = json!({});
         probe["params"]["_meta"]["io.modelcontextprotocol/clientInfo"] =
@@ -561,7 +562,7 @@ fn a_session_opened_for_a_probe_is_opened_again_for_the_first_client_with_other_
 
 #[test]
 fn cancelling_a_retried_request_cancels_the_request_the_server_knows() {
-    let mut translator = ToLegacy::new();
+    let mut translator = ModernOnLegacy::new();
     opened(&mut translator);
     from_client(
         &mut translator,
@@ -623,7 +624,7 @@ fn a_request_with_a_bad_envelope_is_refused_before_any_session_is_opened() {
         ),
     ];
     for (meta, code, said, data) in table {
-        let mut translator = ToLegacy::new();
+        let mut translator = ModernOnLegacy::new();
         let request =
             json!({"jsonrpc": "2.0", "id": 5, "method": "tools/list", "params": {"_meta": meta}});
         let got = from_client(&mut translator, request);
@@ -650,7 +651,7 @@ fn a_method_2026_07_28_removed_is_not_found_and_never_reaches_the_session() {
         "resources/subscribe",
         "resources/unsubscribe",
     ] {
-        let mut translator = ToLegacy::new();
+        let mut translator = ModernOnLegacy::new();
         opened(&mut translator);
         let got = from_client(&mut translator, modern(30, method, json!({})));
         assert!(got.upstream.is_empty(), "{method}: {got:?}");
@@ -664,7 +665,7 @@ fn a_method_2026_07_28_removed_is_not_found_and_never_reaches_the_session() {
     }
 }
 
-fn event(translator: &mut ToLegacy, event: UpstreamEvent) -> Vec<Out> {
+fn event(translator: &mut ModernOnLegacy, event: UpstreamEvent) -> Vec<Out> {
     let mut out = Vec::new();
     translator.on_upstream(event, &mut out);
     out
@@ -672,7 +673,7 @@ fn event(translator: &mut ToLegacy, event: UpstreamEvent) -> Vec<Out> {
 
 #[test]
 fn an_expired_session_the_bridge_opened_is_opened_again_and_the_request_sent_again() {
-    let mut translator = ToLegacy::new();
+    let mut translator = ModernOnLegacy::new();
     opened(&mut translator);
     let sent = from_client(&mut translator, modern(4, "prompts/list", json!({})));
     let lost = frame(&sent.upstream[0]);
@@ -703,7 +704,7 @@ fn an_expired_session_the_bridge_opened_is_opened_again_and_the_request_sent_aga
 
 #[test]
 fn an_expired_session_a_legacy_client_opened_is_the_clients_to_open_again() {
-    let mut translator = ToLegacy::new();
+    let mut translator = ModernOnLegacy::new();
     let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18"}});
     from_client(&mut translator, init);
     from_upstream(
@@ -728,7 +729,7 @@ fn an_expired_session_a_legacy_client_opened_is_the_clients_to_open_again() {
 
 #[test]
 fn an_initialize_that_cannot_be_delivered_fails_the_waiting_requests() {
-    let mut translator = ToLegacy::new();
+    let mut translator = ModernOnLegacy::new();
     let first = from_client(&mut translator, modern(1, "tools/list", json!({})));
     let out = event(
         &mut translator,
@@ -748,7 +749,7 @@ fn an_initialize_that_cannot_be_delivered_fails_the_waiting_requests() {
 
 #[test]
 fn an_undelivered_request_goes_back_as_the_client_sent_it_so_it_is_translated_again() {
-    let mut translator = ToLegacy::new();
+    let mut translator = ModernOnLegacy::new();
     opened(&mut translator);
     let request = modern(6, "tools/list", json!({}));
     let sent = from_client(&mut translator, request.clone());
@@ -770,7 +771,7 @@ fn an_undelivered_request_goes_back_as_the_client_sent_it_so_it_is_translated_ag
 
 #[test]
 fn requests_waiting_for_the_session_are_bounded() {
-    let mut translator = ToLegacy::new();
+    let mut translator = ModernOnLegacy::new();
     from_client(&mut translator, modern(0, "tools/list", json!({})));
     for id in 1..super::MAX_WAITING as i64 {
         let got = from_client(&mut translator, modern(id, "tools/list", json!({})));
@@ -787,7 +788,7 @@ fn requests_waiting_for_the_session_are_bounded() {
 
 #[test]
 fn a_listen_for_more_resources_than_the_limit_is_refused_and_nothing_is_sent() {
-    let mut translator = ToLegacy::new();
+    let mut translator = ModernOnLegacy::new();
     opened(&mut translator);
     let uris: Vec<String> = (0..=crate::MAX_SUBSCRIPTIONS)
         .map(|n| format!("test://{n}"))
@@ -835,7 +836,7 @@ fn a_list_change_reaches_listen_streams_and_handshake_era_clients_alike() {
         (false, vec![stamped.clone()]),
     ];
     for (legacy_client, expected) in table {
-        let mut translator = ToLegacy::new();
+        let mut translator = ModernOnLegacy::new();
         if legacy_client {
             let sent = from_client(&mut translator, legacy_initialize.clone());
             assert_eq!(sent.upstream[0]["method"], "initialize");

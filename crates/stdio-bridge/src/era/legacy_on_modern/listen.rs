@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 
 use serde_json::{Map, Value, json};
 
-use super::{Out, ToModern, wire};
+use super::{LegacyOnModern, Out, wire};
 
 use crate::vocab::SUBSCRIPTIONS_LISTEN;
 
@@ -39,7 +39,7 @@ impl Listen {
     }
 }
 
-impl ToModern {
+impl LegacyOnModern {
     /// Opens the subscription with the current filter, cancelling the one it replaces; with nothing
     /// to listen for, only cancels.
     pub(super) fn relisten(&mut self, out: &mut Vec<Out>) {
