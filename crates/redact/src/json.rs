@@ -724,7 +724,7 @@ impl Inner {
         };
         let role = pairs::member_role(key.as_bytes());
         let embed = objects.embed;
-        let mut learn = |missing| self.key_facts(key, missing, embed, out);
+        let mut learn = |missing| keys::key_facts(self, key, missing, embed, out);
         let facts = match &mut objects.names {
             Some(names) => names.facts(b, s.start, s.end, NAME | SECRET, learn),
             None => {

@@ -126,7 +126,7 @@ impl Inner {
         // as a top-level text's are.
         names.facts_of(key.as_bytes(), want, |missing| {
             spans.clear();
-            self.key_facts(key, missing, 0, spans)
+            keys::key_facts(self, key, missing, 0, spans)
         })
     }
 
