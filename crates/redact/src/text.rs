@@ -460,7 +460,7 @@ impl Inner {
             let c = b[i];
             if c != b':' && c != b'=' {
                 if context::fires_at(c) {
-                    match self.context_rule(b, i, floor, &mut memory, out) {
+                    match context::context_rule(self, b, i, floor, &mut memory, out) {
                         context::Found::Span(to) => {
                             memory.jumped(b, i, to);
                             i = to.max(i + 1);
