@@ -5,7 +5,7 @@
 //! region that no other firing of the same rule covers again, so the whole pass
 //! stays linear in the length of the text whatever the input.
 
-use crate::assign::CalleeMemo;
+use crate::assign::{self, CalleeMemo};
 use crate::context;
 use crate::name_cache::NameCache;
 use crate::provider;
@@ -508,23 +508,21 @@ impl Inner {
                     continue;
                 }
                 b':' if b.get(i + 1) == Some(&b'=') => {
-                    self.assignment(b, i, 2, floor, &mut memory, out)
+                    assign::assignment(self, b, i, 2, floor, &mut memory, out)
                 }
-                b':' => self.assignment(b, i, 1, floor, &mut memory, out),
+                b':' => assign::assignment(self, b, i, 1, floor, &mut memory, out),
                 b'=' if b.get(i + 1) == Some(&b'=') => {
                     i += 2;
                     continue;
                 }
                 b'=' if b.get(i + 1) == Some(&b'>') => {
-                    self.assignment(b, i, 2, floor, &mut memory, out)
+                    assign::assignment(self, b, i, 2, floor, &mut memory, out)
                 }
-                b'=' => self
-                    .assignment(b, i, 1, floor, &mut memory, out)
-                    .or_else(|| {
-                        let (start, end) = provider::param_value(b, i, floor)?;
-                        push_text(b, start, end, out);
-                        Some(end)
-                    }),
+                b'=' => assign::assignment(self, b, i, 1, floor, &mut memory, out).or_else(|| {
+                    let (start, end) = provider::param_value(b, i, floor)?;
+                    push_text(b, start, end, out);
+                    Some(end)
+                }),
                 _ => None,
             };
             match fired {
