@@ -12,8 +12,8 @@ use crate::redactor::Inner;
 use crate::span::Span;
 use crate::step;
 use crate::text::{
-    Memory, NAME, OPEN_ELEMENT, OPEN_KEY, Open, WORD, has, is_blank, push_text, quoted_value, run,
-    run_value, skip_blanks,
+    self, Memory, NAME, OPEN_ELEMENT, OPEN_KEY, Open, WORD, has, is_blank, push_text, quoted_value,
+    run, run_value, skip_blanks,
 };
 
 /// What a rule did at a stop.
@@ -227,7 +227,7 @@ fn escaped_word(inner: &Inner, b: &[u8], i: usize, floor: usize, out: &mut Vec<S
         return Found::Nothing;
     }
     let mut found = Vec::new();
-    inner.scan_text(&word, &mut found);
+    text::scan_text(inner, &word, &mut found);
     if found.is_empty() {
         return Found::Skip(j);
     }

@@ -16,6 +16,7 @@ use crate::redactor::Inner;
 use crate::schema::{self, Check, Kind, Place, Schema};
 use crate::span::{self, QUOTED_REDACTED, Span};
 use crate::step;
+use crate::text;
 
 /// How many JSON-inside-a-string levels are scanned as JSON. Deeper strings get
 /// the text rules only; the cap keeps the work linear.
@@ -385,7 +386,7 @@ impl Inner {
         if !self.text_rules {
             return;
         }
-        self.scan_text(text, out);
+        text::scan_text(self, text, out);
         if out.len() == mark || embed >= MAX_EMBED {
             return;
         }

@@ -13,7 +13,7 @@ use crate::names::is_default_redacted;
 use crate::pairs;
 use crate::schema::{self, Action, Kind, Place};
 use crate::span::{self, Span};
-use crate::text::Open;
+use crate::text::{self, Open};
 use crate::writer;
 use crate::{REDACTED, step};
 
@@ -540,7 +540,7 @@ impl Redactor {
         if !self.inner.text_rules {
             return (spans, Open::default());
         }
-        let open = self.inner.scan_text_open(text, &mut spans);
+        let open = text::scan_text_open(&self.inner, text, &mut spans);
         (spans, open)
     }
 }
