@@ -18,7 +18,7 @@
 
 use std::collections::HashMap;
 
-use crate::json::looks_like_json;
+use crate::json::{self, looks_like_json};
 use crate::name_cache::{NAME, SECRET};
 use crate::redactor::Inner;
 use crate::span::{self, Span};
@@ -130,7 +130,7 @@ fn key_changes(inner: &Inner, key: &str, embed: u8, out: &mut Vec<Span>) -> bool
     // The span list serves as scratch space: the key's spans are
     // dropped again.
     let mark = out.len();
-    inner.scan_any(key, embed + 1, false, out);
+    json::scan_any(inner, key, embed + 1, false, out);
     let changed = out.len() > mark && span::apply(key, &out[mark..]) != key;
     out.truncate(mark);
     changed
