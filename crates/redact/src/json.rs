@@ -435,8 +435,8 @@ fn scan_json(inner: &Inner, text: &str, embed: u8, out: &mut Vec<Span>) -> bool 
     scan_json_values::<false>(inner, text, embed, out)
 }
 
-/// [`scan_json`]; with `LINES`, also false when a
-/// value at the top level is no object or array, or spans a line break.
+/// [`scan_json`]; with `LINES`, also false when a value at the top level is
+/// no object or array, or spans a line break.
 fn scan_json_values<const LINES: bool>(
     inner: &Inner,
     text: &str,

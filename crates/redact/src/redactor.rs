@@ -21,6 +21,14 @@ use crate::{REDACTED, step};
 type NameTest = Arc<dyn Fn(&str) -> bool + Send + Sync>;
 
 /// The configuration shared by every clone of a [`Redactor`].
+///
+/// Its methods, all in this file, are what needs the configuration as a
+/// whole: a field name's verdict and the steps of a value walk. The rules of
+/// the other modules are free functions that take it: [`json::scan_any`]
+/// (the entry of every scan, JSON or text), [`json::scan_json_lines`],
+/// [`text::scan_text`] and [`text::scan_text_open`], which call
+/// [`crate::assign::assignment`] and [`crate::context::context_rule`], and
+/// [`keys::key_facts`].
 pub(crate) struct Inner {
     extra: Vec<String>,
     keep: Vec<String>,

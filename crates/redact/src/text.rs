@@ -415,13 +415,13 @@ pub(crate) fn scan_text(inner: &Inner, text: &str, out: &mut Vec<Span>) {
     scan_text_open(inner, text, out);
 }
 
-/// [`scan_text`], and the constructs that span lines
-/// still open at the end of `text` (see [`Memory::open`]; no kinds for
-/// none). When none is, and `text` ends with a line break, the text after
-/// it is scanned as if on its own: no rule looks back over a line break,
-/// and none that looks ahead over one is left waiting. When one is, the
-/// same holds at the start of the line the first one starts on, unless a
-/// span runs over that line start (see `writer::clean_cut`).
+/// [`scan_text`], and the constructs that span lines still open at the end
+/// of `text` (see [`Memory::open`]; no kinds for none). When none is, and
+/// `text` ends with a line break, the text after it is scanned as if on its
+/// own: no rule looks back over a line break, and none that looks ahead over
+/// one is left waiting. When one is, the same holds at the start of the line
+/// the first one starts on, unless a span runs over that line start (see
+/// `writer::clean_cut`).
 pub(crate) fn scan_text_open(inner: &Inner, text: &str, out: &mut Vec<Span>) -> Open {
     let b = text.as_bytes();
     let n = b.len();
