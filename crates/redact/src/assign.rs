@@ -329,244 +329,240 @@ fn header_end(b: &[u8], t: usize, holder: Option<(u8, bool)>) -> usize {
     i
 }
 
-impl Inner {
-    /// Whether the name `b[name.start..name.end]` is redacted, decided once
-    /// per text for a long text.
-    #[inline(always)]
-    fn judge_name(&self, b: &[u8], name: &Name, memory: &mut Memory) -> bool {
-        let (k, e) = (name.start, name.end);
-        let decide = || {
-            let mut buf = [0; ENCODED_NAME];
-            match name
-                .encoded
-                .then(|| percent_decoded(&b[k..e], &mut buf))
-                .flatten()
-            {
-                Some(decoded) => self.is_redacted_bytes(decoded),
-                None => self.is_redacted_bytes(&b[k..e]),
-            }
-        };
-        match &mut memory.names {
-            Some(cache) => cache.decide(b, k, e, decide),
-            None => decide(),
+/// Whether the name `b[name.start..name.end]` is redacted, decided once
+/// per text for a long text.
+#[inline(always)]
+fn judge_name(inner: &Inner, b: &[u8], name: &Name, memory: &mut Memory) -> bool {
+    let (k, e) = (name.start, name.end);
+    let decide = || {
+        let mut buf = [0; ENCODED_NAME];
+        match name
+            .encoded
+            .then(|| percent_decoded(&b[k..e], &mut buf))
+            .flatten()
+        {
+            Some(decoded) => inner.is_redacted_bytes(decoded),
+            None => inner.is_redacted_bytes(&b[k..e]),
+        }
+    };
+    match &mut memory.names {
+        Some(cache) => cache.decide(b, k, e, decide),
+        None => decide(),
+    }
+}
+
+/// `name: value`, `name=value`, `"name": "value"` and the like, fired at the
+/// separator `b[sep..sep + sep_len]`.
+#[inline]
+pub(crate) fn assignment(
+    inner: &Inner,
+    b: &[u8],
+    sep: usize,
+    sep_len: usize,
+    floor: usize,
+    memory: &mut Memory,
+    out: &mut Vec<Span>,
+) -> Option<usize> {
+    // `?=`, `??=`, `.=`, `+=`, `::=`, `:::=`: the operator's first characters.
+    let mut at = sep;
+    if b[sep] == b'=' || sep_len == 2 {
+        while at > floor && sep - at < 2 && matches!(b[at - 1], b':' | b'?' | b'.' | b'+') {
+            at -= 1;
         }
     }
-
-    /// `name: value`, `name=value`, `"name": "value"` and the like, fired at the
-    /// separator `b[sep..sep + sep_len]`.
-    #[inline]
-    pub(crate) fn assignment(
-        &self,
-        b: &[u8],
-        sep: usize,
-        sep_len: usize,
-        floor: usize,
-        memory: &mut Memory,
-        out: &mut Vec<Span>,
-    ) -> Option<usize> {
-        // `?=`, `??=`, `.=`, `+=`, `::=`, `:::=`: the operator's first characters.
-        let mut at = sep;
-        if b[sep] == b'=' || sep_len == 2 {
-            while at > floor && sep - at < 2 && matches!(b[at - 1], b':' | b'?' | b'.' | b'+') {
-                at -= 1;
-            }
-        }
-        let mut name = name_before(b, at, floor);
-        if name.start == name.end {
-            return None;
-        }
-        let word = &b[name.start..name.end];
-        if word.len() == 3
-            && word.eq_ignore_ascii_case(b"key")
-            && let Some(end) = self.named_pair(b, sep + sep_len, memory, out)
-        {
-            // `key="ApiKey" value="…"`: the key is a name, not a secret.
-            return Some(end);
-        }
-        if !self.judge_name(b, &name, memory) {
-            // Most names are not credential names: a short one may still be a
-            // type word or the name of a pair.
-            if !(3..=6).contains(&word.len()) {
-                return None;
-            }
-            match self.not_a_credential_name(b, sep, sep_len, floor, &name, memory, out)? {
-                Ok(typed) => name = typed,
-                Err(end) => return Some(end),
-            }
-        }
-        let v = skip_blanks(b, sep + sep_len);
-        if v >= b.len() {
-            return None;
-        }
-        if let Some((cs, ce, after)) = quoted_value(b, v, &mut memory.quotes) {
-            if b[cs..ce].starts_with(REDACTED.as_bytes()) {
-                // Redacted before: the scan went on right after the span
-                // then, and after the closing quote when the span was the
-                // whole value.
-                if ce == cs + REDACTED.len() {
-                    return Some(after.max(ce));
-                }
-                return Some(cs + REDACTED.len());
-            }
-            if b[cs..].starts_with(b"-----BEGIN ")
-                && let Some(end) = private_key(b, cs, &mut memory.open, out)
-            {
-                // A key block whose lines the text breaks with `\n` or with
-                // line breaks: the whole block goes (with its closing quote
-                // when it fills the value, as for any other value).
-                return Some(if end == ce { after.max(ce) } else { end });
-            }
-            // An unterminated quote runs to the end of the line.
-            push_text(b, cs, ce, out);
-            return Some(after.max(ce));
-        }
-        if b[v..].starts_with(b"-----BEGIN ")
-            && let Some(end) = private_key(b, v, &mut memory.open, out)
-        {
-            return Some(end);
-        }
-        if b[v..].starts_with(REDACTED.as_bytes()) {
-            // Redacted before: the scan went on right after the span then.
-            return Some(v + REDACTED.len());
-        }
-        if b[v] == b'{' || b[v] == b'[' {
-            // A nested structure: its own names decide.
-            return None;
-        }
-        if call_at(b, v, &mut memory.callee) {
-            return None;
-        }
-        value_after_name(b, sep, sep_len, v, &name, floor, memory, out)
+    let mut name = name_before(b, at, floor);
+    if name.start == name.end {
+        return None;
     }
-
-    /// An assignment whose name is no credential name but a short word: a
-    /// type word (`var apiToken string =`: `Ok` with the name before it, when
-    /// that one is a credential name), or `name` or `key` of a pair (`Err`
-    /// with where the pair's value ends).
-    #[cold]
-    #[allow(clippy::too_many_arguments)]
-    fn not_a_credential_name(
-        &self,
-        b: &[u8],
-        sep: usize,
-        sep_len: usize,
-        floor: usize,
-        name: &Name,
-        memory: &mut Memory,
-        out: &mut Vec<Span>,
-    ) -> Option<Result<Name, usize>> {
-        let word = &b[name.start..name.end];
-        if TYPES.iter().any(|t| word.eq_ignore_ascii_case(t)) && !name.quoted {
-            let mut k = name.start;
-            while k > floor && matches!(b[k - 1], b'&' | b'*' | b'[' | b']') {
-                k -= 1;
-            }
-            while k > floor && is_blank(b[k - 1]) {
-                k -= 1;
-            }
-            if k > floor && b[k - 1] == b':' {
-                k -= 1;
-            }
-            step!(name.start - k + 1);
-            let typed = name_before(b, k, floor);
-            if typed.start == typed.end || typed.quoted || !self.judge_name(b, &typed, memory) {
-                return None;
-            }
-            return Some(Ok(typed));
-        }
-        if word.eq_ignore_ascii_case(b"name") || word.eq_ignore_ascii_case(b"key") {
-            return self.named_pair(b, sep + sep_len, memory, out).map(Err);
-        }
-        None
+    let word = &b[name.start..name.end];
+    if word.len() == 3
+        && word.eq_ignore_ascii_case(b"key")
+        && let Some(end) = named_pair(inner, b, sep + sep_len, memory, out)
+    {
+        // `key="ApiKey" value="…"`: the key is a name, not a secret.
+        return Some(end);
     }
+    if !judge_name(inner, b, &name, memory) {
+        // Most names are not credential names: a short one may still be a
+        // type word or the name of a pair.
+        if !(3..=6).contains(&word.len()) {
+            return None;
+        }
+        match not_a_credential_name(inner, b, sep, sep_len, floor, &name, memory, out)? {
+            Ok(typed) => name = typed,
+            Err(end) => return Some(end),
+        }
+    }
+    let v = skip_blanks(b, sep + sep_len);
+    if v >= b.len() {
+        return None;
+    }
+    if let Some((cs, ce, after)) = quoted_value(b, v, &mut memory.quotes) {
+        if b[cs..ce].starts_with(REDACTED.as_bytes()) {
+            // Redacted before: the scan went on right after the span
+            // then, and after the closing quote when the span was the
+            // whole value.
+            if ce == cs + REDACTED.len() {
+                return Some(after.max(ce));
+            }
+            return Some(cs + REDACTED.len());
+        }
+        if b[cs..].starts_with(b"-----BEGIN ")
+            && let Some(end) = private_key(b, cs, &mut memory.open, out)
+        {
+            // A key block whose lines the text breaks with `\n` or with
+            // line breaks: the whole block goes (with its closing quote
+            // when it fills the value, as for any other value).
+            return Some(if end == ce { after.max(ce) } else { end });
+        }
+        // An unterminated quote runs to the end of the line.
+        push_text(b, cs, ce, out);
+        return Some(after.max(ce));
+    }
+    if b[v..].starts_with(b"-----BEGIN ")
+        && let Some(end) = private_key(b, v, &mut memory.open, out)
+    {
+        return Some(end);
+    }
+    if b[v..].starts_with(REDACTED.as_bytes()) {
+        // Redacted before: the scan went on right after the span then.
+        return Some(v + REDACTED.len());
+    }
+    if b[v] == b'{' || b[v] == b'[' {
+        // A nested structure: its own names decide.
+        return None;
+    }
+    if call_at(b, v, &mut memory.callee) {
+        return None;
+    }
+    value_after_name(b, sep, sep_len, v, &name, floor, memory, out)
+}
 
-    /// `name="apiToken" value="…"`, `key: X-Api-Key, value: …` and the same
-    /// in JSON-like or XML text: the value of a pair whose name is a
-    /// credential name. `v` is where the name's own value may start.
-    fn named_pair(
-        &self,
-        b: &[u8],
-        v: usize,
-        memory: &mut Memory,
-        out: &mut Vec<Span>,
-    ) -> Option<usize> {
-        let v = skip_blanks(b, v);
-        if v >= b.len() {
+/// An assignment whose name is no credential name but a short word: a
+/// type word (`var apiToken string =`: `Ok` with the name before it, when
+/// that one is a credential name), or `name` or `key` of a pair (`Err`
+/// with where the pair's value ends).
+#[cold]
+#[allow(clippy::too_many_arguments)]
+fn not_a_credential_name(
+    inner: &Inner,
+    b: &[u8],
+    sep: usize,
+    sep_len: usize,
+    floor: usize,
+    name: &Name,
+    memory: &mut Memory,
+    out: &mut Vec<Span>,
+) -> Option<Result<Name, usize>> {
+    let word = &b[name.start..name.end];
+    if TYPES.iter().any(|t| word.eq_ignore_ascii_case(t)) && !name.quoted {
+        let mut k = name.start;
+        while k > floor && matches!(b[k - 1], b'&' | b'*' | b'[' | b']') {
+            k -= 1;
+        }
+        while k > floor && is_blank(b[k - 1]) {
+            k -= 1;
+        }
+        if k > floor && b[k - 1] == b':' {
+            k -= 1;
+        }
+        step!(name.start - k + 1);
+        let typed = name_before(b, k, floor);
+        if typed.start == typed.end || typed.quoted || !judge_name(inner, b, &typed, memory) {
             return None;
         }
-        let (cs, ce, after) = match quoted_value(b, v, &mut memory.quotes) {
-            Some((cs, ce, after)) if after > ce => (cs, ce, after),
-            Some(_) => return None,
-            None => {
-                let e = unquoted_name(b, v)?;
-                (v, e, e)
-            }
-        };
-        if ce == cs
-            || ce - cs > ENCODED_NAME
-            || !b[cs..ce].iter().all(|&c| has(c, NAME))
-            || !self.is_redacted_bytes(&b[cs..ce])
-        {
-            return None;
+        return Some(Ok(typed));
+    }
+    if word.eq_ignore_ascii_case(b"name") || word.eq_ignore_ascii_case(b"key") {
+        return named_pair(inner, b, sep + sep_len, memory, out).map(Err);
+    }
+    None
+}
+
+/// `name="apiToken" value="…"`, `key: X-Api-Key, value: …` and the same
+/// in JSON-like or XML text: the value of a pair whose name is a
+/// credential name. `v` is where the name's own value may start.
+fn named_pair(
+    inner: &Inner,
+    b: &[u8],
+    v: usize,
+    memory: &mut Memory,
+    out: &mut Vec<Span>,
+) -> Option<usize> {
+    let v = skip_blanks(b, v);
+    if v >= b.len() {
+        return None;
+    }
+    let (cs, ce, after) = match quoted_value(b, v, &mut memory.quotes) {
+        Some((cs, ce, after)) if after > ce => (cs, ce, after),
+        Some(_) => return None,
+        None => {
+            let e = unquoted_name(b, v)?;
+            (v, e, e)
         }
-        // Then `value`, maybe quoted, maybe after a comma, line breaks, or the
-        // end of one XML tag and the start of the next.
-        let mut j = after;
-        while j < b.len()
-            && (b[j].is_ascii_whitespace() || matches!(b[j], b',' | b'/' | b'>' | b'<'))
-        {
-            j += 1;
-        }
-        step!(j - after + 1);
-        if j >= b.len() {
-            // `value` may come on a line that follows.
-            memory.open.note(OPEN_PAIR, v, 0);
-            return None;
-        }
-        let mut q = j;
-        while q < b.len() && b[q] == b'\\' {
-            q += 1;
-        }
-        let quote = b.get(q).copied().filter(|c| matches!(c, b'"' | b'\''));
-        if quote.is_some() {
-            q += 1;
-        } else {
-            q = j;
-        }
-        if b.len() < q + 5 || !b[q..q + 5].eq_ignore_ascii_case(b"value") {
-            return None;
-        }
-        let mut r = q + 5;
-        if quote.is_some() {
-            while r < b.len() && b[r] == b'\\' {
-                r += 1;
-            }
-            if b.get(r).copied() != quote {
-                return None;
-            }
+    };
+    if ce == cs
+        || ce - cs > ENCODED_NAME
+        || !b[cs..ce].iter().all(|&c| has(c, NAME))
+        || !inner.is_redacted_bytes(&b[cs..ce])
+    {
+        return None;
+    }
+    // Then `value`, maybe quoted, maybe after a comma, line breaks, or the
+    // end of one XML tag and the start of the next.
+    let mut j = after;
+    while j < b.len() && (b[j].is_ascii_whitespace() || matches!(b[j], b',' | b'/' | b'>' | b'<')) {
+        j += 1;
+    }
+    step!(j - after + 1);
+    if j >= b.len() {
+        // `value` may come on a line that follows.
+        memory.open.note(OPEN_PAIR, v, 0);
+        return None;
+    }
+    let mut q = j;
+    while q < b.len() && b[q] == b'\\' {
+        q += 1;
+    }
+    let quote = b.get(q).copied().filter(|c| matches!(c, b'"' | b'\''));
+    if quote.is_some() {
+        q += 1;
+    } else {
+        q = j;
+    }
+    if b.len() < q + 5 || !b[q..q + 5].eq_ignore_ascii_case(b"value") {
+        return None;
+    }
+    let mut r = q + 5;
+    if quote.is_some() {
+        while r < b.len() && b[r] == b'\\' {
             r += 1;
-        } else if b.get(r).is_some_and(|&c| has(c, NAME)) {
+        }
+        if b.get(r).copied() != quote {
             return None;
         }
-        let r = skip_blanks(b, r);
-        if !matches!(b.get(r), Some(b':' | b'=')) {
-            return None;
-        }
-        let w = skip_blanks(b, r + 1);
-        if w >= b.len() {
-            return None;
-        }
-        if let Some((cs, ce, after)) = quoted_value(b, w, &mut memory.quotes) {
-            push_text(b, cs, ce, out);
-            return Some(after.max(ce));
-        }
-        let end = run_value(b, w);
-        if end == w {
-            return None;
-        }
-        push_text(b, w, end, out);
-        Some(end)
+        r += 1;
+    } else if b.get(r).is_some_and(|&c| has(c, NAME)) {
+        return None;
     }
+    let r = skip_blanks(b, r);
+    if !matches!(b.get(r), Some(b':' | b'=')) {
+        return None;
+    }
+    let w = skip_blanks(b, r + 1);
+    if w >= b.len() {
+        return None;
+    }
+    if let Some((cs, ce, after)) = quoted_value(b, w, &mut memory.quotes) {
+        push_text(b, cs, ce, out);
+        return Some(after.max(ce));
+    }
+    let end = run_value(b, w);
+    if end == w {
+        return None;
+    }
+    push_text(b, w, end, out);
+    Some(end)
 }
 
 /// The value of an assignment to a credential name `name`, starting at `v`: an `Authorization` or

@@ -12,8 +12,8 @@ use crate::redactor::Inner;
 use crate::span::Span;
 use crate::step;
 use crate::text::{
-    Memory, NAME, OPEN_ELEMENT, OPEN_KEY, Open, WORD, has, is_blank, push_text, quoted_value, run,
-    run_value, skip_blanks,
+    self, Memory, NAME, OPEN_ELEMENT, OPEN_KEY, Open, WORD, has, is_blank, push_text, quoted_value,
+    run, run_value, skip_blanks,
 };
 
 /// What a rule did at a stop.
@@ -49,186 +49,190 @@ pub(crate) fn fires_at(c: u8) -> bool {
     matches!(c, b'-' | b'm' | b'\\' | b'>' | b'"' | b'\'')
 }
 
-impl Inner {
-    /// The rules of this module at `b[i]`, one of the bytes [`fires_at`] accepts.
-    pub(crate) fn context_rule(
-        &self,
-        b: &[u8],
-        i: usize,
-        floor: usize,
-        memory: &mut Memory,
-        out: &mut Vec<Span>,
-    ) -> Found {
-        let word_start = i == floor || !has(b[i - 1], WORD);
-        let found = match (b[i], b.get(i + 1)) {
-            (b'-', Some(b'-')) if word_start => {
-                if b[i..].starts_with(b"-----BEGIN ") {
-                    private_key(b, i, &mut memory.open, out)
-                } else {
-                    self.flag(b, i, memory, out)
-                }
-            }
-            (b'-', Some(b'p')) if word_start && on_mysql_line(b, i, memory, out) => {
-                mysql_password(b, i, memory, out)
-            }
-            (b'm', Some(b'y')) if word_start => {
-                mysql(b, i, memory);
-                None
-            }
-            (b'\\', Some(b'u')) => return self.escaped_word(b, i, floor, out),
-            (b'>', _) => self.xml_element(b, i, floor, memory, out),
-            (b'"' | b'\'', Some(b',')) => self.call_pair(b, i, floor, memory, out),
-            _ => None,
-        };
-        match found {
-            Some(to) => Found::Span(to),
-            None => Found::Nothing,
-        }
-    }
-
-    /// `--password hunter2`, `--api-key "…"`: a flag that names a credential,
-    /// then its value as the next argument (`--password=…` is an assignment).
-    fn flag(&self, b: &[u8], i: usize, memory: &mut Memory, out: &mut Vec<Span>) -> Option<usize> {
-        let ns = i + 2;
-        let ne = run(b, ns, NAME);
-        if ne == ns || !b.get(ne).is_some_and(|&c| is_blank(c)) {
-            return None;
-        }
-        if !self.is_redacted_bytes(&b[ns..ne]) {
-            return None;
-        }
-        let v = skip_blanks(b, ne);
-        if v >= b.len() || b[v] == b'-' {
-            return None;
-        }
-        value_at(b, v, memory, out)
-    }
-
-    /// `<apiToken>…</apiToken>`, fired at the `>` of the opening tag: the
-    /// element's text up to the next tag, blanks and line breaks around it
-    /// aside; with no tag after it, the rest of its line, or the next line
-    /// when the tag ends its own.
-    fn xml_element(
-        &self,
-        b: &[u8],
-        i: usize,
-        floor: usize,
-        memory: &mut Memory,
-        out: &mut Vec<Span>,
-    ) -> Option<usize> {
-        let mut k = i;
-        while k > floor && has(b[k - 1], NAME) {
-            k -= 1;
-        }
-        step!(i - k + 1);
-        if k == i || k == 0 || b[k - 1] != b'<' || !self.is_redacted_bytes(&b[k..i]) {
-            return None;
-        }
-        let s = i + 1;
-        let end = match memchr::memchr(b'<', &b[s..]) {
-            Some(p) => s + p,
-            None => {
-                // No closing tag (yet): the rest of the line, or the next
-                // line when the tag ends its own. A tag that comes later
-                // would end the element there instead.
-                memory.open.note(OPEN_ELEMENT, i, 0);
-                let line_end =
-                    |from: usize| memchr::memchr(b'\n', &b[from..]).map_or(b.len(), |p| from + p);
-                let first = line_end(s);
-                if b[s..first].iter().all(u8::is_ascii_whitespace) && first < b.len() {
-                    line_end(first + 1)
-                } else {
-                    first
-                }
-            }
-        };
-        step!(end - s + 1);
-        let (mut cs, mut ce) = (s, end);
-        while cs < ce && b[cs].is_ascii_whitespace() {
-            cs += 1;
-        }
-        while ce > cs && b[ce - 1].is_ascii_whitespace() {
-            ce -= 1;
-        }
-        if cs == ce {
-            return None;
-        }
-        push_text(b, cs, ce, out);
-        Some(ce)
-    }
-
-    /// `setProperty("X_TOKEN", "…")`, `os.Setenv("API_KEY", "…")`: a call whose
-    /// first argument, a quoted credential name, is followed by a quoted
-    /// value. Fired at the name's closing quote, right before the comma.
-    fn call_pair(
-        &self,
-        b: &[u8],
-        i: usize,
-        floor: usize,
-        memory: &mut Memory,
-        out: &mut Vec<Span>,
-    ) -> Option<usize> {
-        let quote = b[i];
-        let mut k = i;
-        while k > floor && has(b[k - 1], NAME) {
-            k -= 1;
-        }
-        let name_start = k;
-        if k == i || k == floor || b[k - 1] != quote {
-            step!(i - k + 1);
-            return None;
-        }
-        k -= 1;
-        while k > floor && is_blank(b[k - 1]) {
-            k -= 1;
-        }
-        step!(i - k + 1);
-        if k == floor || b[k - 1] != b'(' || !self.is_redacted_bytes(&b[name_start..i]) {
-            return None;
-        }
-        let v = skip_blanks(b, i + 2);
-        let (cs, ce, after) = quoted_value(b, v, &mut memory.quotes)?;
-        push_text(b, cs, ce, out);
-        Some(after.max(ce))
-    }
-
-    /// A word that holds JSON escapes (`\u0073k-proj-…` in a log line): the
-    /// word is decoded and given to the text rules, and goes whole when they
-    /// find anything in it.
-    fn escaped_word(&self, b: &[u8], i: usize, floor: usize, out: &mut Vec<Span>) -> Found {
-        let mut s = i;
-        while s > floor && i - s < ESCAPED_WORD_BEHIND && has(b[s - 1], WORD) {
-            s -= 1;
-        }
-        step!(i - s + 1);
-        let mut word = String::with_capacity(32);
-        word.push_str(std::str::from_utf8(&b[s..i]).unwrap_or(""));
-        let mut j = i;
-        let mut escapes = 0;
-        while j < b.len() && word.len() < ESCAPED_WORD {
-            if let Some(c) = unicode_escape(b, j) {
-                word.push(c);
-                j += 6;
-                escapes += 1;
-            } else if has(b[j], WORD) {
-                word.push(char::from(b[j]));
-                j += 1;
+/// The rules of this module at `b[i]`, one of the bytes [`fires_at`] accepts.
+pub(crate) fn context_rule(
+    inner: &Inner,
+    b: &[u8],
+    i: usize,
+    floor: usize,
+    memory: &mut Memory,
+    out: &mut Vec<Span>,
+) -> Found {
+    let word_start = i == floor || !has(b[i - 1], WORD);
+    let found = match (b[i], b.get(i + 1)) {
+        (b'-', Some(b'-')) if word_start => {
+            if b[i..].starts_with(b"-----BEGIN ") {
+                private_key(b, i, &mut memory.open, out)
             } else {
-                break;
+                flag(inner, b, i, memory, out)
             }
         }
-        step!(j - i + 1);
-        if escapes == 0 {
-            return Found::Nothing;
+        (b'-', Some(b'p')) if word_start && on_mysql_line(b, i, memory, out) => {
+            mysql_password(b, i, memory, out)
         }
-        let mut inner = Vec::new();
-        self.scan_text(&word, &mut inner);
-        if inner.is_empty() {
-            return Found::Skip(j);
+        (b'm', Some(b'y')) if word_start => {
+            mysql(b, i, memory);
+            None
         }
-        push_text(b, s, j, out);
-        Found::Span(j)
+        (b'\\', Some(b'u')) => return escaped_word(inner, b, i, floor, out),
+        (b'>', _) => xml_element(inner, b, i, floor, memory, out),
+        (b'"' | b'\'', Some(b',')) => call_pair(inner, b, i, floor, memory, out),
+        _ => None,
+    };
+    match found {
+        Some(to) => Found::Span(to),
+        None => Found::Nothing,
     }
+}
+
+/// `--password hunter2`, `--api-key "…"`: a flag that names a credential,
+/// then its value as the next argument (`--password=…` is an assignment).
+fn flag(
+    inner: &Inner,
+    b: &[u8],
+    i: usize,
+    memory: &mut Memory,
+    out: &mut Vec<Span>,
+) -> Option<usize> {
+    let ns = i + 2;
+    let ne = run(b, ns, NAME);
+    if ne == ns || !b.get(ne).is_some_and(|&c| is_blank(c)) {
+        return None;
+    }
+    if !inner.is_redacted_bytes(&b[ns..ne]) {
+        return None;
+    }
+    let v = skip_blanks(b, ne);
+    if v >= b.len() || b[v] == b'-' {
+        return None;
+    }
+    value_at(b, v, memory, out)
+}
+
+/// `<apiToken>…</apiToken>`, fired at the `>` of the opening tag: the
+/// element's text up to the next tag, blanks and line breaks around it
+/// aside; with no tag after it, the rest of its line, or the next line
+/// when the tag ends its own.
+fn xml_element(
+    inner: &Inner,
+    b: &[u8],
+    i: usize,
+    floor: usize,
+    memory: &mut Memory,
+    out: &mut Vec<Span>,
+) -> Option<usize> {
+    let mut k = i;
+    while k > floor && has(b[k - 1], NAME) {
+        k -= 1;
+    }
+    step!(i - k + 1);
+    if k == i || k == 0 || b[k - 1] != b'<' || !inner.is_redacted_bytes(&b[k..i]) {
+        return None;
+    }
+    let s = i + 1;
+    let end = match memchr::memchr(b'<', &b[s..]) {
+        Some(p) => s + p,
+        None => {
+            // No closing tag (yet): the rest of the line, or the next
+            // line when the tag ends its own. A tag that comes later
+            // would end the element there instead.
+            memory.open.note(OPEN_ELEMENT, i, 0);
+            let line_end =
+                |from: usize| memchr::memchr(b'\n', &b[from..]).map_or(b.len(), |p| from + p);
+            let first = line_end(s);
+            if b[s..first].iter().all(u8::is_ascii_whitespace) && first < b.len() {
+                line_end(first + 1)
+            } else {
+                first
+            }
+        }
+    };
+    step!(end - s + 1);
+    let (mut cs, mut ce) = (s, end);
+    while cs < ce && b[cs].is_ascii_whitespace() {
+        cs += 1;
+    }
+    while ce > cs && b[ce - 1].is_ascii_whitespace() {
+        ce -= 1;
+    }
+    if cs == ce {
+        return None;
+    }
+    push_text(b, cs, ce, out);
+    Some(ce)
+}
+
+/// `setProperty("X_TOKEN", "…")`, `os.Setenv("API_KEY", "…")`: a call whose
+/// first argument, a quoted credential name, is followed by a quoted
+/// value. Fired at the name's closing quote, right before the comma.
+fn call_pair(
+    inner: &Inner,
+    b: &[u8],
+    i: usize,
+    floor: usize,
+    memory: &mut Memory,
+    out: &mut Vec<Span>,
+) -> Option<usize> {
+    let quote = b[i];
+    let mut k = i;
+    while k > floor && has(b[k - 1], NAME) {
+        k -= 1;
+    }
+    let name_start = k;
+    if k == i || k == floor || b[k - 1] != quote {
+        step!(i - k + 1);
+        return None;
+    }
+    k -= 1;
+    while k > floor && is_blank(b[k - 1]) {
+        k -= 1;
+    }
+    step!(i - k + 1);
+    if k == floor || b[k - 1] != b'(' || !inner.is_redacted_bytes(&b[name_start..i]) {
+        return None;
+    }
+    let v = skip_blanks(b, i + 2);
+    let (cs, ce, after) = quoted_value(b, v, &mut memory.quotes)?;
+    push_text(b, cs, ce, out);
+    Some(after.max(ce))
+}
+
+/// A word that holds JSON escapes (`\u0073k-proj-…` in a log line): the
+/// word is decoded and given to the text rules, and goes whole when they
+/// find anything in it.
+fn escaped_word(inner: &Inner, b: &[u8], i: usize, floor: usize, out: &mut Vec<Span>) -> Found {
+    let mut s = i;
+    while s > floor && i - s < ESCAPED_WORD_BEHIND && has(b[s - 1], WORD) {
+        s -= 1;
+    }
+    step!(i - s + 1);
+    let mut word = String::with_capacity(32);
+    word.push_str(std::str::from_utf8(&b[s..i]).unwrap_or(""));
+    let mut j = i;
+    let mut escapes = 0;
+    while j < b.len() && word.len() < ESCAPED_WORD {
+        if let Some(c) = unicode_escape(b, j) {
+            word.push(c);
+            j += 6;
+            escapes += 1;
+        } else if has(b[j], WORD) {
+            word.push(char::from(b[j]));
+            j += 1;
+        } else {
+            break;
+        }
+    }
+    step!(j - i + 1);
+    if escapes == 0 {
+        return Found::Nothing;
+    }
+    let mut found = Vec::new();
+    text::scan_text(inner, &word, &mut found);
+    if found.is_empty() {
+        return Found::Skip(j);
+    }
+    push_text(b, s, j, out);
+    Found::Span(j)
 }
 
 /// The character a `\uXXXX` escape at `b[j]` stands for, when it is one that

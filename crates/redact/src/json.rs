@@ -16,6 +16,7 @@ use crate::redactor::Inner;
 use crate::schema::{self, Check, Kind, Place, Schema};
 use crate::span::{self, QUOTED_REDACTED, Span};
 use crate::step;
+use crate::text;
 
 /// How many JSON-inside-a-string levels are scanned as JSON. Deeper strings get
 /// the text rules only; the cap keeps the work linear.
@@ -371,414 +372,414 @@ fn number(b: &[u8], mut i: usize) -> Option<usize> {
     Some(i)
 }
 
-impl Inner {
-    /// Pushes the spans for `text`: as JSON when it is JSON (an object or an
-    /// array, or with `any_json` any JSON value), else by the text rules.
-    pub(crate) fn scan_any(&self, text: &str, embed: u8, any_json: bool, out: &mut Vec<Span>) {
-        let mark = out.len();
-        if embed < MAX_EMBED && (any_json || looks_like_json(text)) {
-            if self.scan_json(text, embed, out) {
-                return;
+/// Pushes the spans for `text`: as JSON when it is JSON (an object or an
+/// array, or with `any_json` any JSON value), else by the text rules.
+pub(crate) fn scan_any(inner: &Inner, text: &str, embed: u8, any_json: bool, out: &mut Vec<Span>) {
+    let mark = out.len();
+    if embed < MAX_EMBED && (any_json || looks_like_json(text)) {
+        if scan_json(inner, text, embed, out) {
+            return;
+        }
+        out.truncate(mark);
+    }
+    if !inner.text_rules {
+        return;
+    }
+    text::scan_text(inner, text, out);
+    if out.len() == mark || embed >= MAX_EMBED {
+        return;
+    }
+    // Text that was not JSON can become JSON once redacted (a span may
+    // swallow the stray byte that made it invalid). Redacting again would
+    // then take the JSON path, which may find more: do that now, so that
+    // redacting stays idempotent. Rare, and one more linear pass.
+    let redacted = span::apply(text, &out[mark..]);
+    if !(any_json || looks_like_json(&redacted)) {
+        return;
+    }
+    let mut more = Vec::new();
+    if scan_json(inner, &redacted, embed, &mut more) && !more.is_empty() {
+        let rewrite = span::apply(&redacted, &more).into_owned().into_boxed_str();
+        out.truncate(mark);
+        out.push(Span {
+            start: 0,
+            end: text.len(),
+            quote: 0,
+            rewrite: Some(rewrite),
+        });
+    }
+}
+
+/// Scans `text` as a stream of JSON values, with `lines` objects and
+/// arrays each within a line (JSON Lines); false (with spans to
+/// discard) when it is not.
+pub(crate) fn scan_json_lines(inner: &Inner, text: &str, lines: bool, out: &mut Vec<Span>) -> bool {
+    if lines {
+        scan_json_values::<true>(inner, text, 0, out)
+    } else {
+        scan_json_values::<false>(inner, text, 0, out)
+    }
+}
+
+/// Scans `text` as a stream of JSON values; false (with spans to discard)
+/// when it is not JSON.
+///
+/// The grammar is followed by where the code is rather than by a state
+/// variable: a value is read at the top of the loop, then the brackets it
+/// closes and the comma that follows it, then the key of the next member
+/// when the comma is in an object. Each place has one or two bytes it may
+/// meet, so the scan takes no dispatch on its state between tokens. That
+/// is also why it is one long function: split, the places would become a
+/// state passed between the pieces.
+fn scan_json(inner: &Inner, text: &str, embed: u8, out: &mut Vec<Span>) -> bool {
+    scan_json_values::<false>(inner, text, embed, out)
+}
+
+/// [`scan_json`]; with `LINES`, also false when a value at the top level is
+/// no object or array, or spans a line break.
+fn scan_json_values<const LINES: bool>(
+    inner: &Inner,
+    text: &str,
+    embed: u8,
+    out: &mut Vec<Span>,
+) -> bool {
+    // One piece: one loop over the bytes, whose state (the stack of open containers, the
+    // pending key, where the value at the top level began) every branch reads and moves.
+    let b = text.as_bytes();
+    // Where the value at the top level being read starts.
+    let mut top = 0;
+    let mark = out.len();
+    // Closing bracket of every open container.
+    let mut stack = Closers::new();
+    // Values named by a sibling, and the role of the value read next.
+    let mut pairs = Pairs::default();
+    let mut role = Role::None;
+    // While `Some((depth, start))`, the value that started at `start` at
+    // `depth` is being replaced whole: nothing inside it is looked at.
+    let mut suppress: Option<(usize, usize)> = None;
+    // Where the value read next sits.
+    let mut place = Place::Normal;
+    let mut saw_value = false;
+    let mut objects = Objects {
+        // A short text holds few names: deciding each is cheaper than setting up the cache.
+        names: (b.len() >= CACHED_JSON).then(NameCache::new),
+        keys: Keys::default(),
+        schema: Schema::default(),
+        embed,
+    };
+    let max_depth = inner.max_depth.unwrap_or(usize::MAX);
+    // Where a value may start, blanks before it included.
+    let mut i = 0;
+    'value: loop {
+        i = skip_ws(b, i);
+        let Some(&c) = b.get(i) else {
+            let json = stack.is_empty() && saw_value;
+            if json {
+                pairs.finish(mark, out);
             }
-            out.truncate(mark);
-        }
-        if !self.text_rules {
-            return;
-        }
-        self.scan_text(text, out);
-        if out.len() == mark || embed >= MAX_EMBED {
-            return;
-        }
-        // Text that was not JSON can become JSON once redacted (a span may
-        // swallow the stray byte that made it invalid). Redacting again would
-        // then take the JSON path, which may find more: do that now, so that
-        // redacting stays idempotent. Rare, and one more linear pass.
-        let redacted = span::apply(text, &out[mark..]);
-        if !(any_json || looks_like_json(&redacted)) {
-            return;
-        }
-        let mut more = Vec::new();
-        if self.scan_json(&redacted, embed, &mut more) && !more.is_empty() {
-            let rewrite = span::apply(&redacted, &more).into_owned().into_boxed_str();
-            out.truncate(mark);
-            out.push(Span {
-                start: 0,
-                end: text.len(),
-                quote: 0,
-                rewrite: Some(rewrite),
-            });
-        }
-    }
-
-    /// Scans `text` as a stream of JSON values, with `lines` objects and
-    /// arrays each within a line (JSON Lines); false (with spans to
-    /// discard) when it is not.
-    pub(crate) fn scan_json_lines(&self, text: &str, lines: bool, out: &mut Vec<Span>) -> bool {
-        if lines {
-            self.scan_json_values::<true>(text, 0, out)
-        } else {
-            self.scan_json_values::<false>(text, 0, out)
-        }
-    }
-
-    /// Scans `text` as a stream of JSON values; false (with spans to discard)
-    /// when it is not JSON.
-    ///
-    /// The grammar is followed by where the code is rather than by a state
-    /// variable: a value is read at the top of the loop, then the brackets it
-    /// closes and the comma that follows it, then the key of the next member
-    /// when the comma is in an object. Each place has one or two bytes it may
-    /// meet, so the scan takes no dispatch on its state between tokens. That
-    /// is also why it is one long function: split, the places would become a
-    /// state passed between the pieces.
-    fn scan_json(&self, text: &str, embed: u8, out: &mut Vec<Span>) -> bool {
-        self.scan_json_values::<false>(text, embed, out)
-    }
-
-    /// [`scan_json`](Inner::scan_json); with `LINES`, also false when a
-    /// value at the top level is no object or array, or spans a line break.
-    fn scan_json_values<const LINES: bool>(
-        &self,
-        text: &str,
-        embed: u8,
-        out: &mut Vec<Span>,
-    ) -> bool {
-        // One piece: one loop over the bytes, whose state (the stack of open containers, the
-        // pending key, where the value at the top level began) every branch reads and moves.
-        let b = text.as_bytes();
-        // Where the value at the top level being read starts.
-        let mut top = 0;
-        let mark = out.len();
-        // Closing bracket of every open container.
-        let mut stack = Closers::new();
-        // Values named by a sibling, and the role of the value read next.
-        let mut pairs = Pairs::default();
-        let mut role = Role::None;
-        // While `Some((depth, start))`, the value that started at `start` at
-        // `depth` is being replaced whole: nothing inside it is looked at.
-        let mut suppress: Option<(usize, usize)> = None;
-        // Where the value read next sits.
-        let mut place = Place::Normal;
-        let mut saw_value = false;
-        let mut objects = Objects {
-            // A short text holds few names: deciding each is cheaper than setting up the cache.
-            names: (b.len() >= CACHED_JSON).then(NameCache::new),
-            keys: Keys::default(),
-            schema: Schema::default(),
-            embed,
+            return json;
         };
-        let max_depth = self.max_depth.unwrap_or(usize::MAX);
-        // Where a value may start, blanks before it included.
-        let mut i = 0;
-        'value: loop {
-            i = skip_ws(b, i);
-            let Some(&c) = b.get(i) else {
-                let json = stack.is_empty() && saw_value;
-                if json {
-                    pairs.finish(mark, out);
-                }
-                return json;
-            };
-            step!(1);
-            let depth = stack.len();
-            if LINES && depth == 0 {
-                // JSON Lines hold objects and arrays: a line of another
-                // value does not look like JSON, and is read as text.
-                if c != b'{' && c != b'[' {
-                    return false;
-                }
-                top = i;
+        step!(1);
+        let depth = stack.len();
+        if LINES && depth == 0 {
+            // JSON Lines hold objects and arrays: a line of another
+            // value does not look like JSON, and is read as text.
+            if c != b'{' && c != b'[' {
+                return false;
             }
-            let here = std::mem::take(&mut place);
-            // A `type` or `$ref` of a candidate definition: what a string
-            // must be, or a list of types.
-            let check = if objects.schema.is_active() {
-                objects.schema.value_start(c)
-            } else {
-                None
-            };
-            // The kind a container starting here is walked as.
-            let mut open = Kind::Normal;
-            if suppress.is_none() {
-                let whole = depth > max_depth
-                    || (here != Place::Normal && {
-                        let empty = c == b'{' && b.get(skip_ws(b, i + 1)) == Some(&b'}');
-                        match schema::text_action(here, c, empty) {
-                            Some(kind) => {
-                                open = kind;
-                                false
-                            }
-                            None => true,
+            top = i;
+        }
+        let here = std::mem::take(&mut place);
+        // A `type` or `$ref` of a candidate definition: what a string
+        // must be, or a list of types.
+        let check = if objects.schema.is_active() {
+            objects.schema.value_start(c)
+        } else {
+            None
+        };
+        // The kind a container starting here is walked as.
+        let mut open = Kind::Normal;
+        if suppress.is_none() {
+            let whole = depth > max_depth
+                || (here != Place::Normal && {
+                    let empty = c == b'{' && b.get(skip_ws(b, i + 1)) == Some(&b'}');
+                    match schema::text_action(here, c, empty) {
+                        Some(kind) => {
+                            open = kind;
+                            false
                         }
-                    });
-                if whole {
-                    suppress = Some((depth, i));
-                }
+                        None => true,
+                    }
+                });
+            if whole {
+                suppress = Some((depth, i));
             }
-            let judge_string = match std::mem::replace(&mut role, Role::None) {
-                Role::None => false,
-                r => {
-                    pairs.start(r, depth, i, out);
-                    r != Role::Value
-                }
-            };
-            // Where the value that starts at `i` ends.
-            let mut end = match c {
-                b'{' | b'[' => {
-                    let close = if c == b'{' { b'}' } else { b']' };
-                    let in_list = stack.last() == Some(b']');
-                    stack.push(close);
-                    let at = skip_ws(b, i + 1);
-                    if b.get(at) == Some(&close) {
-                        stack.pop();
-                        at + 1
-                    } else {
-                        if open != Kind::Normal {
-                            let slot = if open == Kind::Def {
-                                pairs.slot(out)
-                            } else {
-                                0
-                            };
-                            let types = check.is_some_and(|(k, _)| k == Check::Type);
-                            objects.schema.open(open, stack.len(), i, slot, types);
-                        }
-                        if c == b'[' {
-                            if suppress.is_none() {
-                                if in_list && open == Kind::Normal {
-                                    role = Role::Head;
-                                }
-                                if objects.schema.is_active() {
-                                    place = objects.schema.item(stack.len(), false);
-                                }
+        }
+        let judge_string = match std::mem::replace(&mut role, Role::None) {
+            Role::None => false,
+            r => {
+                pairs.start(r, depth, i, out);
+                r != Role::Value
+            }
+        };
+        // Where the value that starts at `i` ends.
+        let mut end = match c {
+            b'{' | b'[' => {
+                let close = if c == b'{' { b'}' } else { b']' };
+                let in_list = stack.last() == Some(b']');
+                stack.push(close);
+                let at = skip_ws(b, i + 1);
+                if b.get(at) == Some(&close) {
+                    stack.pop();
+                    at + 1
+                } else {
+                    if open != Kind::Normal {
+                        let slot = if open == Kind::Def {
+                            pairs.slot(out)
+                        } else {
+                            0
+                        };
+                        let types = check.is_some_and(|(k, _)| k == Check::Type);
+                        objects.schema.open(open, stack.len(), i, slot, types);
+                    }
+                    if c == b'[' {
+                        if suppress.is_none() {
+                            if in_list && open == Kind::Normal {
+                                role = Role::Head;
                             }
-                            i = at;
+                            if objects.schema.is_active() {
+                                place = objects.schema.item(stack.len(), false);
+                            }
+                        }
+                        i = at;
+                        continue 'value;
+                    }
+                    match member_key(
+                        inner,
+                        text,
+                        at,
+                        &mut objects,
+                        stack.len(),
+                        suppress.is_none(),
+                        out,
+                    ) {
+                        Some((next, p, r)) => {
+                            (i, place, role) = (next, p, r);
                             continue 'value;
                         }
-                        match self.member_key(
-                            text,
-                            at,
-                            &mut objects,
-                            stack.len(),
-                            suppress.is_none(),
-                            out,
-                        ) {
-                            Some((next, p, r)) => {
-                                (i, place, role) = (next, p, r);
-                                continue 'value;
-                            }
-                            None => return false,
-                        }
-                    }
-                }
-                b'"' => {
-                    let Some(s) = scan_string(b, i) else {
-                        return false;
-                    };
-                    if suppress.is_none() {
-                        self.string_value(text, &s, embed, out);
-                    }
-                    if let Some(check) = check {
-                        objects.schema.string(check, &string_text(text, &s));
-                    }
-                    if judge_string {
-                        let decide = || self.is_redacted_name(&string_text(text, &s));
-                        pairs.judged(match &mut objects.names {
-                            Some(names) if !s.escaped => names.decide(b, s.start, s.end, decide),
-                            _ => decide(),
-                        });
-                    }
-                    if b.get(i + 1..i + 3) == Some(b"--")
-                        && stack.last() == Some(b']')
-                        && pairs::is_flag(self, &string_text(text, &s))
-                    {
-                        pairs.flag(depth);
-                    }
-                    s.end + 1
-                }
-                b't' | b'f' | b'n' | b'-' | b'0'..=b'9' => {
-                    let end = match c {
-                        b't' => literal(b, i, b"true"),
-                        b'f' => literal(b, i, b"false"),
-                        b'n' => literal(b, i, b"null"),
-                        _ => number(b, i),
-                    };
-                    // As in serde_json, `0null` is not two values.
-                    let end = end.filter(|&end| b.get(end).is_none_or(|&c| ENDS_VALUE[c as usize]));
-                    match end {
-                        Some(end) => end,
                         None => return false,
                     }
                 }
-                _ => return false,
-            };
-            // A value ended at `end`: close the containers it ends, up to the
-            // comma before the next value or the end of a top-level value.
-            loop {
-                let depth = stack.len();
-                if let Some((d, start)) = suppress
-                    && d == depth
-                {
-                    suppress = None;
-                    // A null, a boolean or `""` holds nothing secret.
-                    let whole = &b[start..end];
-                    if whole != QUOTED_REDACTED.as_bytes() && !schema::keeps_type(whole) {
-                        out.push(Span::new(start, end, 1));
-                    }
-                }
-                pairs.value_end(depth, end);
-                let Some(close) = stack.last() else {
-                    if LINES && memchr::memchr(b'\n', &b[top..end]).is_some() {
-                        return false;
-                    }
-                    saw_value = true;
-                    i = end;
-                    continue 'value;
+            }
+            b'"' => {
+                let Some(s) = scan_string(b, i) else {
+                    return false;
                 };
-                let at = skip_ws(b, end);
-                step!(1);
-                match b.get(at) {
-                    Some(b',') if close == b'}' => {
-                        match self.member_key(
-                            text,
-                            at + 1,
-                            &mut objects,
-                            stack.len(),
-                            suppress.is_none(),
-                            out,
-                        ) {
-                            Some((next, p, r)) => {
-                                (i, place, role) = (next, p, r);
-                                continue 'value;
-                            }
-                            None => return false,
-                        }
-                    }
-                    Some(b',') => {
-                        let flagged;
-                        (flagged, role) = pairs.list_comma(stack.len());
-                        if suppress.is_none() {
-                            place = if objects.schema.is_active() {
-                                objects.schema.item(stack.len(), flagged)
-                            } else if flagged {
-                                Place::Whole
-                            } else {
-                                Place::Normal
-                            };
-                        }
-                        i = at + 1;
-                        continue 'value;
-                    }
-                    Some(&c) if c == close => {
-                        pairs.close(stack.len(), b, out);
-                        if objects.keys.is_active() {
-                            objects.keys.close(stack.len(), out);
-                        }
-                        if objects.schema.is_active() {
-                            objects.schema.close(stack.len(), at + 1, out);
-                        }
-                        stack.pop();
-                        end = at + 1;
-                    }
-                    _ => return false,
+                if suppress.is_none() {
+                    string_value(inner, text, &s, embed, out);
                 }
+                if let Some(check) = check {
+                    objects.schema.string(check, &string_text(text, &s));
+                }
+                if judge_string {
+                    let decide = || inner.is_redacted_name(&string_text(text, &s));
+                    pairs.judged(match &mut objects.names {
+                        Some(names) if !s.escaped => names.decide(b, s.start, s.end, decide),
+                        _ => decide(),
+                    });
+                }
+                if b.get(i + 1..i + 3) == Some(b"--")
+                    && stack.last() == Some(b']')
+                    && pairs::is_flag(inner, &string_text(text, &s))
+                {
+                    pairs.flag(depth);
+                }
+                s.end + 1
+            }
+            b't' | b'f' | b'n' | b'-' | b'0'..=b'9' => {
+                let end = match c {
+                    b't' => literal(b, i, b"true"),
+                    b'f' => literal(b, i, b"false"),
+                    b'n' => literal(b, i, b"null"),
+                    _ => number(b, i),
+                };
+                // As in serde_json, `0null` is not two values.
+                let end = end.filter(|&end| b.get(end).is_none_or(|&c| ENDS_VALUE[c as usize]));
+                match end {
+                    Some(end) => end,
+                    None => return false,
+                }
+            }
+            _ => return false,
+        };
+        // A value ended at `end`: close the containers it ends, up to the
+        // comma before the next value or the end of a top-level value.
+        loop {
+            let depth = stack.len();
+            if let Some((d, start)) = suppress
+                && d == depth
+            {
+                suppress = None;
+                // A null, a boolean or `""` holds nothing secret.
+                let whole = &b[start..end];
+                if whole != QUOTED_REDACTED.as_bytes() && !schema::keeps_type(whole) {
+                    out.push(Span::new(start, end, 1));
+                }
+            }
+            pairs.value_end(depth, end);
+            let Some(close) = stack.last() else {
+                if LINES && memchr::memchr(b'\n', &b[top..end]).is_some() {
+                    return false;
+                }
+                saw_value = true;
+                i = end;
+                continue 'value;
+            };
+            let at = skip_ws(b, end);
+            step!(1);
+            match b.get(at) {
+                Some(b',') if close == b'}' => {
+                    match member_key(
+                        inner,
+                        text,
+                        at + 1,
+                        &mut objects,
+                        stack.len(),
+                        suppress.is_none(),
+                        out,
+                    ) {
+                        Some((next, p, r)) => {
+                            (i, place, role) = (next, p, r);
+                            continue 'value;
+                        }
+                        None => return false,
+                    }
+                }
+                Some(b',') => {
+                    let flagged;
+                    (flagged, role) = pairs.list_comma(stack.len());
+                    if suppress.is_none() {
+                        place = if objects.schema.is_active() {
+                            objects.schema.item(stack.len(), flagged)
+                        } else if flagged {
+                            Place::Whole
+                        } else {
+                            Place::Normal
+                        };
+                    }
+                    i = at + 1;
+                    continue 'value;
+                }
+                Some(&c) if c == close => {
+                    pairs.close(stack.len(), b, out);
+                    if objects.keys.is_active() {
+                        objects.keys.close(stack.len(), out);
+                    }
+                    if objects.schema.is_active() {
+                        objects.schema.close(stack.len(), at + 1, out);
+                    }
+                    stack.pop();
+                    end = at + 1;
+                }
+                _ => return false,
             }
         }
     }
+}
 
-    /// Reads the key of an object member and its colon, from `i` (blanks
-    /// first): where its value may start, the place of that value, and its
-    /// role for the pair rules (both decided only when `judge`). A key that
-    /// the text rules change gets a span that replaces it whole.
-    #[inline(always)]
-    fn member_key(
-        &self,
-        text: &str,
-        i: usize,
-        objects: &mut Objects,
-        depth: usize,
-        judge: bool,
-        out: &mut Vec<Span>,
-    ) -> Option<(usize, Place, Role)> {
-        let b = text.as_bytes();
-        let i = skip_ws(b, i);
-        if b.get(i) != Some(&b'"') {
+/// Reads the key of an object member and its colon, from `i` (blanks
+/// first): where its value may start, the place of that value, and its
+/// role for the pair rules (both decided only when `judge`). A key that
+/// the text rules change gets a span that replaces it whole.
+#[inline(always)]
+fn member_key(
+    inner: &Inner,
+    text: &str,
+    i: usize,
+    objects: &mut Objects,
+    depth: usize,
+    judge: bool,
+    out: &mut Vec<Span>,
+) -> Option<(usize, Place, Role)> {
+    let b = text.as_bytes();
+    let i = skip_ws(b, i);
+    if b.get(i) != Some(&b'"') {
+        return None;
+    }
+    let s = scan_string(b, i)?;
+    let mut after = s.end + 1;
+    if b.get(after) != Some(&b':') {
+        after = skip_ws(b, after);
+        if b.get(after) != Some(&b':') {
             return None;
         }
-        let s = scan_string(b, i)?;
-        let mut after = s.end + 1;
-        if b.get(after) != Some(&b':') {
-            after = skip_ws(b, after);
-            if b.get(after) != Some(&b':') {
-                return None;
-            }
-        }
-        if !judge {
-            return Some((after + 1, Place::Normal, Role::None));
-        }
-        let decoded;
-        let key = if s.escaped {
-            decoded = decode(&b[s.start..s.end], None);
-            decoded.as_str()
-        } else {
-            &text[s.start..s.end]
-        };
-        let role = pairs::member_role(key.as_bytes());
-        let embed = objects.embed;
-        let mut learn = |missing| self.key_facts(key, missing, embed, out);
-        let facts = match &mut objects.names {
-            Some(names) => names.facts(b, s.start, s.end, NAME | SECRET, learn),
-            None => {
-                step!(s.end - s.start + 1);
-                learn(NAME | SECRET)
-            }
-        };
-        let redact = facts & NAME != 0;
-        if facts & SECRET != 0 {
-            objects.keys.replaced(depth, out.len(), key);
-            out.push(Span::new(i, s.end + 1, 1));
-        } else if key.starts_with("[REDACTED")
-            && let Some(n) = keys::placeholder_number(key)
-        {
-            objects.keys.held(depth, n);
-        }
-        let place = match objects.schema.kind(depth) {
-            Kind::Normal if redact => Place::Def,
-            Kind::Normal => Place::Normal,
-            _ => objects.schema.member(key),
-        };
-        Some((after + 1, place, role))
     }
+    if !judge {
+        return Some((after + 1, Place::Normal, Role::None));
+    }
+    let decoded;
+    let key = if s.escaped {
+        decoded = decode(&b[s.start..s.end], None);
+        decoded.as_str()
+    } else {
+        &text[s.start..s.end]
+    };
+    let role = pairs::member_role(key.as_bytes());
+    let embed = objects.embed;
+    let mut learn = |missing| keys::key_facts(inner, key, missing, embed, out);
+    let facts = match &mut objects.names {
+        Some(names) => names.facts(b, s.start, s.end, NAME | SECRET, learn),
+        None => {
+            step!(s.end - s.start + 1);
+            learn(NAME | SECRET)
+        }
+    };
+    let redact = facts & NAME != 0;
+    if facts & SECRET != 0 {
+        objects.keys.replaced(depth, out.len(), key);
+        out.push(Span::new(i, s.end + 1, 1));
+    } else if key.starts_with("[REDACTED")
+        && let Some(n) = keys::placeholder_number(key)
+    {
+        objects.keys.held(depth, n);
+    }
+    let place = match objects.schema.kind(depth) {
+        Kind::Normal if redact => Place::Def,
+        Kind::Normal => Place::Normal,
+        _ => objects.schema.member(key),
+    };
+    Some((after + 1, place, role))
+}
 
-    /// Pushes the spans found inside the string value `s` of `text`.
-    fn string_value(&self, text: &str, s: &Str, embed: u8, out: &mut Vec<Span>) {
-        let raw = &text.as_bytes()[s.start..s.end];
-        if !s.escaped {
-            let content = &text[s.start..s.end];
-            if !self.text_rules && !looks_like_json(content) {
-                return;
-            }
-            let mark = out.len();
-            self.scan_any(content, embed + 1, false, out);
-            for span in &mut out[mark..] {
-                *span = span.nested(span.start + s.start, span.end + s.start);
-            }
+/// Pushes the spans found inside the string value `s` of `text`.
+fn string_value(inner: &Inner, text: &str, s: &Str, embed: u8, out: &mut Vec<Span>) {
+    let raw = &text.as_bytes()[s.start..s.end];
+    if !s.escaped {
+        let content = &text[s.start..s.end];
+        if !inner.text_rules && !looks_like_json(content) {
             return;
         }
-        let decoded = decode(raw, None);
-        if !self.text_rules && !looks_like_json(&decoded) {
-            return;
+        let mark = out.len();
+        scan_any(inner, content, embed + 1, false, out);
+        for span in &mut out[mark..] {
+            *span = span.nested(span.start + s.start, span.end + s.start);
         }
-        let mut inner = Vec::new();
-        self.scan_any(&decoded, embed + 1, false, &mut inner);
-        if inner.is_empty() {
-            return;
-        }
-        let mut map = Vec::with_capacity(decoded.len() + 1);
-        decode(raw, Some(&mut map));
-        for span in &inner {
-            if let (Some(&a), Some(&z)) = (map.get(span.start), map.get(span.end)) {
-                out.push(span.nested(s.start + a, s.start + z));
-            }
+        return;
+    }
+    let decoded = decode(raw, None);
+    if !inner.text_rules && !looks_like_json(&decoded) {
+        return;
+    }
+    let mut found = Vec::new();
+    scan_any(inner, &decoded, embed + 1, false, &mut found);
+    if found.is_empty() {
+        return;
+    }
+    let mut map = Vec::with_capacity(decoded.len() + 1);
+    decode(raw, Some(&mut map));
+    for span in &found {
+        if let (Some(&a), Some(&z)) = (map.get(span.start), map.get(span.end)) {
+            out.push(span.nested(s.start + a, s.start + z));
         }
     }
 }

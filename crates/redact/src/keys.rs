@@ -18,7 +18,7 @@
 
 use std::collections::HashMap;
 
-use crate::json::looks_like_json;
+use crate::json::{self, looks_like_json};
 use crate::name_cache::{NAME, SECRET};
 use crate::redactor::Inner;
 use crate::span::{self, Span};
@@ -99,37 +99,41 @@ pub(crate) fn number(replaced: &[&str], held: &[usize]) -> Vec<usize> {
     numbers
 }
 
-impl Inner {
-    /// The facts in `missing` about the object key `key` (decoded): whether
-    /// it is a credential name ([`NAME`]), whether the text rules change it
-    /// ([`SECRET`]). Out of line: a text repeats its keys, whose facts the
-    /// name cache keeps.
-    #[inline(never)]
-    pub(crate) fn key_facts(&self, key: &str, missing: u8, embed: u8, out: &mut Vec<Span>) -> u8 {
-        let mut facts = 0;
-        if missing & NAME != 0 && self.is_redacted_name(key) {
-            facts |= NAME;
-        }
-        if missing & SECRET != 0 && self.key_changes(key, embed, out) {
-            facts |= SECRET;
-        }
-        facts
+/// The facts in `missing` about the object key `key` (decoded): whether
+/// it is a credential name ([`NAME`]), whether the text rules change it
+/// ([`SECRET`]). Out of line: a text repeats its keys, whose facts the
+/// name cache keeps.
+#[inline(never)]
+pub(crate) fn key_facts(
+    inner: &Inner,
+    key: &str,
+    missing: u8,
+    embed: u8,
+    out: &mut Vec<Span>,
+) -> u8 {
+    let mut facts = 0;
+    if missing & NAME != 0 && inner.is_redacted_name(key) {
+        facts |= NAME;
     }
+    if missing & SECRET != 0 && key_changes(inner, key, embed, out) {
+        facts |= SECRET;
+    }
+    facts
+}
 
-    /// Whether the text rules change the object key `key` (decoded), as
-    /// they would read it as a string value `embed` levels deep.
-    fn key_changes(&self, key: &str, embed: u8, out: &mut Vec<Span>) -> bool {
-        if !self.text_rules && !looks_like_json(key) {
-            return false;
-        }
-        // The span list serves as scratch space: the key's spans are
-        // dropped again.
-        let mark = out.len();
-        self.scan_any(key, embed + 1, false, out);
-        let changed = out.len() > mark && span::apply(key, &out[mark..]) != key;
-        out.truncate(mark);
-        changed
+/// Whether the text rules change the object key `key` (decoded), as
+/// they would read it as a string value `embed` levels deep.
+fn key_changes(inner: &Inner, key: &str, embed: u8, out: &mut Vec<Span>) -> bool {
+    if !inner.text_rules && !looks_like_json(key) {
+        return false;
     }
+    // The span list serves as scratch space: the key's spans are
+    // dropped again.
+    let mark = out.len();
+    json::scan_any(inner, key, embed + 1, false, out);
+    let changed = out.len() > mark && span::apply(key, &out[mark..]) != key;
+    out.truncate(mark);
+    changed
 }
 
 enum Entry {

@@ -7,19 +7,28 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use crate::error::{Error, ErrorKind, NameList};
+use crate::json;
 use crate::keys;
 use crate::name_cache::{NAME, NameCache, SECRET};
 use crate::names::is_default_redacted;
 use crate::pairs;
 use crate::schema::{self, Action, Kind, Place};
 use crate::span::{self, Span};
-use crate::text::Open;
+use crate::text::{self, Open};
 use crate::writer;
 use crate::{REDACTED, step};
 
 type NameTest = Arc<dyn Fn(&str) -> bool + Send + Sync>;
 
 /// The configuration shared by every clone of a [`Redactor`].
+///
+/// Its methods, all in this file, are what needs the configuration as a
+/// whole: a field name's verdict and the steps of a value walk. The rules of
+/// the other modules are free functions that take it: [`json::scan_any`]
+/// (the entry of every scan, JSON or text), [`json::scan_json_lines`],
+/// [`text::scan_text`] and [`text::scan_text_open`], which call
+/// [`crate::assign::assignment`] and [`crate::context::context_rule`], and
+/// [`keys::key_facts`].
 pub(crate) struct Inner {
     extra: Vec<String>,
     keep: Vec<String>,
@@ -113,7 +122,7 @@ impl Inner {
     fn string_spans(&self, s: &str, spans: &mut Vec<Span>) {
         spans.clear();
         // The string sits inside a JSON document: one level of embedding.
-        self.scan_any(s, 1, false, spans);
+        json::scan_any(self, s, 1, false, spans);
     }
 
     /// The facts in `want` ([`NAME`], [`SECRET`]) about the object key
@@ -126,7 +135,7 @@ impl Inner {
         // as a top-level text's are.
         names.facts_of(key.as_bytes(), want, |missing| {
             spans.clear();
-            self.key_facts(key, missing, 0, spans)
+            keys::key_facts(self, key, missing, 0, spans)
         })
     }
 
@@ -454,7 +463,7 @@ impl Redactor {
             return self.redact_lines(text);
         }
         let mut spans = Vec::new();
-        self.inner.scan_any(text, 0, false, &mut spans);
+        json::scan_any(&self.inner, text, 0, false, &mut spans);
         span::apply(text, &spans)
     }
 
@@ -467,7 +476,7 @@ impl Redactor {
     pub fn redact_json_text<'a>(&self, text: &'a str) -> Cow<'a, str> {
         let mut spans = Vec::new();
         if several_lines(text) {
-            if self.inner.scan_json_lines(text, false, &mut spans) {
+            if json::scan_json_lines(&self.inner, text, false, &mut spans) {
                 return span::apply(text, &spans);
             }
             spans.clear();
@@ -475,14 +484,14 @@ impl Redactor {
             // Text that was not JSON can become JSON once redacted: read it
             // so now, as redacting again would (idempotence).
             if let Cow::Owned(redacted) = &out
-                && self.inner.scan_json_lines(redacted, false, &mut spans)
+                && json::scan_json_lines(&self.inner, redacted, false, &mut spans)
                 && !spans.is_empty()
             {
                 return Cow::Owned(span::apply(redacted, &spans).into_owned());
             }
             return out;
         }
-        self.inner.scan_any(text, 0, true, &mut spans);
+        json::scan_any(&self.inner, text, 0, true, &mut spans);
         span::apply(text, &spans)
     }
 
@@ -493,9 +502,9 @@ impl Redactor {
     ///
     /// [`RedactingWriter`]: crate::RedactingWriter
     fn redact_lines<'a>(&self, text: &'a str) -> Cow<'a, str> {
-        if crate::json::looks_like_json(text) {
+        if json::looks_like_json(text) {
             let mut spans = Vec::new();
-            if self.inner.scan_json_lines(text, true, &mut spans) {
+            if json::scan_json_lines(&self.inner, text, true, &mut spans) {
                 return span::apply(text, &spans);
             }
         }
@@ -515,9 +524,9 @@ impl Redactor {
                 line_start = end + 1;
                 within
             });
-        if lines_within && crate::json::looks_like_json(text) {
+        if lines_within && json::looks_like_json(text) {
             let mut spans = Vec::new();
-            if self.inner.scan_json_lines(text, true, &mut spans) {
+            if json::scan_json_lines(&self.inner, text, true, &mut spans) {
                 return span::apply(text, &spans);
             }
         }
@@ -528,7 +537,7 @@ impl Redactor {
     /// secret across a chunk boundary).
     pub(crate) fn text_spans(&self, text: &str) -> Vec<Span> {
         let mut spans = Vec::new();
-        self.inner.scan_any(text, 0, false, &mut spans);
+        json::scan_any(&self.inner, text, 0, false, &mut spans);
         spans
     }
 
@@ -540,7 +549,7 @@ impl Redactor {
         if !self.inner.text_rules {
             return (spans, Open::default());
         }
-        let open = self.inner.scan_text_open(text, &mut spans);
+        let open = text::scan_text_open(&self.inner, text, &mut spans);
         (spans, open)
     }
 }

@@ -10,7 +10,7 @@ use crate::REDACTED;
 /// for a JSON value replaced by the string `"[REDACTED]"`, whose quotes are
 /// escaped `k - 1` times because that JSON sat inside `k - 1` JSON strings.
 /// `rewrite`, when set, is the replacement text itself (already escaped for
-/// where the span sits); see `Inner::scan_any`.
+/// where the span sits); see `json::scan_any`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Span {
     pub(crate) start: usize,

@@ -5,7 +5,7 @@
 //! region that no other firing of the same rule covers again, so the whole pass
 //! stays linear in the length of the text whatever the input.
 
-use crate::assign::CalleeMemo;
+use crate::assign::{self, CalleeMemo};
 use crate::context;
 use crate::name_cache::NameCache;
 use crate::provider;
@@ -410,172 +410,167 @@ fn word_candidate(rest: &[u8]) -> bool {
     }
 }
 
-impl Inner {
-    /// Pushes the spans of every credential the text rules find in `text`.
-    pub(crate) fn scan_text(&self, text: &str, out: &mut Vec<Span>) {
-        self.scan_text_open(text, out);
-    }
+/// Pushes the spans of every credential the text rules find in `text`.
+pub(crate) fn scan_text(inner: &Inner, text: &str, out: &mut Vec<Span>) {
+    scan_text_open(inner, text, out);
+}
 
-    /// [`scan_text`](Inner::scan_text), and the constructs that span lines
-    /// still open at the end of `text` (see [`Memory::open`]; no kinds for
-    /// none). When none is, and `text` ends with a line break, the text after
-    /// it is scanned as if on its own: no rule looks back over a line break,
-    /// and none that looks ahead over one is left waiting. When one is, the
-    /// same holds at the start of the line the first one starts on, unless a
-    /// span runs over that line start (see `writer::clean_cut`).
-    pub(crate) fn scan_text_open(&self, text: &str, out: &mut Vec<Span>) -> Open {
-        let b = text.as_bytes();
-        let n = b.len();
-        let mut memory = Memory {
-            quotes: QuoteMemo::default(),
-            // Only a long text repeats its names often enough to pay for a
-            // cache; most texts are short strings of a JSON document.
-            names: (n >= CACHED_TEXT).then(|| Box::new(NameCache::new())),
-            mysql: (usize::MAX, 0),
-            mark: out.len(),
-            callee: CalleeMemo::default(),
-            open: Open::default(),
-            crossings: Vec::new(),
-        };
-        // Look-behinds never reach before `floor`, the end of the last span.
-        let mut floor = 0;
-        let mut i = 0;
-        while i < n {
-            // Most bytes cannot start a rule: skip them in a tight loop that
-            // stops only at a separator, at the first two letters of a word
-            // rule's prefix, or at a contextual rule's pair. The pair of a
-            // byte and the next decides, in one look-up with nothing carried
-            // from one byte to the next, so common letters cost no
-            // mispredicted branch.
-            let from = i;
-            while i + 1 < n && !stops_at(b[i], b[i + 1]) {
-                i += 1;
-            }
-            step!(i - from + 1);
-            // The last byte can only matter as a separator: no word rule's
-            // prefix is one byte long.
-            if i >= n || (i + 1 == n && !has(b[i], SEP)) {
-                break;
-            }
-            let c = b[i];
-            if c != b':' && c != b'=' {
-                if context::fires_at(c) {
-                    match self.context_rule(b, i, floor, &mut memory, out) {
-                        context::Found::Span(to) => {
-                            memory.jumped(b, i, to);
-                            i = to.max(i + 1);
-                            floor = i;
-                            continue;
-                        }
-                        context::Found::Skip(to) => {
-                            memory.jumped(b, i, to);
-                            i = to.max(i + 1);
-                            continue;
-                        }
-                        context::Found::Nothing => {}
-                    }
-                }
-                // A word starts here, or right after a span (the placeholder's
-                // `]` comes before it).
-                let word_start = i <= floor || !has(b[i - 1], WORD);
-                let provider = stop_kind(c, b[i + 1]) & PROVIDER_STOP != 0;
-                // Most stops are inside a word, where only a provider's anchor
-                // may count.
-                if !word_start && !provider {
-                    i += 1;
-                    continue;
-                }
-                match self.word_rule(b, i, word_start, provider, floor, out) {
-                    Some(to) => {
+/// [`scan_text`], and the constructs that span lines still open at the end
+/// of `text` (see [`Memory::open`]; no kinds for none). When none is, and
+/// `text` ends with a line break, the text after it is scanned as if on its
+/// own: no rule looks back over a line break, and none that looks ahead over
+/// one is left waiting. When one is, the same holds at the start of the line
+/// the first one starts on, unless a span runs over that line start (see
+/// `writer::clean_cut`).
+pub(crate) fn scan_text_open(inner: &Inner, text: &str, out: &mut Vec<Span>) -> Open {
+    let b = text.as_bytes();
+    let n = b.len();
+    let mut memory = Memory {
+        quotes: QuoteMemo::default(),
+        // Only a long text repeats its names often enough to pay for a
+        // cache; most texts are short strings of a JSON document.
+        names: (n >= CACHED_TEXT).then(|| Box::new(NameCache::new())),
+        mysql: (usize::MAX, 0),
+        mark: out.len(),
+        callee: CalleeMemo::default(),
+        open: Open::default(),
+        crossings: Vec::new(),
+    };
+    // Look-behinds never reach before `floor`, the end of the last span.
+    let mut floor = 0;
+    let mut i = 0;
+    while i < n {
+        // Most bytes cannot start a rule: skip them in a tight loop that
+        // stops only at a separator, at the first two letters of a word
+        // rule's prefix, or at a contextual rule's pair. The pair of a
+        // byte and the next decides, in one look-up with nothing carried
+        // from one byte to the next, so common letters cost no
+        // mispredicted branch.
+        let from = i;
+        while i + 1 < n && !stops_at(b[i], b[i + 1]) {
+            i += 1;
+        }
+        step!(i - from + 1);
+        // The last byte can only matter as a separator: no word rule's
+        // prefix is one byte long.
+        if i >= n || (i + 1 == n && !has(b[i], SEP)) {
+            break;
+        }
+        let c = b[i];
+        if c != b':' && c != b'=' {
+            if context::fires_at(c) {
+                match context::context_rule(inner, b, i, floor, &mut memory, out) {
+                    context::Found::Span(to) => {
                         memory.jumped(b, i, to);
-                        i = to;
-                        floor = to;
-                    }
-                    None => i += 1,
-                }
-                continue;
-            }
-            let fired = match c {
-                b':' if b[i + 1..].starts_with(b"//") => match url_userinfo(b, i + 3, out) {
-                    Some(to) => Some(to),
-                    None => {
-                        i += 3;
+                        i = to.max(i + 1);
+                        floor = i;
                         continue;
                     }
-                },
-                b':' if b.get(i + 1) == Some(&b':') => {
-                    i += 2;
-                    continue;
+                    context::Found::Skip(to) => {
+                        memory.jumped(b, i, to);
+                        i = to.max(i + 1);
+                        continue;
+                    }
+                    context::Found::Nothing => {}
                 }
-                b':' if b.get(i + 1) == Some(&b'=') => {
-                    self.assignment(b, i, 2, floor, &mut memory, out)
-                }
-                b':' => self.assignment(b, i, 1, floor, &mut memory, out),
-                b'=' if b.get(i + 1) == Some(&b'=') => {
-                    i += 2;
-                    continue;
-                }
-                b'=' if b.get(i + 1) == Some(&b'>') => {
-                    self.assignment(b, i, 2, floor, &mut memory, out)
-                }
-                b'=' => self
-                    .assignment(b, i, 1, floor, &mut memory, out)
-                    .or_else(|| {
-                        let (start, end) = provider::param_value(b, i, floor)?;
-                        push_text(b, start, end, out);
-                        Some(end)
-                    }),
-                _ => None,
-            };
-            match fired {
+            }
+            // A word starts here, or right after a span (the placeholder's
+            // `]` comes before it).
+            let word_start = i <= floor || !has(b[i - 1], WORD);
+            let provider = stop_kind(c, b[i + 1]) & PROVIDER_STOP != 0;
+            // Most stops are inside a word, where only a provider's anchor
+            // may count.
+            if !word_start && !provider {
+                i += 1;
+                continue;
+            }
+            match word_rule(b, i, word_start, provider, floor, out) {
                 Some(to) => {
                     memory.jumped(b, i, to);
-                    i = to.max(i + 1);
-                    floor = i;
+                    i = to;
+                    floor = to;
                 }
                 None => i += 1,
             }
+            continue;
         }
-        if memory.open.kinds != 0 {
-            memory.open.cut = clean_cut(b, &memory.crossings, memory.open.at);
-        }
-        memory.open
-    }
-
-    /// Rules that fire where the scan stopped at `b[i]`: JWTs and
-    /// `Bearer`/`Basic` credentials where a word starts there, then, at a
-    /// provider's anchor, tokens known by their form (the provider table, whose
-    /// rules look back to where their word starts, not before `floor`). A cheap
-    /// look at the first bytes comes before scanning the word.
-    fn word_rule(
-        &self,
-        b: &[u8],
-        i: usize,
-        word_start: bool,
-        provider: bool,
-        floor: usize,
-        out: &mut Vec<Span>,
-    ) -> Option<usize> {
-        if word_start && word_candidate(&b[i..]) {
-            let e = run(b, i + 1, WORD);
-            let w = &b[i..e];
-            if w.starts_with(b"eyJ") {
-                if let Some(to) = jwt(b, i, e, out) {
-                    return Some(to);
+        let fired = match c {
+            b':' if b[i + 1..].starts_with(b"//") => match url_userinfo(b, i + 3, out) {
+                Some(to) => Some(to),
+                None => {
+                    i += 3;
+                    continue;
                 }
-            } else if w.eq_ignore_ascii_case(b"bearer") {
-                return scheme_token(b, e, false, out);
-            } else if w.eq_ignore_ascii_case(b"basic") {
-                return scheme_token(b, e, true, out);
+            },
+            b':' if b.get(i + 1) == Some(&b':') => {
+                i += 2;
+                continue;
             }
+            b':' if b.get(i + 1) == Some(&b'=') => {
+                assign::assignment(inner, b, i, 2, floor, &mut memory, out)
+            }
+            b':' => assign::assignment(inner, b, i, 1, floor, &mut memory, out),
+            b'=' if b.get(i + 1) == Some(&b'=') => {
+                i += 2;
+                continue;
+            }
+            b'=' if b.get(i + 1) == Some(&b'>') => {
+                assign::assignment(inner, b, i, 2, floor, &mut memory, out)
+            }
+            b'=' => assign::assignment(inner, b, i, 1, floor, &mut memory, out).or_else(|| {
+                let (start, end) = provider::param_value(b, i, floor)?;
+                push_text(b, start, end, out);
+                Some(end)
+            }),
+            _ => None,
+        };
+        match fired {
+            Some(to) => {
+                memory.jumped(b, i, to);
+                i = to.max(i + 1);
+                floor = i;
+            }
+            None => i += 1,
         }
-        if !provider {
-            return None;
-        }
-        let (start, end) = provider::token(b, i, floor)?;
-        push_text(b, start, end, out);
-        Some(end)
     }
+    if memory.open.kinds != 0 {
+        memory.open.cut = clean_cut(b, &memory.crossings, memory.open.at);
+    }
+    memory.open
+}
+
+/// Rules that fire where the scan stopped at `b[i]`: JWTs and
+/// `Bearer`/`Basic` credentials where a word starts there, then, at a
+/// provider's anchor, tokens known by their form (the provider table, whose
+/// rules look back to where their word starts, not before `floor`). A cheap
+/// look at the first bytes comes before scanning the word.
+fn word_rule(
+    b: &[u8],
+    i: usize,
+    word_start: bool,
+    provider: bool,
+    floor: usize,
+    out: &mut Vec<Span>,
+) -> Option<usize> {
+    if word_start && word_candidate(&b[i..]) {
+        let e = run(b, i + 1, WORD);
+        let w = &b[i..e];
+        if w.starts_with(b"eyJ") {
+            if let Some(to) = jwt(b, i, e, out) {
+                return Some(to);
+            }
+        } else if w.eq_ignore_ascii_case(b"bearer") {
+            return scheme_token(b, e, false, out);
+        } else if w.eq_ignore_ascii_case(b"basic") {
+            return scheme_token(b, e, true, out);
+        }
+    }
+    if !provider {
+        return None;
+    }
+    let (start, end) = provider::token(b, i, floor)?;
+    push_text(b, start, end, out);
+    Some(end)
 }
 
 /// The end of an unquoted value starting at `i`. A value that starts with the

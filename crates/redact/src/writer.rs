@@ -12,7 +12,7 @@ use std::borrow::Cow;
 use std::io::{self, Write};
 
 use crate::context::{key_block_end, opens_key_block};
-use crate::json::looks_like_json;
+use crate::json::{self, looks_like_json};
 use crate::span::{self, Span};
 use crate::stage::Stage;
 use crate::text::{OPEN_BLOCK, OPEN_KEY, OPEN_PAIR, Open};
@@ -670,9 +670,7 @@ fn line_spans(redactor: &Redactor, text: &str) -> Vec<Span> {
         if looks_like_json(&text[i..end]) {
             in_key = redact_run(redactor, text, run, i, &mut spans);
             let mark = spans.len();
-            redactor
-                .inner()
-                .scan_any(&text[i..end], 0, false, &mut spans);
+            json::scan_any(redactor.inner(), &text[i..end], 0, false, &mut spans);
             for span in &mut spans[mark..] {
                 span.start += i;
                 span.end += i;
