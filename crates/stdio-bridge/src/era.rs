@@ -82,7 +82,8 @@ fn may_be_modern(frame: &[u8]) -> bool {
 
 /// Whether a frame may be a handshake: it holds the word `initialize`.
 fn may_be_handshake(frame: &[u8]) -> bool {
-    static WORD: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"initialize"));
+    static WORD: LazyLock<Finder<'static>> =
+        LazyLock::new(|| Finder::new(crate::vocab::INITIALIZE.as_bytes()));
     WORD.find(frame).is_some()
 }
 

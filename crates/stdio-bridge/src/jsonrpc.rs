@@ -16,6 +16,7 @@
 //! It needs no feature: the child-process bridge uses it as much as `serve` and `shared` do. What works
 //! on parsed messages (`error`, `id_of`, …) is built with `serve`, the only side that parses them.
 
+use crate::vocab::{PROMPTS_LIST_CHANGED, RESOURCES_LIST_CHANGED, TOOLS_LIST_CHANGED};
 use bytes::Bytes;
 use serde_json::{Value, json};
 
@@ -39,9 +40,9 @@ pub use scan::{Json, is_null, is_plain, string};
 /// The lists whose `listChanged` capability makes the bridge announce a change after a restart, with
 /// the notification it sends for each.
 const LISTS: [(&str, &str); 3] = [
-    ("tools", "notifications/tools/list_changed"),
-    ("resources", "notifications/resources/list_changed"),
-    ("prompts", "notifications/prompts/list_changed"),
+    ("tools", TOOLS_LIST_CHANGED),
+    ("resources", RESOURCES_LIST_CHANGED),
+    ("prompts", PROMPTS_LIST_CHANGED),
 ];
 
 /// What a request in flight gets when its upstream exits or restarts (code

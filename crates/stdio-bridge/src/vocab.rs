@@ -60,6 +60,32 @@ pub const RESOURCES_UPDATED: &str = "notifications/resources/updated";
 pub const TOOLS_CALL: &str = "tools/call";
 /// The request that lists the server's tools.
 pub const TOOLS_LIST: &str = "tools/list";
+/// The request that gets a prompt by name.
+pub const PROMPTS_GET: &str = "prompts/get";
+/// The request that lists the server's prompts.
+pub const PROMPTS_LIST: &str = "prompts/list";
+/// The request that reads a resource by URI.
+pub const RESOURCES_READ: &str = "resources/read";
+/// The request that lists the server's resources.
+pub const RESOURCES_LIST: &str = "resources/list";
+/// The request that lists the server's resource templates.
+pub const RESOURCES_TEMPLATES_LIST: &str = "resources/templates/list";
+/// The request that polls a task's status.
+pub const TASKS_GET: &str = "tasks/get";
+/// The request that fetches a finished task's result.
+pub const TASKS_RESULT: &str = "tasks/result";
+/// The notification that cancels a request in flight.
+pub const CANCELLED: &str = "notifications/cancelled";
+/// The notification of a request's progress.
+pub const PROGRESS: &str = "notifications/progress";
+/// The notification that the server's tools changed.
+pub const TOOLS_LIST_CHANGED: &str = "notifications/tools/list_changed";
+/// The notification that the server's prompts changed.
+pub const PROMPTS_LIST_CHANGED: &str = "notifications/prompts/list_changed";
+/// The notification that the server's resources changed.
+pub const RESOURCES_LIST_CHANGED: &str = "notifications/resources/list_changed";
+/// The 2026-07-28 notification that opens a `subscriptions/listen` stream.
+pub const SUBSCRIPTIONS_ACKNOWLEDGED: &str = "notifications/subscriptions/acknowledged";
 
 /// The requests of the handshake era that 2026-07-28 removed: a 2026-07-28 request for one is
 /// answered with [`METHOD_NOT_FOUND`].
@@ -70,6 +96,24 @@ pub const REMOVED_IN_MODERN: &[&str] = &[
     RESOURCES_SUBSCRIBE,
     RESOURCES_UNSUBSCRIBE,
 ];
+
+// Streamable HTTP header names, lowercase as HTTP/2 writes them (HTTP matches them in any case).
+
+/// The header of a handshake-era session's id.
+pub const HEADER_SESSION_ID: &str = "mcp-session-id";
+/// The header of the protocol version a request is sent in.
+pub const HEADER_PROTOCOL_VERSION: &str = "mcp-protocol-version";
+/// The 2026-07-28 header that mirrors a request's method.
+pub const HEADER_METHOD: &str = "mcp-method";
+/// The 2026-07-28 header that mirrors a request's tool or prompt name, or resource URI.
+pub const HEADER_NAME: &str = "mcp-name";
+/// The header a client resumes an event stream with, naming the last event it read.
+pub const HEADER_LAST_EVENT_ID: &str = "last-event-id";
+/// How a mirrored header value that is not plain ASCII starts: `=?base64?`, then the standard base64
+/// of its UTF-8 bytes, then [`HEADER_BASE64_END`].
+pub const HEADER_BASE64_START: &str = "=?base64?";
+/// How a mirrored header value written in base64 ends.
+pub const HEADER_BASE64_END: &str = "?=";
 
 // `_meta` keys.
 

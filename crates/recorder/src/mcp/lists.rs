@@ -15,15 +15,17 @@
 
 use serde_json::{Map, Value};
 
-use calltape_stdio_bridge::vocab::TOOLS_LIST;
+use calltape_stdio_bridge::vocab::{
+    PROMPTS_LIST, RESOURCES_LIST, RESOURCES_TEMPLATES_LIST, TOOLS_LIST,
+};
 
 /// The list methods that describe a server's surface, each with the field of its answer that holds
 /// the items.
 pub const LIST_METHODS: &[(&str, &str)] = &[
     (TOOLS_LIST, "tools"),
-    ("prompts/list", "prompts"),
-    ("resources/list", "resources"),
-    ("resources/templates/list", "resourceTemplates"),
+    (PROMPTS_LIST, "prompts"),
+    (RESOURCES_LIST, "resources"),
+    (RESOURCES_TEMPLATES_LIST, "resourceTemplates"),
 ];
 
 /// The field of a list answer that names the next page.

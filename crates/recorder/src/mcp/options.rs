@@ -4,7 +4,10 @@ use std::fmt;
 
 use calltape_jsonl_store::WriterReport;
 use calltape_redact::{KnownSecrets, Redactor};
-use calltape_stdio_bridge::vocab::{TOOLS_CALL, TOOLS_LIST};
+use calltape_stdio_bridge::vocab::{
+    PROMPTS_GET, PROMPTS_LIST, RESOURCES_LIST, RESOURCES_READ, RESOURCES_TEMPLATES_LIST,
+    TOOLS_CALL, TOOLS_LIST,
+};
 
 use crate::error::{Error, ErrorKind};
 use crate::refusal::Refusal;
@@ -13,12 +16,12 @@ use crate::refusal::Refusal;
 /// surface (each recorded once per session, see [`LIST_METHODS`](crate::mcp::LIST_METHODS)).
 pub const DEFAULT_METHODS: &[&str] = &[
     TOOLS_CALL,
-    "resources/read",
-    "prompts/get",
+    RESOURCES_READ,
+    PROMPTS_GET,
     TOOLS_LIST,
-    "prompts/list",
-    "resources/list",
-    "resources/templates/list",
+    PROMPTS_LIST,
+    RESOURCES_LIST,
+    RESOURCES_TEMPLATES_LIST,
 ];
 
 /// How a [`Recorder`](crate::mcp::Recorder) records: which methods, the file's size cap, and extra redaction names.

@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 
 use crate::mcp::format::CallRecord;
 
-use calltape_stdio_bridge::vocab::TOOLS_CALL;
+use calltape_stdio_bridge::vocab::{PROMPTS_GET, RESOURCES_READ, TOOLS_CALL};
 
 /// The client info and protocol version a stateless request carries in its `_meta`.
 pub(crate) fn meta_info(
@@ -60,7 +60,7 @@ pub(crate) fn name_and_input(method: &str, params: Option<&Value>) -> (String, O
             .to_owned()
     };
     match method {
-        TOOLS_CALL | "prompts/get" => (
+        TOOLS_CALL | PROMPTS_GET => (
             text("name"),
             Some(
                 params
@@ -69,7 +69,7 @@ pub(crate) fn name_and_input(method: &str, params: Option<&Value>) -> (String, O
                     .unwrap_or_else(|| Value::Object(Map::new())),
             ),
         ),
-        "resources/read" => {
+        RESOURCES_READ => {
             let uri = text("uri");
             let input = uri_input(&uri);
             (uri, Some(input))
@@ -97,13 +97,13 @@ pub(crate) fn name_and_input(method: &str, params: Option<&Value>) -> (String, O
 pub fn request_params(record: &CallRecord) -> Value {
     let mut params = Map::new();
     match record.method.as_str() {
-        TOOLS_CALL | "prompts/get" => {
+        TOOLS_CALL | PROMPTS_GET => {
             params.insert("name".into(), Value::String(record.name.clone()));
             if let Some(input) = &record.input {
                 params.insert("arguments".into(), input.clone());
             }
         }
-        "resources/read" => {
+        RESOURCES_READ => {
             // The input's URI when the line has one (it may have been filled in or followed), else
             // the name: older lines have no input.
             let uri = match record.input.as_ref().and_then(|i| i.get("uri")) {

@@ -6,6 +6,7 @@ use std::borrow::Cow;
 use calltape_redact::{KnownSecrets, Redactor};
 
 use crate::mcp::format::{ErrorCode, Outcome};
+use calltape_stdio_bridge::vocab::RESOURCES_READ;
 
 /// Redacts an outcome in place: an answer by field name and in every text (texts that hold JSON are
 /// redacted as JSON), an error's message and a text error code (a tool error's `_meta.code`) as
@@ -31,7 +32,7 @@ pub fn redact_outcome(redactor: &Redactor, outcome: &mut Outcome) {
 /// The name a call is recorded under: a resource URI is redacted as text, a tool or prompt name is
 /// kept as the client sent it.
 pub(crate) fn redact_name(redactor: &Redactor, method: &str, name: &str) -> String {
-    if method == "resources/read" || name.contains("://") {
+    if method == RESOURCES_READ || name.contains("://") {
         redactor.redact_text(name).into_owned()
     } else {
         name.to_owned()

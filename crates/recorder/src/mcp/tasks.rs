@@ -6,7 +6,7 @@
 use serde_json::Value;
 
 /// The method a client fetches a task's result with.
-pub const TASKS_RESULT: &str = "tasks/result";
+pub use calltape_stdio_bridge::vocab::TASKS_RESULT;
 
 /// The `_meta` key a task's result names its task under: the task is not part of the call's answer.
 pub use calltape_stdio_bridge::vocab::META_RELATED_TASK as RELATED_TASK_META;

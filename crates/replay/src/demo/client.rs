@@ -2,7 +2,10 @@
 
 use std::io::{self, BufRead, Write};
 
-use calltape_stdio_bridge::vocab::{INITIALIZE, INITIALIZED, TOOLS_CALL, TOOLS_LIST};
+use calltape_stdio_bridge::vocab::{
+    INITIALIZE, INITIALIZED, PROMPTS_GET, PROMPTS_LIST, RESOURCES_LIST, RESOURCES_READ, TOOLS_CALL,
+    TOOLS_LIST,
+};
 use serde_json::{Value, json};
 
 use super::CARD_TOKEN;
@@ -46,8 +49,8 @@ pub fn run_script(to_server: impl Write, from_server: impl BufRead) -> io::Resul
 fn script() -> Vec<(&'static str, Value)> {
     vec![
         (TOOLS_LIST, json!({})),
-        ("resources/list", json!({})),
-        ("prompts/list", json!({})),
+        (RESOURCES_LIST, json!({})),
+        (PROMPTS_LIST, json!({})),
         (
             TOOLS_CALL,
             json!({"name": "quote", "arguments": {"symbol": "ACME"}}),
@@ -60,9 +63,9 @@ fn script() -> Vec<(&'static str, Value)> {
             TOOLS_CALL,
             json!({"name": "refund", "arguments": {"paymentId": PAYMENT_ID}}),
         ),
-        ("resources/read", json!({"uri": "demo://terms"})),
+        (RESOURCES_READ, json!({"uri": "demo://terms"})),
         (
-            "prompts/get",
+            PROMPTS_GET,
             json!({"name": "receipt", "arguments": {"paymentId": PAYMENT_ID}}),
         ),
     ]

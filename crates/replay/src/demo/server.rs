@@ -6,7 +6,10 @@ use std::hash::{BuildHasher, Hasher};
 use std::io::{self, BufRead, Write};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use calltape_stdio_bridge::vocab::{self, INITIALIZE, PING, TOOLS_CALL, TOOLS_LIST};
+use calltape_stdio_bridge::vocab::{
+    self, HANDSHAKE_VERSION, INITIALIZE, PING, PROMPTS_GET, PROMPTS_LIST, RESOURCES_LIST,
+    RESOURCES_READ, TOOLS_CALL, TOOLS_LIST,
+};
 use serde_json::{Value, json};
 
 /// Serves the demo MCP server, version `version` (1, or 2 for any other number), one JSON-RPC
@@ -55,7 +58,7 @@ fn handle(version: u8, payments: &mut Payments, message: &Value) -> Option<Value
     let result = match method {
         INITIALIZE => {
             let asked = params.get("protocolVersion").and_then(Value::as_str);
-            let supported = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
+            let supported = ["2024-11-05", "2025-03-26", "2025-06-18", HANDSHAKE_VERSION];
             let version_text = asked
                 .filter(|v| supported.contains(v))
                 .unwrap_or("2025-06-18");
@@ -68,9 +71,9 @@ fn handle(version: u8, payments: &mut Payments, message: &Value) -> Option<Value
         PING => Ok(json!({})),
         TOOLS_LIST => Ok(json!({"tools": tools(version)})),
         TOOLS_CALL => call_tool(version, payments, &params),
-        "resources/list" => Ok(json!({"resources": [
+        RESOURCES_LIST => Ok(json!({"resources": [
             {"uri": "demo://terms", "name": "terms", "mimeType": "text/plain"}]})),
-        "resources/read" => match params.get("uri").and_then(Value::as_str) {
+        RESOURCES_READ => match params.get("uri").and_then(Value::as_str) {
             Some(uri @ "demo://terms") => {
                 Ok(json!({"contents": [{"uri": uri, "mimeType": "text/plain",
                 "text": "Quotes are valid for 15 minutes. Payments settle the next day."}]}))
@@ -80,9 +83,9 @@ fn handle(version: u8, payments: &mut Payments, message: &Value) -> Option<Value
                 format!("Resource not found: {}", other.unwrap_or("")),
             )),
         },
-        "prompts/list" => Ok(json!({"prompts": [{"name": "receipt",
+        PROMPTS_LIST => Ok(json!({"prompts": [{"name": "receipt",
             "arguments": [{"name": "paymentId", "required": true}]}]})),
-        "prompts/get" => {
+        PROMPTS_GET => {
             let payment = params
                 .pointer("/arguments/paymentId")
                 .and_then(Value::as_str)

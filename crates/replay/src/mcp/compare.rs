@@ -14,7 +14,7 @@ use std::fmt;
 use calltape_recorder::glob::{DotGlobs, Segment as Seg, identity, path_text};
 use calltape_recorder::mcp::{CallError, ErrorCode, INTERNAL_ERROR, Outcome};
 use calltape_redact::REDACTED;
-use calltape_stdio_bridge::vocab::META_SERVER_INFO;
+use calltape_stdio_bridge::vocab::{META_SERVER_INFO, RESOURCES_READ};
 use serde_json::{Map, Value};
 
 use crate::error::{Error, ErrorKind};
@@ -307,7 +307,7 @@ impl Comparer {
 
 /// Whether `method`'s 2026-07-28 result carries cache hints: `resources/read` and the list methods.
 fn is_cacheable(method: &str) -> bool {
-    method == "resources/read" || method.ends_with("/list")
+    method == RESOURCES_READ || method.ends_with("/list")
 }
 
 /// Whether an answer has a top-level member that differs by protocol era.

@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use calltape_recorder::mcp::{TASKS_RESULT, strip_related_task};
-use calltape_stdio_bridge::vocab::TOOLS_LIST;
+use calltape_stdio_bridge::vocab::{TASKS_GET, TOOLS_LIST};
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
@@ -91,7 +91,7 @@ impl Conn {
             }
             tokio::time::sleep_until(wake).await;
             let get = json!({"jsonrpc": "2.0", "id": format!("calltape-task-{id}-{poll}"),
-                "method": "tasks/get", "params": {"taskId": task_id}});
+                "method": TASKS_GET, "params": {"taskId": task_id}});
             let answer = self.request(&get).await?;
             match answer.get("result") {
                 Some(result) => status = result.clone(),

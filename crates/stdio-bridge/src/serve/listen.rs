@@ -36,6 +36,7 @@ use super::{
     endpoint::Endpoint,
     mux::{Mux, SessionNo},
 };
+use crate::vocab::{HEADER_PROTOCOL_VERSION, HEADER_SESSION_ID};
 use crate::{
     EraUpstream, Error, ErrorKind, Protocol, Tap, Upstream,
     shared::{ServerKeys, check_socket_len},
@@ -59,8 +60,8 @@ const MAX_BODY: usize = 16 * 1024 * 1024;
 /// The largest body accepted on the identity endpoint.
 const MAX_IDENTITY_BODY: usize = 1024;
 
-const SESSION_HEADER: &str = "mcp-session-id";
-const VERSION_HEADER: &str = "mcp-protocol-version";
+const SESSION_HEADER: &str = HEADER_SESSION_ID;
+const VERSION_HEADER: &str = HEADER_PROTOCOL_VERSION;
 
 type ResBody = UnsyncBoxBody<Bytes, Infallible>;
 

@@ -95,7 +95,9 @@ async fn a_stateless_request_carries_its_mirrored_headers_to_the_shared_server()
         assert_eq!(text(&answer), said, "{answer}");
     }
     drop(client);
-    let record = ServerRecord::read(&paths.record()).unwrap().expect("a record");
+    let record = ServerRecord::read(&paths.record())
+        .unwrap()
+        .expect("a record");
     stop(record.pid);
     wait_gone(&paths.record()).await;
 }

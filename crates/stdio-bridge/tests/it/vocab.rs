@@ -1,5 +1,6 @@
 //! The MCP vocabulary is spelled once, in `calltape_stdio_bridge::vocab`: this walks the source of
-//! every crate of the workspace and fails on a copy outside it — a `_meta` key or the modern protocol
+//! every crate of the workspace and fails on a copy outside it — a word the module spells (a method or
+//! header name, a protocol version) as a whole string literal, a `_meta` key or the modern protocol
 //! version as a string literal, a JSON-RPC or MCP error code as a number, or an error answer built by
 //! hand. Tests may spell the words out (they check what goes on the wire): files under `tests/`,
 //! files named `tests.rs` and everything after a `#[cfg(test)]` are not read.
@@ -114,7 +115,21 @@ fn lex(src: &str) -> Lexed {
 }
 
 /// The copies of the vocabulary in one file, as `line: what`.
-fn copies(src: &str) -> Vec<String> {
+/// The words the vocabulary module spells (`pub const NAME: &str = "word";`): method names, header
+/// names, protocol versions and `_meta` keys, each with its constant's name.
+fn words(vocabulary: &str) -> Vec<(String, String)> {
+    vocabulary
+        .lines()
+        .filter_map(|line| line.strip_prefix("pub const "))
+        .filter_map(|rest| {
+            let (name, rest) = rest.split_once(": &str = \"")?;
+            let (word, _) = rest.split_once("\";")?;
+            Some((name.to_owned(), word.to_owned()))
+        })
+        .collect()
+}
+
+fn copies(src: &str, words: &[(String, String)]) -> Vec<String> {
     let lexed = lex(src);
     let flat = &lexed.flat;
     let mut found = Vec::new();
@@ -137,6 +152,17 @@ fn copies(src: &str) -> Vec<String> {
                 found.push(format!(
                     "{}: the modern protocol version as a literal",
                     lexed.line[at]
+                ));
+            }
+            if let Some((name, _)) = words
+                .iter()
+                .find(|(_, word)| content == word.as_bytes() && !serde_rename)
+                .filter(|_| !content.starts_with(b"io.modelcontextprotocol/"))
+            {
+                found.push(format!(
+                    "{}: {:?} as a literal (vocab::{name})",
+                    lexed.line[at],
+                    String::from_utf8_lossy(content)
                 ));
             }
             if content == b"error" && flat[at + 1 + len..].starts_with(b"\":{\"code\"") {
@@ -194,10 +220,22 @@ fn the_vocabulary_is_spelled_only_in_the_vocab_module() {
     );
     let vocabulary = crates.join(VOCABULARY);
     assert!(vocabulary.is_file(), "{} is gone", vocabulary.display());
+    let words = words(&fs::read_to_string(&vocabulary).unwrap());
+    assert!(
+        words.len() > 30,
+        "the guard read only {} words from {}",
+        words.len(),
+        vocabulary.display()
+    );
+    // calltape-redact depends on no calltape crate: its bench's sample traffic spells methods out.
+    let redact = crates.join("redact");
     let mut found = Vec::new();
-    for file in files.iter().filter(|f| **f != vocabulary) {
+    for file in files
+        .iter()
+        .filter(|f| **f != vocabulary && !f.starts_with(&redact))
+    {
         let src = fs::read_to_string(file).unwrap();
-        for copy in copies(&src) {
+        for copy in copies(&src, &words) {
             let shown = file.strip_prefix(&crates).unwrap_or(file);
             found.push(format!("crates/{}:{copy}", shown.display()));
         }
@@ -258,7 +296,26 @@ fn the_guard_finds_copies_and_nothing_else() {
         ),
         ("json!({\"error\": error})", &[]),
     ];
+    let words = words(
+        "pub const PROMPTS_GET: &str = \"prompts/get\";\npub const HEADER_NAME: &str = \"mcp-name\";\n\
+         pub const MODERN_VERSION: &str = \"2026-07-28\";",
+    );
+    assert_eq!(words.len(), 3, "{words:?}");
     for (src, want) in cases {
-        assert_eq!(copies(src), *want, "in {src:?}");
+        let want: Vec<String> = want.iter().map(|w| w.to_string()).collect();
+        let mut got = copies(src, &words);
+        // The modern version is named twice (as a word of the module, and by its own rule).
+        got.retain(|c| !c.contains("(vocab::MODERN_VERSION)"));
+        assert_eq!(got, want, "in {src:?}");
     }
+    assert_eq!(
+        copies(
+            "match m { \"prompts/get\" => 1, _ => 0 }\nh.get(\"mcp-name\");\nlet s = \"prompts/get is a method\";",
+            &words
+        ),
+        [
+            "1: \"prompts/get\" as a literal (vocab::PROMPTS_GET)",
+            "2: \"mcp-name\" as a literal (vocab::HEADER_NAME)",
+        ]
+    );
 }

@@ -13,7 +13,7 @@ use std::time::SystemTime;
 use calltape_jsonl_store::{JsonlWriter, Options};
 use calltape_redact::{Gate, KnownSecrets, Redactor};
 use calltape_stdio_bridge::jsonrpc::{self, Json, Message};
-use calltape_stdio_bridge::vocab::{INITIALIZE, TOOLS_CALL};
+use calltape_stdio_bridge::vocab::{INITIALIZE, PROMPTS_GET, RESOURCES_READ, TOOLS_CALL};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
@@ -343,10 +343,10 @@ impl SessionRecorder {
         }
         let params = message.params.unwrap_or_default();
         let (name, input) = match &*method {
-            TOOLS_CALL | "prompts/get" => {
+            TOOLS_CALL | PROMPTS_GET => {
                 (params.name, Some(params.arguments.unwrap_or(NO_ARGUMENTS)))
             }
-            "resources/read" => (params.uri, None),
+            RESOURCES_READ => (params.uri, None),
             _ => return self.client_value(text, at),
         };
         let name = name.and_then(jsonrpc::string).unwrap_or_default();
@@ -486,7 +486,7 @@ impl SessionRecorder {
         if is_retry(params) && self.resume(key.clone(), method, &name, params) {
             return;
         }
-        if method == "resources/read" {
+        if method == RESOURCES_READ {
             // Its URI, redacted as its name is, on both readings.
             input = Some(uri_input(&name));
         } else if let Some(input) = &mut input {

@@ -7,7 +7,7 @@ use serde_json::{Map, Value, json};
 
 use super::{LegacyOnModern, Out, wire};
 
-use crate::vocab::SUBSCRIPTIONS_LISTEN;
+use crate::vocab::{CANCELLED, SUBSCRIPTIONS_LISTEN};
 
 /// The subscription state of one link.
 #[derive(Default)]
@@ -49,7 +49,7 @@ impl LegacyOnModern {
         let mut filter: Map<String, Value> = wire::list_flags(discovered);
         if let Some(old) = self.listen.open.take() {
             let id: Value = serde_json::from_str(&old).unwrap_or(Value::Null);
-            let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+            let cancel = json!({"jsonrpc": "2.0", "method": CANCELLED,
                 "params": {"requestId": id, "reason": "the subscription filter changed"}});
             out.push(Out::Upstream(wire::frame(&cancel)));
             self.listen.ended.insert(old);

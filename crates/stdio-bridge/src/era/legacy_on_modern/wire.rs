@@ -5,8 +5,8 @@ use serde_json::{Map, Value, json};
 
 use crate::vocab::{
     HANDSHAKE_VERSIONS, INVALID_PARAMS, LEGACY_RESOURCE_NOT_FOUND, META_CLIENT_CAPABILITIES,
-    META_CLIENT_INFO, META_PROTOCOL_VERSION, META_SERVER_INFO, TOOLS_LIST,
-    UNSUPPORTED_PROTOCOL_VERSION,
+    META_CLIENT_INFO, META_PROTOCOL_VERSION, META_SERVER_INFO, PROMPTS_LIST, RESOURCES_LIST,
+    RESOURCES_READ, RESOURCES_TEMPLATES_LIST, TOOLS_LIST, UNSUPPORTED_PROTOCOL_VERSION,
 };
 use crate::{jsonrpc::Frame, vocab::MODERN_VERSION};
 
@@ -81,10 +81,10 @@ pub(super) fn level_passes(level: Option<&str>, min: &str) -> bool {
 /// The methods whose 2026-07-28 results carry the cache fields `cacheScope` and `ttlMs`.
 const CACHEABLE: &[&str] = &[
     TOOLS_LIST,
-    "prompts/list",
-    "resources/list",
-    "resources/templates/list",
-    "resources/read",
+    PROMPTS_LIST,
+    RESOURCES_LIST,
+    RESOURCES_TEMPLATES_LIST,
+    RESOURCES_READ,
 ];
 
 /// A handshake-era result from a 2026-07-28 one: what that era does not have goes, so the client (and
@@ -111,7 +111,7 @@ pub(super) fn legacy_result(method: &str, mut result: Value) -> Value {
 /// A handshake-era error from a 2026-07-28 one: a resource that does not exist is -32602 with the URI
 /// in `data` now, -32002 before.
 pub(super) fn legacy_error(method: &str, mut error: Value) -> Value {
-    if method == "resources/read"
+    if method == RESOURCES_READ
         && error.get("code").and_then(Value::as_i64) == Some(INVALID_PARAMS)
         && error
             .get("data")

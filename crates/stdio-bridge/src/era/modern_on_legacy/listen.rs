@@ -6,25 +6,16 @@ use serde_json::{Map, Value, json};
 
 use super::{ModernOnLegacy, Out, Own, client};
 
-use crate::vocab::{META_SUBSCRIPTION_ID, RESOURCES_SUBSCRIBE, RESOURCES_UPDATED};
+use crate::vocab::{
+    META_SUBSCRIPTION_ID, PROMPTS_LIST_CHANGED, RESOURCES_LIST_CHANGED, RESOURCES_SUBSCRIBE,
+    RESOURCES_UPDATED, SUBSCRIPTIONS_ACKNOWLEDGED, TOOLS_LIST_CHANGED,
+};
 
 /// The list notifications, with the filter key that asks for each and the capability that offers it.
 const LISTS: [(&str, &str, &str); 3] = [
-    (
-        "notifications/tools/list_changed",
-        "toolsListChanged",
-        "tools",
-    ),
-    (
-        "notifications/prompts/list_changed",
-        "promptsListChanged",
-        "prompts",
-    ),
-    (
-        "notifications/resources/list_changed",
-        "resourcesListChanged",
-        "resources",
-    ),
+    (TOOLS_LIST_CHANGED, "toolsListChanged", "tools"),
+    (PROMPTS_LIST_CHANGED, "promptsListChanged", "prompts"),
+    (RESOURCES_LIST_CHANGED, "resourcesListChanged", "resources"),
 ];
 
 /// Whether a listen stream may carry notifications of this method.
@@ -161,7 +152,7 @@ impl ModernOnLegacy {
         });
         let ack = json!({
             "jsonrpc": "2.0",
-            "method": "notifications/subscriptions/acknowledged",
+            "method": SUBSCRIPTIONS_ACKNOWLEDGED,
             "params": {"notifications": honored, "_meta": {META_SUBSCRIPTION_ID: id}},
         });
         out.push(client(&ack));

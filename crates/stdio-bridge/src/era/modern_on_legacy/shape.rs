@@ -7,17 +7,18 @@ use serde_json::{Map, Value, json};
 use crate::vocab::{
     HANDSHAKE_VERSION, HANDSHAKE_VERSIONS, INVALID_PARAMS, LEGACY_RESOURCE_NOT_FOUND,
     META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL, META_PROTOCOL_VERSION,
-    META_SERVER_INFO, METHOD_NOT_FOUND, MODERN_VERSION, REMOVED_IN_MODERN, TOOLS_LIST,
+    META_SERVER_INFO, METHOD_NOT_FOUND, MODERN_VERSION, PROMPTS_LIST, REMOVED_IN_MODERN,
+    RESOURCES_LIST, RESOURCES_READ, RESOURCES_TEMPLATES_LIST, TOOLS_LIST,
     UNSUPPORTED_PROTOCOL_VERSION, error_answer, error_answer_with_data,
 };
 
 /// The results a 2026-07-28 client may cache, which must say for how long and for whom.
 const CACHEABLE: [&str; 5] = [
     TOOLS_LIST,
-    "prompts/list",
-    "resources/list",
-    "resources/templates/list",
-    "resources/read",
+    PROMPTS_LIST,
+    RESOURCES_LIST,
+    RESOURCES_TEMPLATES_LIST,
+    RESOURCES_READ,
 ];
 
 /// The `_meta` object of a request's params, when it has one.
@@ -161,7 +162,7 @@ pub(super) fn answer(mut message: Value, id: &Value, method: &str, uri: Option<&
                 .or_insert_with(|| Value::from("private"));
         }
     } else if let Some(error) = message.get_mut("error").and_then(Value::as_object_mut)
-        && method == "resources/read"
+        && method == RESOURCES_READ
         && let Some(code @ (LEGACY_RESOURCE_NOT_FOUND | INVALID_PARAMS)) =
             error.get("code").and_then(Value::as_i64)
     {

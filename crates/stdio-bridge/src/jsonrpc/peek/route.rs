@@ -16,7 +16,7 @@ use crate::jsonrpc::{
     scan::{Scan, fill},
     string,
 };
-use crate::vocab::{INITIALIZE, INITIALIZED, TOOLS_CALL};
+use crate::vocab::{INITIALIZE, INITIALIZED, PROMPTS_GET, RESOURCES_READ, TOOLS_CALL};
 
 /// The `_meta` key of the protocol version a client of the stateless revision sends.
 const META_VERSION: &[u8] = crate::vocab::META_PROTOCOL_VERSION.as_bytes();
@@ -92,8 +92,8 @@ impl OutgoingPeek {
                     _ => None,
                 };
                 let name = match method.as_deref() {
-                    Some(TOOLS_CALL | "prompts/get") => params.name,
-                    Some("resources/read") => params.uri,
+                    Some(TOOLS_CALL | PROMPTS_GET) => params.name,
+                    Some(RESOURCES_READ) => params.uri,
                     _ => None,
                 };
                 (meta_version, name.and_then(string).map(Cow::into_owned))
@@ -140,8 +140,8 @@ impl OutgoingPeek {
                     .and_then(|m| m.protocol_version)
                     .and_then(raw_string);
                 let name = match peek.method.as_deref() {
-                    Some(TOOLS_CALL | "prompts/get") => params.name.and_then(raw_string),
-                    Some("resources/read") => params.uri.and_then(raw_string),
+                    Some(TOOLS_CALL | PROMPTS_GET) => params.name.and_then(raw_string),
+                    Some(RESOURCES_READ) => params.uri.and_then(raw_string),
                     _ => None,
                 };
                 (meta_version, name)

@@ -19,6 +19,7 @@ use super::{
     StreamGuard, VERSION_HEADER, lock,
     reply::{accepts, header_str, json_response, plain, rpc_error},
 };
+use crate::vocab::HEADER_LAST_EVENT_ID;
 use crate::{
     guard::LoopbackGuard,
     serve::{conn::Conn, mux::Command, outbox::Outbox as StreamOutbox},
@@ -216,7 +217,8 @@ impl Inner {
             Ok(None) => return plain(StatusCode::BAD_REQUEST, "Mcp-Session-Id is required"),
             Err(UnknownSession) => return UnknownSession.response(),
         };
-        let last_event = header_str(req.headers(), "last-event-id").and_then(|v| v.parse().ok());
+        let last_event =
+            header_str(req.headers(), HEADER_LAST_EVENT_ID).and_then(|v| v.parse().ok());
         let (outbox, body) = StreamOutbox::open(
             conn,
             session.tap.clone(),

@@ -10,8 +10,9 @@ use super::{
 };
 use crate::jsonrpc::{id_of, method_of};
 use crate::vocab::{
-    HEADER_MISMATCH, INVALID_PARAMS, META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION,
-    METHOD_NOT_FOUND, MISSING_CAPABILITY, REMOVED_IN_MODERN, TOOLS_CALL,
+    HEADER_BASE64_END, HEADER_BASE64_START, HEADER_METHOD, HEADER_MISMATCH, HEADER_NAME,
+    INVALID_PARAMS, META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, METHOD_NOT_FOUND,
+    MISSING_CAPABILITY, PROMPTS_GET, REMOVED_IN_MODERN, RESOURCES_READ, TOOLS_CALL,
     UNSUPPORTED_PROTOCOL_VERSION, error_answer, error_answer_with_data,
 };
 
@@ -81,9 +82,6 @@ fn missing_meta(message: &Value) -> Option<&'static str> {
     }
     None
 }
-/// The form of an `Mcp-Name` value that is not plain visible ASCII (base64 between these).
-const ENCODED_START: &str = "=?base64?";
-const ENCODED_END: &str = "?=";
 
 /// The refusal of a 2026-07-28 request (one that names its version in `_meta`) whose
 /// `MCP-Protocol-Version`, `Mcp-Method` or `Mcp-Name` header disagrees with its body, or is missing:
@@ -96,7 +94,7 @@ fn header_mismatch(headers: &HeaderMap, messages: &[Value]) -> Option<Box<Respon
         let version = params.get("_meta")?.get(META_PROTOCOL_VERSION)?;
         let wrong = if trimmed(headers, VERSION_HEADER) != version.as_str() {
             "the MCP-Protocol-Version header does not match the request's _meta protocol version"
-        } else if trimmed(headers, "mcp-method") != Some(method) {
+        } else if trimmed(headers, HEADER_METHOD) != Some(method) {
             "the Mcp-Method header does not match the request's method; send the method in it"
         } else if name_differs(headers, method, params) {
             "the Mcp-Name header is missing or does not match the request's name or uri; send the name in it"
@@ -118,17 +116,17 @@ fn trimmed<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
 /// names another one (when plain).
 fn name_differs(headers: &HeaderMap, method: &str, params: &Value) -> bool {
     let key = match method {
-        TOOLS_CALL | "prompts/get" => "name",
-        "resources/read" => "uri",
+        TOOLS_CALL | PROMPTS_GET => "name",
+        RESOURCES_READ => "uri",
         _ => return false,
     };
     let Some(body) = params.get(key).and_then(Value::as_str) else {
         return false;
     };
-    let Some(header) = trimmed(headers, "mcp-name") else {
+    let Some(header) = trimmed(headers, HEADER_NAME) else {
         return true;
     };
-    let encoded = header.starts_with(ENCODED_START) && header.ends_with(ENCODED_END);
+    let encoded = header.starts_with(HEADER_BASE64_START) && header.ends_with(HEADER_BASE64_END);
     !encoded && header != body
 }
 

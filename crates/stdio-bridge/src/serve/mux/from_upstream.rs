@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 use super::{Init, SessionNo, State, id_key};
 use crate::jsonrpc::{id_of, method_of, to_frame};
-use crate::vocab::{self, META_SUBSCRIPTION_ID, RESOURCES_UPDATED};
+use crate::vocab::{self, CANCELLED, META_SUBSCRIPTION_ID, PROGRESS, RESOURCES_UPDATED};
 
 impl State {
     pub(super) fn on_upstream_frame(&mut self, frame: &[u8]) {
@@ -66,7 +66,7 @@ impl State {
                 self.answer(&route, message);
             }
             (Some(method), Some(id)) => self.server_request(method, id, message),
-            (Some("notifications/progress"), None) => {
+            (Some(PROGRESS), None) => {
                 let Some(t) = message["params"]["progressToken"].as_u64() else {
                     return;
                 };
@@ -82,7 +82,7 @@ impl State {
                     _ => self.deliver(session, message),
                 }
             }
-            (Some("notifications/cancelled"), None) => {
+            (Some(CANCELLED), None) => {
                 let key = id_key(&message["params"]["requestId"]);
                 if let Some(session) = self.s2c.remove(&key) {
                     self.deliver(session, message);

@@ -7,8 +7,8 @@ use serde_json::{Value, json};
 use super::{Init, Outbox, Route, SessionNo, State, Undo, id_key};
 use crate::jsonrpc::{self, id_of, method_of};
 use crate::vocab::{
-    self, INITIALIZE, INITIALIZED, RESOURCES_SUBSCRIBE, RESOURCES_UNSUBSCRIBE, SET_LOG_LEVEL,
-    SUBSCRIPTIONS_LISTEN,
+    self, CANCELLED, INITIALIZE, INITIALIZED, RESOURCES_SUBSCRIBE, RESOURCES_UNSUBSCRIBE,
+    SET_LOG_LEVEL, SUBSCRIPTIONS_LISTEN,
 };
 
 impl State {
@@ -27,10 +27,8 @@ impl State {
             .collect();
         for id in ids {
             self.routes.remove(&id);
-            self.send_upstream(
-                json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
-                "params": {"requestId": id, "reason": "the session ended"}}),
-            );
+            self.send_upstream(json!({"jsonrpc": "2.0", "method": CANCELLED,
+                "params": {"requestId": id, "reason": "the session ended"}}));
         }
         self.tokens.retain(|_, (s, _, _)| *s != session);
         // Server-to-client requests it was asked get an error, so the upstream does not wait forever.
@@ -82,7 +80,7 @@ impl State {
                     self.send_from(session, message);
                 }
             }
-            (Some("notifications/cancelled"), None) => {
+            (Some(CANCELLED), None) => {
                 let wanted = message["params"]["requestId"].clone();
                 let found = self
                     .routes

@@ -5,6 +5,9 @@ use std::{fmt, path::Path};
 use http::{HeaderMap, HeaderName, HeaderValue};
 
 use crate::Error;
+use crate::vocab::{
+    HEADER_LAST_EVENT_ID, HEADER_METHOD, HEADER_NAME, HEADER_PROTOCOL_VERSION, HEADER_SESSION_ID,
+};
 
 /// Headers the upstream manages itself; setting them by hand would break the protocol.
 const MANAGED: &[&str] = &[
@@ -13,11 +16,11 @@ const MANAGED: &[&str] = &[
     "content-length",
     "transfer-encoding",
     "connection",
-    "last-event-id",
-    "mcp-session-id",
-    "mcp-protocol-version",
-    "mcp-method",
-    "mcp-name",
+    HEADER_LAST_EVENT_ID,
+    HEADER_SESSION_ID,
+    HEADER_PROTOCOL_VERSION,
+    HEADER_METHOD,
+    HEADER_NAME,
 ];
 
 /// Extra HTTP headers sent with every request to an HTTP upstream (POST, GET and DELETE alike),

@@ -22,6 +22,9 @@ use tokio::{
 
 use self::{post::post, stream::get_stream};
 use super::transport::{HttpRequest, Transport};
+use crate::vocab::{
+    HEADER_LAST_EVENT_ID, HEADER_METHOD, HEADER_NAME, HEADER_PROTOCOL_VERSION, HEADER_SESSION_ID,
+};
 use crate::{
     Error,
     jsonrpc::OutgoingPeek,
@@ -46,11 +49,12 @@ const REFUSED_GRACE: Duration = Duration::from_secs(2);
 /// The session's DELETE may take this long; closing must stay quick.
 const DELETE_TIMEOUT: Duration = Duration::from_millis(1500);
 
-pub(crate) const MCP_SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
-pub(crate) const MCP_PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
-pub(crate) const MCP_METHOD: HeaderName = HeaderName::from_static("mcp-method");
-pub(crate) const MCP_NAME: HeaderName = HeaderName::from_static("mcp-name");
-pub(crate) const LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
+pub(crate) const MCP_SESSION_ID: HeaderName = HeaderName::from_static(HEADER_SESSION_ID);
+pub(crate) const MCP_PROTOCOL_VERSION: HeaderName =
+    HeaderName::from_static(HEADER_PROTOCOL_VERSION);
+pub(crate) const MCP_METHOD: HeaderName = HeaderName::from_static(HEADER_METHOD);
+pub(crate) const MCP_NAME: HeaderName = HeaderName::from_static(HEADER_NAME);
+pub(crate) const LAST_EVENT_ID: HeaderName = HeaderName::from_static(HEADER_LAST_EVENT_ID);
 
 const ACCEPT_POST: HeaderValue = HeaderValue::from_static("application/json, text/event-stream");
 const ACCEPT_SSE: HeaderValue = HeaderValue::from_static("text/event-stream");

@@ -15,6 +15,7 @@ use super::{
     MCP_NAME, MCP_PROTOCOL_VERSION, MIRRORED_HEADERS_SINCE, content_type, header_value, send_event,
     stream::{read_post_stream, to_frame},
 };
+use crate::vocab::{HEADER_BASE64_END, HEADER_BASE64_START};
 use crate::{
     jsonrpc::OutgoingPeek,
     upstream::{
@@ -323,21 +324,18 @@ pub(crate) fn says_session_is_invalid(body: &[u8]) -> bool {
         .any(|word| text.contains(word))
 }
 
-const SENTINEL_START: &str = "=?base64?";
-const SENTINEL_END: &str = "?=";
-
 /// Encodes a value for an MCP header (`Mcp-Method`, `Mcp-Name`): as it is when it is visible ASCII
 /// (space allowed inside) without surrounding whitespace and does not look like the encoded form itself,
 /// otherwise as `=?base64?<standard base64 of its UTF-8 bytes>?=`.
 fn encode_mcp_value(value: &str) -> HeaderValue {
     let plain = value.bytes().all(|b| (0x20..=0x7e).contains(&b))
         && value.trim_matches(' ').len() == value.len()
-        && !(value.starts_with(SENTINEL_START) && value.ends_with(SENTINEL_END));
+        && !(value.starts_with(HEADER_BASE64_START) && value.ends_with(HEADER_BASE64_END));
     let text = if plain {
         value.to_owned()
     } else {
         format!(
-            "{SENTINEL_START}{}{SENTINEL_END}",
+            "{HEADER_BASE64_START}{}{HEADER_BASE64_END}",
             base64::engine::general_purpose::STANDARD.encode(value.as_bytes())
         )
     };
