@@ -72,6 +72,12 @@ pub(crate) enum Era {
     Modern,
 }
 
+/// The client info the adapter gives for itself where a request it makes needs one (its own
+/// `server/discover`, or an `initialize` for a 2026-07-28 client that sent none).
+fn own_client_info() -> serde_json::Value {
+    serde_json::json!({"name": "calltape", "version": env!("CARGO_PKG_VERSION")})
+}
+
 /// Whether a frame may be of the 2026-07-28 era: it holds the prefix of the `_meta` keys every request of
 /// that era carries, which a legacy frame almost never does. The searcher is built once.
 fn may_be_modern(frame: &[u8]) -> bool {

@@ -27,8 +27,8 @@
 //! - **Reading messages** ([`jsonrpc`]): a JSON-RPC message as borrowed JSON text, in one pass of a
 //!   strict scanner that builds no value ([`jsonrpc::Message`]), and what routing reads from a frame
 //!   ([`jsonrpc::peek`]).
-//! - **The MCP vocabulary** ([`vocab`]): protocol versions, method names, `_meta` keys, error codes and
-//!   the error answer, spelled once for every calltape crate.
+//! - **The MCP vocabulary** ([`vocab`]): protocol versions, method names, Streamable HTTP header names,
+//!   `_meta` keys, error codes and the error answer, spelled once for every calltape crate.
 //!
 //! # Features
 //!

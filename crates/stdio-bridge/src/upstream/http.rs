@@ -11,6 +11,38 @@
 //! The protocol is built with `http` or `serve`; the upstreams over TCP and Unix sockets, their extra
 //! headers and TLS, with `http` only.
 
+/// `Upstream` for a public upstream that is a `core: Arc<Core<_>>` (`HttpUpstream`, `UnixUpstream`):
+/// the protocol does the work, and another session of the same endpoint shares its transport.
+#[cfg(feature = "http")]
+macro_rules! upstream_over_core {
+    ($upstream:ty) => {
+        impl $crate::upstream::Upstream for $upstream {
+            fn describe(&self) -> String {
+                self.core.describe()
+            }
+
+            fn connect(
+                &self,
+            ) -> $crate::upstream::BoxFuture<'_, Result<$crate::upstream::Link, $crate::Error>>
+            {
+                self.core.connect()
+            }
+
+            /// A link with a session of its own on the same endpoint, with the same headers.
+            #[cfg(feature = "era")]
+            fn connect_apart(
+                &self,
+            ) -> Option<
+                $crate::upstream::BoxFuture<'_, Result<$crate::upstream::Link, $crate::Error>>,
+            > {
+                Some(self.core.apart().connect())
+            }
+        }
+    };
+}
+#[cfg(feature = "http")]
+pub(crate) use upstream_over_core;
+
 #[cfg(feature = "http")]
 mod headers;
 mod protocol;

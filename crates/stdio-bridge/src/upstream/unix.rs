@@ -16,10 +16,7 @@ use hyperlocal::UnixConnector;
 use super::http::{
     BodyStream, Core, ExtraHeaders, HttpRequest, HttpResponse, SendError, Transport,
 };
-use crate::{
-    Error,
-    upstream::{BoxFuture, Link, Upstream},
-};
+use crate::{Error, upstream::BoxFuture};
 
 /// The HTTP path of the MCP endpoint when none is given.
 pub const DEFAULT_HTTP_PATH: &str = "/mcp";
@@ -99,21 +96,7 @@ impl fmt::Debug for UnixUpstream {
     }
 }
 
-impl Upstream for UnixUpstream {
-    fn describe(&self) -> String {
-        self.core.describe()
-    }
-
-    fn connect(&self) -> BoxFuture<'_, Result<Link, Error>> {
-        self.core.connect()
-    }
-
-    /// A link with a session of its own on the same endpoint, with the same headers.
-    #[cfg(feature = "era")]
-    fn connect_apart(&self) -> Option<BoxFuture<'_, Result<Link, Error>>> {
-        Some(self.core.apart().connect())
-    }
-}
+super::http::upstream_over_core!(UnixUpstream);
 
 /// HTTP/1.1 over a Unix socket with hyper's pooled client.
 pub(crate) struct UnixTransport {
@@ -210,6 +193,7 @@ fn body_stream(body: hyper::body::Incoming) -> BodyStream {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::upstream::Upstream as _;
 
     #[test]
     fn bad_paths_are_refused() {

@@ -65,7 +65,7 @@ pub(super) fn own_meta() -> Value {
     json!({
         META_PROTOCOL_VERSION: MODERN_VERSION,
         META_CLIENT_CAPABILITIES: {},
-        META_CLIENT_INFO: {"name": "calltape", "version": env!("CARGO_PKG_VERSION")},
+        META_CLIENT_INFO: crate::era::own_client_info(),
     })
 }
 

@@ -88,7 +88,7 @@ pub(super) fn initialize_params(message: &Value) -> Value {
     json!({
         "protocolVersion": HANDSHAKE_VERSION,
         "capabilities": field(META_CLIENT_CAPABILITIES, json!({})),
-        "clientInfo": field(META_CLIENT_INFO, json!({"name": "calltape", "version": env!("CARGO_PKG_VERSION")})),
+        "clientInfo": field(META_CLIENT_INFO, crate::era::own_client_info()),
     })
 }
 

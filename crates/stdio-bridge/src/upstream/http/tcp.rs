@@ -6,10 +6,7 @@ use bytes::Bytes;
 use reqwest::{Url, redirect::Policy};
 
 use super::{BodyStream, Core, ExtraHeaders, HttpRequest, HttpResponse, SendError, Transport};
-use crate::{
-    Error,
-    upstream::{BoxFuture, Link, Upstream},
-};
+use crate::{Error, upstream::BoxFuture};
 
 /// How long making a connection (TCP and TLS) may take before the upstream counts as unreachable.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -79,21 +76,7 @@ impl fmt::Debug for HttpUpstream {
     }
 }
 
-impl Upstream for HttpUpstream {
-    fn describe(&self) -> String {
-        self.core.describe()
-    }
-
-    fn connect(&self) -> BoxFuture<'_, Result<Link, Error>> {
-        self.core.connect()
-    }
-
-    /// A link with a session of its own on the same endpoint, with the same headers.
-    #[cfg(feature = "era")]
-    fn connect_apart(&self) -> Option<BoxFuture<'_, Result<Link, Error>>> {
-        Some(self.core.apart().connect())
-    }
-}
+super::upstream_over_core!(HttpUpstream);
 
 /// rustls with the ring provider and the operating system's certificate verifier, built here so the
 /// crate never depends on a process-wide default provider.
