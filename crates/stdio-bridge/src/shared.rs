@@ -42,19 +42,19 @@ mod client;
 mod identity;
 mod key;
 mod launch;
+mod link;
 mod lock;
 mod paths;
 mod server;
 mod server_record;
-mod session;
 
 pub use identity::{IDENTITY_PATH, Nonce, Secret, ServerKeys};
 pub use key::{MAX_KEY_LEN, SharedKey};
 pub use launch::{Attached, DEFAULT_START_TIMEOUT, Launcher, SERVE_KEY_ENV, attach_or_start};
+pub use link::{SharedUpstream, answer_held_requests, unavailable_answer};
 pub use paths::{MAX_SOCKET_PATH, SharedPaths};
 pub use server::serve_shared;
 pub use server_record::{MCP_PATH, ServerRecord};
-pub use session::{SharedUpstream, answer_held_requests, unavailable_answer};
 
 pub(crate) use identity::{RETIRE_PATH, token_matches};
 pub(crate) use paths::check_socket_len;
