@@ -32,8 +32,8 @@ mod fill;
 mod follow;
 mod lists;
 mod mask;
+mod replayed_session;
 mod report;
-mod session;
 mod surface;
 mod task;
 mod update;
@@ -43,10 +43,10 @@ pub use compare::{Comparer, ComparerBuilder, Comparison, Difference, Status};
 pub use fill::{FillSource, FillSpec, Fills};
 pub use follow::{MIN_FOLLOWED, Substitution};
 pub use mask::{CallRule, CallRules, CallRulesBuilder, MASKED, Mask, PRESETS};
-pub use report::{CallReport, Format, REPORT_VERSION, ReplayReport, Summary, TextOptions};
-pub use session::{
+pub use replayed_session::{
     DEFAULT_PROTOCOL_VERSION, DEFAULT_TIMEOUT, Progress, ReplayOptions, Replayed, compare_outcomes,
     replay,
 };
+pub use report::{CallReport, Format, REPORT_VERSION, ReplayReport, Summary, TextOptions};
 pub use surface::{FailOn, Severity, SurfaceChange, SurfaceSummary, classify};
 pub use update::update_recording;

@@ -25,7 +25,7 @@ pub(crate) mod agreement;
 pub(crate) mod frame;
 mod message;
 mod peek;
-pub(crate) mod scan;
+pub(crate) mod scanner;
 
 pub(crate) use frame::{DEFAULT_MAX_FRAME, Frame, FrameReader, Incoming, InvalidLine};
 pub use message::{CallParams, Message};
@@ -35,7 +35,7 @@ pub(crate) use peek::check_peek;
 #[cfg(any(feature = "http", feature = "serve"))]
 pub(crate) use peek::{IncomingPeek, OutgoingPeek};
 pub use peek::{Info, Peek, peek};
-pub use scan::{Json, is_null, is_plain, string};
+pub use scanner::{Json, is_null, is_plain, string};
 
 /// The lists whose `listChanged` capability makes the bridge announce a change after a restart, with
 /// the notification it sends for each.

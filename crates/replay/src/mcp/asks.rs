@@ -37,7 +37,7 @@ use serde_json::{Map, Value, json};
 
 use crate::mcp::compare::{Comparer, Difference, Status};
 use crate::mcp::fill::Fills;
-use crate::mcp::session::Conn;
+use crate::mcp::replayed_session::Conn;
 
 /// The most rounds of `input_required` a replayed 2026-07-28 call answers, as the SDKs allow.
 pub const MAX_INPUT_ROUNDS: u32 = 10;

@@ -4,7 +4,7 @@
 use calltape_recorder::mcp::{CURSOR, ListPages, NEXT_CURSOR, list_items_key};
 use serde_json::{Value, json};
 
-use crate::mcp::session::Conn;
+use crate::mcp::replayed_session::Conn;
 
 /// The most pages one listing reads: a server whose cursors never end stops there.
 const MAX_PAGES: usize = 1_000;

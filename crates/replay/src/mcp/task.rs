@@ -11,7 +11,7 @@ use calltape_stdio_bridge::vocab::{TASKS_GET, TOOLS_LIST};
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
-use crate::mcp::session::{Conn, humanize};
+use crate::mcp::replayed_session::{Conn, humanize};
 
 /// How long to wait between polls when the server suggests nothing, and at most.
 const DEFAULT_POLL: u64 = 500;

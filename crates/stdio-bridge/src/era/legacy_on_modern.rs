@@ -8,7 +8,7 @@
 
 mod calls;
 mod detect;
-mod listen;
+mod subscriptions;
 #[cfg(test)]
 mod tests;
 mod wire;
@@ -47,7 +47,7 @@ pub(super) struct LegacyOnModern {
     calls: HashMap<String, calls::Call>,
     /// The translator's own requests to the client, by id: (the call's id, the input's key).
     asks: HashMap<String, (String, String)>,
-    listen: listen::Listen,
+    listen: subscriptions::Listen,
     next_id: u64,
 }
 
@@ -62,7 +62,7 @@ impl LegacyOnModern {
             level: None,
             calls: HashMap::new(),
             asks: HashMap::new(),
-            listen: listen::Listen::default(),
+            listen: subscriptions::Listen::default(),
             next_id: 0,
         }
     }

@@ -5,7 +5,7 @@
 //! era's `_meta` keys (so an HTTP upstream sends it with the session's id). What comes back is made a
 //! valid 2026-07-28 answer (`shape`); a server-to-client request becomes an `input_required` result
 //! of the request in flight (`input`); `subscriptions/listen` becomes `resources/subscribe` and the
-//! session's notifications (`listen`). Legacy frames pass through, except a legacy `initialize` once
+//! session's notifications (`subscriptions`). Legacy frames pass through, except a legacy `initialize` once
 //! the bridge has opened the session: that one is answered from the session's result.
 //!
 //! A session opened for a `server/discover` alone (the era detection's, as often as not) is opened
@@ -14,8 +14,8 @@
 //! own by `lanes`, and served here only when the upstream cannot open another (logged once).
 
 mod input;
-mod listen;
 mod shape;
+mod subscriptions;
 
 #[cfg(test)]
 mod tests;
@@ -46,7 +46,7 @@ pub(super) struct ModernOnLegacy {
     modern: HashMap<String, Modern>,
     /// Server-to-client requests handed to a client as `input_required`, by `requestState`.
     exchanges: HashMap<String, input::Exchange>,
-    listens: listen::Listens,
+    listens: subscriptions::Listens,
     /// The log level last set on the session for a 2026-07-28 client.
     log_level: Option<String>,
     /// The id (JSON text) of a legacy client's `initialize` on its way upstream.
@@ -116,7 +116,7 @@ impl ModernOnLegacy {
             own: HashMap::new(),
             modern: HashMap::new(),
             exchanges: HashMap::new(),
-            listens: listen::Listens::default(),
+            listens: subscriptions::Listens::default(),
             log_level: None,
             legacy_initialize: None,
             told_capabilities: false,
@@ -453,7 +453,7 @@ impl ModernOnLegacy {
         let event = info.method.is_some()
             && info.id.is_none()
             && !self.listens.is_empty()
-            && listen::carries(info.method.as_deref().unwrap_or_default());
+            && subscriptions::carries(info.method.as_deref().unwrap_or_default());
         if !(mine || server_request || event) {
             out.push(Out::Client(UpstreamEvent::Message(frame)));
             return;

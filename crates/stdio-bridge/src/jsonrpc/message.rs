@@ -1,6 +1,6 @@
 //! A JSON-RPC message read as borrowed JSON text, in one pass of the [scanner](super::scan).
 
-use super::scan::{Json, Scan, fill};
+use super::scanner::{Json, Scan, fill};
 
 /// A JSON-RPC message with the parts routing and recording read left as raw JSON text, borrowed from
 /// the message. A part that is present is `Some`, even when it is `null`.

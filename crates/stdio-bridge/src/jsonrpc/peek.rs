@@ -9,7 +9,7 @@ use serde_json::value::RawValue;
 use super::InvalidLine;
 use super::{
     is_null,
-    scan::{Scan, fill},
+    scanner::{Scan, fill},
     string,
 };
 

@@ -13,7 +13,7 @@ use serde_json::{Value, value::RawValue};
 
 use crate::jsonrpc::{
     Message, is_null,
-    scan::{Scan, fill},
+    scanner::{Scan, fill},
     string,
 };
 use crate::vocab::{INITIALIZE, INITIALIZED, PROMPTS_GET, RESOURCES_READ, TOOLS_CALL};

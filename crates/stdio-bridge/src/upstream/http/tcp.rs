@@ -40,7 +40,7 @@ pub struct HttpUpstream {
 impl HttpUpstream {
     /// An upstream at `url` (http or https) that sends `headers` with every request.
     ///
-    /// Nothing is connected yet; [`Upstream::connect`] does that.
+    /// Nothing is connected yet; [`Upstream::connect`](crate::Upstream::connect) does that.
     pub fn new(url: &str, headers: ExtraHeaders) -> Result<Self, Error> {
         // The URL is not echoed: it may hold a password or a token.
         let url =
