@@ -43,6 +43,23 @@ macro_rules! upstream_over_core {
 #[cfg(feature = "http")]
 pub(crate) use upstream_over_core;
 
+/// An error and its causes on one line (an HTTP client's own message alone says little), each cause
+/// once.
+#[cfg(feature = "http")]
+pub(crate) fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
+
 #[cfg(feature = "http")]
 mod headers;
 mod protocol;

@@ -14,7 +14,7 @@ use hyper_util::{client::legacy::Client, rt::TokioExecutor};
 use hyperlocal::UnixConnector;
 
 use super::http::{
-    BodyStream, Core, ExtraHeaders, HttpRequest, HttpResponse, SendError, Transport,
+    BodyStream, Core, ExtraHeaders, HttpRequest, HttpResponse, SendError, Transport, error_chain,
 };
 use crate::{Error, upstream::BoxFuture};
 
@@ -132,7 +132,7 @@ impl Transport for UnixTransport {
                     })
                 }
                 Err(err) => {
-                    let text = chain(&err);
+                    let text = error_chain(&err);
                     if err.is_connect() {
                         Err(SendError::NotSent(text))
                     } else {
@@ -157,27 +157,13 @@ impl Transport for UnixTransport {
     }
 }
 
-fn chain(err: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
-}
-
 fn body_stream(body: hyper::body::Incoming) -> BodyStream {
     Box::pin(futures::stream::unfold(Some(body), |state| async move {
         let mut body = state?;
         loop {
             match body.frame().await {
                 None => return None,
-                Some(Err(err)) => return Some((Err(chain(&err)), None)),
+                Some(Err(err)) => return Some((Err(error_chain(&err)), None)),
                 Some(Ok(frame)) => {
                     if let Ok(data) = frame.into_data()
                         && !data.is_empty()

@@ -1,11 +1,13 @@
 //! The Streamable HTTP upstream over TCP (reqwest, rustls with the ring provider, no OpenSSL).
 
-use std::{error::Error as _, fmt, sync::Arc, time::Duration};
+use std::{fmt, sync::Arc, time::Duration};
 
 use bytes::Bytes;
 use reqwest::{Url, redirect::Policy};
 
-use super::{BodyStream, Core, ExtraHeaders, HttpRequest, HttpResponse, SendError, Transport};
+use super::{
+    BodyStream, Core, ExtraHeaders, HttpRequest, HttpResponse, SendError, Transport, error_chain,
+};
 use crate::{Error, upstream::BoxFuture};
 
 /// How long making a connection (TCP and TLS) may take before the upstream counts as unreachable.
@@ -56,7 +58,12 @@ impl HttpUpstream {
             .tls_backend_preconfigured(tls_client_config()?)
             .connect_timeout(CONNECT_TIMEOUT)
             .build()
-            .map_err(|e| Error::config(format!("cannot set up the HTTP client: {}", chain(&e))))?;
+            .map_err(|e| {
+                Error::config(format!(
+                    "cannot set up the HTTP client: {}",
+                    error_chain(&e)
+                ))
+            })?;
         let transport = ReqwestTransport {
             shown: shown_url(&url),
             client,
@@ -107,21 +114,6 @@ fn shown_url(url: &Url) -> String {
     shown.to_string()
 }
 
-/// An error and its causes on one line (reqwest's own message alone says little), without the URL.
-fn chain(err: &reqwest::Error) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
-}
-
 /// HTTP over TCP with reqwest.
 struct ReqwestTransport {
     client: reqwest::Client,
@@ -148,9 +140,9 @@ impl Transport for ReqwestTransport {
                 Err(err) => {
                     let err = err.without_url();
                     if err.is_connect() {
-                        Err(SendError::NotSent(chain(&err)))
+                        Err(SendError::NotSent(error_chain(&err)))
                     } else {
-                        Err(SendError::MaybeSent(chain(&err)))
+                        Err(SendError::MaybeSent(error_chain(&err)))
                     }
                 }
             }
@@ -203,7 +195,7 @@ fn body_stream(response: reqwest::Response) -> BodyStream {
             match response.chunk().await {
                 Ok(Some(chunk)) => Some((Ok::<Bytes, String>(chunk), Some(response))),
                 Ok(None) => None,
-                Err(err) => Some((Err(chain(&err.without_url())), None)),
+                Err(err) => Some((Err(error_chain(&err.without_url())), None)),
             }
         },
     ))
