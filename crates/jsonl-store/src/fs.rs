@@ -289,6 +289,72 @@ pub fn private_dir(path: impl AsRef<Path>) -> Result<(), Error> {
     own_with_mode(&dir, &meta, path, DIR_MODE)
 }
 
+/// An exclusive lock on a file (`flock`), held until dropped or until the process that holds it
+/// dies: the kernel releases it then, so no crashed process keeps it.
+///
+/// The lock file is opened under the module's rules (no link followed, created `0o600`, another user's
+/// file refused) and never emptied. Dropping the lock unlocks the file before closing it, so a
+/// process another thread forks at that instant cannot keep it held.
+///
+/// ```
+/// use calltape_jsonl_store::fs::FileLock;
+///
+/// # fn main() -> Result<(), calltape_jsonl_store::Error> {
+/// let dir = tempfile::tempdir().unwrap();
+/// let path = dir.path().join("entry.lock");
+/// let held = FileLock::try_acquire(&path)?.expect("nobody holds it");
+/// assert!(FileLock::try_acquire(&path)?.is_none());
+/// drop(held);
+/// assert!(FileLock::try_acquire(&path)?.is_some());
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug)]
+pub struct FileLock {
+    file: File,
+}
+
+impl FileLock {
+    /// Takes the lock at `path` (creating the file) if nobody holds it; `Ok(None)` if somebody does.
+    pub fn try_acquire(path: impl AsRef<Path>) -> Result<Option<Self>, Error> {
+        Self::lock(
+            path.as_ref(),
+            rustix::fs::FlockOperation::NonBlockingLockExclusive,
+        )
+    }
+
+    /// Takes the lock at `path` (creating the file), waiting for as long as another holds it. This
+    /// blocks the thread: from async code, call it on a blocking thread.
+    pub fn acquire(path: impl AsRef<Path>) -> Result<Self, Error> {
+        let path = path.as_ref();
+        Self::lock(path, rustix::fs::FlockOperation::LockExclusive)?
+            .ok_or_else(|| Error::open(path, std::io::ErrorKind::WouldBlock.into()))
+    }
+
+    fn lock(path: &Path, how: rustix::fs::FlockOperation) -> Result<Option<Self>, Error> {
+        let (file, _) = open_checked(
+            path,
+            OpenOptions::new().read(true).write(true).create(true),
+            DEFAULT_MODE,
+            false,
+        )?;
+        loop {
+            match rustix::fs::flock(&file, how) {
+                Ok(()) => return Ok(Some(Self { file })),
+                Err(rustix::io::Errno::WOULDBLOCK) => return Ok(None),
+                Err(rustix::io::Errno::INTR) => continue,
+                Err(e) => return Err(Error::open(path, e.into())),
+            }
+        }
+    }
+}
+
+impl Drop for FileLock {
+    fn drop(&mut self) {
+        let _ = rustix::fs::flock(&self.file, rustix::fs::FlockOperation::Unlock);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -186,11 +186,12 @@ pub use jsonrpc::frame::{
     DEFAULT_MAX_FRAME, Frame, FrameReader, FrameWriter, Incoming, InvalidLine,
 };
 pub use tap::{Direction, TAP_QUEUE_BYTES, Tap, TapEvent};
-pub use upstream::{BoxFuture, ChildUpstream, Link, SharedWriter, Stderr, Upstream, UpstreamEvent};
 #[cfg(feature = "http")]
 pub use upstream::{
-    DEFAULT_HTTP_PATH, ExtraHeaders, HttpUpstream, UnixUpstream, tls_client_config,
+    AuthChallenge, Authorizer, DEFAULT_HTTP_PATH, ExtraHeaders, HttpUpstream, MAX_AUTH_RETRIES,
+    UnixUpstream, tls_client_config,
 };
+pub use upstream::{BoxFuture, ChildUpstream, Link, SharedWriter, Stderr, Upstream, UpstreamEvent};
 pub use vocab::{INVALID_REQUEST, MODERN_VERSION, PARSE_ERROR};
 #[cfg(feature = "watch")]
 pub use watch::{DEFAULT_DEBOUNCE, Watcher};

@@ -18,7 +18,9 @@ pub(crate) mod unix;
 pub(crate) use crate::jsonrpc::Frame;
 pub use child::{ChildUpstream, SharedWriter, Stderr};
 #[cfg(feature = "http")]
-pub use http::{ExtraHeaders, HttpUpstream, tls_client_config};
+pub use http::{
+    AuthChallenge, Authorizer, ExtraHeaders, HttpUpstream, MAX_AUTH_RETRIES, tls_client_config,
+};
 #[cfg(feature = "http")]
 pub use unix::{DEFAULT_HTTP_PATH, UnixUpstream};
 

@@ -61,6 +61,8 @@ pub(crate) fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
 }
 
 #[cfg(feature = "http")]
+mod auth;
+#[cfg(feature = "http")]
 mod headers;
 mod protocol;
 #[cfg(feature = "http")]
@@ -69,6 +71,7 @@ mod transport;
 
 #[cfg(feature = "http")]
 pub use self::{
+    auth::{AuthChallenge, Authorizer, MAX_AUTH_RETRIES},
     headers::ExtraHeaders,
     tcp::{HttpUpstream, tls_client_config},
 };

@@ -6,7 +6,8 @@ use bytes::Bytes;
 use reqwest::{Url, redirect::Policy};
 
 use super::{
-    BodyStream, Core, ExtraHeaders, HttpRequest, HttpResponse, SendError, Transport, error_chain,
+    Authorizer, BodyStream, Core, ExtraHeaders, HttpRequest, HttpResponse, SendError, Transport,
+    auth::Authorized, error_chain,
 };
 use crate::{Error, upstream::BoxFuture};
 
@@ -36,7 +37,7 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// ```
 #[derive(Clone)]
 pub struct HttpUpstream {
-    core: Arc<Core<ReqwestTransport>>,
+    core: Arc<Core<Authorized<ReqwestTransport>>>,
 }
 
 impl HttpUpstream {
@@ -44,6 +45,26 @@ impl HttpUpstream {
     ///
     /// Nothing is connected yet; [`Upstream::connect`](crate::Upstream::connect) does that.
     pub fn new(url: &str, headers: ExtraHeaders) -> Result<Self, Error> {
+        Self::build(url, headers, None)
+    }
+
+    /// An upstream at `url` whose requests carry the `Authorization` header `authorizer` gives, and
+    /// which asks it to sign in when the endpoint answers 401 (or 403 with `insufficient_scope`): the
+    /// request waits for the sign-in and is sent again. `headers` go with every request too; an
+    /// `Authorization` among them is replaced by the authorizer's.
+    pub fn with_authorizer(
+        url: &str,
+        headers: ExtraHeaders,
+        authorizer: Arc<dyn Authorizer>,
+    ) -> Result<Self, Error> {
+        Self::build(url, headers, Some(authorizer))
+    }
+
+    fn build(
+        url: &str,
+        headers: ExtraHeaders,
+        authorizer: Option<Arc<dyn Authorizer>>,
+    ) -> Result<Self, Error> {
         // The URL is not echoed: it may hold a password or a token.
         let url =
             Url::parse(url).map_err(|e| Error::config(format!("invalid upstream URL: {e}")))?;
@@ -70,7 +91,10 @@ impl HttpUpstream {
             url,
         };
         Ok(Self {
-            core: Arc::new(Core::new(transport, headers.map().clone())),
+            core: Arc::new(Core::new(
+                Authorized::new(transport, authorizer),
+                headers.map().clone(),
+            )),
         })
     }
 }
