@@ -69,7 +69,7 @@ pub use asks::{Ask, MAX_ASKS};
 pub use format::{CallError, CallRecord, ErrorCode, FORMAT_VERSION, INTERNAL_ERROR, Outcome};
 pub use lists::{CURSOR, LIST_METHODS, ListPages, NEXT_CURSOR, list_items_key};
 pub use options::{DEFAULT_METHODS, RecorderOptions, RecorderReport};
-pub use params::request_params;
+pub use params::{name_and_input, request_params};
 pub(crate) use read::describe_problems;
 pub use read::{LineProblem, MAX_PROBLEMS, RecordedCall, Recording};
 pub use recorder::{Recorder, SessionRecorder};

@@ -11,6 +11,10 @@
 //!   or forwards to the real API and records the answer, with every credential scrubbed before a
 //!   byte reaches disk.
 //!
+//! With `mcp`, the `mock` module serves a call recording to an MCP client as if it were the server
+//! (`calltape mock`): answers matched by method, name and input, every miss named with the closest
+//! recorded call.
+//!
 //! With `mcp`, the `config` module reads the rules a replay compares by from `calltape.toml` or
 //! `pyproject.toml`'s `[tool.calltape]`.
 //!
@@ -32,6 +36,8 @@ mod html_page;
 pub mod http;
 #[cfg(feature = "mcp")]
 pub mod mcp;
+#[cfg(feature = "mcp")]
+pub mod mock;
 #[cfg(any(feature = "http", feature = "mcp"))]
 mod xml;
 

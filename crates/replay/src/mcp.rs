@@ -27,7 +27,7 @@
 //! ```
 
 mod asks;
-mod compare;
+pub(crate) mod compare;
 mod fill;
 mod follow;
 mod lists;

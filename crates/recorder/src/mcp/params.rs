@@ -49,9 +49,11 @@ fn meta_entry<'a>(meta: &'a Map<String, Value>, name: &str) -> Option<&'a Value>
     })
 }
 
-/// The name and input a request is recorded with. Request `_meta` (progress tokens included) is never
-/// part of the input.
-pub(crate) fn name_and_input(method: &str, params: Option<&Value>) -> (String, Option<Value>) {
+/// The name and input a request of `method` with `params` is recorded with: for `tools/call` and
+/// `prompts/get` the name and the arguments, for `resources/read` the URI and `{"uri": …}`, for
+/// other methods the `name` (else the `uri`) and the params. Request `_meta` (progress tokens
+/// included) is never part of the input. Nothing is redacted here.
+pub fn name_and_input(method: &str, params: Option<&Value>) -> (String, Option<Value>) {
     let text = |key: &str| {
         params
             .and_then(|p| p.get(key))

@@ -1,0 +1,687 @@
+//! A recording as a server (feature `mcp`): [`Mock`] answers an MCP client from a call recording, with
+//! no server running, so that a client or an agent can be tested offline against the answers a real
+//! server once gave.
+//!
+//! [`Mock`] is an [`Upstream`]: put it behind `calltape_stdio_bridge::Bridge` for a stdio server, or
+//! behind `calltape_stdio_bridge::serve::ServerBuilder` for Streamable HTTP. It speaks the handshake
+//! era; wrap it in an [`EraUpstream`](calltape_stdio_bridge::EraUpstream) with
+//! [`Protocol::Legacy`](calltape_stdio_bridge::Protocol::Legacy) and a 2026-07-28 client is answered
+//! too, through the bridge's translation.
+//!
+//! How it answers:
+//!
+//! - `initialize`: the recorded server info (`server` of the first line that has one) and protocol
+//!   version when the client asks for that one, else the version the client asks for when it is a
+//!   handshake version; the capabilities are those of what the recording holds (`tools` when it holds
+//!   a tool call or list, `prompts`, `resources`, `completions` likewise, and `logging`).
+//! - `tools/list`, `prompts/list`, `resources/list` and `resources/templates/list`: the last recorded
+//!   listing of that method, every page in one answer (a request for a later page gets an empty one).
+//! - any other request: the recorded call of the same method, name and input (see
+//!   [`name_and_input`](calltape_recorder::mcp::name_and_input)). A recorded `"[REDACTED]"` matches any
+//!   value at its place and a `[REDACTED]` inside a recorded text any text there; the order of keys
+//!   never matters; the request's input is redacted before it is compared. The same call asked again
+//!   gets the next recorded answer of it, in file order, and once they are used up the last one again.
+//! - the server's requests recorded during a call (sampling, elicitation, roots) are sent to the client
+//!   in order before the call's answer; each answer the client gives is compared with the recorded one,
+//!   and one that differs is a [`Miss`] of kind [`MissKind::AskAnswer`].
+//! - `ping`, `logging/setLevel`, `resources/subscribe` and `resources/unsubscribe` get an empty result;
+//!   notifications are read and dropped.
+//!
+//! A request with no recorded answer gets a JSON-RPC error (`-32602` for a method the recording holds
+//! calls of, `-32601` for one it holds none of) whose message names the closest recorded call and how
+//! the request differs from it, with `data.reason` [`NOT_RECORDED`](crate::mcp::NOT_RECORDED); every
+//! miss is kept, for [`Mock::misses`] to report at the end.
+//!
+//! # Example
+//!
+//! ```
+//! use calltape_recorder::mcp::Recording;
+//! use calltape_replay::mock::Mock;
+//!
+//! let line = r#"{"v":1,"at":"2026-11-29T20:46:45.123Z","session":"3f9a1c2e","server":{"name":"quotes","version":"1.0.0"},"method":"tools/call","name":"quote","input":{"symbol":"ACME"},"answer":{"content":[{"type":"text","text":"12"}]},"durationMs":1}"#;
+//! let mock = Mock::new(Recording::parse("calls.jsonl", line.as_bytes())?);
+//!
+//! let answer = mock.answer(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"quote","arguments":{"symbol":"ACME"}}}"#);
+//! assert_eq!(answer.unwrap()["result"]["content"][0]["text"], "12");
+//!
+//! let answer = mock.answer(r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"quote","arguments":{"symbol":"XYZ"}}}"#).unwrap();
+//! assert!(answer["error"]["message"].as_str().unwrap().contains("closest recorded call: tools/call quote (line 1)"));
+//! assert_eq!(mock.misses().len(), 1);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod matching;
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use bytes::Bytes;
+use calltape_recorder::mcp::{
+    Ask, CURSOR, CallError, ErrorCode, LIST_METHODS, Outcome, Recording, list_items_key,
+    name_and_input,
+};
+use calltape_recorder::terminal::{LineBreaks, escape_controls};
+use calltape_redact::Redactor;
+use calltape_stdio_bridge::vocab::{
+    self, HANDSHAKE_VERSION, HANDSHAKE_VERSIONS, INITIALIZE, PING, RESOURCES_SUBSCRIBE,
+    RESOURCES_UNSUBSCRIBE, SET_LOG_LEVEL,
+};
+use calltape_stdio_bridge::{BoxFuture, Frame, Link, Upstream, UpstreamEvent};
+use serde_json::{Map, Value, json};
+use tokio::sync::{mpsc, oneshot};
+
+pub use matching::{Closest, Miss, MissKind};
+
+use crate::mcp::{Comparer, Difference, NOT_RECORDED, Status};
+use matching::Calls;
+
+/// The server info a mock gives when the recording holds none.
+const OWN_NAME: &str = "calltape-mock";
+
+/// How many frames wait in each direction of a link.
+const QUEUE: usize = 64;
+
+/// A recording as an MCP server: an [`Upstream`] whose every link answers from the recording. Clones
+/// share the recording's state (which answers were given) and the misses.
+#[derive(Clone)]
+pub struct Mock {
+    state: Arc<State>,
+}
+
+impl std::fmt::Debug for Mock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Mock")
+            .field("recording", &self.state.shown)
+            .finish_non_exhaustive()
+    }
+}
+
+struct State {
+    shown: String,
+    calls: Mutex<Calls>,
+    /// The last recorded listing of each list method.
+    lists: HashMap<&'static str, Value>,
+    server: Value,
+    protocol_version: Option<String>,
+    capabilities: Value,
+    misses: Mutex<Vec<Miss>>,
+    /// How many requests got a recorded answer.
+    answered: AtomicU64,
+    /// The id of the next request the mock sends a client.
+    next_ask: AtomicU64,
+}
+
+impl Mock {
+    /// A mock that answers from `recording`, comparing inputs after the default redaction.
+    pub fn new(recording: Recording) -> Self {
+        Self::with_redactor(recording, Redactor::new())
+    }
+
+    /// Reads the recording at `path` and answers from it.
+    ///
+    /// Fails as [`Recording::read`] does, naming each bad line.
+    pub fn read(path: impl AsRef<Path>) -> crate::Result<Self> {
+        Ok(Self::new(Recording::read(path)?))
+    }
+
+    /// A mock that redacts each request's input with `redactor` before comparing it (the recording's
+    /// own rules, when it was made with names of its own).
+    pub fn with_redactor(recording: Recording, redactor: Redactor) -> Self {
+        let shown = recording.path.display().to_string();
+        let mut lists = HashMap::new();
+        let mut calls = Vec::new();
+        let (mut server, mut protocol_version) = (None, None);
+        let mut kinds = [false; 4];
+        for call in recording.calls {
+            let record = &call.record;
+            if server.is_none() {
+                server = record.server.clone();
+            }
+            if protocol_version.is_none() {
+                protocol_version = record.protocol_version.clone();
+            }
+            let family = record.method.split('/').next().unwrap_or_default();
+            for (at, word) in ["tools", "prompts", "resources", "completion"]
+                .iter()
+                .enumerate()
+            {
+                kinds[at] |= family == *word;
+            }
+            match LIST_METHODS.iter().find(|(m, _)| *m == record.method) {
+                Some((method, _)) => {
+                    if let Outcome::Answer(answer) = &record.outcome {
+                        lists.insert(*method, answer.clone());
+                    }
+                }
+                None => calls.push(call),
+            }
+        }
+        let mut capabilities = Map::new();
+        for (at, key) in ["tools", "prompts", "resources", "completions"]
+            .iter()
+            .enumerate()
+        {
+            if kinds[at] {
+                capabilities.insert((*key).to_owned(), json!({}));
+            }
+        }
+        capabilities.insert("logging".to_owned(), json!({}));
+        let server = server
+            .map(Value::Object)
+            .unwrap_or_else(|| json!({"name": OWN_NAME, "version": env!("CARGO_PKG_VERSION")}));
+        Self {
+            state: Arc::new(State {
+                shown,
+                calls: Mutex::new(Calls::new(calls, redactor)),
+                lists,
+                server,
+                protocol_version,
+                capabilities: Value::Object(capabilities),
+                misses: Mutex::new(Vec::new()),
+                answered: AtomicU64::new(0),
+                next_ask: AtomicU64::new(1),
+            }),
+        }
+    }
+
+    /// Every miss so far, in the order they happened.
+    pub fn misses(&self) -> Vec<Miss> {
+        self.state
+            .misses
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// What the mock did, for a person: `calltape mock: N answered, M missed`, then one
+    /// `  miss: …` line per miss, with control characters escaped.
+    pub fn summary(&self) -> String {
+        let misses = self.misses();
+        let mut text = format!(
+            "calltape mock: {} answered, {} missed",
+            self.state.answered.load(Ordering::Relaxed),
+            misses.len()
+        );
+        for miss in &misses {
+            text.push_str(&format!("\n  miss: {miss}"));
+        }
+        escape_controls(&text, LineBreaks::Keep).into_owned()
+    }
+
+    /// The answer to one JSON-RPC message (`None` for a notification or a response), for a request
+    /// whose recorded call made no request of its own to the client: the answer a link gives, without
+    /// a link. A call with recorded asks is answered without them.
+    pub fn answer(&self, message: &str) -> Option<Value> {
+        let message: Value = serde_json::from_str(message).ok()?;
+        match self.state.reply(&message)? {
+            Reply::Now(answer) => Some(answer),
+            Reply::AfterAsks { id, index } => Some(self.state.call_answer(&id, index)),
+        }
+    }
+}
+
+/// What a request gets.
+enum Reply {
+    /// This answer.
+    Now(Value),
+    /// The asks of the recorded call at `index` first, then its answer.
+    AfterAsks { id: Value, index: usize },
+}
+
+impl State {
+    fn calls(&self) -> std::sync::MutexGuard<'_, Calls> {
+        self.calls.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn missed(&self, miss: Miss) {
+        tracing::debug!("{miss}");
+        self.misses
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(miss);
+    }
+
+    /// What `message` gets, `None` for a notification or a response.
+    fn reply(&self, message: &Value) -> Option<Reply> {
+        let id = message.get("id")?.clone();
+        let method = message.get("method").and_then(Value::as_str)?;
+        let params = message.get("params");
+        let result = match method {
+            INITIALIZE => self.initialize(params),
+            PING | SET_LOG_LEVEL | RESOURCES_SUBSCRIBE | RESOURCES_UNSUBSCRIBE => json!({}),
+            _ if list_items_key(method).is_some() => {
+                return Some(Reply::Now(self.list(&id, method, params)));
+            }
+            _ => {
+                let (name, input) = name_and_input(method, params);
+                let found = self.calls().find(method, &name, input.as_ref());
+                return Some(match found {
+                    Ok(index) => {
+                        self.answered.fetch_add(1, Ordering::Relaxed);
+                        let asks = !self.calls().get(index).record.asks.is_empty();
+                        if asks {
+                            Reply::AfterAsks { id, index }
+                        } else {
+                            Reply::Now(self.call_answer(&id, index))
+                        }
+                    }
+                    Err(miss) => Reply::Now(self.miss_answer(&id, *miss)),
+                });
+            }
+        };
+        Some(Reply::Now(result_answer(&id, result)))
+    }
+
+    fn initialize(&self, params: Option<&Value>) -> Value {
+        let asked = params
+            .and_then(|p| p.get("protocolVersion"))
+            .and_then(Value::as_str);
+        let version = match (asked, &self.protocol_version) {
+            (Some(asked), Some(recorded)) if asked == recorded => asked,
+            (Some(asked), _) if HANDSHAKE_VERSIONS.contains(&asked) => asked,
+            (_, Some(recorded)) if HANDSHAKE_VERSIONS.contains(&recorded.as_str()) => recorded,
+            _ => HANDSHAKE_VERSION,
+        };
+        json!({
+            "protocolVersion": version,
+            "capabilities": self.capabilities,
+            "serverInfo": self.server,
+        })
+    }
+
+    fn list(&self, id: &Value, method: &str, params: Option<&Value>) -> Value {
+        let key = list_items_key(method).unwrap_or_default();
+        if params
+            .and_then(|p| p.get(CURSOR))
+            .is_some_and(|c| !c.is_null())
+        {
+            // Every page was answered at once: a later page is empty.
+            return result_answer(id, json!({ key: [] }));
+        }
+        match self.lists.get(method) {
+            Some(answer) => {
+                self.answered.fetch_add(1, Ordering::Relaxed);
+                result_answer(id, answer.clone())
+            }
+            None => {
+                let miss = Miss {
+                    method: method.to_owned(),
+                    name: String::new(),
+                    input: None,
+                    kind: MissKind::NotRecorded,
+                    closest: None,
+                };
+                self.miss_answer(id, miss)
+            }
+        }
+    }
+
+    /// The recorded outcome of the call at `index` as the answer to request `id`.
+    fn call_answer(&self, id: &Value, index: usize) -> Value {
+        match &self.calls().get(index).record.outcome {
+            Outcome::Answer(answer) => result_answer(id, answer.clone()),
+            Outcome::Error(error) => error_outcome(id, error),
+        }
+    }
+
+    /// The error a missed request gets; the miss is kept.
+    fn miss_answer(&self, id: &Value, miss: Miss) -> Value {
+        let code = if miss.closest.is_some() {
+            vocab::INVALID_PARAMS
+        } else {
+            vocab::METHOD_NOT_FOUND
+        };
+        let message = format!("calltape mock: {miss} in {}", self.shown);
+        let mut data = json!({"reason": NOT_RECORDED, "method": miss.method, "name": miss.name});
+        if let Some(closest) = &miss.closest {
+            data["closest"] = json!({
+                "line": closest.line,
+                "name": closest.name,
+                "differences": closest.differences.iter().map(difference_json).collect::<Vec<_>>(),
+            });
+        }
+        self.missed(miss);
+        vocab::error_answer_with_data(id, code, &message, data)
+    }
+
+    /// Checks the client's answer to the call's ask `at` against the recorded one.
+    fn check_ask(&self, index: usize, at: usize, ask: &Ask, response: &Value) {
+        let calls = self.calls();
+        let mut response = response.clone();
+        calls.redactor().redact_value(&mut response);
+        let given = Outcome::from_response(&response).unwrap_or(Outcome::Answer(Value::Null));
+        let comparison = Comparer::new().compare(&ask.answer, &given);
+        if comparison.status == Status::Same {
+            return;
+        }
+        let call = calls.get(index);
+        let miss = Miss {
+            method: call.record.method.clone(),
+            name: call.record.name.clone(),
+            input: call.record.input.clone(),
+            kind: MissKind::AskAnswer {
+                method: ask.method.clone(),
+                index: at,
+            },
+            closest: Some(Closest {
+                line: call.line,
+                name: call.record.name.clone(),
+                differences: comparison.differences,
+            }),
+        };
+        drop(calls);
+        self.missed(miss);
+    }
+}
+
+fn difference_json(d: &Difference) -> Value {
+    json!({"path": d.path, "recorded": d.recorded, "asked": d.replayed})
+}
+
+fn result_answer(id: &Value, result: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "result": result})
+}
+
+/// A recorded error as the client first received it: a JSON-RPC error for a numeric code, else a tool
+/// result with `isError` (its code in `_meta.code` unless it is the generic `tool_error`).
+fn error_outcome(id: &Value, error: &CallError) -> Value {
+    let message = error.message.as_deref().unwrap_or_default();
+    match &error.code {
+        ErrorCode::Number(code) => vocab::error_answer(id, *code, message),
+        ErrorCode::Text(code) => {
+            let mut result = json!({
+                "content": [{"type": "text", "text": message}],
+                "isError": true,
+            });
+            if code != "tool_error" {
+                result["_meta"] = json!({"code": code});
+            }
+            result_answer(id, result)
+        }
+    }
+}
+
+fn frame_of(value: &Value) -> Frame {
+    Bytes::from(value.to_string())
+}
+
+impl Upstream for Mock {
+    fn describe(&self) -> String {
+        format!("the recording {}", self.state.shown)
+    }
+
+    fn connect(&self) -> BoxFuture<'_, Result<Link, calltape_stdio_bridge::Error>> {
+        let state = Arc::clone(&self.state);
+        Box::pin(async move {
+            let (outgoing, requests) = mpsc::channel(QUEUE);
+            let (events, received) = mpsc::channel(QUEUE);
+            let task = tokio::spawn(serve_link(state, requests, events));
+            Ok(Link {
+                outgoing,
+                events: received,
+                close: Box::new(move || {
+                    Box::pin(async move {
+                        task.abort();
+                    })
+                }),
+            })
+        })
+    }
+}
+
+/// The client's answers the link waits for, by the id of the mock's request.
+type Waiting = Arc<Mutex<HashMap<String, oneshot::Sender<Value>>>>;
+
+/// Answers one link's frames until the client side drops it.
+async fn serve_link(
+    state: Arc<State>,
+    mut requests: mpsc::Receiver<Frame>,
+    events: mpsc::Sender<UpstreamEvent>,
+) {
+    let waiting: Waiting = Arc::default();
+    while let Some(frame) = requests.recv().await {
+        let Ok(message) = serde_json::from_slice::<Value>(&frame) else {
+            continue;
+        };
+        let messages = match message {
+            Value::Array(batch) => batch,
+            one => vec![one],
+        };
+        for message in messages {
+            if message.get("method").is_none() {
+                // The client's answer to a request of the mock's.
+                let waiter = message.get("id").map(|id| id.to_string()).and_then(|id| {
+                    waiting
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .remove(&id)
+                });
+                if let Some(waiter) = waiter {
+                    let _ = waiter.send(message);
+                }
+                continue;
+            }
+            let answer = match state.reply(&message) {
+                None => continue,
+                Some(Reply::Now(answer)) => answer,
+                Some(Reply::AfterAsks { id, index }) => {
+                    tokio::spawn(ask_then_answer(
+                        Arc::clone(&state),
+                        Arc::clone(&waiting),
+                        events.clone(),
+                        id,
+                        index,
+                    ));
+                    continue;
+                }
+            };
+            if events
+                .send(UpstreamEvent::Message(frame_of(&answer)))
+                .await
+                .is_err()
+            {
+                return;
+            }
+        }
+    }
+}
+
+/// Sends the client each request the recorded call at `index` made, in order, checks each answer,
+/// then answers the call.
+async fn ask_then_answer(
+    state: Arc<State>,
+    waiting: Waiting,
+    events: mpsc::Sender<UpstreamEvent>,
+    id: Value,
+    index: usize,
+) {
+    let asks = state.calls().get(index).record.asks.clone();
+    for (at, ask) in asks.iter().enumerate() {
+        let ask_id = Value::String(format!(
+            "calltape-mock-{}",
+            state.next_ask.fetch_add(1, Ordering::Relaxed)
+        ));
+        let (tx, rx) = oneshot::channel();
+        waiting
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(ask_id.to_string(), tx);
+        let mut request = json!({"jsonrpc": "2.0", "id": ask_id, "method": ask.method});
+        if let Some(params) = &ask.params {
+            request["params"] = params.clone();
+        }
+        if events
+            .send(UpstreamEvent::Message(frame_of(&request)))
+            .await
+            .is_err()
+        {
+            return;
+        }
+        let Ok(response) = rx.await else {
+            return;
+        };
+        state.check_ask(index, at, ask, &response);
+    }
+    let answer = state.call_answer(&id, index);
+    let _ = events.send(UpstreamEvent::Message(frame_of(&answer))).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mock(lines: &[Value]) -> Mock {
+        let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        Mock::new(Recording::parse("calls.jsonl", text.as_bytes()).unwrap())
+    }
+
+    fn line(method: &str, name: &str, input: Value, end: Value) -> Value {
+        let mut line = json!({"v": 1, "at": "2026-11-29T20:46:45.123Z", "session": "aaaaaaaa",
+            "server": {"name": "everything", "version": "2.0.0"}, "protocolVersion": "2025-06-18",
+            "method": method, "name": name, "input": input, "durationMs": 1});
+        line.as_object_mut()
+            .unwrap()
+            .extend(end.as_object().unwrap().clone());
+        line
+    }
+
+    #[test]
+    fn the_handshake_and_lists_come_from_the_recording() {
+        let mock = mock(&[
+            line(
+                "tools/list",
+                "",
+                json!({}),
+                json!({"answer": {"tools": [{"name": "echo"}]}}),
+            ),
+            line(
+                "tools/call",
+                "fail",
+                json!({}),
+                json!({"error": {"code": "DECLINED", "message": "no"}}),
+            ),
+            line(
+                "resources/read",
+                "demo://x",
+                json!({"uri": "demo://x"}),
+                json!({"error": {"code": -32002, "message": "Resource not found"}}),
+            ),
+        ]);
+        let init = mock
+            .answer(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-03-26"}}"#)
+            .unwrap();
+        assert_eq!(
+            init["result"],
+            json!({"protocolVersion": "2025-03-26",
+                "capabilities": {"tools": {}, "resources": {}, "logging": {}},
+                "serverInfo": {"name": "everything", "version": "2.0.0"}})
+        );
+        let init = mock
+            .answer(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"1999-01-01"}}"#)
+            .unwrap();
+        assert_eq!(init["result"]["protocolVersion"], "2025-06-18");
+        let list = mock
+            .answer(r#"{"jsonrpc":"2.0","id":"l","method":"tools/list"}"#)
+            .unwrap();
+        assert_eq!(
+            list,
+            json!({"jsonrpc": "2.0", "id": "l", "result": {"tools": [{"name": "echo"}]}})
+        );
+        let page = mock
+            .answer(r#"{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"cursor":"2"}}"#)
+            .unwrap();
+        assert_eq!(page["result"], json!({"tools": []}));
+        let tool_error = mock
+            .answer(r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"fail"}}"#)
+            .unwrap();
+        assert_eq!(
+            tool_error["result"],
+            json!({"content": [{"type": "text", "text": "no"}], "isError": true, "_meta": {"code": "DECLINED"}})
+        );
+        let error = mock
+            .answer(
+                r#"{"jsonrpc":"2.0","id":4,"method":"resources/read","params":{"uri":"demo://x"}}"#,
+            )
+            .unwrap();
+        assert_eq!(
+            error["error"],
+            json!({"code": -32002, "message": "Resource not found"})
+        );
+        assert_eq!(
+            mock.answer(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#),
+            None
+        );
+        assert!(mock.misses().is_empty());
+        let unlisted = mock
+            .answer(r#"{"jsonrpc":"2.0","id":5,"method":"prompts/list"}"#)
+            .unwrap();
+        assert_eq!(unlisted["error"]["data"]["reason"], "not_recorded");
+        assert_eq!(
+            unlisted["error"]["message"],
+            "calltape mock: no recorded answer for prompts/list; the recording holds no prompts/list call in calls.jsonl"
+        );
+        assert_eq!(mock.misses().len(), 1);
+        assert_eq!(
+            mock.summary(),
+            "calltape mock: 3 answered, 1 missed\n  miss: no recorded answer for prompts/list; the recording holds no prompts/list call"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_link_asks_the_client_what_the_recorded_call_asked_and_checks_the_answers() {
+        let mut call = line(
+            "tools/call",
+            "sample",
+            json!({}),
+            json!({"answer": {"content": [{"type": "text", "text": "done"}]}}),
+        );
+        call["asks"] = json!([
+            {"method": "sampling/createMessage", "params": {"maxTokens": 5}, "answer": {"role": "assistant", "content": {"type": "text", "text": "hi"}}},
+            {"method": "roots/list", "answer": {"roots": []}},
+        ]);
+        let mock = mock(&[call]);
+        let mut link = mock.connect().await.unwrap();
+        let send = |value: Value| frame_of(&value);
+        let next = |event: Option<UpstreamEvent>| -> Value {
+            match event {
+                Some(UpstreamEvent::Message(frame)) => serde_json::from_slice(&frame).unwrap(),
+                other => panic!("{other:?}"),
+            }
+        };
+        link.outgoing
+            .send(send(json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "sample"}})))
+            .await
+            .unwrap();
+        let ask = next(link.events.recv().await);
+        assert_eq!(ask["method"], "sampling/createMessage");
+        assert_eq!(ask["params"], json!({"maxTokens": 5}));
+        link.outgoing
+            .send(send(json!({"jsonrpc": "2.0", "id": ask["id"], "result": {"content": {"text": "hi", "type": "text"}, "role": "assistant"}})))
+            .await
+            .unwrap();
+        let ask = next(link.events.recv().await);
+        assert_eq!(ask["method"], "roots/list");
+        link.outgoing
+            .send(send(json!({"jsonrpc": "2.0", "id": ask["id"], "result": {"roots": [{"uri": "file:///x"}]}})))
+            .await
+            .unwrap();
+        let answer = next(link.events.recv().await);
+        assert_eq!(answer["id"], 7);
+        assert_eq!(answer["result"]["content"][0]["text"], "done");
+        let misses = mock.misses();
+        assert_eq!(misses.len(), 1, "{misses:?}");
+        assert_eq!(
+            misses[0].to_string(),
+            r#"the client answered the server's roots/list (asks.1) during tools/call sample unlike the recorded client (line 1), differing at roots[file:///x]: recorded absent, answered {"uri":"file:///x"}"#
+        );
+    }
+
+    #[test]
+    fn public_types_are_send_and_sync() {
+        fn check<T: Send + Sync>() {}
+        check::<Mock>();
+        check::<Miss>();
+    }
+}
