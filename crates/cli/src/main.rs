@@ -14,6 +14,7 @@ mod demo;
 mod error;
 mod http;
 mod logging;
+mod mock;
 mod output;
 mod record;
 mod redact;
@@ -67,6 +68,7 @@ const AFTER_HELP: &str = "\
 Examples:
   calltape record -o calls.jsonl -- node server.js
   calltape replay calls.jsonl -- node server.js
+  calltape mock calls.jsonl
   calltape bridge --watch src -- cargo run -q
   calltape http --upstream openai=https://api.openai.com --cassette chat.jsonl -- pytest
   calltape scan tests/cassettes calls.jsonl
@@ -75,7 +77,7 @@ Examples:
 
 Exit codes:
   0  success
-  1  differences found (replay), or something refused because it held a credential
+  1  differences found (replay), a request the recording holds no answer for (mock), or something refused because it held a credential
   2  usage error, or unreadable or invalid input
   3  upstream failure: the server could not be started or stopped answering
 
@@ -108,6 +110,9 @@ enum Command {
     /// Record and replay LLM API calls through a local proxy (cassettes with credentials scrubbed).
     #[command(after_help = http::EXAMPLES)]
     Http(http::HttpArgs),
+    /// Answer an MCP client on stdio from a call recording, with no server running (exit 1 on a miss).
+    #[command(after_help = mock::EXAMPLES)]
+    Mock(mock::MockArgs),
     /// Redact credentials from text, JSON or JSONL (files or stdin) to stdout.
     Redact(redact::RedactArgs),
     /// Record an MCP client's calls, redacted, while bridging it to the server.
@@ -143,6 +148,7 @@ fn main() -> ExitCode {
     let outcome = match cli.command {
         Command::Bridge(args) => bridge::run(args),
         Command::Http(args) => http::run(args),
+        Command::Mock(args) => mock::run(args),
         Command::Redact(args) => redact::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Shared(args) => shared::run(args),

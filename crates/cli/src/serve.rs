@@ -3,7 +3,7 @@
 use std::{ffi::OsString, net::SocketAddr, path::PathBuf, time::Duration};
 
 use calltape_stdio_bridge::{
-    ChildUpstream, ErrorKind, Stderr,
+    ChildUpstream, ErrorKind, Protocol, Stderr,
     serve::{ServerBuilder, StopReason, Transport},
     shared::{SERVE_KEY_ENV, Secret, serve_shared},
 };
@@ -24,6 +24,7 @@ Examples:
   calltape serve --listen 127.0.0.1:0 --token-file ~/.mcp-token --idle-exit 10m -- python server.py
   calltape serve --socket /run/user/1000/mcp.sock -- node server.js
   calltape serve --listen 127.0.0.1:8808 --record calls.jsonl -- python server.py
+  calltape serve --listen 127.0.0.1:8808 --mock calls.jsonl
 
 MCP is served at /mcp over HTTP/1.1. The server runs CMD once and multiplexes every session onto \
 it: the first initialize is forwarded and its answer reused, request ids and progress tokens are \
@@ -40,6 +41,10 @@ at most 16 subscriptions/listen streams open (-32007), each naming at most 1,024
 (-32006). Sessions take turns at CMD: one that sends thousands of requests at once does not put \
 another's behind them all, and CMD's output is read while serve writes to it, so a CMD that reads \
 nothing while its stdout is full never stalls the server.
+
+With --mock FILE no server runs: every session is answered from the recording, as `calltape mock` \
+answers on stdio (see its help); when serve stops, every miss is listed and the exit status is 1, \
+unless --allow-misses.
 
 Loopback only: a request with an Origin header gets 403 unless it is serve's own \
 (http://127.0.0.1:PORT, http://localhost:PORT or http://[::1]:PORT: no web page of another address \
@@ -105,8 +110,16 @@ pub(crate) struct ServeArgs {
     #[command(flatten)]
     protocol: ProtocolArg,
 
+    /// Run no server: answer every session from this call recording, as `calltape mock` does.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["command", "record"])]
+    mock: Option<PathBuf>,
+
+    /// With --mock: exit 0 even when a request missed the recording.
+    #[arg(long, requires = "mock")]
+    allow_misses: bool,
+
     /// The server to run, with its arguments (no shell).
-    #[arg(last = true, required = true, value_name = "CMD")]
+    #[arg(last = true, required_unless_present = "mock", value_name = "CMD")]
     command: Vec<OsString>,
 }
 
@@ -121,21 +134,28 @@ fn write_token_file(path: &PathBuf, token: &str) -> Result<(), Error> {
 }
 
 pub(crate) fn run(args: ServeArgs) -> Outcome {
-    let mut child = ChildUpstream::new(args.command.iter().cloned())?;
     let shared_key = std::env::var(SERVE_KEY_ENV)
         .ok()
         .filter(|key| !key.is_empty());
-    if shared_key.is_some() {
-        // The mark is this process's alone: a `calltape serve` that CMD runs is not the key's server.
-        child = child.env(SERVE_KEY_ENV, "");
-    }
-    // A shared server's stderr is its server.log: what its child logs is redacted before it lands there.
-    let stderr = match &shared_key {
-        Some(_) => crate::logging::redacted_child_stderr(),
-        None => Stderr::Inherit,
+    let mock = args.mock.as_ref().map(crate::mock::read).transpose()?;
+    let serve = match &mock {
+        // The recording speaks the handshake era; the other era's requests are translated.
+        Some(mock) => ServerBuilder::new(mock.clone()).protocol(Protocol::Legacy),
+        None => {
+            let mut child = ChildUpstream::new(args.command.iter().cloned())?;
+            if shared_key.is_some() {
+                // The mark is this process's alone: a `calltape serve` that CMD runs is not the key's server.
+                child = child.env(SERVE_KEY_ENV, "");
+            }
+            // A shared server's stderr is its server.log: what its child logs is redacted before it lands there.
+            let stderr = match &shared_key {
+                Some(_) => crate::logging::redacted_child_stderr(),
+                None => Stderr::Inherit,
+            };
+            ServerBuilder::new(child.stderr(stderr)).protocol(args.protocol.protocol)
+        }
     };
-    let mut serve = ServerBuilder::new(child.stderr(stderr))
-        .protocol(args.protocol.protocol)
+    let mut serve = serve
         .json_response(args.json_response)
         .max_connections(args.max_connections)
         .max_sessions(args.max_sessions);
@@ -205,7 +225,10 @@ pub(crate) fn run(args: ServeArgs) -> Outcome {
         Ok(reason) => {
             tracing::debug!("stopped ({reason:?})");
             recorded?;
-            Ok(exit::OK)
+            Ok(match &mock {
+                Some(mock) => crate::mock::finish(mock, args.allow_misses),
+                None => exit::OK,
+            })
         }
         // The server could not run or stopped: an upstream failure; anything else is the user's to fix.
         Err(e) if matches!(e.kind(), ErrorKind::Io { .. } | ErrorKind::Spawn { .. }) => {

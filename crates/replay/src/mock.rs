@@ -333,7 +333,7 @@ impl State {
         } else {
             vocab::METHOD_NOT_FOUND
         };
-        let message = format!("calltape mock: {miss} in {}", self.shown);
+        let message = format!("calltape mock ({}): {miss}", self.shown);
         let mut data = json!({"reason": NOT_RECORDED, "method": miss.method, "name": miss.name});
         if let Some(closest) = &miss.closest {
             data["closest"] = json!({
@@ -620,7 +620,7 @@ mod tests {
         assert_eq!(unlisted["error"]["data"]["reason"], "not_recorded");
         assert_eq!(
             unlisted["error"]["message"],
-            "calltape mock: no recorded answer for prompts/list; the recording holds no prompts/list call in calls.jsonl"
+            "calltape mock (calls.jsonl): no recorded answer for prompts/list; the recording holds no prompts/list call"
         );
         assert_eq!(mock.misses().len(), 1);
         assert_eq!(

@@ -1,0 +1,105 @@
+"""An MCP client (the official Python SDK, 1.x or 2.x) that makes the calls `calltape mock` answers in the
+end-to-end tests, against the reference "everything" server while recording, and against the mock after.
+
+Usage: python mock_client.py SCENARIO (-- COMMAND... | --url URL)
+
+COMMAND is the stdio server the client starts (`calltape record -o FILE -- SERVER…` or `calltape mock FILE`);
+URL a Streamable HTTP endpoint (`calltape serve --mock FILE`). SCENARIO is:
+
+- `calls`: the tool list, `echo` (with a key in its input), `get-sum` twice, a resource and a prompt;
+- `miss`: `get-sum` with an input nobody recorded, then the same `echo` with another key.
+
+With the SDK 2.x (venv2) the client is the SDK's `Client`, which speaks 2026-07-28 when the server's
+`server/discover` offers it. Prints one JSON object with what the client received.
+"""
+
+import asyncio
+import json
+import os
+import sys
+
+import mcp
+
+MODERN = hasattr(mcp, "Client")
+if MODERN:
+    from mcp.shared.exceptions import MCPError as RpcError
+else:
+    from mcp.shared.exceptions import McpError as RpcError
+
+STATIC = "demo://resource/static/document/architecture.md"
+
+
+def texts(result):
+    return [c.text for c in result.content if getattr(c, "text", None) is not None]
+
+
+async def calls(session):
+    tools = await session.list_tools()
+    echo = await session.call_tool("echo", {"message": "hello", "apiKey": "sk-test-first-key-0001"})
+    first = await session.call_tool("get-sum", {"a": 2, "b": 40})
+    # The same call again, its arguments in another order.
+    again = await session.call_tool("get-sum", {"b": 40, "a": 2})
+    resource = await session.read_resource(STATIC)
+    prompt = await session.get_prompt("simple-prompt", {})
+    return {
+        "tools": sorted(tool.name for tool in tools.tools),
+        "echo": texts(echo),
+        "sum": texts(first),
+        "again": texts(again),
+        "resource": [c.text[:40] for c in resource.contents],
+        "prompt": [m.content.text for m in prompt.messages],
+    }
+
+
+async def miss(session):
+    out = {}
+    try:
+        await session.call_tool("get-sum", {"a": 2, "b": 41})
+        out["miss"] = "no error"
+    except RpcError as error:
+        out["miss"] = {"code": error.error.code, "message": error.error.message, "data": error.error.data}
+    # A recorded "[REDACTED]" matches any value: another key still gets the recorded answer.
+    out["echo"] = texts(await session.call_tool("echo", {"message": "hello", "apiKey": "sk-test-other-key-0002"}))
+    return out
+
+
+SCENARIOS = {"calls": calls, "miss": miss}
+
+
+async def legacy(scenario, target):
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+    from mcp.client.streamable_http import streamablehttp_client
+
+    if isinstance(target, str):
+        transport = streamablehttp_client(target)
+    else:
+        transport = stdio_client(StdioServerParameters(command=target[0], args=target[1:], env=dict(os.environ)))
+    async with transport as streams:
+        async with ClientSession(streams[0], streams[1]) as session:
+            init = await session.initialize()
+            result = await SCENARIOS[scenario](session)
+            result["server"] = init.serverInfo.name
+            result["protocol"] = init.protocolVersion
+            return result
+
+
+async def modern(scenario, target):
+    from mcp import Client, StdioServerParameters
+
+    server = StdioServerParameters(command=target[0], args=target[1:], env=dict(os.environ))
+    async with Client(server, mode="auto") as client:
+        result = await SCENARIOS[scenario](client)
+        result["server"] = client.server_info.name if client.server_info else None
+        result["protocol"] = client.protocol_version
+        return result
+
+
+if __name__ == "__main__":
+    scenario = sys.argv[1]
+    if sys.argv[2] == "--url":
+        target = sys.argv[3]
+    else:
+        target = sys.argv[sys.argv.index("--") + 1 :]
+    run = modern if MODERN else legacy
+    print(json.dumps(asyncio.run(asyncio.wait_for(run(scenario, target), 60))))
