@@ -23,6 +23,7 @@ mod http;
 mod http_ci;
 mod http_import;
 mod http_tape;
+mod mock;
 mod private_files;
 mod pytest_plugin;
 mod record;

@@ -1,0 +1,249 @@
+//! `calltape mock` and `calltape serve --mock` against real clients: a session of the reference
+//! "everything" server is recorded first, then answered from the recording alone, with no server
+//! running, to the Python SDK (1.x over stdio and Streamable HTTP, 2.x in the 2026-07-28 era) and the
+//! TypeScript SDK. A call nobody recorded gets an error naming the closest recorded call, and the mock
+//! exits 1 listing it unless `--allow-misses`.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::support::{
+    KillOnDrop, calltape, client_result, everything, first_line, modern_python, peer_script, peers,
+    python, wait_or_kill,
+};
+
+/// How long a stopped `serve --mock` may take to exit before the test gives up on it.
+const STOP: Duration = Duration::from_secs(30);
+
+/// Records the `calls` scenario of `mock_client.py` against the everything server into
+/// `dir/calls.jsonl`; the recording and what the client received then.
+fn record(dir: &Path) -> (PathBuf, Value) {
+    let file = dir.join("calls.jsonl");
+    let got = client_result(
+        Command::new(python())
+            .arg(peer_script("mock_client.py"))
+            .args(["calls", "--"])
+            .arg(env!("CARGO_BIN_EXE_calltape"))
+            .args(["record", "-o"])
+            .arg(&file)
+            .arg("--")
+            .arg(everything()),
+    );
+    assert_eq!(
+        got["sum"],
+        serde_json::json!(["The sum of 2 and 40 is 42."])
+    );
+    (file, got)
+}
+
+/// `mock_client.py SCENARIO` run by `python` against `calltape mock FILE`, whose stderr and exit
+/// status land in `dir` (`mock.stderr`, `mock.status`).
+fn against_mock(python: &Path, scenario: &str, file: &Path, dir: &Path) -> Value {
+    client_result(
+        Command::new(python)
+            .arg(peer_script("mock_client.py"))
+            .args([
+                scenario,
+                "--",
+                "sh",
+                "-c",
+                r#""$0" mock "$1" 2>"$2"; echo $? >"$3""#,
+            ])
+            .arg(env!("CARGO_BIN_EXE_calltape"))
+            .arg(file)
+            .arg(dir.join("mock.stderr"))
+            .arg(dir.join("mock.status")),
+    )
+}
+
+/// The line of the recorded `get-sum` call.
+fn get_sum_line(file: &Path) -> usize {
+    let text = std::fs::read_to_string(file).unwrap();
+    1 + text
+        .lines()
+        .position(|l| l.contains(r#""name":"get-sum""#))
+        .expect("get-sum is recorded")
+}
+
+/// What a client received, without what differs by the protocol era it spoke.
+fn answers(got: &Value) -> Value {
+    let mut got = got.clone();
+    got.as_object_mut().unwrap().remove("protocol");
+    got
+}
+
+#[test]
+fn python_clients_of_both_eras_get_the_recorded_answers_over_stdio_with_no_server_running() {
+    let dir = tempfile::tempdir().unwrap();
+    let (file, recorded) = record(dir.path());
+    let recording = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        recording.contains(r#""apiKey":"[REDACTED]""#),
+        "{recording}"
+    );
+
+    let legacy = against_mock(&python(), "calls", &file, dir.path());
+    assert_eq!(legacy, recorded, "the 1.x client over stdio");
+    let status = std::fs::read_to_string(dir.path().join("mock.status")).unwrap();
+    assert_eq!(
+        status.trim(),
+        "0",
+        "{}",
+        std::fs::read_to_string(dir.path().join("mock.stderr")).unwrap()
+    );
+
+    let modern = against_mock(&modern_python(), "calls", &file, dir.path());
+    assert_eq!(modern["protocol"], "2026-07-28", "{modern}");
+    assert_eq!(answers(&modern), answers(&recorded), "the 2.x client");
+    let status = std::fs::read_to_string(dir.path().join("mock.status")).unwrap();
+    assert_eq!(status.trim(), "0");
+}
+
+#[test]
+fn a_miss_names_the_closest_recorded_call_and_the_mock_exits_1_listing_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (file, _) = record(dir.path());
+    let line = get_sum_line(&file);
+
+    let got = against_mock(&python(), "miss", &file, dir.path());
+    let miss = format!(
+        "no recorded answer for tools/call get-sum with input {{\"a\":2,\"b\":41}}; closest recorded \
+         call: tools/call get-sum (line {line}), differing at b: recorded 40, asked 41"
+    );
+    assert_eq!(got["miss"]["code"], -32602, "{got}");
+    assert_eq!(
+        got["miss"]["message"],
+        format!("calltape mock ({}): {miss}", file.display())
+    );
+    assert_eq!(got["miss"]["data"]["reason"], "not_recorded");
+    assert_eq!(
+        got["miss"]["data"]["closest"],
+        serde_json::json!({"line": line, "name": "get-sum",
+            "differences": [{"path": "b", "recorded": 40, "asked": 41}]})
+    );
+    // A recorded "[REDACTED]" matched another key.
+    assert_eq!(got["echo"], serde_json::json!(["Echo: hello"]));
+    let status = std::fs::read_to_string(dir.path().join("mock.status")).unwrap();
+    let stderr = std::fs::read_to_string(dir.path().join("mock.stderr")).unwrap();
+    assert_eq!(status.trim(), "1", "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "calltape mock: 2 answered, 1 missed\n  miss: {miss}\n"
+        )),
+        "{stderr}"
+    );
+
+    // The same miss with --allow-misses: listed, and the status is 0.
+    let mut mock = calltape()
+        .args(["mock", "--allow-misses"])
+        .arg(&file)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let lines = [
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"get-sum","arguments":{"a":2,"b":41}}}"#,
+    ];
+    let mut stdin = mock.stdin.take().unwrap();
+    for l in lines {
+        writeln!(stdin, "{l}").unwrap();
+    }
+    drop(stdin);
+    let out = mock.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains(&format!("  miss: {miss}")), "{stderr}");
+    let answers: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(answers.len(), 2, "{answers:?}");
+    assert_eq!(
+        answers[0]["result"]["serverInfo"]["name"],
+        "mcp-servers/everything"
+    );
+    assert_eq!(answers[0]["result"]["protocolVersion"], "2025-06-18");
+    assert_eq!(answers[1]["error"]["code"], -32602);
+}
+
+#[test]
+fn serve_mock_answers_the_python_client_over_streamable_http_and_lists_the_misses_when_stopped() {
+    let dir = tempfile::tempdir().unwrap();
+    let (file, recorded) = record(dir.path());
+    let stderr = dir.path().join("serve.stderr");
+    let mut served = calltape()
+        .args(["serve", "--listen", "127.0.0.1:0", "--mock"])
+        .arg(&file)
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&stderr).unwrap())
+        .spawn()
+        .map(KillOnDrop::with_sigterm)
+        .unwrap();
+    let url = first_line(&mut served);
+    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+    let client = |scenario: &str| {
+        client_result(
+            Command::new(python())
+                .arg(peer_script("mock_client.py"))
+                .args([scenario, "--url", &url]),
+        )
+    };
+    let got = client("calls");
+    assert_eq!(answers(&got), answers(&recorded));
+    let got = client("miss");
+    assert_eq!(got["miss"]["code"], -32602, "{got}");
+    let Value::String(message) = &got["miss"]["message"] else {
+        panic!("{got}")
+    };
+    assert!(
+        message.contains("closest recorded call: tools/call get-sum"),
+        "{message}"
+    );
+
+    let stopped = Command::new("kill")
+        .arg(served.id().to_string())
+        .status()
+        .unwrap();
+    assert!(stopped.success());
+    let status = wait_or_kill(&mut served, STOP).expect("serve --mock stops on SIGTERM");
+    let text = std::fs::read_to_string(&stderr).unwrap();
+    assert_eq!(status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("1 missed\n  miss: no recorded answer for tools/call get-sum"),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_typescript_sdk_gets_the_recorded_answers_and_the_closest_call_on_a_miss() {
+    let dir = tempfile::tempdir().unwrap();
+    let (file, recorded) = record(dir.path());
+    let line = get_sum_line(&file);
+    let got = client_result(
+        Command::new("node")
+            .arg(peer_script("mock_client.mjs"))
+            .arg(peers().join("node"))
+            .arg("--")
+            .arg(env!("CARGO_BIN_EXE_calltape"))
+            .arg("mock")
+            .arg("--allow-misses")
+            .arg(&file),
+    );
+    let mut want = answers(&recorded);
+    want["miss"] = got["miss"].clone();
+    assert_eq!(got, want);
+    assert_eq!(got["miss"]["code"], -32602);
+    assert!(
+        got["miss"]["message"].as_str().unwrap().ends_with(&format!(
+            "closest recorded call: tools/call get-sum (line {line}), differing at b: recorded 40, asked 41"
+        )),
+        "{got}"
+    );
+}
