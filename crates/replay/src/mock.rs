@@ -152,7 +152,7 @@ impl Mock {
             match LIST_METHODS.iter().find(|(m, _)| *m == record.method) {
                 Some((method, _)) => {
                     if let Outcome::Answer(answer) = &record.outcome {
-                        lists.insert(*method, answer.clone());
+                        lists.insert(*method, handshake_era(answer.clone()));
                     }
                 }
                 None => calls.push(call),
@@ -321,7 +321,7 @@ impl State {
     /// The recorded outcome of the call at `index` as the answer to request `id`.
     fn call_answer(&self, id: &Value, index: usize) -> Value {
         match &self.calls().get(index).record.outcome {
-            Outcome::Answer(answer) => result_answer(id, answer.clone()),
+            Outcome::Answer(answer) => result_answer(id, handshake_era(answer.clone())),
             Outcome::Error(error) => error_outcome(id, error),
         }
     }
@@ -374,6 +374,27 @@ impl State {
         drop(calls);
         self.missed(miss);
     }
+}
+
+/// A recorded answer as a server of the handshake era gives it: without what a 2026-07-28 server puts
+/// at the top of a complete result (`resultType`, the cache hints, the server-info stamp in `_meta`),
+/// which the era translation adds again for a client of that era.
+fn handshake_era(mut answer: Value) -> Value {
+    let Value::Object(fields) = &mut answer else {
+        return answer;
+    };
+    if fields.get("resultType").and_then(Value::as_str) == Some("complete") {
+        fields.remove("resultType");
+    }
+    fields.remove("cacheScope");
+    fields.remove("ttlMs");
+    if let Some(Value::Object(meta)) = fields.get_mut("_meta") {
+        meta.remove(vocab::META_SERVER_INFO);
+        if meta.is_empty() {
+            fields.remove("_meta");
+        }
+    }
+    answer
 }
 
 fn difference_json(d: &Difference) -> Value {
@@ -554,7 +575,8 @@ mod tests {
                 "tools/list",
                 "",
                 json!({}),
-                json!({"answer": {"tools": [{"name": "echo"}]}}),
+                json!({"answer": {"tools": [{"name": "echo"}], "resultType": "complete", "ttlMs": 0,
+                    "cacheScope": "public", "_meta": {"io.modelcontextprotocol/serverInfo": {}}}}),
             ),
             line(
                 "tools/call",

@@ -247,3 +247,84 @@ fn the_typescript_sdk_gets_the_recorded_answers_and_the_closest_call_on_a_miss()
         "{got}"
     );
 }
+
+#[test]
+fn what_the_server_asked_during_a_recorded_call_is_asked_again_and_the_answers_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("calls.jsonl");
+    let asks = |server: &[&std::ffi::OsStr], root: Option<&str>| {
+        let mut command = Command::new(python());
+        command
+            .arg(peer_script("asks_client.py"))
+            .args(["everything", "--"])
+            .args(server);
+        match root {
+            Some(root) => command.env("ROOT_URI", root),
+            None => command.env_remove("ROOT_URI"),
+        };
+        client_result(&mut command)
+    };
+    let bin = Path::new(env!("CARGO_BIN_EXE_calltape")).as_os_str();
+    let recorded = asks(
+        &[
+            bin,
+            "record".as_ref(),
+            "-o".as_ref(),
+            file.as_os_str(),
+            "--".as_ref(),
+            everything().as_os_str(),
+        ],
+        None,
+    );
+    let asked = serde_json::json!(["sampling/createMessage", "elicitation/create", "roots/list"]);
+    assert_eq!(recorded["asked"], asked);
+
+    // Through the mock, the client is asked the same and the tools answer as recorded (the
+    // password the client typed was redacted from the recording).
+    let wrapped = |status: &str| -> Vec<std::ffi::OsString> {
+        vec![
+            "sh".into(),
+            "-c".into(),
+            r#""$0" mock "$1" 2>"$2"; echo $? >"$3""#.into(),
+            bin.into(),
+            file.clone().into(),
+            dir.path().join("mock.stderr").into(),
+            dir.path().join(status).into(),
+        ]
+    };
+    let args = wrapped("same.status");
+    let args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
+    let got = asks(&args, None);
+    assert_eq!(got["asked"], asked);
+    let mut want = recorded["texts"].clone();
+    let elicited = want["trigger-elicitation-request"][2]
+        .as_str()
+        .unwrap()
+        .replace("correct-horse-battery-staple", "[REDACTED]");
+    want["trigger-elicitation-request"][2] = Value::String(elicited);
+    assert_eq!(got["texts"], want);
+    let status = std::fs::read_to_string(dir.path().join("same.status")).unwrap();
+    assert_eq!(status.trim(), "0");
+
+    // Other roots than the recorded client's: the call is still answered, and the answer is a miss.
+    let args = wrapped("other.status");
+    let args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
+    let got = asks(&args, Some("file:///srv/elsewhere"));
+    assert_eq!(got["texts"], want);
+    let status = std::fs::read_to_string(dir.path().join("other.status")).unwrap();
+    let stderr = std::fs::read_to_string(dir.path().join("mock.stderr")).unwrap();
+    assert_eq!(status.trim(), "1", "{stderr}");
+    let line = 1 + std::fs::read_to_string(&file)
+        .unwrap()
+        .lines()
+        .position(|l| l.contains(r#""name":"get-roots-list""#))
+        .unwrap();
+    assert!(
+        stderr.contains(&format!(
+            "  miss: the client answered the server's roots/list (asks.0) during tools/call \
+             get-roots-list unlike the recorded client (line {line}), differing at "
+        )),
+        "{stderr}"
+    );
+    assert!(stderr.contains("file:///srv/elsewhere"), "{stderr}");
+}

@@ -7,7 +7,7 @@ Usage: python asks_client.py SCENARIO -- COMMAND...
 SCENARIO is `everything` (the newest server-everything: `trigger-sampling-request`,
 `trigger-elicitation-request`, `get-roots-list`) or `everything-old` (its older release: `sampleLLM`,
 `startElicitation`, `listRoots`). The sampling answer names the prompt it was given, the elicitation
-answer holds a password, and the roots are one folder. Prints one JSON object: each tool's text, and
+answer holds a password, and the roots are one folder ($ROOT_URI when set). Prints one JSON object: each tool's text, and
 what the server asked.
 """
 
@@ -62,7 +62,8 @@ async def main(scenario, command):
 
     async def on_roots(context):
         asked.append("roots/list")
-        return types.ListRootsResult(roots=[types.Root(uri="file:///srv/project", name="project")])
+        uri = os.environ.get("ROOT_URI", "file:///srv/project")
+        return types.ListRootsResult(roots=[types.Root(uri=uri, name="project")])
 
     server = StdioServerParameters(command=command[0], args=command[1:], env=dict(os.environ))
     async with stdio_client(server) as (read, write):
