@@ -17,7 +17,7 @@
 //! - `tools/list`, `prompts/list`, `resources/list` and `resources/templates/list`: the last recorded
 //!   listing of that method, every page in one answer (a request for a later page gets an empty one).
 //! - any other request: the recorded call of the same method, name and input (see
-//!   [`name_and_input`](calltape_recorder::mcp::name_and_input)). A recorded `"[REDACTED]"` matches any
+//!   [`name_and_input`]). A recorded `"[REDACTED]"` matches any
 //!   value at its place and a `[REDACTED]` inside a recorded text any text there; the order of keys
 //!   never matters; the request's input is redacted before it is compared. The same call asked again
 //!   gets the next recorded answer of it, in file order, and once they are used up the last one again.
@@ -29,7 +29,7 @@
 //!
 //! A request with no recorded answer gets a JSON-RPC error (`-32602` for a method the recording holds
 //! calls of, `-32601` for one it holds none of) whose message names the closest recorded call and how
-//! the request differs from it, with `data.reason` [`NOT_RECORDED`](crate::mcp::NOT_RECORDED); every
+//! the request differs from it, with `data.reason` [`NOT_RECORDED`]; every
 //! miss is kept, for [`Mock::misses`] to report at the end.
 //!
 //! # Example
