@@ -206,6 +206,7 @@ mod tests {
             Command::Redact(args) => args.names,
             Command::Replay(args) => args.names,
             Command::Serve(args) => args.recording.names,
+            Command::Mock(args) => args.names,
             other => panic!("{other:?} takes no redaction names"),
         }
     }
@@ -218,6 +219,7 @@ mod tests {
             (&["record", "-o", "c.jsonl"], &["--", "srv"], &[]),
             (&["replay", "c.jsonl"], &["--", "srv"], &[]),
             (&["serve", "--record", "c.jsonl"], &["--", "srv"], &[]),
+            (&["mock", "c.jsonl"], &[], &[]),
             (&["redact"], &[], &["--name", "a", "--keep", "b"]),
             (
                 &["http", "--upstream", "a=http://127.0.0.1:9"],

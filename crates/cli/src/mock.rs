@@ -2,12 +2,15 @@
 
 use std::{path::PathBuf, time::Duration};
 
+use calltape_recorder::mcp::Recording;
+use calltape_redact::Redactor;
 use calltape_replay::mock::Mock;
 use calltape_stdio_bridge::{Bridge, EraUpstream, Protocol, stdio};
 use clap::Args;
 
 use crate::output::errln;
 use crate::{
+    args::RedactNames,
     error::{Error, Outcome},
     exit,
 };
@@ -55,10 +58,15 @@ pub(crate) struct MockArgs {
     /// Exit 0 even when a request missed the recording (the misses are still listed on stderr).
     #[arg(long)]
     allow_misses: bool,
+
+    /// The names the recording was made with, so that each request's input is redacted alike
+    /// before it is compared and shown.
+    #[command(flatten)]
+    pub(crate) names: RedactNames,
 }
 
 pub(crate) fn run(args: MockArgs) -> Outcome {
-    let mock = Mock::read(&args.recording)?;
+    let mock = read(&args.recording, &args.names)?;
     let runtime = crate::single_thread_runtime()?;
     let bridge = Bridge::builder()
         .upstream(EraUpstream::new(mock.clone(), Protocol::Legacy))
@@ -71,9 +79,13 @@ pub(crate) fn run(args: MockArgs) -> Outcome {
     Ok(finish(&mock, args.allow_misses))
 }
 
-/// Reads the recording `serve --mock` answers from.
-pub(crate) fn read(path: &PathBuf) -> Result<Mock, Error> {
-    Ok(Mock::read(path)?)
+/// Reads the recording a mock answers from, made with the redaction `names`.
+pub(crate) fn read(path: &PathBuf, names: &RedactNames) -> Result<Mock, Error> {
+    let redactor = Redactor::builder()
+        .redact_names(names.redact.iter().map(String::as_str))
+        .keep_names(names.keep.iter().map(String::as_str))
+        .build()?;
+    Ok(Mock::with_redactor(Recording::read(path)?, redactor))
 }
 
 /// Says what the mock did (every miss on stderr) and gives the exit status: 1 on a miss, unless

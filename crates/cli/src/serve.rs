@@ -111,7 +111,7 @@ pub(crate) struct ServeArgs {
     protocol: ProtocolArg,
 
     /// Run no server: answer every session from this call recording, as `calltape mock` does.
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["command", "record"])]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["command", "record", "protocol"])]
     mock: Option<PathBuf>,
 
     /// With --mock: exit 0 even when a request missed the recording.
@@ -137,7 +137,11 @@ pub(crate) fn run(args: ServeArgs) -> Outcome {
     let shared_key = std::env::var(SERVE_KEY_ENV)
         .ok()
         .filter(|key| !key.is_empty());
-    let mock = args.mock.as_ref().map(crate::mock::read).transpose()?;
+    let mock = args
+        .mock
+        .as_ref()
+        .map(|path| crate::mock::read(path, &args.recording.names))
+        .transpose()?;
     let serve = match &mock {
         // The recording speaks the handshake era; the other era's requests are translated.
         Some(mock) => ServerBuilder::new(mock.clone()).protocol(Protocol::Legacy),

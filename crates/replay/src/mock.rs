@@ -17,10 +17,11 @@
 //! - `tools/list`, `prompts/list`, `resources/list` and `resources/templates/list`: the last recorded
 //!   listing of that method, every page in one answer (a request for a later page gets an empty one).
 //! - any other request: the recorded call of the same method, name and input (see
-//!   [`name_and_input`]). A recorded `"[REDACTED]"` matches any
-//!   value at its place and a `[REDACTED]` inside a recorded text any text there; the order of keys
-//!   never matters; the request's input is redacted before it is compared. The same call asked again
-//!   gets the next recorded answer of it, in file order, and once they are used up the last one again.
+//!   [`name_and_input`]). A recorded `"[REDACTED]"` matches any value at its place and a `[REDACTED]`
+//!   inside a recorded text any text there; the order of keys never matters; the request's input is
+//!   redacted before it is compared. The same call asked again gets the next recorded answer of it, in
+//!   file order, and once they are used up the last one again. The calls of every recorded session
+//!   are answered alike, whichever session a client's request belongs to.
 //! - the server's requests recorded during a call (sampling, elicitation, roots) are sent to the client
 //!   in order before the call's answer; each answer the client gives is compared with the recorded one,
 //!   and one that differs is a [`Miss`] of kind [`MissKind::AskAnswer`].
@@ -29,8 +30,8 @@
 //!
 //! A request with no recorded answer gets a JSON-RPC error (`-32602` for a method the recording holds
 //! calls of, `-32601` for one it holds none of) whose message names the closest recorded call and how
-//! the request differs from it, with `data.reason` [`NOT_RECORDED`]; every
-//! miss is kept, for [`Mock::misses`] to report at the end.
+//! the request differs from it, with `data.reason` [`NOT_RECORDED`]; every miss is kept, for
+//! [`Mock::misses`] to report at the end.
 //!
 //! # Example
 //!
