@@ -174,7 +174,8 @@ fn a_miss_names_the_closest_recorded_call_and_the_mock_exits_1_listing_it() {
 }
 
 #[test]
-fn serve_mock_answers_the_python_client_over_streamable_http_and_lists_the_misses_when_stopped() {
+fn serve_mock_answers_python_clients_of_both_eras_over_streamable_http_and_lists_the_misses_when_stopped()
+ {
     let dir = tempfile::tempdir().unwrap();
     let (file, recorded) = record(dir.path());
     let stderr = dir.path().join("serve.stderr");
@@ -188,16 +189,19 @@ fn serve_mock_answers_the_python_client_over_streamable_http_and_lists_the_misse
         .unwrap();
     let url = first_line(&mut served);
     assert!(url.starts_with("http://127.0.0.1:"), "{url}");
-    let client = |scenario: &str| {
+    let client = |python: &Path, scenario: &str| {
         client_result(
-            Command::new(python())
+            Command::new(python)
                 .arg(peer_script("mock_client.py"))
                 .args([scenario, "--url", &url]),
         )
     };
-    let got = client("calls");
-    assert_eq!(answers(&got), answers(&recorded));
-    let got = client("miss");
+    let got = client(&python(), "calls");
+    assert_eq!(answers(&got), answers(&recorded), "the 1.x client");
+    let got = client(&modern_python(), "calls");
+    assert_eq!(got["protocol"], "2026-07-28", "{got}");
+    assert_eq!(answers(&got), answers(&recorded), "the 2.x client");
+    let got = client(&python(), "miss");
     assert_eq!(got["miss"]["code"], -32602, "{got}");
     let Value::String(message) = &got["miss"]["message"] else {
         panic!("{got}")

@@ -9,8 +9,8 @@ URL a Streamable HTTP endpoint (`calltape serve --mock FILE`). SCENARIO is:
 - `calls`: the tool list, `echo` (with a key in its input), `get-sum` twice, a resource and a prompt;
 - `miss`: `get-sum` with an input nobody recorded, then the same `echo` with another key.
 
-With the SDK 2.x (venv2) the client is the SDK's `Client`, which speaks 2026-07-28 when the server's
-`server/discover` offers it. Prints one JSON object with what the client received.
+With the SDK 2.x (venv2) the client is the SDK's `Client`, over stdio or HTTP, which speaks 2026-07-28
+when the server's `server/discover` offers it. Prints one JSON object with what the client received.
 """
 
 import asyncio
@@ -87,8 +87,9 @@ async def legacy(scenario, target):
 async def modern(scenario, target):
     from mcp import Client, StdioServerParameters
 
-    server = StdioServerParameters(command=target[0], args=target[1:], env=dict(os.environ))
-    async with Client(server, mode="auto") as client:
+    if not isinstance(target, str):
+        target = StdioServerParameters(command=target[0], args=target[1:], env=dict(os.environ))
+    async with Client(target, mode="auto") as client:
         result = await SCENARIOS[scenario](client)
         result["server"] = client.server_info.name if client.server_info else None
         result["protocol"] = client.protocol_version
