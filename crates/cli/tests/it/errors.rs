@@ -32,6 +32,16 @@ const CASES: &[(&[&str], i32, &str)] = &[
     ),
     (&["show", "/nonexistent/calls.jsonl"], 2, "cannot read"),
     (
+        &["mock", "/nonexistent/calls.jsonl"],
+        2,
+        "/nonexistent/calls.jsonl: cannot read",
+    ),
+    (
+        &["serve", "--mock", "/nonexistent/calls.jsonl"],
+        2,
+        "/nonexistent/calls.jsonl: cannot read",
+    ),
+    (
         &["shared", "--key", "Bad Key", "--", "true"],
         2,
         "invalid key `Bad Key`",
