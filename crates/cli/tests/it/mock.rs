@@ -310,6 +310,29 @@ fn what_the_server_asked_during_a_recorded_call_is_asked_again_and_the_answers_c
     let status = std::fs::read_to_string(dir.path().join("same.status")).unwrap();
     assert_eq!(status.trim(), "0");
 
+    // A 2026-07-28 client is asked the same, through `input_required`.
+    let got = client_result(
+        Command::new(modern_python())
+            .arg(peer_script("mock_client.py"))
+            .args(["asks", "--"])
+            .args(wrapped("modern.status")),
+    );
+    assert_eq!(got["protocol"], "2026-07-28", "{got}");
+    assert_eq!(
+        got["asked"],
+        serde_json::json!(["sampling/createMessage", "elicitation/create"])
+    );
+    assert_eq!(
+        got["texts"]["trigger-sampling-request"],
+        want["trigger-sampling-request"]
+    );
+    assert_eq!(
+        got["texts"]["trigger-elicitation-request"],
+        want["trigger-elicitation-request"]
+    );
+    let status = std::fs::read_to_string(dir.path().join("modern.status")).unwrap();
+    assert_eq!(status.trim(), "0");
+
     // Other roots than the recorded client's: the call is still answered, and the answer is a miss.
     let args = wrapped("other.status");
     let args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();

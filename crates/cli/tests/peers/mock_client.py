@@ -7,7 +7,9 @@ COMMAND is the stdio server the client starts (`calltape record -o FILE -- SERVE
 URL a Streamable HTTP endpoint (`calltape serve --mock FILE`). SCENARIO is:
 
 - `calls`: the tool list, `echo` (with a key in its input), `get-sum` twice, a resource and a prompt;
-- `miss`: `get-sum` with an input nobody recorded, then the same `echo` with another key.
+- `miss`: `get-sum` with an input nobody recorded, then the same `echo` with another key;
+- `asks`: the tools of asks_client.py's `everything` scenario that ask for a completion and for the
+  user's input, answered as asks_client.py answers them.
 
 With the SDK 2.x (venv2) the client is the SDK's `Client`, over stdio or HTTP, which speaks 2026-07-28
 when the server's `server/discover` offers it. Prints one JSON object with what the client received.
@@ -63,7 +65,54 @@ async def miss(session):
     return out
 
 
-SCENARIOS = {"calls": calls, "miss": miss}
+# What asks_client.py's user types and sends, so that the answers are the ones it recorded.
+PASSWORD = "correct-horse-battery-staple"
+TOKEN = "ghp_4bC9dE1fG2hI3jK4lM5nO6pQ7rS8tU9vW0xY"
+ASKED = []
+
+
+async def on_sample(context, params):
+    ASKED.append("sampling/createMessage")
+    topic = params.messages[0].content.text.split("context: ")[-1].split(",")[0]
+    return types().CreateMessageResult(
+        role="assistant",
+        content=types().TextContent(type="text", text=f"a sampled answer about {topic}"),
+        model="test-model",
+        stopReason="endTurn",
+    )
+
+
+async def on_elicit(context, params):
+    ASKED.append("elicitation/create")
+    return types().ElicitResult(
+        action="accept",
+        content={"name": "Ada Lovelace", "check": True, "color": "teal", "password": PASSWORD},
+    )
+
+
+def types():
+    if MODERN:
+        import mcp_types
+
+        return mcp_types
+    from mcp import types as legacy_types
+
+    return legacy_types
+
+
+async def asks(session):
+    # The calls of asks_client.py's `everything` scenario that ask the client back.
+    texts = {}
+    for name, arguments in [
+        ("trigger-sampling-request", {"prompt": f"tides, token {TOKEN}", "maxTokens": 40}),
+        ("trigger-elicitation-request", {}),
+    ]:
+        texts[name] = [c.text for c in (await session.call_tool(name, arguments)).content if getattr(c, "text", None)]
+    return {"texts": texts, "asked": ASKED}
+
+
+SCENARIOS = {"calls": calls, "miss": miss, "asks": asks}
+CALLBACKS = {"sampling_callback": on_sample, "elicitation_callback": on_elicit}
 
 
 async def legacy(scenario, target):
@@ -76,7 +125,7 @@ async def legacy(scenario, target):
     else:
         transport = stdio_client(StdioServerParameters(command=target[0], args=target[1:], env=dict(os.environ)))
     async with transport as streams:
-        async with ClientSession(streams[0], streams[1]) as session:
+        async with ClientSession(streams[0], streams[1], **CALLBACKS) as session:
             init = await session.initialize()
             result = await SCENARIOS[scenario](session)
             result["server"] = init.serverInfo.name
@@ -89,7 +138,7 @@ async def modern(scenario, target):
 
     if not isinstance(target, str):
         target = StdioServerParameters(command=target[0], args=target[1:], env=dict(os.environ))
-    async with Client(target, mode="auto") as client:
+    async with Client(target, mode="auto", **CALLBACKS) as client:
         result = await SCENARIOS[scenario](client)
         result["server"] = client.server_info.name if client.server_info else None
         result["protocol"] = client.protocol_version
