@@ -115,7 +115,8 @@ pub(crate) struct ServeArgs {
     mock: Option<PathBuf>,
 
     /// With --mock: exit 0 even when a request missed the recording.
-    #[arg(long, requires = "mock")]
+    // Without --mock a CMD is required: refusing one refuses the flag without --mock.
+    #[arg(long, conflicts_with = "command")]
     allow_misses: bool,
 
     /// The server to run, with its arguments (no shell).
