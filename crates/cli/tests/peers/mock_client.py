@@ -66,8 +66,8 @@ async def miss(session):
 
 
 # What asks_client.py's user types and sends, so that the answers are the ones it recorded.
-PASSWORD = "correct-horse-battery-staple"
-TOKEN = "ghp_4bC9dE1fG2hI3jK4lM5nO6pQ7rS8tU9vW0xY"
+from asks_client import PASSWORD, TOKEN
+
 ASKED = []
 
 
