@@ -328,7 +328,14 @@ impl State {
         }
     }
 
+    /// Delivers the answer to a request. The first `initialize`'s answer, whoever made it (the
+    /// upstream, or the multiplexer for an upstream that refused it or went away), settles the
+    /// handshake: the sessions waiting for it get it too, and after an error the next `initialize`
+    /// is forwarded afresh.
     fn answer(&mut self, route: &Route, frame: Value) {
+        if let Some(params) = &route.initialize {
+            self.initialized(params.clone(), &frame);
+        }
         if frame.get("error").is_some()
             && let Some(undo) = &route.undo
         {
