@@ -51,12 +51,11 @@ fn protocol(input: &str) -> Result<Protocol, String> {
     input.parse::<Protocol>().map_err(|e| e.to_string())
 }
 
-/// The MCP server a session talks to: a child process (`-- CMD…`), a Streamable HTTP endpoint
-/// (`--url`) or HTTP over a Unix socket (`--socket`), with the headers sent to the last two.
+/// A remote server: a Streamable HTTP endpoint (`--url`) and the headers sent to it, on every command
+/// that reaches one (`serve` too, whose `--socket` is where it listens).
 #[derive(Debug, Args)]
-#[command(group(ArgGroup::new("upstream").required(true).args(["url", "socket", "command"])))]
-pub(crate) struct UpstreamArgs {
-    /// An HTTP header sent with every request to --url or --socket (repeatable), e.g.
+pub(crate) struct RemoteArgs {
+    /// An HTTP header sent with every request to the HTTP server (repeatable), e.g.
     /// 'Authorization: Bearer …'.
     #[arg(long = "header", value_name = "'K: V'")]
     pub(crate) headers: Vec<String>,
@@ -68,6 +67,59 @@ pub(crate) struct UpstreamArgs {
     /// A Streamable HTTP endpoint, e.g. http://127.0.0.1:3000/mcp.
     #[arg(long, value_name = "URL")]
     pub(crate) url: Option<String>,
+}
+
+impl RemoteArgs {
+    /// Whether a header was given.
+    pub(crate) fn has_headers(&self) -> bool {
+        !self.headers.is_empty() || self.header_file.is_some()
+    }
+
+    /// The headers of `--header` and `--header-file`. Their credentials are hidden wherever they
+    /// come back: in a log line, a report, a recording.
+    pub(crate) fn headers(&self) -> Result<ExtraHeaders, Error> {
+        let mut headers = ExtraHeaders::new();
+        for line in &self.headers {
+            headers.push_line(line)?;
+        }
+        if let Some(file) = &self.header_file {
+            headers.read_file(file)?;
+        }
+        for (name, value) in headers.pairs() {
+            if calltape_redact::is_credential_name(name) {
+                learn_credential(name, value);
+            }
+        }
+        Ok(headers)
+    }
+
+    /// The upstream at `url` with `headers`: the one place calltape's own HTTP client is made from
+    /// flags.
+    pub(crate) fn http_upstream(
+        &self,
+        url: &str,
+        headers: ExtraHeaders,
+    ) -> Result<Arc<dyn Upstream>, Error> {
+        Ok(Arc::new(HttpUpstream::new(url, headers)?))
+    }
+}
+
+/// Hides a credential's value, and the credential after its scheme (`Bearer …`), in every log line,
+/// report and recording of this run.
+pub(crate) fn learn_credential(name: &str, value: &str) {
+    crate::logging::learn(name, value.trim());
+    if let Some((_, credential)) = value.trim().split_once(' ') {
+        crate::logging::learn(name, credential.trim());
+    }
+}
+
+/// The MCP server a session talks to: a child process (`-- CMD…`), a Streamable HTTP endpoint
+/// (`--url`) or HTTP over a Unix socket (`--socket`), with the headers sent to the last two.
+#[derive(Debug, Args)]
+#[command(group(ArgGroup::new("upstream").required(true).args(["url", "socket", "command"])))]
+pub(crate) struct UpstreamArgs {
+    #[command(flatten)]
+    pub(crate) remote: RemoteArgs,
 
     /// A Unix socket serving Streamable HTTP.
     #[arg(long, value_name = "PATH")]
@@ -99,7 +151,7 @@ impl UpstreamArgs {
                 .collect();
             return words.join(" ");
         }
-        match (&self.url, &self.socket) {
+        match (&self.remote.url, &self.socket) {
             (Some(url), _) => calltape_recorder::http::without_userinfo(url).into_owned(),
             (None, Some(socket)) => format!("{} {}", socket.display(), self.http_path),
             (None, None) => String::new(),
@@ -109,31 +161,15 @@ impl UpstreamArgs {
     /// The upstream these flags name; a child's stderr goes to `stderr`.
     pub(crate) fn upstream(&self, stderr: Stderr) -> Result<Arc<dyn Upstream>, Error> {
         if self.is_child() {
-            if !self.headers.is_empty() || self.header_file.is_some() {
+            if self.remote.has_headers() {
                 return Err(Error::HeadersForChild);
             }
             let child = ChildUpstream::new(self.command.iter().cloned())?;
             return Ok(Arc::new(child.stderr(stderr)));
         }
-        let mut headers = ExtraHeaders::new();
-        for line in &self.headers {
-            headers.push_line(line)?;
-        }
-        if let Some(file) = &self.header_file {
-            headers.read_file(file)?;
-        }
-        // A credential the server is sent is hidden wherever it comes back: in a log line, a
-        // report, a recording.
-        for (name, value) in headers.pairs() {
-            if calltape_redact::is_credential_name(name) {
-                crate::logging::learn(name, value.trim());
-                if let Some((_, credential)) = value.trim().split_once(' ') {
-                    crate::logging::learn(name, credential.trim());
-                }
-            }
-        }
-        match (&self.url, &self.socket) {
-            (Some(url), _) => Ok(Arc::new(HttpUpstream::new(url, headers)?)),
+        let headers = self.remote.headers()?;
+        match (&self.remote.url, &self.socket) {
+            (Some(url), _) => self.remote.http_upstream(url, headers),
             (None, Some(socket)) => Ok(Arc::new(UnixUpstream::new(
                 socket,
                 &self.http_path,

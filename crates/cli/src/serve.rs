@@ -1,17 +1,18 @@
-//! `calltape serve`: one stdio MCP server behind a Streamable HTTP endpoint shared by many sessions.
+//! `calltape serve`: one MCP server (a stdio command or a remote endpoint) behind a Streamable HTTP
+//! endpoint shared by many sessions.
 
-use std::{ffi::OsString, net::SocketAddr, path::PathBuf, time::Duration};
+use std::{ffi::OsString, net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
 
 use calltape_stdio_bridge::{
-    ChildUpstream, ErrorKind, Protocol, Stderr,
+    ChildUpstream, ErrorKind, Protocol, Stderr, Upstream,
     serve::{ServerBuilder, StopReason, Transport},
     shared::{SERVE_KEY_ENV, Secret, serve_shared},
 };
-use clap::Args;
+use clap::{ArgGroup, Args};
 
 use crate::output::outln;
 use crate::{
-    args::ProtocolArg,
+    args::{ProtocolArg, RemoteArgs, learn_credential},
     error::{Error, Outcome},
     exit,
     record::{ActiveRecording, RecordOptions},
@@ -25,6 +26,8 @@ Examples:
   calltape serve --socket /run/user/1000/mcp.sock -- node server.js
   calltape serve --listen 127.0.0.1:8808 --record calls.jsonl -- python server.py
   calltape serve --listen 127.0.0.1:8808 --mock calls.jsonl
+  calltape serve --listen 127.0.0.1:8808 --record calls.jsonl --url https://mcp.example.com/mcp
+  calltape serve --socket /run/user/1000/mcp.sock --url http://127.0.0.1:3000/mcp --header-file team.headers
 
 MCP is served at /mcp over HTTP/1.1. The server runs CMD once and multiplexes every session onto \
 it: the first initialize is forwarded and its answer reused, request ids and progress tokens are \
@@ -57,12 +60,21 @@ Both protocol eras: sessions of the handshake era and stateless 2026-07-28 reque
 endpoint whatever era CMD speaks (--protocol, found on each start by default); what CMD lacks is \
 translated. On a CMD of the handshake era, stateless requests go through its one session.
 
+A remote server (--url): sessions are multiplexed onto one session of the remote endpoint, as \
+onto CMD. A client's own Authorization header is passed on to the remote server and never stored \
+(not in the recording, a log or an error): sessions that send one get a remote session of their \
+own per distinct value, so clients with different credentials never share one, and a session is \
+bound to the value it started with (a request with another gets 404, and the client initializes \
+again). Sessions that send none use --header and --header-file. With --token-file, Authorization \
+carries serve's own token and is not passed on.
+
 What cannot be shared: the log level (logging/setLevel applies to every session) and roots that \
 differ between sessions (a roots/list request goes to the session whose request is in flight).";
 
 /// The arguments of `calltape serve`.
 #[derive(Debug, Args)]
 #[command(after_help = EXAMPLES)]
+#[command(group(ArgGroup::new("server").required(true).args(["url", "command", "mock"])))]
 pub(crate) struct ServeArgs {
     /// Listen on this address of 127.0.0.1 (port 0 picks a free one); the URL is printed on stdout.
     #[arg(long, value_name = "ADDR", conflicts_with = "socket")]
@@ -72,7 +84,8 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "PATH")]
     socket: Option<PathBuf>,
 
-    /// Require a bearer token: a fresh one is generated at start and written to FILE (0600).
+    /// Require a bearer token: a fresh one is generated at start and written to FILE (0600). With
+    /// --url, a client's Authorization header is then this token and is not passed on.
     #[arg(long, value_name = "FILE")]
     token_file: Option<PathBuf>,
 
@@ -111,7 +124,7 @@ pub(crate) struct ServeArgs {
     protocol: ProtocolArg,
 
     /// Run no server: answer every session from this call recording, as `calltape mock` does.
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["command", "record", "protocol"])]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["command", "record", "protocol", "url"])]
     mock: Option<PathBuf>,
 
     /// With --mock: exit 0 even when a request missed the recording.
@@ -119,9 +132,41 @@ pub(crate) struct ServeArgs {
     #[arg(long, conflicts_with = "command")]
     allow_misses: bool,
 
+    #[command(flatten)]
+    remote: RemoteArgs,
+
     /// The server to run, with its arguments (no shell).
-    #[arg(last = true, required_unless_present = "mock", value_name = "CMD")]
+    #[arg(last = true, value_name = "CMD", conflicts_with_all = ["headers", "header_file"])]
     command: Vec<OsString>,
+}
+
+/// The upstream the flags name and, for a remote one, the builder that passes a client's own
+/// `Authorization` on to it.
+fn server(args: &ServeArgs, shared_key: bool) -> Result<ServerBuilder, Error> {
+    if let Some(url) = &args.remote.url {
+        let headers = args.remote.headers()?;
+        let serve = ServerBuilder::from_arc(args.remote.http_upstream(url, headers.clone())?);
+        let url = url.clone();
+        return Ok(serve.client_authorization(move |value| {
+            learn_credential("a client's Authorization header", value);
+            let mut headers = headers.clone();
+            headers.set("authorization", value)?;
+            let upstream: Arc<dyn Upstream> =
+                Arc::new(calltape_stdio_bridge::HttpUpstream::new(&url, headers)?);
+            Ok(upstream)
+        }));
+    }
+    let mut child = ChildUpstream::new(args.command.iter().cloned())?;
+    if shared_key {
+        // The mark is this process's alone: a `calltape serve` that CMD runs is not the key's server.
+        child = child.env(SERVE_KEY_ENV, "");
+    }
+    // A shared server's stderr is its server.log: what its child logs is redacted before it lands there.
+    let stderr = match shared_key {
+        true => crate::logging::redacted_child_stderr(),
+        false => Stderr::Inherit,
+    };
+    Ok(ServerBuilder::new(child.stderr(stderr)))
 }
 
 pub(crate) fn transport(input: &str) -> Result<Transport, String> {
@@ -146,19 +191,7 @@ pub(crate) fn run(args: ServeArgs) -> Outcome {
     let serve = match &mock {
         // The recording speaks the handshake era; the other era's requests are translated.
         Some(mock) => ServerBuilder::new(mock.clone()).protocol(Protocol::Legacy),
-        None => {
-            let mut child = ChildUpstream::new(args.command.iter().cloned())?;
-            if shared_key.is_some() {
-                // The mark is this process's alone: a `calltape serve` that CMD runs is not the key's server.
-                child = child.env(SERVE_KEY_ENV, "");
-            }
-            // A shared server's stderr is its server.log: what its child logs is redacted before it lands there.
-            let stderr = match &shared_key {
-                Some(_) => crate::logging::redacted_child_stderr(),
-                None => Stderr::Inherit,
-            };
-            ServerBuilder::new(child.stderr(stderr)).protocol(args.protocol.protocol)
-        }
+        None => server(&args, shared_key.is_some())?.protocol(args.protocol.protocol),
     };
     let mut serve = serve
         .json_response(args.json_response)

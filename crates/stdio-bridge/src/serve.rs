@@ -44,6 +44,11 @@
 //!   (code [`UPSTREAM_EXITED`](crate::UPSTREAM_EXITED)), and the upstream is started again and
 //!   re-initialized from the cached handshake.
 //!
+//! With [`ServerBuilder::client_authorization`], a client's own `Authorization` header is passed on:
+//! the sessions that send one are multiplexed as above onto an upstream made for that value (one per
+//! distinct value, never shared between values), and a session answers only requests that carry the
+//! value it started with. The serving side keeps no copy of the value and logs none.
+//!
 //! # What cannot be shared
 //!
 //! The upstream sees one client. `logging/setLevel` sets the level for every session (the last one to set
@@ -76,6 +81,7 @@
 //! ```
 
 mod conn;
+mod credential;
 mod endpoint;
 mod listen;
 mod mux;

@@ -34,6 +34,7 @@ mod replay;
 mod replay_rules;
 mod serve;
 mod serve_flood;
+mod serve_remote;
 mod shared;
 mod support;
 mod surface;

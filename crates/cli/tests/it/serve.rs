@@ -3,6 +3,7 @@
 //! it, a real client is served and the process stays small.
 
 use std::{
+    ffi::OsString,
     io::{Read, Write},
     net::TcpStream,
     path::{Path, PathBuf},
@@ -29,12 +30,18 @@ impl Served {
 
     /// `calltape serve ARGS… -- SERVER…`, its stderr in `dir`.
     pub(crate) fn start_with(dir: &Path, args: &[&str], server: &[PathBuf]) -> Self {
+        let mut all: Vec<OsString> = args.iter().map(OsString::from).collect();
+        all.push("--".into());
+        all.extend(server.iter().map(OsString::from));
+        Self::start_args(dir, &all)
+    }
+
+    /// `calltape serve ARGS…`, its stderr in `dir`.
+    pub(crate) fn start_args(dir: &Path, args: &[OsString]) -> Self {
         let stderr = dir.join("stderr");
         let mut child = calltape()
             .arg("serve")
             .args(args)
-            .arg("--")
-            .args(server)
             .stdout(Stdio::piped())
             .stderr(std::fs::File::create(&stderr).unwrap())
             .spawn()
@@ -65,6 +72,11 @@ impl Served {
 
     /// One request on a fresh connection; the whole response.
     pub(crate) fn exchange(&self, session: Option<&str>, body: &str) -> String {
+        self.exchange_with(session, "", body)
+    }
+
+    /// [`exchange`](Self::exchange) with more header lines, each ending in CRLF.
+    pub(crate) fn exchange_with(&self, session: Option<&str>, headers: &str, body: &str) -> String {
         let mut stream = TcpStream::connect(&self.addr).unwrap();
         stream
             .set_read_timeout(Some(Duration::from_secs(60)))
@@ -73,7 +85,7 @@ impl Served {
             .map(|id| format!("Mcp-Session-Id: {id}\r\nMCP-Protocol-Version: 2025-06-18\r\n"))
             .unwrap_or_default();
         let request = format!(
-            "POST /mcp HTTP/1.1\r\nHost: {}\r\nAccept: application/json, text/event-stream\r\nContent-Type: application/json\r\nConnection: close\r\n{session}Content-Length: {}\r\n\r\n{body}",
+            "POST /mcp HTTP/1.1\r\nHost: {}\r\nAccept: application/json, text/event-stream\r\nContent-Type: application/json\r\nConnection: close\r\n{session}{headers}Content-Length: {}\r\n\r\n{body}",
             self.addr,
             body.len()
         );
@@ -98,12 +110,17 @@ impl Served {
         self.exchange(Some(session), &call).contains(text)
     }
 
+    /// Where it listens: `127.0.0.1:PORT`.
+    pub(crate) fn addr(&self) -> &str {
+        &self.addr
+    }
+
     pub(crate) fn stderr(&self) -> String {
         std::fs::read_to_string(&self.stderr).unwrap_or_default()
     }
 }
 
-const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+pub(crate) const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
 
 /// Whether the server closed `stream` (the end, or a reset) before a read gave up after 60 s.
 fn closed_by_server(stream: &mut TcpStream) -> bool {

@@ -404,6 +404,11 @@ pub(crate) fn client_result(command: &mut Command) -> serde_json::Value {
         .stderr(Stdio::piped())
         .output()
         .expect("run the client");
+    client_output(&out)
+}
+
+/// The JSON a client peer printed; fails the test when the client failed.
+pub(crate) fn client_output(out: &std::process::Output) -> serde_json::Value {
     assert!(
         out.status.success(),
         "client failed: {}\n{}",

@@ -33,12 +33,13 @@ use tokio::{
 
 use super::{
     conn::{Connections, DEFAULT_MAX_CONNECTIONS},
+    credential::{Muxes, UpstreamFor},
     endpoint::Endpoint,
     mux::{Mux, SessionNo},
 };
 use crate::vocab::{HEADER_PROTOCOL_VERSION, HEADER_SESSION_ID};
 use crate::{
-    EraUpstream, Error, ErrorKind, Protocol, Tap, Upstream,
+    Error, ErrorKind, Protocol, Tap, Upstream,
     shared::{ServerKeys, check_socket_len},
     tap::{TapSender, TapThread},
 };
@@ -106,6 +107,7 @@ pub struct ServerBuilder {
     max_connections: usize,
     max_sessions: usize,
     on_retire: Option<OnRetire>,
+    upstream_for: Option<UpstreamFor>,
 }
 
 /// What a shared server lets go of when it is replaced.
@@ -126,8 +128,13 @@ impl std::fmt::Debug for ServerBuilder {
 impl ServerBuilder {
     /// A server in front of `upstream`, started once and restarted when it exits.
     pub fn new(upstream: impl Upstream) -> Self {
+        Self::from_arc(Arc::new(upstream))
+    }
+
+    /// A server in front of an upstream that is already shared.
+    pub fn from_arc(upstream: Arc<dyn Upstream>) -> Self {
         Self {
-            upstream: Arc::new(upstream),
+            upstream,
             protocol: Protocol::Auto,
             token: None,
             keys: None,
@@ -139,6 +146,7 @@ impl ServerBuilder {
             max_connections: DEFAULT_MAX_CONNECTIONS,
             max_sessions: DEFAULT_MAX_SESSIONS,
             on_retire: None,
+            upstream_for: None,
         }
     }
 
@@ -177,7 +185,8 @@ impl ServerBuilder {
         self
     }
 
-    /// Gives every session an observer of its own, made by `factory` when the session starts: it sees
+    /// Gives every session an observer of its own, made by `factory` when the session starts (a
+    /// stateless 2026-07-28 request's exchange counts as a session of its own): it sees
     /// the session's messages as the session sent and received them (its own ids), on a thread of its
     /// own behind a bounded queue, so a slow observer never slows a session. A recorder plugs in here.
     #[must_use]
@@ -193,6 +202,30 @@ impl ServerBuilder {
     #[must_use]
     pub fn bearer_token(mut self, token: impl Into<String>) -> Self {
         self.token = Some(token.into());
+        self
+    }
+
+    /// Passes each client's own `Authorization` header on to the upstream: the sessions (and
+    /// stateless requests) that send one go to an upstream that `upstream_for` makes from its value,
+    /// one upstream per distinct value, so clients with different credentials never share an
+    /// upstream session; the sessions that send none go to the builder's upstream. An upstream made
+    /// for a value is stopped (an HTTP upstream ends its session) once no session holds it.
+    ///
+    /// A session is bound to the value it was initialized with: a request for it that carries
+    /// another value, or none, is answered 404 as for an unknown session, which tells a client to
+    /// initialize again. A value that is not visible ASCII is refused with 400, as is one for which
+    /// `upstream_for` fails.
+    ///
+    /// The server keeps no copy of the value but in the upstream made for it (its tables hold a
+    /// digest), logs none, and never shows it to a [`Tap`], which sees message bodies only. With a
+    /// [`bearer_token`](Self::bearer_token) (or as a shared server), `Authorization` is the server's
+    /// own token and nothing is passed on.
+    #[must_use]
+    pub fn client_authorization(
+        mut self,
+        upstream_for: impl Fn(&str) -> Result<Arc<dyn Upstream>, Error> + Send + Sync + 'static,
+    ) -> Self {
+        self.upstream_for = Some(Arc::new(upstream_for));
         self
     }
 
@@ -230,9 +263,9 @@ impl ServerBuilder {
 
     /// The protocol era the upstream speaks (default [`Protocol::Auto`]: found each time it starts).
     ///
-    /// The upstream is reached through an [`EraUpstream`], so sessions of the handshake era and
-    /// stateless 2026-07-28 requests share one endpoint whatever the upstream's era: what the upstream
-    /// lacks is translated.
+    /// The upstream is reached through an [`EraUpstream`](crate::EraUpstream), so sessions of the
+    /// handshake era and stateless 2026-07-28 requests share one endpoint whatever the upstream's
+    /// era: what the upstream lacks is translated.
     #[must_use]
     pub fn protocol(mut self, protocol: Protocol) -> Self {
         self.protocol = protocol;
@@ -275,12 +308,11 @@ impl ServerBuilder {
     }
 
     fn server(self, listener: Listener, endpoint: Endpoint, port: Option<u16>) -> Server {
-        let mux = Mux::start(Arc::new(EraUpstream::from_arc(
-            self.upstream,
-            self.protocol,
-        )));
+        // The `Authorization` header is the server's own token when it has one: never passed on.
+        let upstream_for = self.upstream_for.filter(|_| self.token.is_none());
+        let muxes = Muxes::new(self.upstream, self.protocol, upstream_for);
         let inner = Arc::new(Inner {
-            mux,
+            muxes,
             token: self.token,
             keys: self.keys,
             endpoint_text: endpoint.to_string(),
@@ -429,7 +461,7 @@ impl Server {
         if let Some(path) = socket {
             let _ = std::fs::remove_file(path);
         }
-        inner.mux.shutdown().await;
+        inner.muxes.shutdown().await;
         // Every frame of every session reaches its tap before this returns.
         let tap_threads = std::mem::take(&mut *lock(&inner.tap_threads));
         for thread in tap_threads {
@@ -491,13 +523,18 @@ async fn accept(listener: &Listener) -> std::io::Result<Io> {
 
 struct SessionEntry {
     no: SessionNo,
+    /// The multiplexer the session is on.
+    mux: Mux,
+    /// The digest of the `Authorization` the session started with, when the client's own is passed
+    /// on: its later requests must carry the same.
+    credential: Option<[u8; 32]>,
     open: AtomicUsize,
     last_seen: Mutex<Instant>,
     tap: Option<TapSender>,
 }
 
 struct Inner {
-    mux: Mux,
+    muxes: Muxes,
     token: Option<String>,
     keys: Option<ServerKeys>,
     endpoint_text: String,

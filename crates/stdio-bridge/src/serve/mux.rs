@@ -133,6 +133,22 @@ impl Mux {
     pub(crate) fn send(&self, command: Command) {
         let _ = self.tx.send(command);
     }
+
+    /// A handle that does not keep the multiplexer alive: once every [`Mux`] is dropped, it stops
+    /// the upstream gracefully and ends.
+    pub(crate) fn downgrade(&self) -> WeakMux {
+        WeakMux(self.tx.downgrade())
+    }
+}
+
+/// A [`Mux`] handle that does not keep it alive.
+pub(crate) struct WeakMux(mpsc::WeakUnboundedSender<Command>);
+
+impl WeakMux {
+    /// The multiplexer, while some [`Mux`] still holds it.
+    pub(crate) fn upgrade(&self) -> Option<Mux> {
+        self.0.upgrade().map(|tx| Mux { tx })
+    }
 }
 
 #[derive(Default)]
@@ -234,15 +250,16 @@ impl State {
             tokio::select! {
                 command = commands.recv() => match command {
                     Some(Command::Shutdown { done }) => {
-                        if let Some(link) = self.link.take() {
-                            drop(link.outgoing);
-                            let _ = tokio::time::timeout(Duration::from_secs(3), link.closed).await;
-                        }
+                        self.stop().await;
                         let _ = done.send(());
                         break;
                     }
                     Some(command) => self.command(command),
-                    None => break,
+                    // Every handle is gone: no session can reach this upstream again.
+                    None => {
+                        self.stop().await;
+                        break;
+                    }
                 },
                 Some(result) = connections.recv() => {
                     self.connecting = false;
@@ -282,6 +299,14 @@ impl State {
                     }
                 }
             }
+        }
+    }
+
+    /// Stops the upstream gracefully (an HTTP upstream ends its session), giving it 3 s.
+    async fn stop(&mut self) {
+        if let Some(link) = self.link.take() {
+            drop(link.outgoing);
+            let _ = tokio::time::timeout(Duration::from_secs(3), link.closed).await;
         }
     }
 
@@ -328,7 +353,14 @@ impl State {
         }
     }
 
+    /// Delivers the answer to a request. The first `initialize`'s answer, whoever made it (the
+    /// upstream, or the multiplexer for an upstream that refused it or went away), settles the
+    /// handshake: the sessions waiting for it get it too, and after an error the next `initialize`
+    /// is forwarded afresh.
     fn answer(&mut self, route: &Route, frame: Value) {
+        if let Some(params) = &route.initialize {
+            self.initialized(params.clone(), &frame);
+        }
         if frame.get("error").is_some()
             && let Some(undo) = &route.undo
         {

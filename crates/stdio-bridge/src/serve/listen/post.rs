@@ -33,6 +33,7 @@ use crate::{
     jsonrpc::{self, Peek, method_of, request_ids, to_frame},
     serve::{
         conn::Conn,
+        credential::Credential,
         mux::{Command, Mux, SessionNo},
         outbox::{Event, Inbox, MAX_QUEUED_BYTES, Outbox as StreamOutbox},
     },
@@ -45,6 +46,7 @@ impl Inner {
         self: &Arc<Self>,
         req: Request<Incoming>,
         conn: &Arc<Conn>,
+        credential: Option<&Credential>,
     ) -> Response<ResBody> {
         let headers = req.headers().clone();
         if let Some(refused) = refuse_post_headers(&headers) {
@@ -58,7 +60,7 @@ impl Inner {
             session,
             minted,
             ephemeral,
-        } = match self.post_session(&headers, &messages).await {
+        } = match self.post_session(&headers, &messages, credential).await {
             Ok(found) => found,
             Err(refused) => return *refused,
         };
@@ -74,7 +76,7 @@ impl Inner {
             .collect();
         if expected.is_empty() {
             for message in messages {
-                self.mux.send(Command::Message {
+                session.mux.send(Command::Message {
                     session: session.no,
                     message,
                     answers: None,
@@ -82,7 +84,7 @@ impl Inner {
                 });
             }
             if ephemeral.is_some() {
-                self.mux.send(Command::Close {
+                session.mux.send(Command::Close {
                     session: session.no,
                 });
             }
@@ -113,10 +115,11 @@ impl Inner {
         &self,
         headers: &HeaderMap,
         messages: &[Value],
+        credential: Option<&Credential>,
     ) -> Result<PostSession, Box<Response<ResBody>>> {
         let is_initialize = messages.iter().any(|m| method_of(m) == Some(INITIALIZE));
         let session = self
-            .session_of(headers)
+            .session_of(headers, credential)
             .map_err(|UnknownSession| Box::new(UnknownSession.response()))?;
         // The version header without a session id makes a 2026-07-28 request, also an `initialize`.
         let stateless = session.is_none()
@@ -135,7 +138,7 @@ impl Inner {
                 return Err(invalid_request(message));
             }
             let (id, entry) = self
-                .new_session()
+                .new_session(credential)
                 .await
                 .map_err(|e| Box::new(self.no_session(e, &messages[0])))?;
             return Ok(PostSession {
@@ -160,7 +163,11 @@ impl Inner {
         let slot = self
             .stateless_slot()
             .ok_or_else(|| Box::new(self.no_session(NoSession::Full, &messages[0])))?;
-        let Some(no) = self.mux.open(true).await else {
+        let mux = self
+            .muxes
+            .get(credential)
+            .map_err(|e| Box::new(self.no_session(NoSession::Credential(e), &messages[0])))?;
+        let Some(no) = mux.open(true).await else {
             return Err(Box::new(plain(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "the server is stopping",
@@ -169,9 +176,11 @@ impl Inner {
         Ok(PostSession {
             session: Arc::new(SessionEntry {
                 no,
+                mux,
+                credential: credential.map(Credential::digest),
                 open: AtomicUsize::new(0),
                 last_seen: Mutex::new(Instant::now()),
-                tap: None,
+                tap: self.start_tap(),
             }),
             minted: None,
             ephemeral: Some(slot),
@@ -188,35 +197,27 @@ impl Inner {
         Some(Slot(Arc::clone(&self.stateless)))
     }
 
-    async fn new_session(&self) -> Result<(String, Arc<SessionEntry>), NoSession> {
+    async fn new_session(
+        &self,
+        credential: Option<&Credential>,
+    ) -> Result<(String, Arc<SessionEntry>), NoSession> {
         if self.retired.load(Ordering::SeqCst) {
             return Err(NoSession::Replaced);
         }
         if self.sessions_full(lock(&self.sessions).len()) {
             return Err(NoSession::Full);
         }
-        let no = self.mux.open(false).await.ok_or(NoSession::Stopping)?;
+        let mux = self.muxes.get(credential).map_err(NoSession::Credential)?;
+        let no = mux.open(false).await.ok_or(NoSession::Stopping)?;
         let Ok(id) = Nonce::generate().map(|n| n.to_hex()) else {
-            self.mux.send(Command::Close { session: no });
+            mux.send(Command::Close { session: no });
             return Err(NoSession::Stopping);
         };
-        let tap =
-            self.tap
-                .as_ref()
-                .and_then(|factory| match TapSender::start(factory(), TAP_CAPACITY) {
-                    Ok((tap, thread)) => {
-                        let mut threads = lock(&self.tap_threads);
-                        threads.retain(|t| !t.is_finished());
-                        threads.push(thread);
-                        Some(tap)
-                    }
-                    Err(e) => {
-                        tracing::warn!("cannot start the session's observer: {e}");
-                        None
-                    }
-                });
+        let tap = self.start_tap();
         let entry = Arc::new(SessionEntry {
             no,
+            mux: mux.clone(),
+            credential: credential.map(Credential::digest),
             open: AtomicUsize::new(0),
             last_seen: Mutex::new(Instant::now()),
             tap,
@@ -226,13 +227,31 @@ impl Inner {
             let mut sessions = lock(&self.sessions);
             if self.sessions_full(sessions.len()) {
                 drop(sessions);
-                self.mux.send(Command::Close { session: no });
+                mux.send(Command::Close { session: no });
                 return Err(NoSession::Full);
             }
             sessions.insert(id.clone(), Arc::clone(&entry));
         }
         tracing::debug!(session = no, "session opened");
         Ok((id, entry))
+    }
+
+    /// A new session's observer, when sessions are observed; a stateless request's exchange is a
+    /// session of its own to it.
+    fn start_tap(&self) -> Option<TapSender> {
+        let factory = self.tap.as_ref()?;
+        match TapSender::start(factory(), TAP_CAPACITY) {
+            Ok((tap, thread)) => {
+                let mut threads = lock(&self.tap_threads);
+                threads.retain(|t| !t.is_finished());
+                threads.push(thread);
+                Some(tap)
+            }
+            Err(e) => {
+                tracing::warn!("cannot start the session's observer: {e}");
+                None
+            }
+        }
     }
 
     /// Whether `sessions` and the stateless requests being answered are as many as the server holds.
@@ -243,6 +262,14 @@ impl Inner {
     /// The answer to an `initialize` (or a stateless request) that got no session.
     fn no_session(&self, why: NoSession, request: &Value) -> Response<ResBody> {
         match why {
+            NoSession::Credential(e) => {
+                // The error names no value: the credential is not in it.
+                tracing::debug!("cannot pass a client's Authorization on: {e}");
+                plain(
+                    StatusCode::BAD_REQUEST,
+                    "the Authorization header cannot be passed on to the upstream",
+                )
+            }
             NoSession::Stopping => plain(StatusCode::SERVICE_UNAVAILABLE, "the server is stopping"),
             NoSession::Replaced => plain(
                 StatusCode::SERVICE_UNAVAILABLE,
@@ -301,7 +328,7 @@ impl Inner {
         let related = sse;
         for message in messages {
             let is_request = !request_ids(&message).is_empty();
-            self.mux.send(Command::Message {
+            session.mux.send(Command::Message {
                 session: session.no,
                 message,
                 answers: is_request.then(|| tx.clone()),
@@ -312,7 +339,8 @@ impl Inner {
         let stateless = ephemeral.is_some();
         let guard = StreamGuard::new(self, (!stateless).then(|| Arc::clone(&session)));
         // A stateless request's session ends with its exchange, also when its client goes first.
-        let close_after = CloseOnDrop(ephemeral.map(|slot| (self.mux.clone(), session.no, slot)));
+        let close_after =
+            CloseOnDrop(ephemeral.map(|slot| (session.mux.clone(), session.no, slot)));
         if sse {
             let mut first = None;
             if stateless && !batch {
@@ -420,6 +448,8 @@ enum NoSession {
     Full,
     /// A shared server replaced by one for another command.
     Replaced,
+    /// No upstream could be made for the client's own credential.
+    Credential(crate::Error),
 }
 
 /// Where a POST goes, and whether its session is for this exchange alone.

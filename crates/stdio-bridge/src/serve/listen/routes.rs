@@ -22,7 +22,12 @@ use super::{
 use crate::vocab::HEADER_LAST_EVENT_ID;
 use crate::{
     guard::LoopbackGuard,
-    serve::{conn::Conn, mux::Command, outbox::Outbox as StreamOutbox},
+    serve::{
+        conn::Conn,
+        credential::{Credential, same_credential},
+        mux::Command,
+        outbox::Outbox as StreamOutbox,
+    },
     shared::{IDENTITY_PATH, MCP_PATH, Nonce, RETIRE_PATH, token_matches},
 };
 
@@ -44,13 +49,15 @@ impl Inner {
         lock(&self.sessions).retain(|_, s| {
             let keep = s.open.load(Ordering::SeqCst) > 0 || lock(&s.last_seen).elapsed() < timeout;
             if !keep {
-                expired.push(s.no);
+                expired.push(Arc::clone(s));
             }
             keep
         });
-        for no in expired {
-            tracing::debug!(session = no, "session expired");
-            self.mux.send(Command::Close { session: no });
+        for session in expired {
+            tracing::debug!(session = session.no, "session expired");
+            session.mux.send(Command::Close {
+                session: session.no,
+            });
         }
     }
 
@@ -110,6 +117,22 @@ impl Inner {
             }
             return self.retire();
         }
+        // The client's own credential, when it is passed on (never with the server's own token).
+        let credential = if self.muxes.passes_credentials() {
+            match Credential::of(req.headers()) {
+                Ok(credential) => credential,
+                Err(()) => {
+                    return plain(
+                        StatusCode::BAD_REQUEST,
+                        "the Authorization header holds characters that cannot be passed on \
+                         (only visible ASCII can)",
+                    );
+                }
+            }
+        } else {
+            None
+        };
+        let credential = credential.as_ref();
         // A POST without a session id is a stateless request when it names a version: `post` refuses
         // a version it does not speak by 2026-07-28's rules, with the request's id.
         let stateless_post =
@@ -129,9 +152,9 @@ impl Inner {
         }
         self.touch();
         match *req.method() {
-            Method::POST => self.post(req, conn).await,
-            Method::GET => self.get(&req, conn),
-            Method::DELETE => self.delete(&req),
+            Method::POST => self.post(req, conn, credential).await,
+            Method::GET => self.get(&req, conn, credential),
+            Method::DELETE => self.delete(&req, credential),
             _ => {
                 let mut res = plain(StatusCode::METHOD_NOT_ALLOWED, "use POST, GET or DELETE");
                 res.headers_mut()
@@ -189,30 +212,38 @@ impl Inner {
         )
     }
 
+    /// The session a request's `Mcp-Session-Id` names; a session started with another credential
+    /// than the request's is unknown to it.
     pub(super) fn session_of(
         &self,
         headers: &HeaderMap,
+        credential: Option<&Credential>,
     ) -> Result<Option<Arc<SessionEntry>>, UnknownSession> {
         let Some(id) = header_str(headers, SESSION_HEADER) else {
             return Ok(None);
         };
         match lock(&self.sessions).get(id) {
-            Some(s) => {
+            Some(s) if same_credential(s.credential.as_ref(), credential) => {
                 *lock(&s.last_seen) = Instant::now();
                 Ok(Some(Arc::clone(s)))
             }
-            None => Err(UnknownSession),
+            _ => Err(UnknownSession),
         }
     }
 
-    fn get(self: &Arc<Self>, req: &Request<Incoming>, conn: &Arc<Conn>) -> Response<ResBody> {
+    fn get(
+        self: &Arc<Self>,
+        req: &Request<Incoming>,
+        conn: &Arc<Conn>,
+        credential: Option<&Credential>,
+    ) -> Response<ResBody> {
         if !accepts(req.headers(), "text/event-stream") {
             return plain(
                 StatusCode::NOT_ACCEPTABLE,
                 "Accept must include text/event-stream",
             );
         }
-        let session = match self.session_of(req.headers()) {
+        let session = match self.session_of(req.headers(), credential) {
             Ok(Some(session)) => session,
             Ok(None) => return plain(StatusCode::BAD_REQUEST, "Mcp-Session-Id is required"),
             Err(UnknownSession) => return UnknownSession.response(),
@@ -224,7 +255,7 @@ impl Inner {
             session.tap.clone(),
             StreamGuard::new(self, Some(Arc::clone(&session))),
         );
-        self.mux.send(Command::Stream {
+        session.mux.send(Command::Stream {
             session: session.no,
             outbox,
             last_event,
@@ -239,15 +270,28 @@ impl Inner {
         res
     }
 
-    fn delete(&self, req: &Request<Incoming>) -> Response<ResBody> {
+    fn delete(
+        &self,
+        req: &Request<Incoming>,
+        credential: Option<&Credential>,
+    ) -> Response<ResBody> {
         let Some(id) = header_str(req.headers(), SESSION_HEADER) else {
             return plain(StatusCode::BAD_REQUEST, "Mcp-Session-Id is required");
         };
-        let Some(entry) = lock(&self.sessions).remove(id) else {
+        let entry = {
+            let mut sessions = lock(&self.sessions);
+            match sessions.get(id) {
+                Some(s) if same_credential(s.credential.as_ref(), credential) => {
+                    sessions.remove(id)
+                }
+                _ => None,
+            }
+        };
+        let Some(entry) = entry else {
             return plain(StatusCode::NOT_FOUND, "unknown or expired session");
         };
         tracing::debug!(session = entry.no, "session deleted");
-        self.mux.send(Command::Close { session: entry.no });
+        entry.mux.send(Command::Close { session: entry.no });
         let mut res = Response::new(Full::new(Bytes::new()).boxed_unsync());
         *res.status_mut() = StatusCode::OK;
         res

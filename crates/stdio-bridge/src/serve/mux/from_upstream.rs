@@ -60,9 +60,6 @@ impl State {
                     self.tokens.remove(&t);
                 }
                 message["id"] = route.client_id.clone();
-                if let Some(params) = &route.initialize {
-                    self.initialized(params.clone(), &message);
-                }
                 self.answer(&route, message);
             }
             (Some(method), Some(id)) => self.server_request(method, id, message),
@@ -127,7 +124,7 @@ impl State {
         None
     }
 
-    fn initialized(&mut self, params: Value, answer: &Value) {
+    pub(super) fn initialized(&mut self, params: Value, answer: &Value) {
         let waiting = match std::mem::replace(&mut self.init, Init::None) {
             Init::Pending { waiting } => waiting,
             other => {

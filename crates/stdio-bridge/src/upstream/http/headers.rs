@@ -62,6 +62,18 @@ impl ExtraHeaders {
         self.push_checked(name, value, "header")
     }
 
+    /// Sets one header, replacing every value the name had (a client's own `Authorization`, say).
+    pub fn set(&mut self, name: &str, value: &str) -> Result<(), Error> {
+        let mut one = Self::new();
+        one.push_checked(name, value, "header")?;
+        for (header, value) in one.map {
+            if let Some(header) = header {
+                self.map.insert(header, value);
+            }
+        }
+        Ok(())
+    }
+
     /// Adds every header of a text holding one `Name: value` per line; empty lines and lines starting
     /// with `#` are skipped, and CRLF line ends are accepted. `source` names the text in error messages
     /// (a file name, say).
@@ -158,6 +170,20 @@ impl fmt::Debug for ExtraHeaders {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn set_replaces_every_value_of_a_name() {
+        let mut headers = ExtraHeaders::new();
+        headers.push_line("Authorization: Bearer ours").unwrap();
+        headers.push_line("authorization: Basic b3Vycw==").unwrap();
+        headers.push_line("X-Team: tools").unwrap();
+        headers.set("Authorization", "Bearer theirs").unwrap();
+        let values: Vec<_> = headers.map().get_all("authorization").iter().collect();
+        assert_eq!(values, ["Bearer theirs"]);
+        assert!(headers.map()["authorization"].is_sensitive());
+        assert_eq!(headers.map()["x-team"], "tools");
+        assert!(headers.set("Mcp-Session-Id", "x").is_err());
+    }
 
     #[test]
     fn header_lines_parse_and_refuse_bad_input() {
