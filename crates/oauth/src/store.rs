@@ -101,7 +101,7 @@ impl std::fmt::Debug for RegisteredClient {
 /// One stored sign-in: the tokens, what they are for, and what refreshing them takes.
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Credentials {
-    /// The entry format ([`FORMAT`]).
+    /// The entry format (1: what this build writes and reads).
     pub format: u32,
     /// The key it is stored under.
     pub key: StoreKey,
