@@ -2,7 +2,10 @@
 //! refreshes them before they expire, and signs in when the server refuses them, one sign-in at a
 //! time in the process and, through the store's lock, across processes.
 
-use std::time::Duration;
+use std::{
+    sync::atomic::{AtomicU64, Ordering},
+    time::Duration,
+};
 
 use calltape_stdio_bridge::{AuthChallenge, Authorizer, BoxFuture};
 use reqwest::Url;
@@ -37,6 +40,9 @@ pub struct OAuthSession {
     store: TokenStore,
     web: Web,
     state: Mutex<State>,
+    /// How many sign-ins were tried: a request that sees it change while it waits knows a sign-in
+    /// ran for it.
+    attempts: AtomicU64,
 }
 
 impl std::fmt::Debug for OAuthSession {
@@ -62,6 +68,8 @@ struct State {
     requested_scope: Option<String>,
     /// The access token a refresh was already tried for after a refusal.
     refreshed_after_refusal: Option<String>,
+    /// Why the last sign-in failed, if it did.
+    last_failure: Option<String>,
 }
 
 impl OAuthSession {
@@ -105,6 +113,7 @@ impl OAuthSession {
             store,
             web: Web::new()?,
             state: Mutex::new(State::default()),
+            attempts: AtomicU64::new(0),
         })
     }
 
@@ -174,12 +183,20 @@ impl OAuthSession {
     }
 
     async fn challenged_now(&self, refusal: AuthChallenge) -> Result<bool, Error> {
+        let attempts_seen = self.attempts.load(Ordering::SeqCst);
         let mut state = self.state.lock().await;
         self.load(&mut state)?;
         let current = state.credentials.as_ref().map(Credentials::authorization);
         // Tokens newer than the refused ones came while this request waited: use them.
         if current.is_some() && current != refusal.sent {
             return Ok(true);
+        }
+        // A sign-in failed while this request waited for it: the request fails with it, rather
+        // than start another (the user would see as many browser tabs as requests were held).
+        if self.attempts.load(Ordering::SeqCst) != attempts_seen
+            && let Some(reason) = &state.last_failure
+        {
+            return Err(Error::sign_in(reason.clone()));
         }
         let challenge = Challenge::parse(&refusal.www_authenticate);
         if refusal.is_insufficient_scope() {
@@ -193,7 +210,7 @@ impl OAuthSession {
                 tracing::warn!(server = %self.server_url, "the server wants a scope already granted; giving up");
                 return Ok(false);
             }
-            self.sign_in_locked(&mut state, &challenge, wanted, refusal.sent.as_deref())
+            self.attempt(&mut state, &challenge, wanted, refusal.sent.as_deref())
                 .await?;
             return Ok(true);
         }
@@ -209,9 +226,24 @@ impl OAuthSession {
                 }
             }
         }
-        self.sign_in_locked(&mut state, &challenge, None, refusal.sent.as_deref())
+        self.attempt(&mut state, &challenge, None, refusal.sent.as_deref())
             .await?;
         Ok(true)
+    }
+
+    /// [`sign_in_locked`](Self::sign_in_locked), counted, its failure kept for the requests that
+    /// waited for it.
+    async fn attempt(
+        &self,
+        state: &mut State,
+        challenge: &Challenge,
+        scope: Option<String>,
+        sent: Option<&str>,
+    ) -> Result<(), Error> {
+        let outcome = self.sign_in_locked(state, challenge, scope, sent).await;
+        state.last_failure = outcome.as_ref().err().map(ToString::to_string);
+        self.attempts.fetch_add(1, Ordering::SeqCst);
+        outcome
     }
 
     /// Refreshes the current tokens under the store's lock (or takes the ones another process
@@ -293,12 +325,14 @@ impl OAuthSession {
         let scope = scope
             .or_else(|| self.options.scope.clone())
             .or_else(|| discovery.scope(challenge));
-        // A client registered with another authorization server is not reused there.
+        // A client registered with another authorization server is not reused there, nor one whose
+        // secret has expired.
         let previous_client = stored
             .as_ref()
             .or(state.credentials.as_ref())
             .filter(|c| c.issuer == discovery.server.issuer)
-            .map(|c| c.client.clone());
+            .map(|c| c.client.clone())
+            .filter(|c| c.client_secret_expires_at.is_none_or(|at| at > now_secs()));
         let server = &discovery.server;
         let token_endpoint = server.token_endpoint.clone().ok_or_else(|| {
             Error::sign_in(format!(

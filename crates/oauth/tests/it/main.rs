@@ -70,17 +70,22 @@ async fn authorization_server(first_expires_in: u64) -> (String, Arc<Counts>) {
                         ),
                     ),
                     "/token" if body.contains("grant_type=client_credentials") => {
-                        assert!(
-                            head.to_lowercase().contains("authorization: basic "),
-                            "the client authenticates with HTTP Basic:\n{head}"
-                        );
                         let n = counts.client_credentials.fetch_add(1, Ordering::SeqCst) + 1;
-                        (
-                            200,
-                            format!(
-                                r#"{{"access_token":"cc-{n}","token_type":"Bearer","expires_in":{first_expires_in},"refresh_token":"rt-{n}"}}"#
-                            ),
-                        )
+                        // HTTP Basic of ci-client:ci-secret.
+                        if !head.contains("Basic Y2ktY2xpZW50OmNpLXNlY3JldA==") {
+                            // Slow to refuse, as a person closing the sign-in page is: every held
+                            // request is waiting by the time it does.
+                            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+                            let answer = r#"{"error":"invalid_client","error_description":"unknown client"}"#;
+                            (401, answer.to_owned())
+                        } else {
+                            (
+                                200,
+                                format!(
+                                    r#"{{"access_token":"cc-{n}","token_type":"Bearer","expires_in":{first_expires_in},"refresh_token":"rt-{n}"}}"#
+                                ),
+                            )
+                        }
                     }
                     "/token" if body.contains("grant_type=refresh_token") => {
                         let n = counts.refresh.fetch_add(1, Ordering::SeqCst) + 1;
@@ -148,6 +153,35 @@ async fn ten_refused_requests_make_one_sign_in() {
         session.authorization().await.unwrap().as_deref(),
         Some("Bearer cc-1")
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_failed_sign_in_fails_every_request_that_waited_for_it() {
+    let (url, counts) = authorization_server(3600).await;
+    let dir = tempfile::tempdir().unwrap();
+    let options = OAuthOptions {
+        client_id: Some("unknown-client".into()),
+        ..options()
+    };
+    let session = Arc::new(OAuthSession::new(&url, options, TokenStore::at(dir.path())).unwrap());
+    let all_refused = Arc::new(tokio::sync::Barrier::new(10));
+    let mut waiting = Vec::new();
+    for _ in 0..10 {
+        let (session, url, all_refused) = (session.clone(), url.clone(), all_refused.clone());
+        waiting.push(tokio::spawn(async move {
+            all_refused.wait().await;
+            session.challenged(refusal(&url, None)).await
+        }));
+    }
+    for request in waiting {
+        let err = request.await.unwrap().unwrap_err();
+        assert!(err.contains("invalid_client: unknown client"), "{err}");
+        assert!(!err.contains("ci-secret"), "{err}");
+    }
+    assert_eq!(counts.client_credentials.load(Ordering::SeqCst), 1);
+    // A later refusal tries again.
+    assert!(session.challenged(refusal(&url, None)).await.is_err());
+    assert_eq!(counts.client_credentials.load(Ordering::SeqCst), 2);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
