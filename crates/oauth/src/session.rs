@@ -313,7 +313,7 @@ impl OAuthSession {
         if let Some(stored) = &stored
             && Some(stored.authorization().as_str()) != sent
             && state.credentials.as_ref() != Some(stored)
-            && !stored.expires_within(Duration::ZERO)
+            && usable(stored)
             && stored.issuer == discovery.server.issuer
             && (!step_up || covers(stored.scope.as_deref(), scope.as_deref()))
         {
@@ -489,6 +489,14 @@ impl OAuthSession {
         .await?;
         Ok((client, tokens))
     }
+}
+
+/// Whether stored tokens can be taken as they are: not about to expire, or about to but with no
+/// refresh token (which `authorization` would try, and which a refresh that just failed rules out)
+/// and not expired yet.
+fn usable(credentials: &Credentials) -> bool {
+    !credentials.expires_within(REFRESH_MARGIN)
+        || (credentials.refresh_token.is_none() && !credentials.expires_within(Duration::ZERO))
 }
 
 /// Whether `granted` holds every scope of `wanted`.

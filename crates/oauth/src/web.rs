@@ -8,6 +8,7 @@
 use std::time::Duration;
 
 use base64::{Engine as _, engine::general_purpose::STANDARD};
+use calltape_stdio_bridge::vocab::{HANDSHAKE_VERSION, HEADER_PROTOCOL_VERSION, PING};
 use reqwest::{Url, redirect::Policy};
 use serde::de::DeserializeOwned;
 
@@ -19,8 +20,6 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// The most of an answer that is read.
 const BODY_LIMIT: usize = 1 << 20;
-/// The protocol version sent with metadata requests, as the MCP authorization spec asks.
-const PROTOCOL_VERSION: &str = "2025-11-25";
 
 /// An answer: its status and body.
 pub(crate) struct Answer {
@@ -102,7 +101,8 @@ impl Web {
             .client
             .get(parse(url)?)
             .header("accept", "application/json")
-            .header("mcp-protocol-version", PROTOCOL_VERSION);
+            // The MCP authorization spec asks metadata requests to name the protocol version.
+            .header(HEADER_PROTOCOL_VERSION, HANDSHAKE_VERSION);
         send(request, url).await
     }
 
@@ -114,7 +114,7 @@ impl Web {
             .post(parse(url)?)
             .header("content-type", "application/json")
             .header("accept", "application/json, text/event-stream")
-            .body(r#"{"jsonrpc":"2.0","id":0,"method":"ping"}"#)
+            .body(serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": PING}).to_string())
             .send()
             .await
             .map_err(|e| request_error(url, e))?;
