@@ -67,6 +67,9 @@ pub(crate) struct RemoteArgs {
     /// A Streamable HTTP endpoint, e.g. http://127.0.0.1:3000/mcp.
     #[arg(long, value_name = "URL")]
     pub(crate) url: Option<String>,
+
+    #[command(flatten)]
+    pub(crate) oauth: OAuthArgs,
 }
 
 impl RemoteArgs {
@@ -94,13 +97,26 @@ impl RemoteArgs {
     }
 
     /// The upstream at `url` with `headers`: the one place calltape's own HTTP client is made from
-    /// flags.
+    /// flags. Unless `headers` hold an `Authorization`, it signs in with OAuth when the server asks
+    /// (tokens in the store of `TokenStore::from_env`).
     pub(crate) fn http_upstream(
         &self,
         url: &str,
         headers: ExtraHeaders,
     ) -> Result<Arc<dyn Upstream>, Error> {
-        Ok(Arc::new(HttpUpstream::new(url, headers)?))
+        let has_authorization = headers
+            .pairs()
+            .any(|(name, _)| name.eq_ignore_ascii_case("authorization"));
+        if has_authorization {
+            return Ok(Arc::new(HttpUpstream::new(url, headers)?));
+        }
+        let store = calltape_oauth::TokenStore::from_env()?;
+        let session = calltape_oauth::OAuthSession::new(url, self.oauth.options(url)?, store)?;
+        Ok(Arc::new(HttpUpstream::with_authorizer(
+            url,
+            headers,
+            Arc::new(session),
+        )?))
     }
 }
 
@@ -132,6 +148,98 @@ pub(crate) struct UpstreamArgs {
     /// The server to run, with its arguments (no shell).
     #[arg(last = true, value_name = "CMD")]
     pub(crate) command: Vec<OsString>,
+}
+
+/// How calltape signs in to a `--url` server that answers 401 (unless `--header` gives an
+/// `Authorization`): the MCP authorization spec's OAuth flow, tokens kept in calltape's store.
+#[derive(Debug, Default, Args)]
+#[command(next_help_heading = "OAuth sign-in (for --url)")]
+pub(crate) struct OAuthArgs {
+    /// Sign in as this pre-registered OAuth client instead of registering one.
+    #[arg(long, value_name = "ID", requires = "url")]
+    pub(crate) oauth_client_id: Option<String>,
+
+    /// A file holding the pre-registered client's secret (or set CALLTAPE_OAUTH_CLIENT_SECRET); a
+    /// secret is never taken on the command line.
+    #[arg(long, value_name = "FILE", requires = "oauth_client_id")]
+    pub(crate) oauth_client_secret_file: Option<PathBuf>,
+
+    /// A client ID metadata document URL (https), used as the client ID where the authorization
+    /// server supports them.
+    #[arg(long, value_name = "URL", requires = "url")]
+    pub(crate) oauth_client_metadata_url: Option<String>,
+
+    /// Sign in with the client credentials grant (no browser, for CI): needs --oauth-client-id
+    /// and its secret.
+    #[arg(
+        long,
+        requires = "oauth_client_id",
+        long_help = "Sign in with the client credentials grant: the pre-registered client's own ID and \
+secret, no user and no browser (for CI), e.g.
+  CALLTAPE_OAUTH_CLIENT_SECRET=… calltape bridge --url https://mcp.example.com/mcp \
+--oauth-client-id ci-bot --oauth-client-credentials"
+    )]
+    pub(crate) oauth_client_credentials: bool,
+
+    /// The scopes to ask for (space-separated), instead of those the server names.
+    #[arg(long, value_name = "SCOPES", requires = "url")]
+    pub(crate) oauth_scope: Option<String>,
+
+    /// Print the sign-in URL without opening a browser.
+    #[arg(
+        long,
+        requires = "url",
+        long_help = "Print the sign-in URL on stderr without opening a browser (open it in a browser on \
+this machine: the redirect comes back to 127.0.0.1). Without it, calltape opens $BROWSER, else the \
+platform's opener, and prints the URL too, e.g.
+  calltape bridge --url https://mcp.example.com/mcp --no-browser"
+    )]
+    pub(crate) no_browser: bool,
+}
+
+/// Shows the sign-in URL of `server` on one stderr line.
+fn sign_in_notice(server: &str) -> calltape_oauth::SignInNotice {
+    let server = calltape_recorder::http::without_userinfo(server).into_owned();
+    Arc::new(move |url: &str| {
+        crate::output::errln!("calltape: sign in to {server} in your browser: {url}");
+    })
+}
+
+/// The variable that may hold the pre-registered OAuth client's secret.
+const CLIENT_SECRET_ENV: &str = "CALLTAPE_OAUTH_CLIENT_SECRET";
+
+impl OAuthArgs {
+    /// The options these flags give for the server `url`; the sign-in URL is shown through the
+    /// binary's one stderr writer.
+    pub(crate) fn options(&self, url: &str) -> Result<calltape_oauth::OAuthOptions, Error> {
+        let client_secret = match &self.oauth_client_secret_file {
+            Some(path) => Some(
+                std::fs::read_to_string(path)
+                    .map_err(|source| Error::ClientSecretFile {
+                        path: path.clone(),
+                        source,
+                    })?
+                    .trim()
+                    .to_owned(),
+            ),
+            None => std::env::var(CLIENT_SECRET_ENV)
+                .ok()
+                .filter(|s| !s.is_empty() && self.oauth_client_id.is_some()),
+        };
+        if let Some(secret) = &client_secret {
+            crate::logging::learn("client_secret", secret);
+        }
+        Ok(calltape_oauth::OAuthOptions {
+            client_id: self.oauth_client_id.clone(),
+            client_secret,
+            client_metadata_url: self.oauth_client_metadata_url.clone(),
+            client_credentials: self.oauth_client_credentials,
+            scope: self.oauth_scope.clone(),
+            open_browser: !self.no_browser,
+            on_sign_in_url: Some(sign_in_notice(url)),
+            ..calltape_oauth::OAuthOptions::default()
+        })
+    }
 }
 
 impl UpstreamArgs {

@@ -17,6 +17,7 @@ Examples:
   calltape bridge --watch src -- cargo run -q
   calltape bridge -- npx -y @modelcontextprotocol/server-everything
   calltape bridge --url http://127.0.0.1:3000/mcp --header-file ~/.config/mcp/headers
+  calltape bridge --url https://mcp.example.com/mcp   (signs in with OAuth when the server asks)
   calltape bridge --socket /run/user/1000/mcp.sock --path /mcp
 
 Put the first form in an editor's MCP configuration as the server command: the editor's session \

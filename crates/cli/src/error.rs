@@ -26,6 +26,18 @@ pub(crate) enum Error {
     /// A replay or the HTTP proxy is misconfigured.
     #[error(transparent)]
     Replay(#[from] calltape_replay::Error),
+    /// The OAuth sign-in is misconfigured, or its token store unusable.
+    #[error(transparent)]
+    OAuth(#[from] calltape_oauth::Error),
+    /// `--oauth-client-secret-file` cannot be read.
+    #[error("cannot read the client secret from {}: {source}", path.display())]
+    ClientSecretFile {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: io::Error,
+    },
     /// `--header` or `--header-file` with a child command.
     #[error("--header and --header-file apply to --url and --socket, not to a child command")]
     HeadersForChild,

@@ -74,6 +74,10 @@ impl Error {
     pub(crate) fn sign_in(message: impl Into<String>) -> Self {
         ErrorKind::SignIn(message.into()).into()
     }
+
+    pub(crate) fn config(message: impl Into<String>) -> Self {
+        ErrorKind::Config(message.into()).into()
+    }
 }
 
 impl From<ErrorKind> for Error {

@@ -20,7 +20,7 @@ use sha2::{Digest, Sha256};
 use crate::Error;
 
 /// The format of an entry this build writes and reads.
-const FORMAT: u32 = 1;
+pub(crate) const FORMAT: u32 = 1;
 const ENTRY_EXT: &str = "json";
 const LOCK_EXT: &str = "lock";
 
@@ -79,6 +79,10 @@ pub struct RegisteredClient {
     /// never).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_secret_expires_at: Option<u64>,
+    /// The redirect URI a dynamically registered client was registered with: the next sign-in
+    /// listens on its port when it is free.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redirect_uri: Option<String>,
 }
 
 impl std::fmt::Debug for RegisteredClient {
@@ -97,7 +101,7 @@ impl std::fmt::Debug for RegisteredClient {
 /// One stored sign-in: the tokens, what they are for, and what refreshing them takes.
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Credentials {
-    /// The entry format ([`FORMAT`]).
+    /// The entry format (1: what this build writes and reads).
     pub format: u32,
     /// The key it is stored under.
     pub key: StoreKey,
@@ -352,6 +356,7 @@ mod tests {
                 client_secret: Some("s3cret-client".into()),
                 token_endpoint_auth_method: "client_secret_basic".into(),
                 client_secret_expires_at: None,
+                redirect_uri: None,
             },
             access_token: "at-123".into(),
             token_type: "bearer".into(),

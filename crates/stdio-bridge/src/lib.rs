@@ -189,7 +189,7 @@ pub use tap::{Direction, TAP_QUEUE_BYTES, Tap, TapEvent};
 #[cfg(feature = "http")]
 pub use upstream::{
     AuthChallenge, Authorizer, DEFAULT_HTTP_PATH, ExtraHeaders, HttpUpstream, MAX_AUTH_RETRIES,
-    UnixUpstream, tls_client_config,
+    UnixUpstream, error_chain, tls_client_config,
 };
 pub use upstream::{BoxFuture, ChildUpstream, Link, SharedWriter, Stderr, Upstream, UpstreamEvent};
 pub use vocab::{INVALID_REQUEST, MODERN_VERSION, PARSE_ERROR};

@@ -19,7 +19,8 @@ pub(crate) use crate::jsonrpc::Frame;
 pub use child::{ChildUpstream, SharedWriter, Stderr};
 #[cfg(feature = "http")]
 pub use http::{
-    AuthChallenge, Authorizer, ExtraHeaders, HttpUpstream, MAX_AUTH_RETRIES, tls_client_config,
+    AuthChallenge, Authorizer, ExtraHeaders, HttpUpstream, MAX_AUTH_RETRIES, error_chain,
+    tls_client_config,
 };
 #[cfg(feature = "http")]
 pub use unix::{DEFAULT_HTTP_PATH, UnixUpstream};

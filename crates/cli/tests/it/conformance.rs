@@ -253,9 +253,9 @@ fn check(run: Run) {
 }
 
 /// What one run of the suite printed, and how it ended (`None` when it was killed at its deadline).
-struct Outcome {
-    status: Option<i32>,
-    text: String,
+pub(crate) struct Outcome {
+    pub(crate) status: Option<i32>,
+    pub(crate) text: String,
 }
 
 impl Outcome {
@@ -295,6 +295,12 @@ impl Outcome {
 
 /// Runs the suite with `args`, killing it when it outlives `deadline`.
 fn suite(args: &[&str], deadline: Duration) -> Outcome {
+    suite_with_env(args, &[], deadline)
+}
+
+/// Runs the suite with `args` and the variables `env` (which its client command inherits),
+/// killing it when it outlives `deadline`.
+pub(crate) fn suite_with_env(args: &[&str], env: &[(&str, &Path)], deadline: Duration) -> Outcome {
     let conformance = peers().join("conformance/node_modules");
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
@@ -305,6 +311,7 @@ fn suite(args: &[&str], deadline: Duration) -> Outcome {
         .env("NO_COLOR", "1")
         .env("FORCE_COLOR", "0")
         .env("CALLTAPE_BIN", env!("CARGO_BIN_EXE_calltape"))
+        .envs(env.iter().copied())
         .env_remove("CALLTAPE_LOG")
         .current_dir(dir.path())
         .stdin(Stdio::null())

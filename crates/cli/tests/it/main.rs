@@ -7,6 +7,7 @@ mod bridge_http;
 mod closed_pipe;
 mod config;
 mod conformance;
+mod conformance_auth;
 mod demo;
 mod drift;
 mod era_bridge;

@@ -46,7 +46,7 @@ pub(crate) use upstream_over_core;
 /// An error and its causes on one line (an HTTP client's own message alone says little), each cause
 /// once.
 #[cfg(feature = "http")]
-pub(crate) fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
+pub fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
     let mut text = err.to_string();
     let mut source = err.source();
     while let Some(cause) = source {
