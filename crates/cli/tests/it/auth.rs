@@ -107,10 +107,15 @@ struct Bridge {
 
 impl Bridge {
     fn start(url: &str, dir: &Path, n: usize) -> Self {
+        Self::run(&["bridge", "--url", url], dir, n)
+    }
+
+    /// `calltape ARGS` (a command that bridges stdio), the `n`th of the test.
+    fn run(args: &[&str], dir: &Path, n: usize) -> Self {
         let stderr = dir.join(format!("bridge-{n}.stderr"));
         let mut command = calltape();
         command
-            .args(["bridge", "--url", url])
+            .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(std::fs::File::create(&stderr).unwrap());
@@ -306,5 +311,52 @@ fn auth_login_signs_in_ahead_and_a_bridge_reuses_the_tokens() {
     bridge.finish();
     let stats = server.stats();
     assert_eq!(stats["code_grants"], 1, "{stats}");
+    assert_eq!(stats["authorizations"], 1, "{stats}");
+}
+
+#[test]
+fn a_recording_made_through_a_sign_in_holds_no_token_and_replays_with_client_credentials() {
+    let server = OAuthServer::start();
+    let tmp = tempfile::tempdir().unwrap();
+    let calls = tmp.path().join("calls.jsonl");
+    let calls_arg = calls.to_str().unwrap();
+    let mut record = Bridge::run(&["record", "-o", calls_arg, "--url", &server.url], tmp.path(), 0);
+    record.send(initialize(1));
+    record.answer(1);
+    record.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    record.send(call(2, "tools/list", json!({})));
+    record.answer(2);
+    record.send(call(3, "tools/call", json!({"name": "whoami", "arguments": {}})));
+    let answer = record.answer(3);
+    assert_eq!(answer["result"]["content"][0]["text"], "signed in", "{answer}");
+    let stderr = record.finish();
+
+    let stored = files_under(&tmp.path().join("home/auth"))
+        .into_iter()
+        .find(|p| p.extension().is_some_and(|e| e == "json"))
+        .expect("a stored sign-in");
+    let stored: Value = serde_json::from_slice(&std::fs::read(stored).unwrap()).unwrap();
+    let token = stored["access_token"].as_str().unwrap();
+    let recording = std::fs::read_to_string(&calls).unwrap();
+    assert!(recording.contains("whoami"), "{recording}");
+    assert!(!recording.contains(token), "{recording}");
+    assert!(!stderr.contains(token), "{stderr}");
+
+    // In CI: another home, no browser, a pre-registered client and the client credentials grant.
+    let secret = "ci-client-secret-value";
+    let out = calltape()
+        .args(["replay", calls_arg, "--url", &server.url])
+        .args(["--oauth-client-id", "ci-client", "--oauth-client-credentials"])
+        .env("CALLTAPE_OAUTH_CLIENT_SECRET", secret)
+        .env("CALLTAPE_HOME", tmp.path().join("ci-home"))
+        .env("BROWSER", "/bin/false")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(!stdout.contains(secret) && !stderr.contains(secret), "{stderr}");
+    let stats = server.stats();
+    assert_eq!(stats["client_credentials_grants"], 1, "{stats}");
     assert_eq!(stats["authorizations"], 1, "{stats}");
 }

@@ -9,7 +9,11 @@ metadata until a request carries a token it issued; the authorization server reg
 tokens. Two more endpoints steer and observe it:
 
 - POST /control/expire: every access token issued so far stops working (refresh tokens keep working);
-- GET /control/stats: how many registrations, authorizations, code grants and refresh grants it saw.
+- GET /control/stats: how many registrations, authorizations, code grants, refresh grants and
+  client credentials grants it saw.
+
+A pre-registered confidential client, `ci-client` with the secret `ci-client-secret-value`, may use
+the client credentials grant (with `client_secret_basic` or `client_secret_post`), as a CI job would.
 
 The MCP side is the smallest stateless server: initialize, tools/list with one tool, tools/call.
 """
@@ -29,9 +33,11 @@ STATE = {
     "authorizations": 0,
     "code_grants": 0,
     "refresh_grants": 0,
+    "client_credentials_grants": 0,
     "refused": 0,
 }
-CLIENTS = {}
+CI_CLIENT = ("ci-client", "ci-client-secret-value")
+CLIENTS = {CI_CLIENT[0]: {"redirect_uris": [], "secret": CI_CLIENT[1]}}
 CODES = {}
 ACCESS = set()
 REFRESH = set()
@@ -93,9 +99,17 @@ class Handler(BaseHTTPRequestHandler):
                     "token_endpoint": BASE + "/token",
                     "registration_endpoint": BASE + "/register",
                     "response_types_supported": ["code"],
-                    "grant_types_supported": ["authorization_code", "refresh_token"],
+                    "grant_types_supported": [
+                        "authorization_code",
+                        "refresh_token",
+                        "client_credentials",
+                    ],
                     "code_challenge_methods_supported": ["S256"],
-                    "token_endpoint_auth_methods_supported": ["none"],
+                    "token_endpoint_auth_methods_supported": [
+                        "none",
+                        "client_secret_basic",
+                        "client_secret_post",
+                    ],
                 },
             )
         if path == "/authorize":
@@ -163,18 +177,29 @@ class Handler(BaseHTTPRequestHandler):
             },
         )
 
-    def issue(self):
+    def issue(self, refreshable=True):
         access = "at-" + secrets.token_urlsafe(24)
-        refresh = "rt-" + secrets.token_urlsafe(24)
         ACCESS.add(access)
-        REFRESH.add(refresh)
-        return {
+        issued = {
             "access_token": access,
             "token_type": "Bearer",
             "expires_in": 3600,
-            "refresh_token": refresh,
             "scope": "mcp",
         }
+        if refreshable:
+            refresh = "rt-" + secrets.token_urlsafe(24)
+            REFRESH.add(refresh)
+            issued["refresh_token"] = refresh
+        return issued
+
+    def client_secret(self, form):
+        """The client ID and secret of the request: HTTP Basic, else the form's fields."""
+        auth = self.headers.get("Authorization", "")
+        if auth.startswith("Basic "):
+            decoded = base64.b64decode(auth[len("Basic ") :]).decode()
+            client_id, _, secret = decoded.partition(":")
+            return urllib.parse.unquote_plus(client_id), urllib.parse.unquote_plus(secret)
+        return form.get("client_id"), form.get("client_secret")
 
     def token(self):
         form = dict(urllib.parse.parse_qsl(self.body().decode()))
@@ -191,6 +216,11 @@ class Handler(BaseHTTPRequestHandler):
                     return self.send_json(400, {"error": "invalid_grant"})
                 STATE["code_grants"] += 1
                 return self.send_json(200, self.issue())
+            if grant == "client_credentials":
+                if self.client_secret(form) != CI_CLIENT:
+                    return self.send_json(401, {"error": "invalid_client"})
+                STATE["client_credentials_grants"] += 1
+                return self.send_json(200, self.issue(refreshable=False))
             if grant == "refresh_token":
                 refresh = form.get("refresh_token", "")
                 if refresh not in REFRESH:
