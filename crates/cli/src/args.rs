@@ -237,6 +237,10 @@ impl OAuthArgs {
             scope: self.oauth_scope.clone(),
             open_browser: !self.no_browser,
             on_sign_in_url: Some(sign_in_notice(url)),
+            // A server that echoes a token gets it hidden in every log line, report and recording.
+            on_secret: Some(Arc::new(|name: &'static str, value: &str| {
+                crate::logging::learn(name, value);
+            })),
             ..calltape_oauth::OAuthOptions::default()
         })
     }

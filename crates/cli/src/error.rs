@@ -38,6 +38,12 @@ pub(crate) enum Error {
         #[source]
         source: io::Error,
     },
+    /// `auth logout` found nothing to remove.
+    #[error("{}; `calltape auth list` shows what is stored", match .0 {
+        Some(url) => format!("no sign-in stored for {url}"),
+        None => "no sign-in stored".to_owned(),
+    })]
+    NothingStored(Option<String>),
     /// `--header` or `--header-file` with a child command.
     #[error("--header and --header-file apply to --url and --socket, not to a child command")]
     HeadersForChild,
@@ -196,6 +202,9 @@ impl Error {
             | Self::Wait(_)
             | Self::Demo(_) => exit::UPSTREAM,
             Self::Refused(_) | Self::RefusedSome(_) => exit::DIFFERENCES,
+            Self::OAuth(e) if matches!(e.kind(), calltape_oauth::ErrorKind::SignIn(_)) => {
+                exit::UPSTREAM
+            }
             Self::Context { source, .. } => source.exit_code(),
             _ => exit::USAGE,
         }

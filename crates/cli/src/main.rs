@@ -8,6 +8,7 @@
 #![allow(rustdoc::bare_urls)]
 
 mod args;
+mod auth;
 mod bridge;
 mod config;
 mod demo;
@@ -104,6 +105,9 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Sign in to a remote MCP server ahead of time, list stored sign-ins, sign out.
+    #[command(after_help = auth::EXAMPLES)]
+    Auth(auth::AuthArgs),
     /// Run an MCP server behind a stdio session that survives its restarts.
     #[command(long_about = bridge::LONG_ABOUT, after_help = bridge::EXAMPLES)]
     Bridge(bridge::BridgeArgs),
@@ -146,6 +150,7 @@ fn main() -> ExitCode {
     };
     logging::init(cli.verbose, cli.quiet);
     let outcome = match cli.command {
+        Command::Auth(args) => auth::run(args),
         Command::Bridge(args) => bridge::run(args),
         Command::Http(args) => http::run(args),
         Command::Mock(args) => mock::run(args),

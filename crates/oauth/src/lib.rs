@@ -40,7 +40,7 @@ mod token;
 mod web;
 
 pub use error::{Error, ErrorKind};
-pub use options::{OAuthOptions, SignInNotice};
+pub use options::{OAuthOptions, SecretNotice, SignInNotice};
 pub use session::{OAuthSession, REFRESH_MARGIN};
 pub use store::{Credentials, RegisteredClient, StoreKey, StoreLock, TokenStore};
 

@@ -7,6 +7,11 @@ use std::{fmt, io::Write as _, sync::Arc, time::Duration};
 /// stderr.
 pub type SignInNotice = Arc<dyn Fn(&str) + Send + Sync>;
 
+/// Called with each secret the session holds (`access_token`, `refresh_token`, `client_secret`, and
+/// the value), before it is first sent: a caller that records or logs what the server answers hides
+/// these values wherever they come back (a server may echo a token).
+pub type SecretNotice = Arc<dyn Fn(&'static str, &str) + Send + Sync>;
+
 /// How an [`OAuthSession`](crate::OAuthSession) signs in.
 ///
 /// `Default` signs in as a dynamically registered public client, in the browser, with the scopes
@@ -34,6 +39,8 @@ pub struct OAuthOptions {
     pub sign_in_timeout: Duration,
     /// Where the sign-in URL is shown; `None`: one line on stderr.
     pub on_sign_in_url: Option<SignInNotice>,
+    /// Told each token and client secret before it is first sent; `None`: nobody is.
+    pub on_secret: Option<SecretNotice>,
 }
 
 impl Default for OAuthOptions {
@@ -48,6 +55,7 @@ impl Default for OAuthOptions {
             client_name: "calltape".to_owned(),
             sign_in_timeout: Duration::from_secs(300),
             on_sign_in_url: None,
+            on_secret: None,
         }
     }
 }

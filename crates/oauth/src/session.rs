@@ -66,6 +66,8 @@ struct State {
     discovery: Option<Discovery>,
     /// The scopes the last sign-in asked for.
     requested_scope: Option<String>,
+    /// The access token last given to `on_secret`.
+    announced: Option<String>,
     /// The access token a refresh was already tried for after a refusal.
     refreshed_after_refusal: Option<String>,
     /// Why the last sign-in failed, if it did.
@@ -178,6 +180,19 @@ impl OAuthSession {
             tracing::warn!(%err, server = %self.server_url, "token refresh failed; signing in again");
             state.credentials = None;
             return Ok(None);
+        }
+        let credentials = state.credentials.as_ref();
+        if let (Some(notice), Some(credentials)) = (&self.options.on_secret, credentials)
+            && state.announced.as_deref() != Some(credentials.access_token.as_str())
+        {
+            notice("access_token", &credentials.access_token);
+            if let Some(refresh) = &credentials.refresh_token {
+                notice("refresh_token", refresh);
+            }
+            if let Some(secret) = &credentials.client.client_secret {
+                notice("client_secret", secret);
+            }
+            state.announced = Some(credentials.access_token.clone());
         }
         Ok(state.credentials.as_ref().map(Credentials::authorization))
     }

@@ -2,6 +2,7 @@
 
 mod architecture;
 mod asks;
+mod auth;
 mod bridge;
 mod bridge_http;
 mod closed_pipe;
