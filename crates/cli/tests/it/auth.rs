@@ -140,7 +140,10 @@ impl Bridge {
     fn finish(mut self) -> String {
         drop(self.stdin);
         let status = wait_or_kill(&mut self.child, Duration::from_secs(20));
-        assert!(status.is_some(), "the bridge did not exit once stdin closed");
+        assert!(
+            status.is_some(),
+            "the bridge did not exit once stdin closed"
+        );
         std::fs::read_to_string(&self.stderr).unwrap()
     }
 }
@@ -206,7 +209,11 @@ fn five_bridges_started_at_once_make_one_sign_in_and_one_refresh() {
     // them all.
     server.control("POST", "/control/expire");
     for bridge in &mut bridges {
-        bridge.send(call(3, "tools/call", json!({"name": "whoami", "arguments": {}})));
+        bridge.send(call(
+            3,
+            "tools/call",
+            json!({"name": "whoami", "arguments": {}}),
+        ));
     }
     for bridge in &mut bridges {
         let answer = bridge.answer(3);
@@ -231,14 +238,23 @@ fn five_bridges_started_at_once_make_one_sign_in_and_one_refresh() {
         std::fs::metadata(home.join("auth")).unwrap().mode() & 0o777,
         0o700
     );
-    assert_eq!(std::fs::metadata(&entries[0]).unwrap().mode() & 0o777, 0o600);
+    assert_eq!(
+        std::fs::metadata(&entries[0]).unwrap().mode() & 0o777,
+        0o600
+    );
     let stored: Value = serde_json::from_slice(&std::fs::read(&entries[0]).unwrap()).unwrap();
     let token = stored["access_token"].as_str().unwrap().to_owned();
     let refresh = stored["refresh_token"].as_str().unwrap().to_owned();
-    assert!(token.starts_with("at-") && refresh.starts_with("rt-"), "{stored}");
+    assert!(
+        token.starts_with("at-") && refresh.starts_with("rt-"),
+        "{stored}"
+    );
     for bridge in bridges {
         let stderr = bridge.finish();
-        assert!(!stderr.contains(&token) && !stderr.contains(&refresh), "{stderr}");
+        assert!(
+            !stderr.contains(&token) && !stderr.contains(&refresh),
+            "{stderr}"
+        );
     }
 
     // `auth list` shows the sign-in, never a token; `auth logout` removes it.
@@ -304,17 +320,32 @@ fn a_recording_made_through_a_sign_in_holds_no_token_and_replays_with_client_cre
     let tmp = tempfile::tempdir().unwrap();
     let calls = tmp.path().join("calls.jsonl");
     let calls_arg = calls.to_str().unwrap();
-    let mut record = Bridge::run(&["record", "-o", calls_arg, "--url", &server.url], tmp.path(), 0);
+    let mut record = Bridge::run(
+        &["record", "-o", calls_arg, "--url", &server.url],
+        tmp.path(),
+        0,
+    );
     record.send(initialize(1));
     record.answer(1);
     record.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
     record.send(call(2, "tools/list", json!({})));
     record.answer(2);
-    record.send(call(3, "tools/call", json!({"name": "whoami", "arguments": {}})));
+    record.send(call(
+        3,
+        "tools/call",
+        json!({"name": "whoami", "arguments": {}}),
+    ));
     let answer = record.answer(3);
-    assert_eq!(answer["result"]["content"][0]["text"], "signed in", "{answer}");
+    assert_eq!(
+        answer["result"]["content"][0]["text"], "signed in",
+        "{answer}"
+    );
     // A server that echoes the token: the client gets the answer, the recording never the token.
-    record.send(call(4, "tools/call", json!({"name": "echo_token", "arguments": {}})));
+    record.send(call(
+        4,
+        "tools/call",
+        json!({"name": "echo_token", "arguments": {}}),
+    ));
     let echoed = record.answer(4);
     assert!(
         echoed["result"]["content"][0]["text"]
@@ -340,7 +371,11 @@ fn a_recording_made_through_a_sign_in_holds_no_token_and_replays_with_client_cre
     let secret = "ci-client-secret-value";
     let out = calltape()
         .args(["replay", calls_arg, "--url", &server.url])
-        .args(["--oauth-client-id", "ci-client", "--oauth-client-credentials"])
+        .args([
+            "--oauth-client-id",
+            "ci-client",
+            "--oauth-client-credentials",
+        ])
         .env("CALLTAPE_OAUTH_CLIENT_SECRET", secret)
         .env("CALLTAPE_HOME", tmp.path().join("ci-home"))
         .env("BROWSER", "/bin/false")
@@ -349,7 +384,10 @@ fn a_recording_made_through_a_sign_in_holds_no_token_and_replays_with_client_cre
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stdout}\n{stderr}");
-    assert!(!stdout.contains(secret) && !stderr.contains(secret), "{stderr}");
+    assert!(
+        !stdout.contains(secret) && !stderr.contains(secret),
+        "{stderr}"
+    );
     let stats = server.stats();
     assert_eq!(stats["client_credentials_grants"], 1, "{stats}");
     assert_eq!(stats["authorizations"], 1, "{stats}");
