@@ -213,6 +213,7 @@ impl OAuthArgs {
     /// binary's one stderr writer.
     pub(crate) fn options(&self, url: &str) -> Result<calltape_oauth::OAuthOptions, Error> {
         let client_secret = match &self.oauth_client_secret_file {
+            // A path the user named on the command line, read as given.
             Some(path) => Some(
                 std::fs::read_to_string(path)
                     .map_err(|source| Error::ClientSecretFile {

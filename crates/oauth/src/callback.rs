@@ -43,6 +43,7 @@ pub(crate) struct Callback {
 impl Callback {
     /// Binds `127.0.0.1:port` when `port` is given and free, else a free port.
     pub(crate) async fn bind(port: Option<u16>) -> Result<Self, Error> {
+        // Loopback only, and every request it reads passes the bridge's `LoopbackGuard` first.
         let mut listener = None;
         if let Some(port) = port {
             listener = TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], port)))
