@@ -39,6 +39,8 @@ pub(crate) struct AuthArgs {
 #[derive(Debug, Subcommand)]
 enum AuthCommand {
     /// Sign in to the MCP server at URL now and store the tokens (reused while they are good).
+    #[command(after_help = "Examples:\n  calltape auth login https://mcp.example.com/mcp\n  \
+        calltape auth login https://mcp.example.com/mcp --no-browser")]
     Login {
         /// The server's MCP endpoint, e.g. https://mcp.example.com/mcp.
         url: String,
@@ -46,8 +48,11 @@ enum AuthCommand {
         oauth: OAuthArgs,
     },
     /// List the stored sign-ins: server, client, scopes, expiry (never a token).
+    #[command(after_help = "Example:\n  CALLTAPE_HOME=~/.calltape calltape auth list")]
     List,
     /// Remove the stored sign-in of URL, or every stored sign-in.
+    #[command(after_help = "Examples:\n  calltape auth logout https://mcp.example.com/mcp\n  \
+        calltape auth logout")]
     Logout {
         /// The server's MCP endpoint, as `auth list` shows it; every server when left out.
         url: Option<String>,
