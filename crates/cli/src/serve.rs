@@ -141,7 +141,7 @@ pub(crate) fn run(args: ServeArgs) -> Outcome {
     let mock = args
         .mock
         .as_ref()
-        .map(|path| crate::mock::read(path, &args.recording.names))
+        .map(|path| crate::mock::read(path, &args.recording))
         .transpose()?;
     let serve = match &mock {
         // The recording speaks the handshake era; the other era's requests are translated.

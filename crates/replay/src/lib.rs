@@ -39,8 +39,12 @@ pub mod mcp;
 #[cfg(feature = "mcp")]
 pub mod mock;
 #[cfg(any(feature = "http", feature = "mcp"))]
+mod mode;
+#[cfg(any(feature = "http", feature = "mcp"))]
 mod xml;
 
 pub use error::{Error, ErrorKind, Result};
 #[cfg(any(feature = "http", feature = "mcp"))]
 pub use html_page::ReportContext;
+#[cfg(any(feature = "http", feature = "mcp"))]
+pub use mode::Mode;
