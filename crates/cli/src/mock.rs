@@ -23,6 +23,7 @@ Examples:
   calltape mock --allow-misses tests/cassettes/search.jsonl
   calltape mock --mode auto calls.jsonl -- npx -y @modelcontextprotocol/server-everything
   calltape mock --mode verify calls.jsonl --url http://127.0.0.1:3000/mcp
+  calltape mock --cassette-dir tests/cassettes --cassette test_search -- python server.py
   calltape serve --mock calls.jsonl --listen 127.0.0.1:8808
 
 Record once against the real server (calltape record -o calls.jsonl -- CMD, in the client's \
@@ -52,6 +53,8 @@ server is -- CMD, --url or --socket:
   verify   forward everything, write nothing, and list every answer that differs from the
            recording's (and every call it does not hold): exit 1 on one
   live     forward everything and write nothing
+One recording per test: --cassette-dir DIR with --cassette NAME (or CALLTAPE_CASSETTE=NAME) answers \
+from DIR/NAME.jsonl, created with its folders in the modes that write.
 What is written passes the redaction of `calltape record`: --redact and --keep name fields, and \
 --methods and --max-bytes apply as there.
 
@@ -70,8 +73,21 @@ be started.";
 pub(crate) struct MockArgs {
     /// The call recording to answer from, as `calltape record`, `bridge --record` or `serve
     /// --record` wrote it.
-    #[arg(value_name = "FILE")]
-    file: PathBuf,
+    #[arg(
+        value_name = "FILE",
+        required_unless_present = "cassette_dir",
+        conflicts_with = "cassette_dir"
+    )]
+    file: Option<PathBuf>,
+
+    /// A folder of recordings, one per test: the mock answers from (and records to)
+    /// DIR/NAME.jsonl, NAME given by --cassette.
+    #[arg(long, value_name = "DIR", requires = "cassette")]
+    cassette_dir: Option<PathBuf>,
+
+    /// The test's recording under --cassette-dir, e.g. test_search or suite/test_search.
+    #[arg(long, value_name = "NAME", env = "CALLTAPE_CASSETTE")]
+    cassette: Option<String>,
 
     /// Exit 0 even when a request missed the recording (the misses are still listed on stderr).
     #[arg(long)]
@@ -98,8 +114,19 @@ pub(crate) fn run(args: MockArgs) -> Outcome {
         true => Some(args.server.upstream(Stderr::Inherit)?),
         false => None,
     };
+    let file = match (&args.file, &args.cassette_dir, &args.cassette) {
+        (Some(file), _, _) => file.clone(),
+        (None, Some(dir), Some(name)) => {
+            calltape_replay::cassette_file(dir, name).map_err(Error::Cassette)?
+        }
+        _ => {
+            return Err(Error::Cassette(
+                "name the recording: FILE, or --cassette-dir DIR with --cassette NAME".to_owned(),
+            ));
+        }
+    };
     let runtime = crate::single_thread_runtime()?;
-    let mock = runtime.block_on(open(&args.file, mode, server, &args.recording))?;
+    let mock = runtime.block_on(open(&file, mode, server, &args.recording))?;
     let bridge = Bridge::builder()
         .upstream(EraUpstream::new(mock.clone(), Protocol::Legacy))
         .shutdown_on(crate::signals::termination("ending the session"))
@@ -110,7 +137,7 @@ pub(crate) fn run(args: MockArgs) -> Outcome {
     runtime.shutdown_timeout(Duration::from_millis(100));
     result.map_err(Error::upstream)?;
     if let Some(report) = written {
-        crate::record::say_recorded(&args.file, &report)?;
+        crate::record::say_recorded(&file, &report)?;
     }
     Ok(finish(&mock, args.allow_misses))
 }

@@ -165,7 +165,8 @@ impl Mock {
     /// - [`Mode::Replay`]: answers from the recording only, and never reaches `upstream` (which may
     ///   be `None`).
     /// - [`Mode::Auto`]: answers what the recording holds and forwards every other request to
-    ///   `upstream`, whose answers are added to the recording; without an `upstream`, as replay does
+    ///   `upstream`, whose answers are added to the recording (created with its folders); without an
+    ///   `upstream`, as replay does
     ///   (a missing file is an empty recording,
     ///   whose every request is forwarded, the handshake included). When the mock answered the
     ///   client's handshake itself, the server is sent the client's `initialize` before the first
@@ -209,6 +210,11 @@ impl Mock {
             Mode::Auto if path.exists() => Recording::read(path)?,
             _ => Recording::parse(path, b"")?,
         };
+        if mode.writes()
+            && let Some(folder) = path.parent().filter(|p| !p.as_os_str().is_empty())
+        {
+            calltape_jsonl_store::fs::create_dir_all(folder).map_err(ErrorKind::Store)?;
+        }
         if mode == Mode::Record {
             calltape_jsonl_store::fs::truncate(path).map_err(ErrorKind::Store)?;
         }

@@ -505,3 +505,53 @@ fn verify_forwards_everything_and_exits_1_on_an_answer_that_changed() {
     // Verify writes nothing.
     assert!(std::fs::read_to_string(&file).unwrap().contains("is 41."));
 }
+
+#[test]
+fn a_cassette_dir_holds_one_recording_per_test_named_by_flag_or_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    let cassettes = dir.path().join("cassettes");
+    let server = everything();
+    let live = against_mock_with(
+        "calls",
+        &[
+            "--mode".as_ref(),
+            "auto".as_ref(),
+            "--cassette-dir".as_ref(),
+            cassettes.as_ref(),
+            "--cassette".as_ref(),
+            "suite/test_calls".as_ref(),
+            "--".as_ref(),
+            server.as_ref(),
+        ],
+        dir.path(),
+    );
+    let (status, stderr) = mock_outcome(dir.path());
+    assert_eq!(status, "0", "{stderr}");
+    let file = cassettes.join("suite/test_calls.jsonl");
+    assert!(std::fs::read_to_string(&file).unwrap().contains("get-sum"));
+
+    let replayed = client_result(
+        Command::new(python())
+            .arg(peer_script("mock_client.py"))
+            .args(["calls", "--"])
+            .arg(env!("CARGO_BIN_EXE_calltape"))
+            .args(["mock", "--mode", "replay", "--cassette-dir"])
+            .arg(&cassettes)
+            .env("CALLTAPE_CASSETTE", "suite/test_calls"),
+    );
+    assert_eq!(replayed, live);
+
+    let out = calltape()
+        .args(["mock", "--cassette-dir"])
+        .arg(&cassettes)
+        .args(["--cassette", "../escape"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("cassette name \"../escape\" is not allowed"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
