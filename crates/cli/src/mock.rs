@@ -4,7 +4,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use calltape_recorder::mcp::Recording;
 use calltape_replay::{Mode, mock::Mock};
 use calltape_stdio_bridge::{Bridge, EraUpstream, Protocol, Stderr, Upstream, stdio};
 use clap::Args;
@@ -55,6 +54,7 @@ server is -- CMD, --url or --socket:
   live     forward everything and write nothing
 One recording per test: --cassette-dir DIR with --cassette NAME (or CALLTAPE_CASSETTE=NAME) answers \
 from DIR/NAME.jsonl, created with its folders in the modes that write.
+
 What is written passes the redaction of `calltape record`: --redact and --keep name fields, and \
 --methods and --max-bytes apply as there.
 
@@ -140,13 +140,6 @@ pub(crate) fn run(args: MockArgs) -> Outcome {
         crate::record::say_recorded(&file, &report)?;
     }
     Ok(finish(&mock, args.allow_misses))
-}
-
-/// Reads the recording a mock answers from in replay mode, made with the redaction names of
-/// `options`.
-pub(crate) fn read(path: &Path, options: &RecordOptions) -> Result<Mock, Error> {
-    let redactor = options.recorder_options().redactor()?;
-    Ok(Mock::with_redactor(Recording::read(path)?, redactor))
 }
 
 /// The mock of `mode` for the recording at `path`, forwarding to `server`. Must run inside the Tokio

@@ -555,3 +555,72 @@ fn a_cassette_dir_holds_one_recording_per_test_named_by_flag_or_environment() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// `calltape serve --mock FILE ARGS…` on a free port, its stderr in `stderr`; the server and its URL.
+fn serve_mock(file: &Path, args: &[&std::ffi::OsStr], stderr: &Path) -> (KillOnDrop, String) {
+    let mut served = calltape()
+        .args(["serve", "--listen", "127.0.0.1:0", "--mock"])
+        .arg(file)
+        .args(args)
+        .env_remove("CI")
+        .env_remove("CALLTAPE_MODE")
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(stderr).unwrap())
+        .spawn()
+        .map(KillOnDrop::with_sigterm)
+        .unwrap();
+    let url = first_line(&mut served);
+    (served, url)
+}
+
+/// Stops a `serve --mock` with SIGTERM; its exit status.
+fn stop(mut served: KillOnDrop) -> Option<i32> {
+    let stopped = Command::new("kill")
+        .arg(served.id().to_string())
+        .status()
+        .unwrap();
+    assert!(stopped.success());
+    wait_or_kill(&mut served, STOP)
+        .expect("serve --mock stops on SIGTERM")
+        .code()
+}
+
+#[test]
+fn serve_mock_in_auto_mode_records_over_streamable_http_then_answers_with_no_server_running() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("calls.jsonl");
+    let stderr = dir.path().join("serve.stderr");
+    let server = everything();
+    let client = |url: &str| {
+        client_result(
+            Command::new(python())
+                .arg(peer_script("mock_client.py"))
+                .args(["calls", "--url", url]),
+        )
+    };
+
+    let (served, url) = serve_mock(
+        &file,
+        &[
+            "--mode".as_ref(),
+            "auto".as_ref(),
+            "--".as_ref(),
+            server.as_ref(),
+        ],
+        &stderr,
+    );
+    let live = client(&url);
+    assert_eq!(
+        live["sum"],
+        serde_json::json!(["The sum of 2 and 40 is 42."])
+    );
+    let text = || std::fs::read_to_string(&stderr).unwrap();
+    assert_eq!(stop(served), Some(0), "{}", text());
+    let recording = std::fs::read_to_string(&file).unwrap();
+    assert!(recording.contains(r#""name":"get-sum""#), "{recording}");
+    assert!(!recording.contains("sk-test-first-key-0001"), "{recording}");
+
+    let (served, url) = serve_mock(&file, &["--mode".as_ref(), "replay".as_ref()], &stderr);
+    assert_eq!(client(&url), live);
+    assert_eq!(stop(served), Some(0), "{}", text());
+}
