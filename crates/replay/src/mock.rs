@@ -59,7 +59,7 @@
 mod matching;
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::SystemTime;
@@ -138,6 +138,9 @@ struct Forward {
     /// Whether every request goes to the server: in every mode but auto, and in auto on a recording
     /// that holds no call yet.
     all: bool,
+    /// In record mode: the file recorded into and the recording it replaces once complete, so a run
+    /// that fails or is killed leaves the old recording whole.
+    replaces: Option<(PathBuf, PathBuf)>,
 }
 
 impl Mock {
@@ -215,11 +218,20 @@ impl Mock {
         {
             calltape_jsonl_store::fs::create_dir_all(folder).map_err(ErrorKind::Store)?;
         }
-        if mode == Mode::Record {
-            calltape_jsonl_store::fs::truncate(path).map_err(ErrorKind::Store)?;
+        // Record mode writes beside the recording and replaces it whole at the end.
+        let replaces = (mode == Mode::Record).then(|| {
+            let mut next = path.as_os_str().to_owned();
+            next.push(".next");
+            (PathBuf::from(next), path.to_owned())
+        });
+        if let Some((next, _)) = &replaces {
+            calltape_jsonl_store::fs::truncate(next).map_err(ErrorKind::Store)?;
         }
         let recorder = match mode.writes() {
-            true => Some(Recorder::open(path, options).await?),
+            true => {
+                let into = replaces.as_ref().map_or(path, |(next, _)| next.as_path());
+                Some(Recorder::open(into, options).await?)
+            }
             false => None,
         };
         let all = mode != Mode::Auto || recording.calls.is_empty();
@@ -228,6 +240,7 @@ impl Mock {
             upstream,
             recorder,
             all,
+            replaces,
         };
         Ok(Self::build(recording, redactor, Some(forward)))
     }
@@ -235,8 +248,12 @@ impl Mock {
     /// Ends the recording of what was forwarded, in the modes that write, and reports what it holds;
     /// `None` in the others. Call it once every link is closed.
     pub async fn close(&self) -> Option<RecorderReport> {
-        let recorder = self.state.forward.as_ref()?.recorder.as_ref()?;
-        Some(recorder.close().await)
+        let forward = self.state.forward.as_ref()?;
+        let report = forward.recorder.as_ref()?.close().await;
+        if let Some((next, path)) = &forward.replaces {
+            replace_recording(next, path);
+        }
+        Some(report)
     }
 
     fn build(recording: Recording, redactor: Redactor, forward: Option<Forward>) -> Self {
@@ -912,6 +929,25 @@ async fn ask_then_answer(
     let _ = events.send(UpstreamEvent::Message(frame_of(&answer))).await;
 }
 
+/// Replaces the recording at `path` with the one recorded into `next`, atomically, and removes
+/// `next`; on failure both are left as they are and the failure is logged.
+fn replace_recording(next: &Path, path: &Path) {
+    let replaced = calltape_jsonl_store::fs::read(next).and_then(|bytes| {
+        let lines = bytes.split(|&b| b == b'\n').filter(|line| !line.is_empty());
+        calltape_jsonl_store::rewrite(path, lines)
+    });
+    match replaced {
+        Ok(()) => {
+            let _ = std::fs::remove_file(next);
+        }
+        Err(err) => tracing::warn!(
+            %err,
+            recorded = %next.display(),
+            "the new recording was kept beside the old one, which is unchanged"
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -929,6 +965,39 @@ mod tests {
             .unwrap()
             .extend(end.as_object().unwrap().clone());
         line
+    }
+
+    #[tokio::test]
+    async fn record_mode_leaves_the_old_recording_whole_until_it_closes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("calls.jsonl");
+        let old = format!(
+            "{}\n",
+            line(
+                "tools/call",
+                "echo",
+                json!({}),
+                json!({"answer": {"content": []}})
+            )
+        );
+        std::fs::write(&path, &old).unwrap();
+        let upstream: Arc<dyn Upstream> = Arc::new(mock(&[]));
+        let recording = Mock::open(
+            &path,
+            Mode::Record,
+            Some(upstream),
+            RecorderOptions::default(),
+        )
+        .await
+        .unwrap();
+        // A run killed now leaves the old recording as it was.
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), old);
+        recording.close().await.unwrap();
+        assert!(
+            !std::fs::read_to_string(&path).unwrap().contains("echo"),
+            "the recording was not replaced"
+        );
+        assert!(!dir.path().join("calls.jsonl.next").exists());
     }
 
     #[test]
