@@ -39,8 +39,10 @@ pub(crate) struct AuthArgs {
 #[derive(Debug, Subcommand)]
 enum AuthCommand {
     /// Sign in to the MCP server at URL now and store the tokens (reused while they are good).
-    #[command(after_help = "Examples:\n  calltape auth login https://mcp.example.com/mcp\n  \
-        calltape auth login https://mcp.example.com/mcp --no-browser")]
+    #[command(
+        after_help = "Examples:\n  calltape auth login https://mcp.example.com/mcp\n  \
+        calltape auth login https://mcp.example.com/mcp --no-browser"
+    )]
     Login {
         /// The server's MCP endpoint, e.g. https://mcp.example.com/mcp.
         url: String,
@@ -51,8 +53,10 @@ enum AuthCommand {
     #[command(after_help = "Example:\n  CALLTAPE_HOME=~/.calltape calltape auth list")]
     List,
     /// Remove the stored sign-in of URL, or every stored sign-in.
-    #[command(after_help = "Examples:\n  calltape auth logout https://mcp.example.com/mcp\n  \
-        calltape auth logout")]
+    #[command(
+        after_help = "Examples:\n  calltape auth logout https://mcp.example.com/mcp\n  \
+        calltape auth logout"
+    )]
     Logout {
         /// The server's MCP endpoint, as `auth list` shows it; every server when left out.
         url: Option<String>,

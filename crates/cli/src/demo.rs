@@ -125,11 +125,21 @@ fn demo(args: DemoArgs) -> Result<bool, String> {
     let v2_ok = replayer.against_v2(calls)?;
     outln!();
     outln!(
+        "{}",
+        bold(
+            "5. Serve the recording to the client, with no server running",
+            color
+        )
+    );
+    outln!("   $ calltape mock {}", path.display());
+    let mocked_ok = mock(&replayer.exe, &path, calls)?;
+    outln!();
+    outln!(
         "done in {:.1} s; the recording is {}",
         started.elapsed().as_secs_f64(),
         path.display()
     );
-    let as_expected = recorded_ok && v1_ok && v2_ok;
+    let as_expected = recorded_ok && v1_ok && v2_ok && mocked_ok;
     if !as_expected {
         errln!("calltape demo: the demo did not go as expected (see above)");
     }
@@ -378,4 +388,36 @@ fn record(exe: &Path, path: &Path) -> Result<usize, String> {
         return Err(format!("calltape record failed: {status}"));
     }
     Ok(calls)
+}
+
+/// Step 5: runs `calltape mock` on the recording and drives it as the scripted client, which gets
+/// every answer with no server running. Returns whether it did: all `calls` answered, no miss.
+fn mock(exe: &Path, path: &Path, calls: usize) -> Result<bool, String> {
+    let mut child = Command::new(exe)
+        .args(["--quiet", "mock", "--mode", "replay"])
+        .arg(path)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map_err(|e| format!("cannot run calltape mock: {e}"))?;
+    let result = match (child.stdin.take(), child.stdout.take()) {
+        (Some(stdin), Some(stdout)) => demo::run_script(stdin, BufReader::new(stdout))
+            .map_err(|e| format!("calltape mock: {e}")),
+        _ => Err("no stdin or stdout for calltape mock".to_owned()),
+    };
+    let status = child
+        .wait()
+        .map_err(|e| format!("calltape mock did not finish: {e}"))?;
+    let answered = result?;
+    let ok = answered == calls && status.success();
+    if ok {
+        outln!(
+            "   the same client session got all {answered} answers from the recording, none missed:"
+        );
+        outln!("   a client's tests need no server, offline and in CI");
+    } else {
+        outln!("   the client got {answered} of {calls} answers and the mock ended with {status}");
+    }
+    Ok(ok)
 }

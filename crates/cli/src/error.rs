@@ -108,6 +108,9 @@ pub(crate) enum Error {
     /// The proxy's mode cannot be resolved from `--mode` or the environment.
     #[error("{0}")]
     Mode(String),
+    /// The recording a mock answers from is named wrong.
+    #[error("{0}")]
+    Cassette(String),
     /// `show` of a file in neither of calltape's formats.
     #[error("{} is neither an MCP call recording nor an HTTP cassette: {reason}", path.display())]
     NeitherFormat {

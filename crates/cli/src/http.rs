@@ -279,7 +279,7 @@ enum ReportFormat {
     Html,
 }
 
-fn parse_mode(s: &str) -> Result<Mode, String> {
+pub(crate) fn parse_mode(s: &str) -> Result<Mode, String> {
     s.parse()
 }
 

@@ -211,7 +211,7 @@ mod tests {
             Command::Redact(args) => args.names,
             Command::Replay(args) => args.names,
             Command::Serve(args) => args.recording.names,
-            Command::Mock(args) => args.names,
+            Command::Mock(args) => args.recording.names,
             other => panic!("{other:?} takes no redaction names"),
         }
     }

@@ -1,24 +1,28 @@
 //! `calltape mock`: a call recording served to an MCP client on stdio, with no server running.
 
-use std::{path::PathBuf, time::Duration};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
 
-use calltape_recorder::mcp::Recording;
-use calltape_redact::Redactor;
-use calltape_replay::mock::Mock;
-use calltape_stdio_bridge::{Bridge, EraUpstream, Protocol, stdio};
+use calltape_replay::{Mode, mock::Mock};
+use calltape_stdio_bridge::{Bridge, EraUpstream, Protocol, Stderr, Upstream, stdio};
 use clap::Args;
 
 use crate::output::errln;
 use crate::{
-    args::RedactNames,
+    args::UpstreamArgs,
     error::{Error, Outcome},
     exit,
+    record::RecordOptions,
 };
 
 pub(crate) const EXAMPLES: &str = "\
 Examples:
   calltape mock calls.jsonl
   calltape mock --allow-misses tests/cassettes/search.jsonl
+  calltape mock --mode auto calls.jsonl -- npx -y @modelcontextprotocol/server-everything
+  calltape mock --mode verify calls.jsonl --url http://127.0.0.1:3000/mcp
+  calltape mock --cassette-dir tests/cassettes --cassette test_search -- python server.py
   calltape serve --mock calls.jsonl --listen 127.0.0.1:8808
 
 Record once against the real server (calltape record -o calls.jsonl -- CMD, in the client's \
@@ -38,54 +42,116 @@ What it answers:
                roots) is asked again, and the client's answer compared with the recorded one
 Clients of the 2026-07-28 era are answered too: their requests are translated.
 
+Modes (--mode, else CALLTAPE_MODE, else LLM_TEST_MODE / UPDATE_RECORDINGS=true, else replay when \
+CI is set to anything but empty, 0 or false, else auto), as `calltape http` has them; the real \
+server is -- CMD, --url or --socket:
+  replay   answer from the recording only; no server is ever started (the default when CI is set)
+  auto     answer what the recording holds and forward the rest to the server, adding its answers
+           to the recording (a missing recording is created; without a server, as replay)
+  record   forward everything and write the recording anew (alias: update)
+  verify   forward everything, write nothing, and list every answer that differs from the
+           recording's (and every call it does not hold): exit 1 on one
+  live     forward everything and write nothing
+One recording per test: --cassette-dir DIR with --cassette NAME (or CALLTAPE_CASSETTE=NAME) answers \
+from DIR/NAME.jsonl, created with its folders in the modes that write.
+
+What is written passes the redaction of `calltape record`: --redact and --keep name fields, and \
+--methods and --max-bytes apply as there.
+
 A request the recording holds no answer for gets a JSON-RPC error (-32602, or -32601 for a method \
 it holds no call of) naming the closest recorded call and where the request differs from it. When \
 stdin ends, stderr lists every miss (and every ask answered unlike the recording) and the exit \
 status is 1, unless --allow-misses.
 
-Exit codes: 0 every request answered from the recording (or --allow-misses), 1 a miss, 2 the \
-recording cannot be read or is not valid.";
+Exit codes: 0 every request answered from the recording or by the server (or --allow-misses), 1 a \
+miss or (verify) a difference, 2 the recording cannot be read or is not valid, or the server cannot \
+be started.";
 
 /// The arguments of `calltape mock`.
 #[derive(Debug, Args)]
-#[command(after_help = EXAMPLES)]
+#[command(after_help = EXAMPLES, mut_group("upstream", |group| group.required(false)))]
 pub(crate) struct MockArgs {
     /// The call recording to answer from, as `calltape record`, `bridge --record` or `serve
     /// --record` wrote it.
-    #[arg(value_name = "FILE")]
-    recording: PathBuf,
+    #[arg(
+        value_name = "FILE",
+        required_unless_present = "cassette_dir",
+        conflicts_with = "cassette_dir"
+    )]
+    file: Option<PathBuf>,
+
+    /// A folder of recordings, one per test: the mock answers from (and records to)
+    /// DIR/NAME.jsonl, NAME given by --cassette.
+    #[arg(long, value_name = "DIR", requires = "cassette")]
+    cassette_dir: Option<PathBuf>,
+
+    /// The test's recording under --cassette-dir, e.g. test_search or suite/test_search.
+    #[arg(long, value_name = "NAME", env = "CALLTAPE_CASSETTE")]
+    cassette: Option<String>,
 
     /// Exit 0 even when a request missed the recording (the misses are still listed on stderr).
     #[arg(long)]
     allow_misses: bool,
 
-    /// The names the recording was made with, so that each request's input is redacted alike
-    /// before it is compared and shown.
+    /// replay, auto, record (or update), verify or live (see below).
+    #[arg(long, value_name = "MODE", value_parser = crate::http::parse_mode)]
+    mode: Option<Mode>,
+
+    /// How forwarded calls are recorded; the names are also those the recording was made with, so
+    /// that each request's input is redacted alike before it is compared and shown.
     #[command(flatten)]
-    pub(crate) names: RedactNames,
+    pub(crate) recording: RecordOptions,
+
+    /// The real server, in every mode but replay.
+    #[command(flatten)]
+    server: UpstreamArgs,
 }
 
 pub(crate) fn run(args: MockArgs) -> Outcome {
-    let mock = read(&args.recording, &args.names)?;
+    let mode = Mode::resolve(args.mode).map_err(Error::Mode)?;
+    let given =
+        args.server.is_child() || args.server.remote.url.is_some() || args.server.socket.is_some();
+    let server = match given {
+        true => Some(args.server.upstream(Stderr::Inherit)?),
+        false => None,
+    };
+    let file = match (&args.file, &args.cassette_dir, &args.cassette) {
+        (Some(file), _, _) => file.clone(),
+        (None, Some(dir), Some(name)) => {
+            calltape_replay::cassette_file(dir, name).map_err(Error::Cassette)?
+        }
+        _ => {
+            return Err(Error::Cassette(
+                "name the recording: FILE, or --cassette-dir DIR with --cassette NAME".to_owned(),
+            ));
+        }
+    };
     let runtime = crate::single_thread_runtime()?;
+    let mock = runtime.block_on(open(&file, mode, server, &args.recording))?;
     let bridge = Bridge::builder()
         .upstream(EraUpstream::new(mock.clone(), Protocol::Legacy))
         .shutdown_on(crate::signals::termination("ending the session"))
         .build()?;
     let result = runtime.block_on(async { bridge.run(stdio::stdin(), stdio::stdout()).await });
+    let written = runtime.block_on(mock.close());
     // A blocked stdin read must not hold the process open.
     runtime.shutdown_timeout(Duration::from_millis(100));
     result.map_err(Error::upstream)?;
+    if let Some(report) = written {
+        crate::record::say_recorded(&file, &report)?;
+    }
     Ok(finish(&mock, args.allow_misses))
 }
 
-/// Reads the recording a mock answers from, made with the redaction `names`.
-pub(crate) fn read(path: &PathBuf, names: &RedactNames) -> Result<Mock, Error> {
-    let redactor = Redactor::builder()
-        .redact_names(names.redact.iter().map(String::as_str))
-        .keep_names(names.keep.iter().map(String::as_str))
-        .build()?;
-    Ok(Mock::with_redactor(Recording::read(path)?, redactor))
+/// The mock of `mode` for the recording at `path`, forwarding to `server`. Must run inside the Tokio
+/// runtime that serves it.
+pub(crate) async fn open(
+    path: &Path,
+    mode: Mode,
+    server: Option<Arc<dyn Upstream>>,
+    options: &RecordOptions,
+) -> Result<Mock, Error> {
+    Ok(Mock::open(path, mode, server, options.recorder_options()).await?)
 }
 
 /// Says what the mock did (every miss on stderr) and gives the exit status: 1 on a miss, unless

@@ -3,7 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
-use calltape_recorder::mcp::{DEFAULT_METHODS, Recorder, RecorderOptions, SessionRecorder};
+use calltape_recorder::mcp::{
+    DEFAULT_METHODS, Recorder, RecorderOptions, RecorderReport, SessionRecorder,
+};
 use calltape_stdio_bridge::Tap;
 use clap::Args;
 
@@ -53,7 +55,7 @@ pub(crate) struct RecordOptions {
 }
 
 impl RecordOptions {
-    fn recorder_options(&self) -> RecorderOptions {
+    pub(crate) fn recorder_options(&self) -> RecorderOptions {
         let methods: Vec<String> = if self.methods.is_empty() {
             DEFAULT_METHODS.iter().map(|m| (*m).to_owned()).collect()
         } else {
@@ -128,21 +130,27 @@ impl ActiveRecording {
     /// when every call reached the file, else whatever the log level, each call the final gate
     /// refused named. Refused calls are an error, which fails the run.
     pub(crate) async fn finish(self) -> Result<(), Error> {
-        let report = self.recorder.close().await;
-        if report.is_complete() {
-            tracing::info!("{}: {report}", self.path.display());
-            return Ok(());
-        }
-        for refusal in &report.refusals {
-            errln!("calltape: {}: {refusal}", self.path.display());
-        }
-        errln!("calltape: {}: {report}", self.path.display());
-        match report.refused {
-            0 => Ok(()),
-            n => Err(Error::RefusedSome(format!(
-                "{n} call(s) recorded to {}",
-                self.path.display()
-            ))),
-        }
+        say_recorded(&self.path, &self.recorder.close().await)
+    }
+}
+
+/// Says in one line on stderr what was recorded to `path`: at info level when every call reached the
+/// file, else whatever the log level, each call the final gate refused named. Refused calls are an
+/// error, which fails the run.
+pub(crate) fn say_recorded(path: &Path, report: &RecorderReport) -> Result<(), Error> {
+    if report.is_complete() {
+        tracing::info!("{}: {report}", path.display());
+        return Ok(());
+    }
+    for refusal in &report.refusals {
+        errln!("calltape: {}: {refusal}", path.display());
+    }
+    errln!("calltape: {}: {report}", path.display());
+    match report.refused {
+        0 => Ok(()),
+        n => Err(Error::RefusedSome(format!(
+            "{n} call(s) recorded to {}",
+            path.display()
+        ))),
     }
 }

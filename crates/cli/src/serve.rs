@@ -3,6 +3,7 @@
 
 use std::{ffi::OsString, net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
 
+use calltape_replay::Mode;
 use calltape_stdio_bridge::{
     ChildUpstream, ErrorKind, Protocol, Stderr, Upstream,
     serve::{ServerBuilder, StopReason, Transport},
@@ -28,6 +29,7 @@ Examples:
   calltape serve --listen 127.0.0.1:8808 --mock calls.jsonl
   calltape serve --listen 127.0.0.1:8808 --record calls.jsonl --url https://mcp.example.com/mcp
   calltape serve --socket /run/user/1000/mcp.sock --url http://127.0.0.1:3000/mcp --header-file team.headers
+  calltape serve --mock calls.jsonl --mode auto -- npx -y @modelcontextprotocol/server-everything
 
 MCP is served at /mcp over HTTP/1.1. The server runs CMD once and multiplexes every session onto \
 it: the first initialize is forwarded and its answer reused, request ids and progress tokens are \
@@ -47,7 +49,9 @@ nothing while its stdout is full never stalls the server.
 
 With --mock FILE no server runs: every session is answered from the recording, as `calltape mock` \
 answers on stdio (see its help); when serve stops, every miss is listed and the exit status is 1, \
-unless --allow-misses.
+unless --allow-misses. --mode takes the modes of `calltape mock` (else CALLTAPE_MODE, else replay \
+when CI is set, else auto), CMD being the real server: `serve --mock calls.jsonl --mode auto -- CMD` \
+answers what the recording holds and records the rest from CMD.
 
 Loopback only: a request with an Origin header gets 403 unless it is serve's own \
 (http://127.0.0.1:PORT, http://localhost:PORT or http://[::1]:PORT: no web page of another address \
@@ -123,13 +127,17 @@ pub(crate) struct ServeArgs {
     #[command(flatten)]
     protocol: ProtocolArg,
 
-    /// Run no server: answer every session from this call recording, as `calltape mock` does.
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["command", "record", "protocol", "url"])]
+    /// Answer every session from this call recording, as `calltape mock` does; no server runs but
+    /// in the modes that forward, where CMD is the real server.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["record", "protocol", "url"])]
     mock: Option<PathBuf>,
 
+    /// With --mock: replay, auto, record (or update), verify or live, as `calltape mock --mode`.
+    #[arg(long, value_name = "MODE", requires = "mock", value_parser = crate::http::parse_mode)]
+    mode: Option<Mode>,
+
     /// With --mock: exit 0 even when a request missed the recording.
-    // Without --mock a CMD is required: refusing one refuses the flag without --mock.
-    #[arg(long, conflicts_with = "command")]
+    #[arg(long, requires = "mock")]
     allow_misses: bool,
 
     #[command(flatten)]
@@ -183,11 +191,18 @@ pub(crate) fn run(args: ServeArgs) -> Outcome {
     let shared_key = std::env::var(SERVE_KEY_ENV)
         .ok()
         .filter(|key| !key.is_empty());
-    let mock = args
-        .mock
-        .as_ref()
-        .map(|path| crate::mock::read(path, &args.recording.names))
-        .transpose()?;
+    let runtime = crate::single_thread_runtime()?;
+    let mock = match &args.mock {
+        Some(path) => {
+            let mode = Mode::resolve(args.mode).map_err(Error::Mode)?;
+            let server: Option<Arc<dyn Upstream>> = match args.command.is_empty() {
+                true => None,
+                false => Some(Arc::new(ChildUpstream::new(args.command.iter().cloned())?)),
+            };
+            Some(runtime.block_on(crate::mock::open(path, mode, server, &args.recording))?)
+        }
+        None => None,
+    };
     let serve = match &mock {
         // The recording speaks the handshake era; the other era's requests are translated.
         Some(mock) => ServerBuilder::new(mock.clone()).protocol(Protocol::Legacy),
@@ -197,7 +212,6 @@ pub(crate) fn run(args: ServeArgs) -> Outcome {
         .json_response(args.json_response)
         .max_connections(args.max_connections)
         .max_sessions(args.max_sessions);
-    let runtime = crate::single_thread_runtime()?;
     let recording = match &args.record {
         Some(path) => {
             let recording = runtime.block_on(ActiveRecording::start(path, &args.recording))?;
@@ -254,9 +268,13 @@ pub(crate) fn run(args: ServeArgs) -> Outcome {
         })
     };
     // The server has returned: every session's observer has seen its last frame.
-    let recorded = match recording {
-        Some(recording) => runtime.block_on(recording.finish()),
-        None => Ok(()),
+    let recorded = match (recording, &mock, &args.mock) {
+        (Some(recording), _, _) => runtime.block_on(recording.finish()),
+        (None, Some(mock), Some(path)) => match runtime.block_on(mock.close()) {
+            Some(report) => crate::record::say_recorded(path, &report),
+            None => Ok(()),
+        },
+        _ => Ok(()),
     };
     runtime.shutdown_timeout(Duration::from_millis(200));
     match result {

@@ -2,7 +2,8 @@
 //! session, on JSON lines over any `Read` and `Write`.
 //!
 //! `calltape demo` records the client's session against version 1 of the server, then replays it
-//! against both versions to show a replay report: they are the fixtures of that walk-through,
+//! against both versions to show a replay report, and serves the recording back to the same client
+//! through `mock`: they are the fixtures of that walk-through,
 //! kept out of the command's source, and a test can drive the same pair. Version 2 changes three
 //! answers and the tool surface (two breaking changes, three compatible ones).
 

@@ -75,7 +75,8 @@ use http::{HeaderName, HeaderValue};
 use http_body_util::combinators::UnsyncBoxBody;
 use tokio::sync::{Notify, watch};
 
-pub use options::{Exhaustion, Mode, RecordTiming, ReplayTiming};
+pub use crate::mode::Mode;
+pub use options::{Exhaustion, RecordTiming, ReplayTiming};
 pub use report::{CassetteReport, Closest, Drift, FuzzyHit, Miss, Report};
 
 use crate::error::{ErrorKind, Result};

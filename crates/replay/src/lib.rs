@@ -25,6 +25,8 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+#[cfg(any(feature = "http", feature = "mcp"))]
+mod cassette;
 #[cfg(feature = "mcp")]
 pub mod config;
 #[cfg(feature = "demo")]
@@ -39,8 +41,14 @@ pub mod mcp;
 #[cfg(feature = "mcp")]
 pub mod mock;
 #[cfg(any(feature = "http", feature = "mcp"))]
+mod mode;
+#[cfg(any(feature = "http", feature = "mcp"))]
 mod xml;
 
+#[cfg(any(feature = "http", feature = "mcp"))]
+pub use cassette::cassette_file;
 pub use error::{Error, ErrorKind, Result};
 #[cfg(any(feature = "http", feature = "mcp"))]
 pub use html_page::ReportContext;
+#[cfg(any(feature = "http", feature = "mcp"))]
+pub use mode::Mode;

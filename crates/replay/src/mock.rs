@@ -28,6 +28,11 @@
 //! - `ping`, `logging/setLevel`, `resources/subscribe` and `resources/unsubscribe` get an empty result;
 //!   notifications are read and dropped.
 //!
+//! [`Mock::open`] takes a [`Mode`], as the LLM proxy does: in [`Mode::Auto`] a request the recording
+//! does not answer goes to the real server and its answer is recorded; [`Mode::Record`] forwards and
+//! records everything anew; [`Mode::Verify`] forwards everything and makes each answer that differs
+//! from the recorded one a [`Miss`].
+//!
 //! A request with no recorded answer gets a JSON-RPC error (`-32602` for a method the recording holds
 //! calls of, `-32601` for one it holds none of) whose message names the closest recorded call and how
 //! the request differs from it, with `data.reason` [`NOT_RECORDED`]; every miss is kept, for
@@ -54,14 +59,15 @@
 mod matching;
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::SystemTime;
 
 use bytes::Bytes;
 use calltape_recorder::mcp::{
-    Ask, CURSOR, CallError, ErrorCode, LIST_METHODS, Outcome, Recording, list_items_key,
-    name_and_input,
+    Ask, CURSOR, CallError, ErrorCode, LIST_METHODS, Outcome, Recorder, RecorderOptions,
+    RecorderReport, Recording, SessionRecorder, list_items_key, name_and_input,
 };
 use calltape_recorder::terminal::{LineBreaks, escape_controls};
 use calltape_redact::Redactor;
@@ -76,6 +82,7 @@ use tokio::sync::{mpsc, oneshot};
 pub use matching::{Closest, Miss, MissKind};
 
 use crate::mcp::{Comparer, Difference, NOT_RECORDED, Status};
+use crate::{ErrorKind, Mode};
 use matching::Calls;
 
 /// The server info a mock gives when the recording holds none.
@@ -83,6 +90,10 @@ const OWN_NAME: &str = "calltape-mock";
 
 /// How many frames wait in each direction of a link.
 const QUEUE: usize = 64;
+
+/// The id of the `initialize` a mock sends the server before the first request it forwards, when it
+/// answered the client's own handshake from the recording.
+const HANDSHAKE_ID: &str = "calltape-mock-initialize";
 
 /// A recording as an MCP server: an [`Upstream`] whose every link answers from the recording. Clones
 /// share the recording's state (which answers were given) and the misses.
@@ -112,6 +123,24 @@ struct State {
     answered: AtomicU64,
     /// The id of the next request the mock sends a client.
     next_ask: AtomicU64,
+    /// Where the requests go that the mock does not answer itself: in every mode but replay.
+    forward: Option<Forward>,
+    /// How many requests went to the server.
+    forwarded: AtomicU64,
+}
+
+/// The server behind a mock, and what the mock does with it.
+struct Forward {
+    mode: Mode,
+    upstream: Arc<dyn Upstream>,
+    /// Where forwarded calls are recorded, in the modes that write.
+    recorder: Option<Recorder>,
+    /// Whether every request goes to the server: in every mode but auto, and in auto on a recording
+    /// that holds no call yet.
+    all: bool,
+    /// In record mode: the file recorded into and the recording it replaces once complete, so a run
+    /// that fails or is killed leaves the old recording whole.
+    replaces: Option<(PathBuf, PathBuf)>,
 }
 
 impl Mock {
@@ -130,6 +159,104 @@ impl Mock {
     /// A mock that redacts each request's input with `redactor` before comparing it (the recording's
     /// own rules, when it was made with names of its own).
     pub fn with_redactor(recording: Recording, redactor: Redactor) -> Self {
+        Self::build(recording, redactor, None)
+    }
+
+    /// The mock of `mode` for the recording at `path`, with `upstream` as the real server and the
+    /// recording's `options` (its redaction names):
+    ///
+    /// - [`Mode::Replay`]: answers from the recording only, and never reaches `upstream` (which may
+    ///   be `None`).
+    /// - [`Mode::Auto`]: answers what the recording holds and forwards every other request to
+    ///   `upstream`, whose answers are added to the recording (created with its folders); without an
+    ///   `upstream`, as replay does
+    ///   (a missing file is an empty recording,
+    ///   whose every request is forwarded, the handshake included). When the mock answered the
+    ///   client's handshake itself, the server is sent the client's `initialize` before the first
+    ///   request it gets.
+    /// - [`Mode::Record`] (`update`): forwards everything and records the recording anew.
+    /// - [`Mode::Verify`]: forwards everything, writes nothing, and compares the server's answer to
+    ///   each call with the recorded one: a difference, or a call the recording does not hold, is a
+    ///   [`Miss`] (of kind [`MissKind::Drift`] or [`MissKind::NotRecorded`]).
+    /// - [`Mode::Live`]: forwards everything and writes nothing.
+    ///
+    /// Everything written passes the recorder's redaction, as `calltape record` writes it; call
+    /// [`close`](Self::close) once the clients are gone. Fails when the mode forwards and there is no
+    /// `upstream`, for [`Mode::Append`], and when the recording cannot be read (replay, verify, and
+    /// auto on an existing file) or the redaction names are refused. Must be called within a Tokio
+    /// runtime.
+    pub async fn open(
+        path: impl AsRef<Path>,
+        mode: Mode,
+        upstream: Option<Arc<dyn Upstream>>,
+        options: RecorderOptions,
+    ) -> crate::Result<Self> {
+        let path = path.as_ref();
+        let redactor = options.redactor()?;
+        if mode == Mode::Replay || (mode == Mode::Auto && upstream.is_none()) {
+            return Ok(Self::with_redactor(Recording::read(path)?, redactor));
+        }
+        if mode == Mode::Append {
+            return Err(ErrorKind::Config(
+                "a mock has no append mode; use auto, which answers what the recording holds and records the rest".to_owned(),
+            )
+            .into());
+        }
+        let Some(upstream) = upstream else {
+            return Err(ErrorKind::Config(format!(
+                "a mock in {mode} mode forwards requests to the real server; name it (-- CMD, --url or --socket)"
+            ))
+            .into());
+        };
+        let recording = match mode {
+            Mode::Verify => Recording::read(path)?,
+            Mode::Auto if path.exists() => Recording::read(path)?,
+            _ => Recording::parse(path, b"")?,
+        };
+        if mode.writes()
+            && let Some(folder) = path.parent().filter(|p| !p.as_os_str().is_empty())
+        {
+            calltape_jsonl_store::fs::create_dir_all(folder).map_err(ErrorKind::Store)?;
+        }
+        // Record mode writes beside the recording and replaces it whole at the end.
+        let replaces = (mode == Mode::Record).then(|| {
+            let mut next = path.as_os_str().to_owned();
+            next.push(".next");
+            (PathBuf::from(next), path.to_owned())
+        });
+        if let Some((next, _)) = &replaces {
+            calltape_jsonl_store::fs::truncate(next).map_err(ErrorKind::Store)?;
+        }
+        let recorder = match mode.writes() {
+            true => {
+                let into = replaces.as_ref().map_or(path, |(next, _)| next.as_path());
+                Some(Recorder::open(into, options).await?)
+            }
+            false => None,
+        };
+        let all = mode != Mode::Auto || recording.calls.is_empty();
+        let forward = Forward {
+            mode,
+            upstream,
+            recorder,
+            all,
+            replaces,
+        };
+        Ok(Self::build(recording, redactor, Some(forward)))
+    }
+
+    /// Ends the recording of what was forwarded, in the modes that write, and reports what it holds;
+    /// `None` in the others. Call it once every link is closed.
+    pub async fn close(&self) -> Option<RecorderReport> {
+        let forward = self.state.forward.as_ref()?;
+        let report = forward.recorder.as_ref()?.close().await;
+        if let Some((next, path)) = &forward.replaces {
+            replace_recording(next, path);
+        }
+        Some(report)
+    }
+
+    fn build(recording: Recording, redactor: Redactor, forward: Option<Forward>) -> Self {
         let shown = recording.path.display().to_string();
         let mut lists = HashMap::new();
         let mut calls = Vec::new();
@@ -183,6 +310,8 @@ impl Mock {
                 misses: Mutex::new(Vec::new()),
                 answered: AtomicU64::new(0),
                 next_ask: AtomicU64::new(1),
+                forward,
+                forwarded: AtomicU64::new(0),
             }),
         }
     }
@@ -200,18 +329,32 @@ impl Mock {
     /// `  miss: …` line per miss, with control characters escaped.
     pub fn summary(&self) -> String {
         let misses = self.misses();
-        let mut text = format!(
-            "calltape mock: {} answered, {} missed",
-            self.state.answered.load(Ordering::Relaxed),
-            misses.len()
-        );
+        let answered = self.state.answered.load(Ordering::Relaxed);
+        let mut text = match &self.state.forward {
+            Some(forward) => format!(
+                "calltape mock ({}): {answered} answered, {} forwarded, {} {}",
+                forward.mode,
+                self.state.forwarded.load(Ordering::Relaxed),
+                misses.len(),
+                if forward.mode == Mode::Verify {
+                    "differing"
+                } else {
+                    "missed"
+                }
+            ),
+            None => format!(
+                "calltape mock: {answered} answered, {} missed",
+                misses.len()
+            ),
+        };
         for miss in &misses {
             text.push_str(&format!("\n  miss: {miss}"));
         }
         escape_controls(&text, LineBreaks::Keep).into_owned()
     }
 
-    /// The answer to one JSON-RPC message (`None` for a notification or a response), for a request
+    /// The answer to one JSON-RPC message (`None` for a notification, a response, or a request the
+    /// mode sends the server), for a request
     /// whose recorded call made no request of its own to the client: the answer a link gives, without
     /// a link. A call with recorded asks is answered without them.
     pub fn answer(&self, message: &str) -> Option<Value> {
@@ -219,6 +362,7 @@ impl Mock {
         match self.state.reply(&message)? {
             Reply::Now(answer) => Some(answer),
             Reply::AfterAsks { id, index } => Some(self.state.call_answer(&id, index)),
+            Reply::Forward { .. } => None,
         }
     }
 }
@@ -229,6 +373,8 @@ enum Reply {
     Now(Value),
     /// The asks of the recorded call at `index` first, then its answer.
     AfterAsks { id: Value, index: usize },
+    /// The server's answer; in verify mode, compared with that of the recorded call at `verify`.
+    Forward { verify: Option<usize> },
 }
 
 impl State {
@@ -249,10 +395,28 @@ impl State {
         let id = message.get("id")?.clone();
         let method = message.get("method").and_then(Value::as_str)?;
         let params = message.get("params");
+        let forwards = self.forward.is_some();
+        if let Some(forward) = self.forward.as_ref().filter(|f| f.all) {
+            let call = !matches!(
+                method,
+                INITIALIZE | PING | SET_LOG_LEVEL | RESOURCES_SUBSCRIBE | RESOURCES_UNSUBSCRIBE
+            ) && list_items_key(method).is_none();
+            let verify = if forward.mode == Mode::Verify && call {
+                let (name, input) = name_and_input(method, params);
+                let found = self.calls().find(method, &name, input.as_ref());
+                found.map_err(|miss| self.missed(*miss)).ok()
+            } else {
+                None
+            };
+            return Some(Reply::Forward { verify });
+        }
         let result = match method {
             INITIALIZE => self.initialize(params),
             PING | SET_LOG_LEVEL | RESOURCES_SUBSCRIBE | RESOURCES_UNSUBSCRIBE => json!({}),
             _ if list_items_key(method).is_some() => {
+                if forwards && !self.lists.contains_key(method) {
+                    return Some(Reply::Forward { verify: None });
+                }
                 return Some(Reply::Now(self.list(&id, method, params)));
             }
             _ => {
@@ -268,6 +432,7 @@ impl State {
                             Reply::Now(self.call_answer(&id, index))
                         }
                     }
+                    Err(_) if forwards => Reply::Forward { verify: None },
                     Err(miss) => Reply::Now(self.miss_answer(&id, *miss)),
                 });
             }
@@ -375,6 +540,33 @@ impl State {
         drop(calls);
         self.missed(miss);
     }
+
+    /// Compares the server's `response` to a forwarded call with the recorded call at `index`, in
+    /// verify mode: a difference is a miss.
+    fn check_drift(&self, index: usize, response: &Value) {
+        let calls = self.calls();
+        let mut response = response.clone();
+        calls.redactor().redact_value(&mut response);
+        let given = Outcome::from_response(&response).unwrap_or(Outcome::Answer(Value::Null));
+        let call = calls.get(index);
+        let comparison = Comparer::new().compare(&call.record.outcome, &given);
+        if comparison.status == Status::Same {
+            return;
+        }
+        let miss = Miss {
+            method: call.record.method.clone(),
+            name: call.record.name.clone(),
+            input: call.record.input.clone(),
+            kind: MissKind::Drift,
+            closest: Some(Closest {
+                line: call.line,
+                name: call.record.name.clone(),
+                differences: comparison.differences,
+            }),
+        };
+        drop(calls);
+        self.missed(miss);
+    }
 }
 
 /// A recorded answer as a server of the handshake era gives it: without what a 2026-07-28 server puts
@@ -439,13 +631,18 @@ impl Upstream for Mock {
         Box::pin(async move {
             let (outgoing, requests) = mpsc::channel(QUEUE);
             let (events, received) = mpsc::channel(QUEUE);
-            let task = tokio::spawn(serve_link(state, requests, events));
+            let server = Closer::default();
+            let task = tokio::spawn(serve_link(state, requests, events, Arc::clone(&server)));
             Ok(Link {
                 outgoing,
                 events: received,
                 close: Box::new(move || {
                     Box::pin(async move {
                         task.abort();
+                        let close = server.lock().unwrap_or_else(PoisonError::into_inner).take();
+                        if let Some(close) = close {
+                            close().await;
+                        }
                     })
                 }),
             })
@@ -456,13 +653,43 @@ impl Upstream for Mock {
 /// The client's answers the link waits for, by the id of the mock's request.
 type Waiting = Arc<Mutex<HashMap<String, oneshot::Sender<Value>>>>;
 
+/// The recorded call each forwarded request is compared with in verify mode, by request id.
+type Pending = Arc<Mutex<HashMap<String, usize>>>;
+
+/// How a link closes its server link, once it has one.
+type Closer = Arc<Mutex<Option<Box<dyn FnOnce() -> BoxFuture<'static, ()> + Send>>>>;
+
+/// One link's side of the server, in the modes that forward.
+struct Server {
+    outgoing: mpsc::Sender<Frame>,
+    /// What the server is shown to: the session's recorder, in the modes that write.
+    tap: Option<Arc<SessionRecorder>>,
+}
+
+impl Server {
+    /// Sends `message` to the server, showing it to the recorder; `false` once the server is gone.
+    async fn send(&self, message: &Value) -> bool {
+        let frame = frame_of(message);
+        if let Some(tap) = &self.tap {
+            tap.client_frame(&frame, SystemTime::now());
+        }
+        self.outgoing.send(frame).await.is_ok()
+    }
+}
+
 /// Answers one link's frames until the client side drops it.
 async fn serve_link(
     state: Arc<State>,
     mut requests: mpsc::Receiver<Frame>,
     events: mpsc::Sender<UpstreamEvent>,
+    closer: Closer,
 ) {
     let waiting: Waiting = Arc::default();
+    let pending: Pending = Arc::default();
+    let mut server: Option<Server> = None;
+    // The client's initialize, when the mock answered it: the server gets it before the first
+    // request forwarded.
+    let mut handshake: Option<Value> = None;
     while let Some(frame) = requests.recv().await {
         let Ok(message) = serde_json::from_slice::<Value>(&frame) else {
             continue;
@@ -473,21 +700,45 @@ async fn serve_link(
         };
         for message in messages {
             if message.get("method").is_none() {
-                // The client's answer to a request of the mock's.
+                // The client's answer to a request of the mock's, or of the server's.
                 let waiter = message.get("id").map(|id| id.to_string()).and_then(|id| {
                     waiting
                         .lock()
                         .unwrap_or_else(PoisonError::into_inner)
                         .remove(&id)
                 });
-                if let Some(waiter) = waiter {
-                    let _ = waiter.send(message);
+                match (waiter, &server) {
+                    (Some(waiter), _) => {
+                        let _ = waiter.send(message);
+                    }
+                    (None, Some(server)) => {
+                        server.send(&message).await;
+                    }
+                    (None, None) => {}
                 }
                 continue;
             }
             let answer = match state.reply(&message) {
-                None => continue,
-                Some(Reply::Now(answer)) => answer,
+                None => {
+                    // A notification: the server gets those of a session it takes part in, but
+                    // for the handshake the mock answered (it was told of it already).
+                    let handshake_done =
+                        message.get("method").and_then(Value::as_str) == Some(vocab::INITIALIZED);
+                    if let Some(server) = &server
+                        && !(handshake.is_some() && handshake_done)
+                    {
+                        server.send(&message).await;
+                    }
+                    continue;
+                }
+                Some(Reply::Now(answer)) => {
+                    if state.forward.is_some()
+                        && message.get("method").and_then(Value::as_str) == Some(INITIALIZE)
+                    {
+                        handshake = Some(message.clone());
+                    }
+                    answer
+                }
                 Some(Reply::AfterAsks { id, index }) => {
                     tokio::spawn(ask_then_answer(
                         Arc::clone(&state),
@@ -498,6 +749,40 @@ async fn serve_link(
                     ));
                     continue;
                 }
+                Some(Reply::Forward { verify }) => {
+                    let id = message.get("id").cloned().unwrap_or(Value::Null);
+                    if server.is_none() {
+                        match open_server(&state, &events, &pending, &closer, handshake.as_ref())
+                            .await
+                        {
+                            Ok(opened) => server = Some(opened),
+                            Err(reason) => {
+                                let message = format!("calltape mock ({}): {reason}", state.shown);
+                                let answer =
+                                    vocab::error_answer(&id, vocab::INTERNAL_ERROR, &message);
+                                if events
+                                    .send(UpstreamEvent::Message(frame_of(&answer)))
+                                    .await
+                                    .is_err()
+                                {
+                                    return;
+                                }
+                                continue;
+                            }
+                        }
+                    }
+                    if let Some(index) = verify {
+                        pending
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .insert(id.to_string(), index);
+                    }
+                    state.forwarded.fetch_add(1, Ordering::Relaxed);
+                    if let Some(server) = &server {
+                        server.send(&message).await;
+                    }
+                    continue;
+                }
             };
             if events
                 .send(UpstreamEvent::Message(frame_of(&answer)))
@@ -506,6 +791,100 @@ async fn serve_link(
             {
                 return;
             }
+        }
+    }
+}
+
+/// Connects the link's server side: what the server sends goes to the client (and to the recorder),
+/// and, when the mock answered the client's `handshake` itself, the server is sent it and its
+/// `notifications/initialized` first.
+async fn open_server(
+    state: &Arc<State>,
+    events: &mpsc::Sender<UpstreamEvent>,
+    pending: &Pending,
+    closer: &Closer,
+    handshake: Option<&Value>,
+) -> Result<Server, String> {
+    let Some(forward) = &state.forward else {
+        return Err("no server to forward to".to_owned());
+    };
+    let link = forward
+        .upstream
+        .connect()
+        .await
+        .map_err(|e| format!("cannot reach {}: {e}", forward.upstream.describe()))?;
+    *closer.lock().unwrap_or_else(PoisonError::into_inner) = Some(link.close);
+    let tap = forward
+        .recorder
+        .as_ref()
+        .map(|recorder| Arc::new(recorder.session()));
+    let (handshake_answered, answered) = oneshot::channel();
+    tokio::spawn(pump(
+        Arc::clone(state),
+        link.events,
+        events.clone(),
+        tap.clone(),
+        Arc::clone(pending),
+        handshake_answered,
+    ));
+    let server = Server {
+        outgoing: link.outgoing,
+        tap,
+    };
+    if let Some(handshake) = handshake {
+        let mut request = handshake.clone();
+        request["id"] = json!(HANDSHAKE_ID);
+        server.send(&request).await;
+        if answered.await.is_err() {
+            return Err(format!(
+                "{} ended before answering initialize",
+                forward.upstream.describe()
+            ));
+        }
+        server
+            .send(&json!({"jsonrpc": "2.0", "method": vocab::INITIALIZED}))
+            .await;
+    }
+    Ok(server)
+}
+
+/// Passes what the server sends to the client, showing it to the recorder; the answer to the mock's
+/// own `initialize` is kept from the client, and in verify mode each answer is compared.
+async fn pump(
+    state: Arc<State>,
+    mut received: mpsc::Receiver<UpstreamEvent>,
+    events: mpsc::Sender<UpstreamEvent>,
+    tap: Option<Arc<SessionRecorder>>,
+    pending: Pending,
+    handshake_answered: oneshot::Sender<()>,
+) {
+    let mut handshake_answered = Some(handshake_answered);
+    while let Some(event) = received.recv().await {
+        if let UpstreamEvent::Message(frame) = &event {
+            if let Some(tap) = &tap {
+                tap.server_frame(frame, SystemTime::now());
+            }
+            let message = serde_json::from_slice::<Value>(frame).unwrap_or_default();
+            if message.get("method").is_none()
+                && let Some(id) = message.get("id")
+            {
+                if id == HANDSHAKE_ID {
+                    if let Some(answered) = handshake_answered.take() {
+                        let _ = answered.send(());
+                    }
+                    continue;
+                }
+                let index = pending
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .remove(&id.to_string());
+                if let Some(index) = index {
+                    state.check_drift(index, &message);
+                }
+            }
+        }
+        if events.send(event).await.is_err() {
+            return;
         }
     }
 }
@@ -550,6 +929,25 @@ async fn ask_then_answer(
     let _ = events.send(UpstreamEvent::Message(frame_of(&answer))).await;
 }
 
+/// Replaces the recording at `path` with the one recorded into `next`, atomically, and removes
+/// `next`; on failure both are left as they are and the failure is logged.
+fn replace_recording(next: &Path, path: &Path) {
+    let replaced = calltape_jsonl_store::fs::read(next).and_then(|bytes| {
+        let lines = bytes.split(|&b| b == b'\n').filter(|line| !line.is_empty());
+        calltape_jsonl_store::rewrite(path, lines)
+    });
+    match replaced {
+        Ok(()) => {
+            let _ = std::fs::remove_file(next);
+        }
+        Err(err) => tracing::warn!(
+            %err,
+            recorded = %next.display(),
+            "the new recording was kept beside the old one, which is unchanged"
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -567,6 +965,39 @@ mod tests {
             .unwrap()
             .extend(end.as_object().unwrap().clone());
         line
+    }
+
+    #[tokio::test]
+    async fn record_mode_leaves_the_old_recording_whole_until_it_closes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("calls.jsonl");
+        let old = format!(
+            "{}\n",
+            line(
+                "tools/call",
+                "echo",
+                json!({}),
+                json!({"answer": {"content": []}})
+            )
+        );
+        std::fs::write(&path, &old).unwrap();
+        let upstream: Arc<dyn Upstream> = Arc::new(mock(&[]));
+        let recording = Mock::open(
+            &path,
+            Mode::Record,
+            Some(upstream),
+            RecorderOptions::default(),
+        )
+        .await
+        .unwrap();
+        // A run killed now leaves the old recording as it was.
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), old);
+        recording.close().await.unwrap();
+        assert!(
+            !std::fs::read_to_string(&path).unwrap().contains("echo"),
+            "the recording was not replaced"
+        );
+        assert!(!dir.path().join("calls.jsonl.next").exists());
     }
 
     #[test]
@@ -699,6 +1130,31 @@ mod tests {
             misses[0].to_string(),
             r#"the client answered the server's roots/list (asks.1) during tools/call sample unlike the recorded client (line 1), differing at roots[file:///x]: recorded absent, answered {"uri":"file:///x"}"#
         );
+    }
+
+    #[tokio::test]
+    async fn a_mode_that_forwards_needs_a_server_and_there_is_no_append() {
+        let path = "/nonexistent/calls.jsonl";
+        for mode in [Mode::Record, Mode::Verify, Mode::Live] {
+            let error = Mock::open(path, mode, None, RecorderOptions::default())
+                .await
+                .unwrap_err();
+            assert_eq!(
+                error.to_string(),
+                format!(
+                    "a mock in {mode} mode forwards requests to the real server; name it (-- CMD, --url or --socket)"
+                )
+            );
+        }
+        let error = Mock::open(path, Mode::Append, None, RecorderOptions::default())
+            .await
+            .unwrap_err();
+        assert!(error.to_string().starts_with("a mock has no append mode"));
+        // Auto with no server is replay: the recording must be there.
+        let error = Mock::open(path, Mode::Auto, None, RecorderOptions::default())
+            .await
+            .unwrap_err();
+        assert!(error.to_string().contains("calls.jsonl"), "{error}");
     }
 
     #[test]

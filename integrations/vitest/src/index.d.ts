@@ -27,3 +27,25 @@ export function cassetteName(task: unknown, root: string): string;
 
 /** The command that records one Vitest test's cassette, run from the project's root. */
 export function recordCommand(task: unknown, root: string): string;
+
+/** What useCalltapeMcp() gives a describe block: the running test's mock MCP server. */
+export interface CalltapeMcp {
+  /** The command of the running test's stdio MCP server, for StdioClientTransport. */
+  readonly command: string | undefined;
+  /** Its arguments. */
+  readonly args: string[] | undefined;
+  /** The running test's recording (`.mcp.jsonl`). */
+  readonly recording: string | undefined;
+}
+
+export interface CalltapeMcpOptions {
+  /** The real MCP server recorded from: a command as an array of words, or a Streamable HTTP URL. */
+  server?: string[] | string;
+}
+
+/**
+ * Call inside a describe block: each test gets a stdio MCP server, `calltape mock` answering from its
+ * own recording `<test file>/<describe path>/<test name>.mcp.jsonl`, recorded from `server` in auto
+ * mode on the first run. A request the recording holds no answer for fails the test that sent it.
+ */
+export function useCalltapeMcp(options?: CalltapeMcpOptions): CalltapeMcp;

@@ -1,11 +1,14 @@
 // useCalltape(): each test of a describe block gets a cassette of its own,
 // <test file>/<describe path>/<test name>.jsonl under the cassette folder, through per-test base URLs.
 
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import path from "node:path";
 
 import { afterEach, beforeEach, inject } from "vitest";
 
 import { baseURL, fileSafe, loadSettings } from "./config.js";
+import { findBinary } from "./setup.js";
 
 /** A test's file relative to `root`, and its describe blocks' names. */
 function located(task, root) {
@@ -114,6 +117,83 @@ export function useCalltape(options = {}) {
       throw new Error(
         `calltape: ${failed} request(s) of this test failed against cassette ${cur.cassette} (${answer.mode} mode); ` +
           `record it again with CALLTAPE_MODE=record if the change is intended\n${answer.text}`,
+      );
+    }
+  });
+
+  return handle;
+}
+
+// What `calltape mock` reads to choose its mode; an MCP client starts its server with an environment
+// of its own, so the mock is handed them on its command line.
+const MODE_VARIABLES = ["CALLTAPE_MODE", "LLM_TEST_MODE", "UPDATE_RECORDINGS", "RECORD_LLM", "CI"];
+
+/** The lines of a mock's stderr that say what missed: its summary and one line per miss. */
+function missLines(text) {
+  return text
+    .split("\n")
+    .filter((line) => line.startsWith("  miss: ") || (/^calltape mock.* missed$/.test(line) && !line.endsWith(" 0 missed")));
+}
+
+/** Waits (a few seconds at most) until the mock has said its last line, once its client is gone. */
+async function finished(log) {
+  for (let waited = 0; waited < 5000; waited += 50) {
+    const text = existsSync(log) ? readFileSync(log, "utf8") : "";
+    if (text.includes("calltape mock")) return text;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return existsSync(log) ? readFileSync(log, "utf8") : "";
+}
+
+/**
+ * Call inside a describe block: each test gets a stdio MCP server (`command` and `args`, as the MCP
+ * SDK's StdioClientTransport takes them) that answers from the test's own recording,
+ * `<test file>/<describe path>/<test name>.mcp.jsonl` under the cassette folder: `calltape mock`,
+ * recording from `options.server` (a command as an array of words, or a Streamable HTTP URL) in auto
+ * mode on the first run. A request the recording holds no answer for fails the test that sent it,
+ * with the closest recorded call.
+ */
+export function useCalltapeMcp(options = {}) {
+  const state = { current: null };
+  const handle = {
+    get command() {
+      return state.current?.command;
+    },
+    get args() {
+      return state.current?.args;
+    },
+    get recording() {
+      return state.current?.recording;
+    },
+  };
+
+  beforeEach((ctx) => {
+    const root = inject("calltape")?.root ?? process.cwd();
+    const settings = loadSettings(root);
+    const recording = path.join(settings.cassetteDir, `${cassetteName(ctx.task, root)}.mcp.jsonl`);
+    const work = mkdtempSync(path.join(tmpdir(), "calltape-vitest-mcp-"));
+    const log = path.join(work, "mock.log");
+    const mock = [findBinary(), "mock", recording];
+    if (typeof options.server === "string") mock.push("--url", options.server);
+    else if (options.server?.length) mock.push("--", ...options.server.map(String));
+    const given = MODE_VARIABLES.filter((name) => process.env[name] !== undefined).map((name) => `${name}=${process.env[name]}`);
+    // The mock's stderr goes to a file of the test's, read when the test ends.
+    const args = ["-c", 'log="$1"; shift; exec env "$@" 2>>"$log"', "sh", log, ...given, ...mock];
+    state.current = { command: "sh", args, recording, log, work, root };
+  });
+
+  afterEach(async () => {
+    const cur = state.current;
+    state.current = null;
+    if (!cur) return;
+    const started = existsSync(cur.log);
+    const misses = started ? missLines(await finished(cur.log)) : [];
+    rmSync(cur.work, { recursive: true, force: true });
+    if (misses.length > 0) {
+      const shown = path.relative(cur.root, cur.recording);
+      throw new Error(
+        `calltape: MCP request(s) of this test found no answer in ${shown}; record it again with ` +
+          `CALLTAPE_MODE=record (and the real server) if the change is intended\n${misses.join("\n")}`,
       );
     }
   });

@@ -31,6 +31,19 @@ fn the_demo_records_checks_and_reports_the_three_changes_and_the_classified_surf
     );
     assert!(stdout.contains("\"cardToken\":\"[REDACTED]\""), "{stdout}");
     assert!(
+        stdout.contains(&format!(
+            "5. Serve the recording to the client, with no server running\n   $ calltape mock {}",
+            dir.path().join("calls.jsonl").display()
+        )),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(
+            "   the same client session got all 8 answers from the recording, none missed:"
+        ),
+        "{stdout}"
+    );
+    assert!(
         stdout.contains("8 calls, 8 same, 0 changed, 0 new-error, 0 gone-error  → exit 0"),
         "{stdout}"
     );

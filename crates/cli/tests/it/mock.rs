@@ -355,3 +355,272 @@ fn what_the_server_asked_during_a_recorded_call_is_asked_again_and_the_answers_c
     );
     assert!(stderr.contains("file:///srv/elsewhere"), "{stderr}");
 }
+
+/// `mock_client.py SCENARIO` against `calltape mock ARGS…`, whose stderr and exit status land in
+/// `dir` (`mock.stderr`, `mock.status`), outside CI whatever the environment says.
+fn against_mock_with(scenario: &str, args: &[&std::ffi::OsStr], dir: &Path) -> Value {
+    client_result(
+        Command::new(python())
+            .arg(peer_script("mock_client.py"))
+            .args([
+                scenario,
+                "--",
+                "sh",
+                "-c",
+                r#"exe="$0"; err="$1"; status="$2"; shift 2; "$exe" mock "$@" 2>"$err"; echo $? >"$status""#,
+            ])
+            .arg(env!("CARGO_BIN_EXE_calltape"))
+            .arg(dir.join("mock.stderr"))
+            .arg(dir.join("mock.status"))
+            .args(args)
+            .env_remove("CI")
+            .env_remove("CALLTAPE_MODE"),
+    )
+}
+
+/// The mock's exit status and stderr of the last [`against_mock_with`] in `dir`.
+fn mock_outcome(dir: &Path) -> (String, String) {
+    let status = std::fs::read_to_string(dir.join("mock.status")).unwrap();
+    let stderr = std::fs::read_to_string(dir.join("mock.stderr")).unwrap();
+    (status.trim().to_owned(), stderr)
+}
+
+#[test]
+fn auto_records_what_the_recording_lacks_then_answers_it_with_no_server_running() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("calls.jsonl");
+    let server = everything();
+    let auto = |scenario: &str| {
+        against_mock_with(
+            scenario,
+            &[
+                "--mode".as_ref(),
+                "auto".as_ref(),
+                file.as_ref(),
+                "--".as_ref(),
+                server.as_ref(),
+            ],
+            dir.path(),
+        )
+    };
+
+    // No recording yet: everything goes to the server, and is recorded, redacted.
+    let live = auto("calls");
+    assert_eq!(
+        live["sum"],
+        serde_json::json!(["The sum of 2 and 40 is 42."])
+    );
+    assert_eq!(live["server"], "mcp-servers/everything", "{live}");
+    let (status, stderr) = mock_outcome(dir.path());
+    assert_eq!(status, "0", "{stderr}");
+    let recording = std::fs::read_to_string(&file).unwrap();
+    assert!(recording.contains(r#""name":"get-sum""#), "{recording}");
+    assert!(
+        recording.contains(r#""apiKey":"[REDACTED]""#),
+        "{recording}"
+    );
+    assert!(!recording.contains("sk-test-first-key-0001"), "{recording}");
+
+    // Now the recording answers, with no server at all.
+    let replayed = against_mock_with(
+        "calls",
+        &["--mode".as_ref(), "replay".as_ref(), file.as_ref()],
+        dir.path(),
+    );
+    assert_eq!(replayed, live);
+    let (status, stderr) = mock_outcome(dir.path());
+    assert_eq!(status, "0", "{stderr}");
+
+    // A call the recording lacks goes to the server once the mock has answered the handshake
+    // itself, and is added; the recorded echo is answered from the recording.
+    let partly = auto("miss");
+    assert_eq!(partly["miss"], "no error", "{partly}");
+    assert_eq!(partly["echo"], serde_json::json!(["Echo: hello"]));
+    let (status, stderr) = mock_outcome(dir.path());
+    assert_eq!(status, "0", "{stderr}");
+    assert!(
+        stderr.contains(" answered, 1 forwarded, 0 missed"),
+        "{stderr}"
+    );
+    let replayed = against_mock_with(
+        "miss",
+        &["--mode".as_ref(), "replay".as_ref(), file.as_ref()],
+        dir.path(),
+    );
+    assert_eq!(replayed["miss"], "no error", "{replayed}");
+    let recording = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        recording.contains(r#""input":{"a":2,"b":41}"#),
+        "{recording}"
+    );
+    assert!(
+        recording.contains(r#""name":"mcp-servers/everything""#),
+        "{recording}"
+    );
+}
+
+#[test]
+fn verify_forwards_everything_and_exits_1_on_an_answer_that_changed() {
+    let dir = tempfile::tempdir().unwrap();
+    let (file, recorded) = record(dir.path());
+    let server = everything();
+    let verify = || {
+        against_mock_with(
+            "calls",
+            &[
+                "--mode".as_ref(),
+                "verify".as_ref(),
+                file.as_ref(),
+                "--".as_ref(),
+                server.as_ref(),
+            ],
+            dir.path(),
+        )
+    };
+
+    let same = verify();
+    assert_eq!(same, recorded);
+    let (status, stderr) = mock_outcome(dir.path());
+    assert_eq!(status, "0", "{stderr}");
+
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, text.replace("is 42.", "is 41.")).unwrap();
+    let line = get_sum_line(&file);
+    let live = verify();
+    // The client got the server's answers, not the recording's.
+    assert_eq!(live, recorded);
+    let (status, stderr) = mock_outcome(dir.path());
+    assert_eq!(status, "1", "{stderr}");
+    assert!(
+        stderr.contains("calltape mock (verify): 0 answered, "),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!(
+            "  miss: the server answered tools/call get-sum unlike the recording (line {line}), differing at "
+        )),
+        "{stderr}"
+    );
+    assert!(stderr.contains("The sum of 2 and 40 is 41."), "{stderr}");
+    // Verify writes nothing.
+    assert!(std::fs::read_to_string(&file).unwrap().contains("is 41."));
+}
+
+#[test]
+fn a_cassette_dir_holds_one_recording_per_test_named_by_flag_or_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    let cassettes = dir.path().join("cassettes");
+    let server = everything();
+    let live = against_mock_with(
+        "calls",
+        &[
+            "--mode".as_ref(),
+            "auto".as_ref(),
+            "--cassette-dir".as_ref(),
+            cassettes.as_ref(),
+            "--cassette".as_ref(),
+            "suite/test_calls".as_ref(),
+            "--".as_ref(),
+            server.as_ref(),
+        ],
+        dir.path(),
+    );
+    let (status, stderr) = mock_outcome(dir.path());
+    assert_eq!(status, "0", "{stderr}");
+    let file = cassettes.join("suite/test_calls.jsonl");
+    assert!(std::fs::read_to_string(&file).unwrap().contains("get-sum"));
+
+    let replayed = client_result(
+        Command::new(python())
+            .arg(peer_script("mock_client.py"))
+            .args(["calls", "--"])
+            .arg(env!("CARGO_BIN_EXE_calltape"))
+            .args(["mock", "--mode", "replay", "--cassette-dir"])
+            .arg(&cassettes)
+            .env("CALLTAPE_CASSETTE", "suite/test_calls"),
+    );
+    assert_eq!(replayed, live);
+
+    let out = calltape()
+        .args(["mock", "--cassette-dir"])
+        .arg(&cassettes)
+        .args(["--cassette", "../escape"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("cassette name \"../escape\" is not allowed"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `calltape serve --mock FILE ARGS…` on a free port, its stderr in `stderr`; the server and its URL.
+fn serve_mock(file: &Path, args: &[&std::ffi::OsStr], stderr: &Path) -> (KillOnDrop, String) {
+    let mut served = calltape()
+        .args(["serve", "--listen", "127.0.0.1:0", "--mock"])
+        .arg(file)
+        .args(args)
+        .env_remove("CI")
+        .env_remove("CALLTAPE_MODE")
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(stderr).unwrap())
+        .spawn()
+        .map(KillOnDrop::with_sigterm)
+        .unwrap();
+    let url = first_line(&mut served);
+    (served, url)
+}
+
+/// Stops a `serve --mock` with SIGTERM; its exit status.
+fn stop(mut served: KillOnDrop) -> Option<i32> {
+    let stopped = Command::new("kill")
+        .arg(served.id().to_string())
+        .status()
+        .unwrap();
+    assert!(stopped.success());
+    wait_or_kill(&mut served, STOP)
+        .expect("serve --mock stops on SIGTERM")
+        .code()
+}
+
+#[test]
+fn serve_mock_in_auto_mode_records_over_streamable_http_then_answers_with_no_server_running() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("calls.jsonl");
+    let stderr = dir.path().join("serve.stderr");
+    let server = everything();
+    let client = |url: &str| {
+        client_result(
+            Command::new(python())
+                .arg(peer_script("mock_client.py"))
+                .args(["calls", "--url", url]),
+        )
+    };
+
+    let (served, url) = serve_mock(
+        &file,
+        &[
+            "--mode".as_ref(),
+            "auto".as_ref(),
+            "--".as_ref(),
+            server.as_ref(),
+        ],
+        &stderr,
+    );
+    let live = client(&url);
+    assert_eq!(
+        live["sum"],
+        serde_json::json!(["The sum of 2 and 40 is 42."])
+    );
+    let text = || std::fs::read_to_string(&stderr).unwrap();
+    assert_eq!(stop(served), Some(0), "{}", text());
+    let recording = std::fs::read_to_string(&file).unwrap();
+    assert!(recording.contains(r#""name":"get-sum""#), "{recording}");
+    assert!(!recording.contains("sk-test-first-key-0001"), "{recording}");
+
+    let (served, url) = serve_mock(&file, &["--mode".as_ref(), "replay".as_ref()], &stderr);
+    assert_eq!(client(&url), live);
+    assert_eq!(stop(served), Some(0), "{}", text());
+}

@@ -692,3 +692,90 @@ fn pytest_takes_its_settings_from_the_file_calltape_replay_finds() {
         let _ = std::fs::remove_dir_all(dir.path().join("abs"));
     }
 }
+
+const MCP_CONFTEST: &str = r#"import os
+
+import pytest
+
+
+@pytest.fixture
+def calltape_mcp_upstream():
+    server = os.environ.get("EVERYTHING")
+    return [server] if server else None
+"#;
+
+const MCP_TESTS: &str = r#"import asyncio
+import os
+
+from mcp import ClientSession
+from mcp.client.stdio import stdio_client
+
+
+async def get_sum(mcp_server, a, b):
+    async with stdio_client(mcp_server.params) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            result = await session.call_tool("get-sum", {"a": a, "b": b})
+            return result.content[0].text
+
+
+def test_sum(mcp_server):
+    # The client swallows a failed call, as many do: the plugin must still fail this test.
+    try:
+        text = asyncio.run(get_sum(mcp_server, 2, int(os.environ.get("B", "40"))))
+    except Exception as error:
+        text = str(error)
+    assert text
+
+
+def test_other(mcp_server):
+    assert asyncio.run(get_sum(mcp_server, 1, 1)) == "The sum of 1 and 1 is 2."
+"#;
+
+#[test]
+fn mcp_server_records_each_test_in_auto_mode_then_answers_offline_and_a_miss_fails_its_test() {
+    let dir = tempfile::tempdir().unwrap();
+    let site = install_plugin(dir.path());
+    let project = dir.path().join("project");
+    std::fs::create_dir_all(project.join("tests")).unwrap();
+    std::fs::write(
+        project.join("pyproject.toml"),
+        "[tool.calltape]\ncassette_dir = \"tests/cassettes\"\n",
+    )
+    .unwrap();
+    std::fs::write(project.join("tests/conftest.py"), MCP_CONFTEST).unwrap();
+    std::fs::write(project.join("tests/test_tools.py"), MCP_TESTS).unwrap();
+    let everything = support::everything().display().to_string();
+    let unused = "http://127.0.0.1:9";
+
+    // First run: no recording, the real server is there, auto mode records each test's own.
+    let (out, text) = pytest(&site, &project, unused, &[("EVERYTHING", &everything)], &[]);
+    assert!(out.status.success(), "{text}");
+    let recording = project.join("tests/cassettes/test_tools/test_sum.mcp.jsonl");
+    let recorded = std::fs::read_to_string(&recording).unwrap();
+    assert!(recorded.contains(r#""input":{"a":2,"b":40}"#), "{recorded}");
+    assert!(
+        project
+            .join("tests/cassettes/test_tools/test_other.mcp.jsonl")
+            .exists()
+    );
+
+    // In CI with no server at all, the recordings answer.
+    let (out, text) = pytest(&site, &project, unused, &[("CI", "true")], &[]);
+    assert!(out.status.success(), "{text}");
+
+    // A changed call fails exactly its test, though the test swallowed the error, showing the
+    // closest recorded call.
+    let (out, text) = pytest(&site, &project, unused, &[("CI", "true"), ("B", "41")], &[]);
+    assert!(!out.status.success(), "{text}");
+    assert!(text.contains("test_tools.py::test_other PASSED"), "{text}");
+    assert!(text.contains("test_tools.py::test_sum FAILED"), "{text}");
+    assert!(
+        text.contains("closest recorded call: tools/call get-sum (line "),
+        "{text}"
+    );
+    assert!(
+        text.contains("differing at b: recorded 40, asked 41"),
+        "{text}"
+    );
+}

@@ -17,24 +17,7 @@ pub(crate) fn cassette_path(state: &State, chosen: Option<&str>) -> Result<PathB
             "cassette {name:?} was requested, but the proxy has no cassette folder; give it one"
         ));
     };
-    let ok = !name.is_empty()
-        && !name.starts_with('/')
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-' | b'/'))
-        && !name
-            .split('/')
-            .any(|seg| seg.is_empty() || seg == "." || seg == "..");
-    if !ok {
-        return Err(format!(
-            "cassette name {name:?} is not allowed: use letters, digits, `.`, `_`, `-` and `/` between non-empty segments, never `..`"
-        ));
-    }
-    let mut file = name.to_owned();
-    if !file.ends_with(".jsonl") {
-        file.push_str(".jsonl");
-    }
-    Ok(dir.join(file))
+    crate::cassette_file(dir, name)
 }
 
 /// A cassette name as a path carries it: one segment of the `/_cassette/NAME/` prefix holds a name's

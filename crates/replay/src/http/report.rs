@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use calltape_recorder::terminal::{LineBreaks, escape_controls};
 use serde_json::{Value, json};
 
-use super::options::Mode;
+use crate::Mode;
 
 /// What the proxy did: counts, and the misses, fuzzy hits, drift and errors it met.
 #[derive(Debug, Clone, Default, PartialEq)]

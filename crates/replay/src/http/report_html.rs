@@ -7,8 +7,8 @@ use std::fmt::Write as _;
 use crate::ReportContext;
 use crate::html_page::{self, push_escaped};
 
-use super::options::Mode;
 use super::report::{CassetteReport, Closest, Report};
+use crate::Mode;
 
 /// The statuses a cassette's row can have, worst last but one: a miss outweighs drift, which
 /// outweighs a fuzzy hit.

@@ -23,12 +23,13 @@ use super::cassette_choice::{cassette_name, cassette_path};
 use super::exchange::{Forward, Sink, exchange};
 use super::flush::{CountingIo, FlushBeforeError};
 use super::miss::{self, Provider, error_response, request_diff};
-use super::options::{Exhaustion, Mode};
+use super::options::Exhaustion;
 use super::report::{Closest, FuzzyHit};
 use super::response::HttpResponse;
 use super::status;
 use super::tape::{Lookup, Tape, lock};
 use super::{CASSETTE_HEADER, State, UpstreamCfg};
+use crate::Mode;
 
 const MAX_REQUEST_BODY: usize = 64 * 1024 * 1024;
 

@@ -11,8 +11,9 @@ use calltape_recorder::http::{Body, Cassette, Interaction, Meta, Normalizer, Req
 use calltape_recorder::http::{CassetteIndex, Journal};
 use serde_json::Value;
 
-use super::options::{Exhaustion, Mode};
+use super::options::Exhaustion;
 use super::reply::Reply;
+use crate::Mode;
 
 /// A recording ready to serve: the interaction and its answer as bytes.
 pub(crate) struct Recording {

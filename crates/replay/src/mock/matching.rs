@@ -45,6 +45,9 @@ pub enum MissKind {
         /// Its place among the call's asks, from 0.
         index: usize,
     },
+    /// In [`Mode::Verify`](crate::Mode::Verify): the server answered the call unlike the recording
+    /// ([`Miss::closest`] is the recorded call, with the differences of the server's answer).
+    Drift,
 }
 
 /// The recorded call closest to a missed request, and how the request differs from it.
@@ -86,6 +89,18 @@ impl fmt::Display for Miss {
                     f,
                     "the client answered the server's {method} (asks.{index}) during {call} unlike the recorded client"
                 )?;
+                if let Some(closest) = &self.closest {
+                    write!(
+                        f,
+                        " (line {}), {}",
+                        closest.line,
+                        shown_differences(&closest.differences, "answered")
+                    )?;
+                }
+                Ok(())
+            }
+            MissKind::Drift => {
+                write!(f, "the server answered {call} unlike the recording")?;
                 if let Some(closest) = &self.closest {
                     write!(
                         f,

@@ -10,11 +10,13 @@ from pathlib import Path
 import pytest
 
 from . import hooks
+from .mcp import McpServer, new_log
 from .config import MODES, PLACEHOLDER_KEY, ConfigError, Settings, file_safe, load, unset_key_variables
-from .proxy import Proxy, ProxyError
+from .proxy import Proxy, ProxyError, find_binary
 
 _STATE = pytest.StashKey["_Session"]()
 _TEST = pytest.StashKey["Calltape"]()
+_MCP = pytest.StashKey["list[McpServer]"]()
 
 
 class Calltape:
@@ -172,6 +174,20 @@ def pytest_runtest_call(item):
     finally:
         if test is not None and not test.live:
             _fail_on_misses(item, test)
+        _fail_on_mcp_misses(item)
+
+
+def _fail_on_mcp_misses(item) -> None:
+    for server in item.stash.get(_MCP, []):
+        misses = server.misses()
+        if misses:
+            shown = os.path.relpath(server.recording, item.config.invocation_params.dir)
+            pytest.fail(
+                f"calltape: MCP request(s) of this test found no answer in {shown}; record it again "
+                f"with --calltape-mode record (and the real server in calltape_mcp_upstream) if the "
+                f"change is intended\n" + "\n".join(misses),
+                pytrace=False,
+            )
 
 
 def _record_command(item) -> str:
@@ -224,6 +240,33 @@ def calltape(request) -> Calltape:
             pytrace=False,
         )
     return test
+
+
+@pytest.fixture
+def calltape_mcp_upstream():
+    """The real MCP server the `mcp_server` fixture records from: a command (a list of words) or a
+    Streamable HTTP URL. None (the default) answers from the recordings only; override it in
+    conftest.py."""
+    return None
+
+
+@pytest.fixture
+def mcp_server(request, calltape_mcp_upstream) -> McpServer:
+    """A stdio MCP server for this test: `calltape mock` answering from the test's own recording,
+    `<cassette_dir>/<test file>/<test>.mcp.jsonl`, recorded from `calltape_mcp_upstream` in auto mode
+    on the first run. A request the recording cannot answer fails the test, even when the client
+    swallowed the error, with the closest recorded call shown."""
+    try:
+        binary = find_binary()
+    except ProxyError as e:
+        pytest.fail(f"calltape: {e}", pytrace=False)
+    item = request.node
+    recording = _state(item.config).settings.cassette_dir / f"{cassette_name(item)}.mcp.jsonl"
+    log = new_log()
+    request.addfinalizer(lambda: log.unlink(missing_ok=True))
+    server = McpServer(binary, recording, item.config.getoption("calltape_mode"), calltape_mcp_upstream, log)
+    item.stash.setdefault(_MCP, []).append(server)
+    return server
 
 
 def pytest_sessionfinish(session):
