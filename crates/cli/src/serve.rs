@@ -78,7 +78,8 @@ differ between sessions (a roots/list request goes to the session whose request 
 /// The arguments of `calltape serve`.
 #[derive(Debug, Args)]
 #[command(after_help = EXAMPLES)]
-#[command(group(ArgGroup::new("server").required(true).args(["url", "command", "mock"])))]
+// One server: --url, CMD or --mock (with CMD as the real server in the modes that forward).
+#[command(group(ArgGroup::new("server").required(true).multiple(true).args(["url", "command", "mock"])))]
 pub(crate) struct ServeArgs {
     /// Listen on this address of 127.0.0.1 (port 0 picks a free one); the URL is printed on stdout.
     #[arg(long, value_name = "ADDR", conflicts_with = "socket")]
@@ -144,7 +145,7 @@ pub(crate) struct ServeArgs {
     remote: RemoteArgs,
 
     /// The server to run, with its arguments (no shell).
-    #[arg(last = true, value_name = "CMD", conflicts_with_all = ["headers", "header_file"])]
+    #[arg(last = true, value_name = "CMD", conflicts_with_all = ["headers", "header_file", "url"])]
     command: Vec<OsString>,
 }
 
