@@ -356,12 +356,7 @@ fn a_recording_made_through_a_sign_in_holds_no_token_and_replays_with_client_cre
     );
     let stderr = record.finish();
 
-    let stored = files_under(&tmp.path().join("home/auth"))
-        .into_iter()
-        .find(|p| p.extension().is_some_and(|e| e == "json"))
-        .expect("a stored sign-in");
-    let stored: Value = serde_json::from_slice(&std::fs::read(stored).unwrap()).unwrap();
-    let token = stored["access_token"].as_str().unwrap();
+    let token = &stored_token(&tmp.path().join("home"));
     let recording = std::fs::read_to_string(&calls).unwrap();
     assert!(recording.contains("whoami"), "{recording}");
     assert!(!recording.contains(token), "{recording}");
@@ -391,4 +386,132 @@ fn a_recording_made_through_a_sign_in_holds_no_token_and_replays_with_client_cre
     let stats = server.stats();
     assert_eq!(stats["client_credentials_grants"], 1, "{stats}");
     assert_eq!(stats["authorizations"], 1, "{stats}");
+}
+
+/// The access token of the one sign-in stored under `home`.
+fn stored_token(home: &Path) -> String {
+    let stored = files_under(&home.join("auth"))
+        .into_iter()
+        .find(|p| p.extension().is_some_and(|e| e == "json"))
+        .expect("a stored sign-in");
+    let stored: Value = serde_json::from_slice(&std::fs::read(stored).unwrap()).unwrap();
+    stored["access_token"].as_str().unwrap().to_owned()
+}
+
+#[test]
+fn a_token_the_server_echoes_is_in_no_recording_or_report_of_mock_replay_or_serve() {
+    let server = OAuthServer::start();
+    let tmp = tempfile::tempdir().unwrap();
+    let echo_token = || {
+        call(
+            3,
+            "tools/call",
+            json!({"name": "echo_token", "arguments": {}}),
+        )
+    };
+
+    // `mock --mode auto` forwards what its (missing) recording lacks and records it.
+    let calls = tmp.path().join("calls.jsonl");
+    let calls_arg = calls.to_str().unwrap();
+    let mut mock = Bridge::run(
+        &["mock", "--mode", "auto", calls_arg, "--url", &server.url],
+        tmp.path(),
+        0,
+    );
+    mock.send(initialize(1));
+    mock.answer(1);
+    mock.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    mock.send(echo_token());
+    let token = stored_token(&tmp.path().join("home"));
+    assert!(
+        mock.answer(3).to_string().contains(&token),
+        "the client gets the server's answer whole"
+    );
+    let stderr = mock.finish();
+    let recording = std::fs::read_to_string(&calls).unwrap();
+    assert!(recording.contains("your token: [REDACTED]"), "{recording}");
+    assert!(!recording.contains(&token) && !stderr.contains(&token));
+
+    // `replay` against the server (signed in from the store) when the answer changed: the token is
+    // in the live answer, and in none of the reports or the updated recording.
+    let changed = tmp.path().join("changed.jsonl");
+    std::fs::write(
+        &changed,
+        recording.replace("your token: [REDACTED]", "your token: none"),
+    )
+    .unwrap();
+    let replay = |extra: &[&str]| {
+        let mut command = calltape();
+        command
+            .args(["replay", changed.to_str().unwrap(), "--url", &server.url])
+            .args(extra);
+        signed_in_env(&mut command, tmp.path());
+        command.output().unwrap()
+    };
+    let out = replay(&[]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains("echo_token") && stdout.contains("your token: none"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains(&token) && !String::from_utf8_lossy(&out.stderr).contains(&token));
+    for format in ["json", "html", "junit"] {
+        let report = tmp.path().join(format!("report.{format}"));
+        let out = replay(&["--format", format, "--output", report.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(1), "{format}");
+        let report = std::fs::read_to_string(&report).unwrap();
+        assert!(report.contains("echo_token"), "{format}: {report}");
+        assert!(!report.contains(&token), "{format}: {report}");
+        assert!(!String::from_utf8_lossy(&out.stderr).contains(&token));
+    }
+    let out = replay(&["--update"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let updated = std::fs::read_to_string(&changed).unwrap();
+    assert!(updated.contains("your token: [REDACTED]"), "{updated}");
+    assert!(!updated.contains(&token));
+
+    // `serve --url --record` with calltape's own sign-in, for an HTTP client that brings none.
+    let served_dir = tmp.path().join("serve");
+    std::fs::create_dir(&served_dir).unwrap();
+    let served_calls = served_dir.join("served.jsonl");
+    let args: Vec<std::ffi::OsString> = [
+        "--listen",
+        "127.0.0.1:0",
+        "--url",
+        &server.url,
+        "--record",
+        served_calls.to_str().unwrap(),
+    ]
+    .iter()
+    .map(Into::into)
+    .collect();
+    let mut served = crate::serve::Served::start_configured(&served_dir, &args, |command| {
+        signed_in_env(command, tmp.path())
+    });
+    let started = served.exchange(None, crate::serve::INITIALIZE);
+    let session = crate::support::session_id_of(&started).unwrap_or_else(|| panic!("{started}"));
+    served.exchange(
+        Some(&session),
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    );
+    let echoed = served.exchange(Some(&session), &echo_token().to_string());
+    assert!(echoed.contains(&token), "{echoed}");
+    let _ = Command::new("kill")
+        .arg(served.child.id().to_string())
+        .status();
+    assert!(
+        served.child.wait().unwrap().success(),
+        "{}",
+        served.stderr()
+    );
+    let recording = std::fs::read_to_string(&served_calls).unwrap();
+    assert!(recording.contains("your token: [REDACTED]"), "{recording}");
+    assert!(!recording.contains(&token) && !served.stderr().contains(&token));
+    // One sign-in served all of it: the store's token was reused by replay and serve.
+    assert_eq!(server.stats()["authorizations"], 1, "{}", server.stats());
 }

@@ -7,7 +7,7 @@ use std::{
     io::{Read, Write},
     net::TcpStream,
     path::{Path, PathBuf},
-    process::Stdio,
+    process::{Command, Stdio},
     time::Duration,
 };
 
@@ -38,8 +38,20 @@ impl Served {
 
     /// `calltape serve ARGS…`, its stderr in `dir`.
     pub(crate) fn start_args(dir: &Path, args: &[OsString]) -> Self {
+        Self::start_configured(dir, args, |_| {})
+    }
+
+    /// [`start_args`](Self::start_args), with `configure` given the command first (its environment,
+    /// say).
+    pub(crate) fn start_configured(
+        dir: &Path,
+        args: &[OsString],
+        configure: impl FnOnce(&mut Command),
+    ) -> Self {
         let stderr = dir.join("stderr");
-        let mut child = calltape()
+        let mut command = calltape();
+        configure(&mut command);
+        let mut child = command
             .arg("serve")
             .args(args)
             .stdout(Stdio::piped())
@@ -268,7 +280,7 @@ fn serve_records_with_the_redaction_names_and_finishes_the_recording_on_each_sig
         assert!(served.echo(&session, "hello-there"), "{}", served.stderr());
         let list = r#"{"jsonrpc":"2.0","id":8,"method":"tools/list","params":{}}"#;
         assert!(served.exchange(Some(&session), list).contains("\"echo\""));
-        let status = std::process::Command::new("kill")
+        let status = Command::new("kill")
             .args([&format!("-{signal}"), &served.child.id().to_string()])
             .status()
             .unwrap();
