@@ -311,7 +311,8 @@ pub fn private_dir(path: impl AsRef<Path>) -> Result<(), Error> {
 /// ```
 #[derive(Debug)]
 pub struct FileLock {
-    file: File,
+    /// `None` only once [`FileLock::into_file`] handed the open file over.
+    file: Option<File>,
 }
 
 impl FileLock {
@@ -340,7 +341,7 @@ impl FileLock {
         )?;
         loop {
             match rustix::fs::flock(&file, how) {
-                Ok(()) => return Ok(Some(Self { file })),
+                Ok(()) => return Ok(Some(Self { file: Some(file) })),
                 Err(rustix::io::Errno::WOULDBLOCK) => return Ok(None),
                 Err(rustix::io::Errno::INTR) => continue,
                 Err(e) => return Err(Error::open(path, e.into())),
@@ -349,9 +350,22 @@ impl FileLock {
     }
 }
 
+impl FileLock {
+    /// The open file that holds the lock, without unlocking it: the lock stays held while the file
+    /// is open, in this process or in a child that inherits it (as its standard input, say), and
+    /// whoever holds the file unlocks it or lets the kernel do so when the last copy closes.
+    pub fn into_file(mut self) -> File {
+        self.file
+            .take()
+            .expect("the file is there until handed over")
+    }
+}
+
 impl Drop for FileLock {
     fn drop(&mut self) {
-        let _ = rustix::fs::flock(&self.file, rustix::fs::FlockOperation::Unlock);
+        if let Some(file) = &self.file {
+            let _ = rustix::fs::flock(file, rustix::fs::FlockOperation::Unlock);
+        }
     }
 }
 
@@ -373,6 +387,16 @@ mod tests {
         ("read", |p| read(p).map(drop)),
         ("private_dir", |p| private_dir(p)),
     ];
+
+    #[test]
+    fn a_lock_handed_over_as_its_file_stays_held_until_the_file_closes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("entry.lock");
+        let file = FileLock::try_acquire(&path).unwrap().unwrap().into_file();
+        assert!(FileLock::try_acquire(&path).unwrap().is_none());
+        drop(file);
+        assert!(FileLock::try_acquire(&path).unwrap().is_some());
+    }
 
     #[test]
     fn a_symlink_at_the_path_is_refused_by_name_and_its_target_untouched() {

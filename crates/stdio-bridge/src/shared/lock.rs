@@ -1,18 +1,11 @@
 //! OS file locks (`flock`): the kernel releases them when their holder dies, so no lease has to be
 //! renewed and no crashed process can keep a key locked.
 
-use std::{
-    fs::{File, OpenOptions},
-    io,
-    os::{fd::AsFd, unix::fs::OpenOptionsExt},
-    path::Path,
-    time::Duration,
-};
+use std::{fs::File, io, os::fd::AsFd, path::Path, time::Duration};
 
 use rustix::fs::{FlockOperation, flock};
 
-use super::paths::check_private_file;
-use crate::Error;
+use crate::{Error, error::ErrorKind};
 
 /// An exclusive lock on a file, held until dropped (or until the process that holds it dies).
 ///
@@ -25,35 +18,16 @@ pub(crate) struct FileLock {
     file: Option<File>,
 }
 
-fn open_lock_file(path: &Path) -> Result<File, Error> {
-    // std opens every file close-on-exec: no program this process starts inherits a lock by accident.
-    // Not calltape-jsonl-store's fs: a lock file needs reading and writing without O_APPEND, and it is
-    // held to the same rules here: no-follow, created 0600, never emptied, checked below.
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o600)
-        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
-        .open(path)
-        .map_err(|e| Error::io(format!("cannot open the lock file {}", path.display()), e))?;
-    check_private_file(path, false)?;
-    Ok(file)
-}
-
 impl FileLock {
     /// Takes the lock at `path` (creating the file 0600) if nobody holds it; `Ok(None)` if somebody does.
+    /// The file is opened under calltape-jsonl-store's file rules: no link followed, another user's
+    /// file refused, never emptied.
     pub(crate) fn try_acquire(path: &Path) -> Result<Option<Self>, Error> {
-        let file = open_lock_file(path)?;
-        match flock(file.as_fd(), FlockOperation::NonBlockingLockExclusive) {
-            Ok(()) => Ok(Some(Self { file: Some(file) })),
-            Err(rustix::io::Errno::WOULDBLOCK) => Ok(None),
-            Err(e) => Err(Error::io(
-                format!("cannot lock {}", path.display()),
-                io::Error::from(e),
-            )),
-        }
+        let lock =
+            calltape_jsonl_store::fs::FileLock::try_acquire(path).map_err(ErrorKind::File)?;
+        Ok(lock.map(|lock| Self {
+            file: Some(lock.into_file()),
+        }))
     }
 
     /// Waits up to `timeout` for the lock at `path`.
