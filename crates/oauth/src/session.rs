@@ -72,6 +72,9 @@ struct State {
     refreshed_after_refusal: Option<String>,
     /// Why the last sign-in failed, if it did.
     last_failure: Option<String>,
+    /// The client this session registered (with the issuer it registered at) for a sign-in that did
+    /// not finish: the next attempt reuses it, and its redirect port, rather than register again.
+    registered: Option<(String, crate::RegisteredClient)>,
 }
 
 impl OAuthSession {
@@ -342,11 +345,17 @@ impl OAuthSession {
             .or_else(|| discovery.scope(challenge));
         // A client registered with another authorization server is not reused there, nor one whose
         // secret has expired.
+        let registered = state
+            .registered
+            .as_ref()
+            .filter(|(issuer, _)| *issuer == discovery.server.issuer)
+            .map(|(_, client)| client.clone());
         let previous_client = stored
             .as_ref()
             .or(state.credentials.as_ref())
             .filter(|c| c.issuer == discovery.server.issuer)
             .map(|c| c.client.clone())
+            .or(registered)
             .filter(|c| c.client_secret_expires_at.is_none_or(|at| at > now_secs()));
         let server = &discovery.server;
         let token_endpoint = server.token_endpoint.clone().ok_or_else(|| {
@@ -383,6 +392,7 @@ impl OAuthSession {
                 known,
                 previous_client,
                 scope.as_deref(),
+                &mut state.registered,
             )
             .await?
         };
@@ -418,6 +428,7 @@ impl OAuthSession {
         known: Option<crate::RegisteredClient>,
         previous: Option<crate::RegisteredClient>,
         scope: Option<&str>,
+        registered: &mut Option<(String, crate::RegisteredClient)>,
     ) -> Result<(crate::RegisteredClient, Tokens), Error> {
         let server = &discovery.server;
         if let Some(methods) = &server.code_challenge_methods_supported
@@ -447,14 +458,16 @@ impl OAuthSession {
                 previous
             }
             (None, _) => {
-                registration::register(
+                let client = registration::register(
                     &self.web,
                     server,
                     &self.options.client_name,
                     &redirect_uri,
                     scope,
                 )
-                .await?
+                .await?;
+                *registered = Some((server.issuer.clone(), client.clone()));
+                client
             }
         };
         let pkce = Pkce::new()?;

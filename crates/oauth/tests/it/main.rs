@@ -21,6 +21,7 @@ use tokio::{
 struct Counts {
     client_credentials: AtomicUsize,
     refresh: AtomicUsize,
+    registrations: AtomicUsize,
 }
 
 /// Starts the server on a free loopback port; returns its MCP URL and its counts.
@@ -66,7 +67,7 @@ async fn authorization_server(first_expires_in: u64) -> (String, Arc<Counts>) {
                     "/.well-known/oauth-authorization-server" => (
                         200,
                         format!(
-                            r#"{{"issuer":"{base}","authorization_endpoint":"{base}/authorize","token_endpoint":"{base}/token","token_endpoint_auth_methods_supported":["client_secret_basic"],"code_challenge_methods_supported":["S256"]}}"#
+                            r#"{{"issuer":"{base}","authorization_endpoint":"{base}/authorize","token_endpoint":"{base}/token","registration_endpoint":"{base}/register","token_endpoint_auth_methods_supported":["client_secret_basic"],"code_challenge_methods_supported":["S256"]}}"#
                         ),
                     ),
                     "/token" if body.contains("grant_type=client_credentials") => {
@@ -86,6 +87,17 @@ async fn authorization_server(first_expires_in: u64) -> (String, Arc<Counts>) {
                                 ),
                             )
                         }
+                    }
+                    "/register" => {
+                        let n = counts.registrations.fetch_add(1, Ordering::SeqCst) + 1;
+                        let asked: serde_json::Value = serde_json::from_str(&body).unwrap();
+                        (
+                            201,
+                            format!(
+                                r#"{{"client_id":"dyn-{n}","token_endpoint_auth_method":"none","redirect_uris":{}}}"#,
+                                asked["redirect_uris"]
+                            ),
+                        )
                     }
                     "/token" if body.contains("grant_type=refresh_token") => {
                         let n = counts.refresh.fetch_add(1, Ordering::SeqCst) + 1;
@@ -231,4 +243,21 @@ async fn an_expiring_token_is_refreshed_once_for_every_waiting_request_and_sessi
     );
     assert_eq!(counts.refresh.load(Ordering::SeqCst), 1);
     assert_eq!(counts.client_credentials.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_sign_in_that_never_came_back_keeps_its_registered_client_for_the_next_try() {
+    let (url, counts) = authorization_server(3600).await;
+    let dir = tempfile::tempdir().unwrap();
+    let options = OAuthOptions {
+        open_browser: false,
+        sign_in_timeout: std::time::Duration::from_millis(300),
+        ..OAuthOptions::default()
+    };
+    let session = OAuthSession::new(&url, options, TokenStore::at(dir.path())).unwrap();
+    for _ in 0..2 {
+        let err = session.challenged(refusal(&url, None)).await.unwrap_err();
+        assert!(err.contains("no sign-in came back"), "{err}");
+    }
+    assert_eq!(counts.registrations.load(Ordering::SeqCst), 1);
 }
