@@ -736,6 +736,25 @@ fn era_neutral(mut answer: Value, era: &str) -> Value {
     answer
 }
 
+/// Asserts that the Inspector's CLI, making the call `args` against `target` in `era`, succeeds and
+/// prints the answer recorded in `file` for the call `method` `name`.
+fn inspect_recorded(
+    target: &[&std::ffi::OsStr],
+    era: &str,
+    args: &[&str],
+    (method, name): (&str, &str),
+    file: &Path,
+    home: &Path,
+) {
+    let got = inspect(target, era, args, home);
+    assert_eq!(got.status, Some(0), "{era} {method}: {}", got.err);
+    assert_eq!(
+        era_neutral(got.out["result"].clone(), era),
+        era_neutral(recorded_answer(file, method, name), era),
+        "{era} {method} {name}"
+    );
+}
+
 #[test]
 fn the_mcp_inspector_cli_gets_the_recorded_answers_over_stdio_in_both_eras_with_no_server_running()
 {
@@ -769,13 +788,7 @@ fn the_mcp_inspector_cli_gets_the_recorded_answers_over_stdio_in_both_eras_with_
         ("modern", r#""method":"server/discover""#),
     ] {
         for (args, method, name) in INSPECTED {
-            let got = inspect(&target, era, args, dir.path());
-            assert_eq!(got.status, Some(0), "{era} {method}: {}", got.err);
-            assert_eq!(
-                era_neutral(got.out["result"].clone(), era),
-                era_neutral(recorded_answer(&file, method, name), era),
-                "{era} {method} {name}"
-            );
+            inspect_recorded(&target, era, args, (method, name), &file, dir.path());
             let (status, stderr) = outcome();
             assert_eq!(status, "0", "{era} {method}: {stderr}");
             let sent = std::fs::read_to_string(&input).unwrap();
@@ -821,13 +834,7 @@ fn the_mcp_inspector_cli_gets_the_recorded_answers_from_serve_mock_over_streamab
     let target: [&std::ffi::OsStr; 3] = ["--transport".as_ref(), "http".as_ref(), url.as_ref()];
     for era in ["legacy", "modern"] {
         for (args, method, name) in INSPECTED {
-            let got = inspect(&target, era, args, dir.path());
-            assert_eq!(got.status, Some(0), "{era} {method}: {}", got.err);
-            assert_eq!(
-                era_neutral(got.out["result"].clone(), era),
-                era_neutral(recorded_answer(&file, method, name), era),
-                "{era} {method} {name}"
-            );
+            inspect_recorded(&target, era, args, (method, name), &file, dir.path());
         }
     }
 
