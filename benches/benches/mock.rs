@@ -6,12 +6,12 @@
 //! `.ci/install-peers` installs it); without it the bench says so and measures nothing. The recording
 //! is made first, through `Mock` in record mode in front of that server.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
-use calltape_benches::stdio_peer::{Peer, ROLE};
+use calltape_benches::stdio_peer::{Peer, ROLE, reference_server};
 use calltape_recorder::mcp::RecorderOptions;
 use calltape_replay::{Mode, mock::Mock};
 use calltape_stdio_bridge::{Bridge, ChildUpstream, EraUpstream, Protocol, Upstream, stdio};
@@ -38,10 +38,7 @@ fn main() {
         Ok("record") => return serve(Mode::Record),
         _ => {}
     }
-    let Some(server) = everything() else {
-        eprintln!(
-            "mock: no everything server at $CALLTAPE_PEERS/node/node_modules/.bin/mcp-server-everything; run eval \"$(.ci/install-peers --env)\" first"
-        );
+    let Some(server) = reference_server("mock") else {
         return;
     };
     let dir = tempfile::tempdir().expect("temporary folder");
@@ -76,13 +73,6 @@ fn main() {
     }
     group.finish();
     criterion.final_summary();
-}
-
-/// The everything server, when the peers are installed.
-fn everything() -> Option<PathBuf> {
-    let peers = std::env::var_os("CALLTAPE_PEERS")?;
-    let server = Path::new(&peers).join("node/node_modules/.bin/mcp-server-everything");
-    server.exists().then_some(server)
 }
 
 /// This binary as the mock of `recording`.

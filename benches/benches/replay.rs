@@ -36,7 +36,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use calltape_benches::paired::{paired_rounds, selected, timed};
-use calltape_benches::stdio_peer::{Peer, ROLE, echo_server};
+use calltape_benches::stdio_peer::{Peer, ROLE, echo_server, reference_server};
 use calltape_recorder::mcp::{CallError, ErrorCode, Outcome, Recorder, RecorderOptions, Recording};
 use calltape_redact::Redactor;
 use calltape_replay::ReportContext;
@@ -638,21 +638,6 @@ fn one_call_at_a_time(c: &mut Criterion, name: &str, upstream: Option<&Path>) {
         },
     );
     group.finish();
-}
-
-/// `mcp-server-everything` as `.ci/install-peers` installs it, found through `CALLTAPE_PEERS`;
-/// without it, says that `group` is not run.
-fn reference_server(group: &str) -> Option<PathBuf> {
-    let server = std::env::var_os("CALLTAPE_PEERS")
-        .map(|peers| PathBuf::from(peers).join("node/node_modules/.bin/mcp-server-everything"))
-        .filter(|server| server.exists());
-    if server.is_none() && selected(group) {
-        eprintln!(
-            "{group}: not run: set CALLTAPE_PEERS with `eval \"$(.ci/install-peers --env)\"` to \
-             bench against mcp-server-everything"
-        );
-    }
-    server
 }
 
 /// The recorder's own work per call, without a bridge: 10,000 requests and their answers shown to one

@@ -5,10 +5,26 @@
 //! is the bench, the echo server and whatever sits in between.
 
 use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::path::PathBuf;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
 /// The environment variable that picks the role a bench binary plays.
 pub const ROLE: &str = "CALLTAPE_BENCH_ROLE";
+
+/// `mcp-server-everything` as `.ci/install-peers` installs it, found through `CALLTAPE_PEERS`;
+/// without it, says that `group` is not run (when the command line selects it).
+pub fn reference_server(group: &str) -> Option<PathBuf> {
+    let server = std::env::var_os("CALLTAPE_PEERS")
+        .map(|peers| PathBuf::from(peers).join("node/node_modules/.bin/mcp-server-everything"))
+        .filter(|server| server.exists());
+    if server.is_none() && crate::paired::selected(group) {
+        eprintln!(
+            "{group}: not run: set CALLTAPE_PEERS with `eval \"$(.ci/install-peers --env)\"` to \
+             bench against mcp-server-everything"
+        );
+    }
+    server
+}
 
 /// A minimal stdio MCP server: answers every request with a one-line text result that echoes
 /// `arguments.text`, and `initialize` with a fixed handshake. Returns when stdin ends.

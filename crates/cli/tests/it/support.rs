@@ -56,7 +56,7 @@ pub(crate) fn published_server(name: &str) -> PathBuf {
     )
 }
 
-fn installed(path: PathBuf) -> PathBuf {
+pub(crate) fn installed(path: PathBuf) -> PathBuf {
     assert!(
         path.exists(),
         "{} is missing: run .ci/install-peers",
