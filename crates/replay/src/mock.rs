@@ -66,8 +66,8 @@ use std::time::SystemTime;
 
 use bytes::Bytes;
 use calltape_recorder::mcp::{
-    Ask, CURSOR, CallError, ErrorCode, LIST_METHODS, Outcome, Recorder, RecorderOptions,
-    RecorderReport, Recording, SessionRecorder, list_items_key, name_and_input,
+    Ask, CURSOR, CallError, ErrorCode, LIST_METHODS, Outcome, RecordedCall, Recorder,
+    RecorderOptions, RecorderReport, Recording, SessionRecorder, list_items_key, name_and_input,
 };
 use calltape_recorder::terminal::{LineBreaks, escape_controls};
 use calltape_redact::Redactor;
@@ -113,6 +113,8 @@ impl std::fmt::Debug for Mock {
 struct State {
     shown: String,
     calls: Mutex<Calls>,
+    /// The calls written by hand with no answer yet, each answered with a miss that says so.
+    unanswered: Mutex<Calls>,
     /// The last recorded listing of each list method.
     lists: HashMap<&'static str, Value>,
     server: Value,
@@ -262,6 +264,23 @@ impl Mock {
         let mut calls = Vec::new();
         let (mut server, mut protocol_version) = (None, None);
         let mut kinds = [false; 4];
+        if let Some(first) = recording.unanswered.first() {
+            tracing::warn!(
+                "{shown}: {} call(s) with no answer yet, from line {}: each is a miss until \
+                 `calltape replay --update` against the server fills them in",
+                recording.unanswered.len(),
+                first.line
+            );
+        }
+        let unanswered = recording
+            .unanswered
+            .iter()
+            .map(|call| {
+                // Never answered: the stand-in only lets the call be found.
+                let record = call.to_record("", Outcome::Answer(Value::Null));
+                RecordedCall::new(call.line, record)
+            })
+            .collect();
         for call in recording.calls {
             let record = &call.record;
             if server.is_none() {
@@ -302,6 +321,7 @@ impl Mock {
         Self {
             state: Arc::new(State {
                 shown,
+                unanswered: Mutex::new(Calls::new(unanswered, redactor.clone())),
                 calls: Mutex::new(Calls::new(calls, redactor)),
                 lists,
                 server,
@@ -433,7 +453,10 @@ impl State {
                         }
                     }
                     Err(_) if forwards => Reply::Forward { verify: None },
-                    Err(miss) => Reply::Now(self.miss_answer(&id, *miss)),
+                    Err(miss) => {
+                        let miss = self.unanswered(method, &name, input.as_ref(), *miss);
+                        Reply::Now(self.miss_answer(&id, miss))
+                    }
                 });
             }
         };
@@ -479,8 +502,30 @@ impl State {
                     kind: MissKind::NotRecorded,
                     closest: None,
                 };
+                let miss = self.unanswered(method, "", None, miss);
                 self.miss_answer(id, miss)
             }
+        }
+    }
+
+    /// `miss`, or a miss of kind [`MissKind::Unanswered`] when the recording holds the request as a
+    /// call written by hand with no answer yet.
+    fn unanswered(&self, method: &str, name: &str, input: Option<&Value>, miss: Miss) -> Miss {
+        let mut unanswered = self
+            .unanswered
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        match unanswered.find(method, name, input) {
+            Ok(index) => Miss {
+                kind: MissKind::Unanswered,
+                closest: Some(Closest {
+                    line: unanswered.get(index).line,
+                    name: name.to_owned(),
+                    differences: Vec::new(),
+                }),
+                ..miss
+            },
+            Err(_) => miss,
         }
     }
 
@@ -965,6 +1010,64 @@ mod tests {
             .unwrap()
             .extend(end.as_object().unwrap().clone());
         line
+    }
+
+    #[test]
+    fn a_call_written_by_hand_with_no_answer_yet_is_a_miss_that_names_its_line() {
+        let mock = mock(&[
+            line(
+                "tools/call",
+                "echo",
+                json!({"message": "a"}),
+                json!({"answer": {"content": []}}),
+            ),
+            json!({"method": "tools/call", "name": "echo", "input": {"message": "b"}}),
+            json!({"method": "tools/list"}),
+        ]);
+        let ask = |id: u64, method: &str, params: Value| {
+            let request = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+            mock.answer(&request.to_string()).unwrap()
+        };
+        let answer = ask(
+            1,
+            "tools/call",
+            json!({"name": "echo", "arguments": {"message": "b"}}),
+        );
+        assert_eq!(
+            answer["error"]["message"],
+            "calltape mock (calls.jsonl): no recorded answer for tools/call echo: line 2 holds it \
+             with no answer yet; `calltape replay --update FILE -- SERVER…` fills in the answers \
+             of the calls written by hand"
+        );
+        assert_eq!(answer["error"]["data"]["closest"]["line"], 2);
+        let answer = ask(2, "tools/list", json!({}));
+        assert!(
+            answer["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("tools/list: line 3 holds it with no answer yet"),
+            "{answer}"
+        );
+        // A call nobody wrote is an ordinary miss, closest to the answered call.
+        let answer = ask(
+            3,
+            "tools/call",
+            json!({"name": "echo", "arguments": {"message": "c"}}),
+        );
+        let message = answer["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains("closest recorded call: tools/call echo (line 1)"),
+            "{message}"
+        );
+        let kinds: Vec<MissKind> = mock.misses().into_iter().map(|m| m.kind).collect();
+        assert_eq!(
+            kinds,
+            [
+                MissKind::Unanswered,
+                MissKind::Unanswered,
+                MissKind::NotRecorded
+            ]
+        );
     }
 
     #[tokio::test]

@@ -624,3 +624,164 @@ fn serve_mock_in_auto_mode_records_over_streamable_http_then_answers_with_no_ser
     assert_eq!(client(&url), live);
     assert_eq!(stop(served), Some(0), "{}", text());
 }
+
+/// A scenario written by hand: the calls of `mock_client.py written`, and the tool list its client
+/// reads to check a tool's output.
+const WRITTEN: &str = r#"{"method":"tools/list"}
+{"method":"tools/call","name":"echo","input":{"message":"hi"}}
+{"method":"tools/call","name":"get-sum","input":{"a":2,"b":40}}
+{"method":"resources/read","name":"demo://resource/static/document/architecture.md"}
+"#;
+
+#[test]
+fn calls_written_by_hand_are_filled_in_by_replay_update_and_then_answered_by_the_mock_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("written.jsonl");
+    std::fs::write(&file, WRITTEN).unwrap();
+
+    // Before it is filled in: the mock answers each call with a miss that says how to fill it.
+    let got = against_mock(&python(), "written", &file, dir.path());
+    let Value::String(message) = &got["error"] else {
+        panic!("{got}")
+    };
+    assert!(
+        message
+            .contains("no recorded answer for tools/call echo: line 2 holds it with no answer yet"),
+        "{message}"
+    );
+    assert!(message.contains("calltape replay --update"), "{message}");
+    let status = std::fs::read_to_string(dir.path().join("mock.status")).unwrap();
+    assert_eq!(status.trim(), "1");
+    // And so does replay without --update, before any server starts.
+    let out = calltape()
+        .arg("replay")
+        .arg(&file)
+        .arg("--")
+        .arg("/nonexistent/server")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "{}: calls with no recorded answer yet (lines 1, 2, 3, 4); run `calltape replay --update",
+            file.display()
+        )),
+        "{stderr}"
+    );
+
+    let out = calltape()
+        .args(["replay", "--update"])
+        .arg(&file)
+        .arg("--")
+        .arg(everything())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr
+            .contains("rewritten with the replayed answers (4 calls answered for the first time)"),
+        "{stderr}"
+    );
+    let text = std::fs::read_to_string(&file).unwrap();
+    let records: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let names: Vec<(&str, &str)> = records
+        .iter()
+        .map(|r| (r["method"].as_str().unwrap(), r["name"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("tools/list", ""),
+            ("tools/call", "echo"),
+            ("tools/call", "get-sum"),
+            (
+                "resources/read",
+                "demo://resource/static/document/architecture.md"
+            )
+        ]
+    );
+    for record in &records {
+        assert_eq!(record["v"], 1, "{record}");
+        assert_eq!(record["session"], records[0]["session"], "one session");
+        assert_eq!(record["server"]["name"], "mcp-servers/everything");
+        assert!(record["durationMs"].is_number(), "{record}");
+    }
+    assert_eq!(
+        records[2]["answer"]["content"][0]["text"],
+        "The sum of 2 and 40 is 42."
+    );
+    // Filled in, it replays as any recording does.
+    let out = calltape()
+        .arg("replay")
+        .arg(&file)
+        .arg("--")
+        .arg(everything())
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+
+    // Now the mock answers the client from the file alone.
+    let got = against_mock(&python(), "written", &file, dir.path());
+    assert_eq!(
+        got["echo"],
+        serde_json::json!(["Echo: hi"]),
+        "{got}: {}",
+        std::fs::read_to_string(dir.path().join("mock.stderr")).unwrap()
+    );
+    assert_eq!(
+        got["sum"],
+        serde_json::json!(["The sum of 2 and 40 is 42."])
+    );
+    assert_eq!(
+        got["resource"],
+        serde_json::json!(["# Everything Server \u{2013} Architecture\n\n**Ar"])
+    );
+    let status = std::fs::read_to_string(dir.path().join("mock.status")).unwrap();
+    assert_eq!(status.trim(), "0");
+}
+
+#[test]
+fn a_malformed_call_written_by_hand_is_named_with_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("written.jsonl");
+    let text = WRITTEN.replace(
+        r#"{"method":"tools/call","name":"echo","input":{"message":"hi"}}"#,
+        r#"{"method":"tools/call","params":{"name":"echo","arguments":{"message":"hi"}}}"#,
+    );
+    std::fs::write(&file, text).unwrap();
+    for command in [&["replay", "--update"][..], &["mock"]] {
+        let out = calltape()
+            .args(command)
+            .arg(&file)
+            .arg("--")
+            .arg(everything())
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{command:?}: {stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "{}:2: field `params`: a call with no answer yet is written as a recorded line is",
+                file.display()
+            )),
+            "{command:?}: {stderr}"
+        );
+    }
+    // Nothing was rewritten.
+    assert!(
+        std::fs::read_to_string(&file)
+            .unwrap()
+            .contains("\"params\"")
+    );
+}

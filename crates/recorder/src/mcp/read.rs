@@ -35,6 +35,13 @@ pub struct RecordedCall {
     pub record: CallRecord,
 }
 
+impl RecordedCall {
+    /// `record`, as read at `line`.
+    pub fn new(line: usize, record: CallRecord) -> Self {
+        Self { line, record }
+    }
+}
+
 /// One bad line of a recording.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]

@@ -118,10 +118,12 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// The method, name and input a line reads as, or the problem with it.
+    type Read = Result<(&'static str, &'static str, Value), &'static str>;
+
     #[test]
     fn lines_and_what_they_read_as() {
-        // (line, the call it reads as, or the problem)
-        let rows: &[(Value, Result<(&str, &str, Value), &str>)] = &[
+        let rows: &[(Value, Read)] = &[
             (
                 json!({"method": "tools/call", "name": "echo", "input": {"message": "hi"}}),
                 Ok(("tools/call", "echo", json!({"message": "hi"}))),
