@@ -507,6 +507,66 @@ fn verify_forwards_everything_and_exits_1_on_an_answer_that_changed() {
 }
 
 #[test]
+fn verify_compares_the_lists_and_the_server_info_too_naming_the_tool_and_the_field_that_changed() {
+    let dir = tempfile::tempdir().unwrap();
+    let (file, recorded) = record(dir.path());
+    // The recorded tool list, with echo described otherwise.
+    let text = std::fs::read_to_string(&file).unwrap();
+    let mut lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let at = lines
+        .iter()
+        .position(|l| l["method"] == "tools/list")
+        .expect("the tool list is recorded");
+    let tools = lines[at]["answer"]["tools"].as_array_mut().unwrap();
+    let echo = tools.iter_mut().find(|t| t["name"] == "echo").unwrap();
+    let described = echo["description"].as_str().unwrap().to_owned();
+    echo["description"] = Value::String("Says it twice".to_owned());
+    // And the server's info, as an older release gave it.
+    let version = lines[0]["server"]["version"].clone();
+    for line in &mut lines {
+        line["server"]["version"] = Value::String("0.9.0".to_owned());
+    }
+    let edited: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(&file, edited).unwrap();
+
+    let server = everything();
+    let got = against_mock_with(
+        "calls",
+        &[
+            "--mode".as_ref(),
+            "verify".as_ref(),
+            file.as_ref(),
+            "--".as_ref(),
+            server.as_ref(),
+        ],
+        dir.path(),
+    );
+    assert_eq!(got, recorded, "the client got the server's answers");
+    let (status, stderr) = mock_outcome(dir.path());
+    assert_eq!(status, "1", "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "  miss: the server answered tools/list unlike the recording (line {}), differing at \
+             tools[echo].description: recorded \"Says it twice\", answered {}",
+            at + 1,
+            Value::String(described)
+        )),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!(
+            "  miss: the server answered initialize unlike the recording (line 1), differing at \
+             serverInfo.version: recorded \"0.9.0\", answered {version}"
+        )),
+        "{stderr}"
+    );
+    assert!(stderr.contains(", 2 differing\n"), "{stderr}");
+}
+
+#[test]
 fn a_cassette_dir_holds_one_recording_per_test_named_by_flag_or_environment() {
     let dir = tempfile::tempdir().unwrap();
     let cassettes = dir.path().join("cassettes");

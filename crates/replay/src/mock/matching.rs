@@ -45,8 +45,9 @@ pub enum MissKind {
         /// Its place among the call's asks, from 0.
         index: usize,
     },
-    /// In [`Mode::Verify`](crate::Mode::Verify): the server answered the call unlike the recording
-    /// ([`Miss::closest`] is the recorded call, with the differences of the server's answer).
+    /// In [`Mode::Verify`](crate::Mode::Verify): the server answered the call, a list or
+    /// `initialize` unlike the recording ([`Miss::closest`] is the recorded line, with the
+    /// differences of the server's answer; for `initialize`, of its `serverInfo`).
     Drift,
     /// The recording holds the call with no answer yet, written by hand ([`Miss::closest`] is that
     /// line): a replay of the recording with update against the real server fills it in.
