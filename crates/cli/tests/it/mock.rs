@@ -459,24 +459,24 @@ fn auto_records_what_the_recording_lacks_then_answers_it_with_no_server_running(
     );
 }
 
+/// The `calls` scenario against `calltape mock --mode verify FILE -- <the everything server>`.
+fn verify_calls(file: &Path, dir: &Path) -> Value {
+    let server = everything();
+    let args = [
+        "--mode".as_ref(),
+        "verify".as_ref(),
+        file.as_os_str(),
+        "--".as_ref(),
+        server.as_os_str(),
+    ];
+    against_mock_with("calls", &args, dir)
+}
+
 #[test]
 fn verify_forwards_everything_and_exits_1_on_an_answer_that_changed() {
     let dir = tempfile::tempdir().unwrap();
     let (file, recorded) = record(dir.path());
-    let server = everything();
-    let verify = || {
-        against_mock_with(
-            "calls",
-            &[
-                "--mode".as_ref(),
-                "verify".as_ref(),
-                file.as_ref(),
-                "--".as_ref(),
-                server.as_ref(),
-            ],
-            dir.path(),
-        )
-    };
+    let verify = || verify_calls(&file, dir.path());
 
     let same = verify();
     assert_eq!(same, recorded);
@@ -532,18 +532,7 @@ fn verify_compares_the_lists_and_the_server_info_too_naming_the_tool_and_the_fie
     let edited: String = lines.iter().map(|l| format!("{l}\n")).collect();
     std::fs::write(&file, edited).unwrap();
 
-    let server = everything();
-    let got = against_mock_with(
-        "calls",
-        &[
-            "--mode".as_ref(),
-            "verify".as_ref(),
-            file.as_ref(),
-            "--".as_ref(),
-            server.as_ref(),
-        ],
-        dir.path(),
-    );
+    let got = verify_calls(&file, dir.path());
     assert_eq!(got, recorded, "the client got the server's answers");
     let (status, stderr) = mock_outcome(dir.path());
     assert_eq!(status, "1", "{stderr}");
@@ -693,6 +682,20 @@ const WRITTEN: &str = r#"{"method":"tools/list"}
 {"method":"resources/read","name":"demo://resource/static/document/architecture.md"}
 "#;
 
+/// `calltape ARGS… FILE -- SERVER` with nothing on stdin: its exit status and stderr.
+fn run_on(args: &[&str], file: &Path, server: &Path) -> (Option<i32>, String) {
+    let out = calltape()
+        .args(args)
+        .arg(file)
+        .arg("--")
+        .arg(server)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    (out.status.code(), stderr)
+}
+
 #[test]
 fn calls_written_by_hand_are_filled_in_by_replay_update_and_then_answered_by_the_mock_alone() {
     let dir = tempfile::tempdir().unwrap();
@@ -713,15 +716,8 @@ fn calls_written_by_hand_are_filled_in_by_replay_update_and_then_answered_by_the
     let status = std::fs::read_to_string(dir.path().join("mock.status")).unwrap();
     assert_eq!(status.trim(), "1");
     // And so does replay without --update, before any server starts.
-    let out = calltape()
-        .arg("replay")
-        .arg(&file)
-        .arg("--")
-        .arg("/nonexistent/server")
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let (status, stderr) = run_on(&["replay"], &file, Path::new("/nonexistent/server"));
+    assert_eq!(status, Some(2), "{stderr}");
     assert!(
         stderr.contains(&format!(
             "{}: calls with no recorded answer yet (lines 1, 2, 3, 4); run `calltape replay --update",
@@ -730,15 +726,8 @@ fn calls_written_by_hand_are_filled_in_by_replay_update_and_then_answered_by_the
         "{stderr}"
     );
 
-    let out = calltape()
-        .args(["replay", "--update"])
-        .arg(&file)
-        .arg("--")
-        .arg(everything())
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let (status, stderr) = run_on(&["replay", "--update"], &file, &everything());
+    assert_eq!(status, Some(0), "{stderr}");
     assert!(
         stderr
             .contains("rewritten with the replayed answers (4 calls answered for the first time)"),
@@ -776,19 +765,8 @@ fn calls_written_by_hand_are_filled_in_by_replay_update_and_then_answered_by_the
         "The sum of 2 and 40 is 42."
     );
     // Filled in, it replays as any recording does.
-    let out = calltape()
-        .arg("replay")
-        .arg(&file)
-        .arg("--")
-        .arg(everything())
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
+    let (status, stderr) = run_on(&["replay"], &file, &everything());
+    assert_eq!(status, Some(0), "{stderr}");
 
     // Now the mock answers the client from the file alone.
     let got = against_mock(&python(), "written", &file, dir.path());
@@ -820,16 +798,8 @@ fn a_malformed_call_written_by_hand_is_named_with_its_line() {
     );
     std::fs::write(&file, text).unwrap();
     for command in [&["replay", "--update"][..], &["mock"]] {
-        let out = calltape()
-            .args(command)
-            .arg(&file)
-            .arg("--")
-            .arg(everything())
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{command:?}: {stderr}");
+        let (status, stderr) = run_on(command, &file, &everything());
+        assert_eq!(status, Some(2), "{command:?}: {stderr}");
         assert!(
             stderr.contains(&format!(
                 "{}:2: field `params`: a call with no answer yet is written as a recorded line is",
