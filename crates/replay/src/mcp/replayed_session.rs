@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime};
 use bytes::Bytes;
 use calltape_recorder::mcp::{
     CallRecord, Outcome, RecordedCall, Recording, hide_known, hide_sent_values, list_items_key,
-    new_session_id, redact_outcome, request_params, timestamp,
+    new_session_id, redact_name, redact_outcome, request_params, timestamp,
 };
 use calltape_redact::{KnownSecrets, Redactor};
 use calltape_stdio_bridge::vocab::{
@@ -322,7 +322,7 @@ async fn fill(
             if let Some(input) = &mut record.input {
                 options.redactor.redact_value(input);
             }
-            record.name = options.redactor.redact_text(&record.name).into_owned();
+            record.name = redact_name(&options.redactor, &record.method, &record.name);
             if let Some((at, took)) = notes.sent {
                 record.at = timestamp(at);
                 record.duration_ms = took.as_secs_f64() * 1000.0;
