@@ -8,6 +8,16 @@ use calltape_recorder::terminal::{LineBreaks, escape_controls};
 
 use crate::exit;
 
+/// `line 3`, `lines 1, 2, 3`, at most ten of them named.
+fn shown_lines(lines: &[usize]) -> String {
+    let mut shown: Vec<String> = lines.iter().take(10).map(usize::to_string).collect();
+    if lines.len() > 10 {
+        shown.push(format!("… {} more", lines.len() - 10));
+    }
+    let word = if lines.len() == 1 { "line" } else { "lines" };
+    format!("{word} {}", shown.join(", "))
+}
+
 /// Why a command failed.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum Error {
@@ -53,6 +63,21 @@ pub(crate) enum Error {
     /// `replay` without a recording.
     #[error("give the recording to replay: calltape replay FILE -- CMD…")]
     NoRecording,
+    /// `replay` without `--update` of a recording that holds calls with no answer yet.
+    #[error(
+        "{}: {} with no recorded answer yet ({}); run `calltape replay --update {} -- SERVER…` \
+         to fill in their answers from the server first",
+        path.display(),
+        if lines.len() == 1 { "1 call" } else { "calls" },
+        shown_lines(lines),
+        path.display()
+    )]
+    Unanswered {
+        /// The recording.
+        path: PathBuf,
+        /// The lines of the calls with no answer.
+        lines: Vec<usize>,
+    },
     /// `--watch` without a child command to restart.
     #[error("--watch restarts a child command: give one after `--`")]
     WatchWithoutChild,
@@ -257,6 +282,25 @@ mod tests {
     use super::*;
 
     #[test]
+    fn unanswered_lines_are_named_up_to_ten() {
+        let error = |lines: Vec<usize>| {
+            Error::Unanswered {
+                path: PathBuf::from("c.jsonl"),
+                lines,
+            }
+            .to_string()
+        };
+        assert_eq!(
+            error(vec![3]),
+            "c.jsonl: 1 call with no recorded answer yet (line 3); run `calltape replay --update \
+             c.jsonl -- SERVER…` to fill in their answers from the server first"
+        );
+        assert!(
+            error((1..=12).collect()).contains("(lines 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, … 2 more)")
+        );
+    }
+
+    #[test]
     fn exit_codes() {
         let io = || io::Error::other("x");
         let cases: Vec<(Error, u8)> = vec![
@@ -271,6 +315,13 @@ mod tests {
                 exit::UPSTREAM,
             ),
             (Error::context("a", Error::NoServer), exit::USAGE),
+            (
+                Error::Unanswered {
+                    path: PathBuf::from("c.jsonl"),
+                    lines: vec![3],
+                },
+                exit::USAGE,
+            ),
         ];
         for (error, code) in cases {
             assert_eq!(error.exit_code(), code, "{error:?}");

@@ -50,7 +50,8 @@ server is -- CMD, --url or --socket:
            to the recording (a missing recording is created; without a server, as replay)
   record   forward everything and write the recording anew (alias: update)
   verify   forward everything, write nothing, and list every answer that differs from the
-           recording's (and every call it does not hold): exit 1 on one
+           recording's (and every call it does not hold): exit 1 on one; recorded lists are
+           compared item by item (tools[echo].description), initialize by its serverInfo
   live     forward everything and write nothing
 One recording per test: --cassette-dir DIR with --cassette NAME (or CALLTAPE_CASSETTE=NAME) answers \
 from DIR/NAME.jsonl, created with its folders in the modes that write.
@@ -61,7 +62,8 @@ What is written passes the redaction of `calltape record`: --redact and --keep n
 A request the recording holds no answer for gets a JSON-RPC error (-32602, or -32601 for a method \
 it holds no call of) naming the closest recorded call and where the request differs from it. When \
 stdin ends, stderr lists every miss (and every ask answered unlike the recording) and the exit \
-status is 1, unless --allow-misses.
+status is 1, unless --allow-misses. A call the recording holds as written by hand, with no answer \
+yet, is such a miss too, naming its line: `calltape replay --update FILE -- SERVER` fills it in.
 
 Exit codes: 0 every request answered from the recording or by the server (or --allow-misses), 1 a \
 miss or (verify) a difference, 2 the recording cannot be read or is not valid, or the server cannot \

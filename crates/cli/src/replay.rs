@@ -116,6 +116,14 @@ Before a report is printed or written, and before --update writes a line, it pas
 final check: one that would still hold a provider token or a filled or known secret value (in an \
 object key too) is refused, named on stderr (never the value): the whole report, or the call's line.
 
+A recording may hold calls written by hand, with no answer yet: one line each with the method, \
+the tool or prompt name or resource URI, and the arguments, as a recorded line names them, e.g. \
+{\"method\":\"tools/call\",\"name\":\"echo\",\"input\":{\"message\":\"hi\"}} or \
+{\"method\":\"resources/read\",\"name\":\"file:///notes.txt\"}. --update sends them to the \
+server in order, in a session of their own, and writes each as a full record, redacted as \
+calltape record writes it; then calltape mock answers them. Without --update such a recording is \
+refused (exit 2), naming the lines.
+
 Exit codes: 0 no difference (or --update rewrote the recording; with --fail-on breaking, only \
 compatible surface changes), 1 differences, or something refused, 2 unreadable or invalid \
 recording or bad arguments, 3 the server could not be started or stopped answering.";
@@ -287,6 +295,12 @@ pub(crate) fn run(args: ReplayArgs, verbose: bool) -> Outcome {
         return Err(Error::NoRecording);
     };
     let recording = Recording::read(file)?;
+    if !args.update && !recording.unanswered.is_empty() {
+        return Err(Error::Unanswered {
+            path: file.clone(),
+            lines: recording.unanswered.iter().map(|c| c.line).collect(),
+        });
+    }
     let redactor = Redactor::builder()
         .redact_names(args.names.redact.iter().map(String::as_str))
         .keep_names(args.names.keep.iter().map(String::as_str))
@@ -327,17 +341,26 @@ pub(crate) fn run(args: ReplayArgs, verbose: bool) -> Outcome {
     let report = &replayed.report;
     let gate = crate::logging::gate();
     if args.update {
-        let refused = update_recording(&recording, &replayed.outcomes, &gate)?;
+        let refused = update_recording(&recording, &replayed, &gate)?;
         for refusal in &refused {
             errln!(
                 "calltape: {}: {refusal}",
                 shown(&file.display().to_string())
             );
         }
+        let mut said = Vec::new();
+        if !recording.calls.is_empty() {
+            said.push(report.summary().to_string());
+        }
+        match replayed.filled.len() {
+            0 => {}
+            1 => said.push("1 call answered for the first time".to_owned()),
+            n => said.push(format!("{n} calls answered for the first time")),
+        }
         errln!(
             "calltape: {}: rewritten with the replayed answers ({})",
             file.display(),
-            report.summary()
+            said.join(", ")
         );
         if !refused.is_empty() {
             return Err(Error::RefusedSome(format!(

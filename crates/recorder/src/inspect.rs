@@ -145,9 +145,17 @@ fn sniff_line(first: &[u8]) -> FileKind {
         {
             FileKind::Recording
         }
+        // A call written by hand with no answer yet: a method, and no version, answer or error.
+        None if text_field("method").is_some()
+            && !["v", "answer", "error"]
+                .iter()
+                .any(|k| line.contains_key(*k)) =>
+        {
+            FileKind::Recording
+        }
         None => neither(
             "its first line is a JSON object, but neither a call record (with `v`, `at` and \
-             `method`) nor a cassette's meta line",
+             `method`, or a call written by hand with `method`) nor a cassette's meta line",
         ),
     }
 }
@@ -199,6 +207,17 @@ pub fn recording_summary(recording: &Recording) -> String {
         sessions.len(),
         plural(sessions.len())
     );
+    if let Some(first) = recording.unanswered.first() {
+        let n = recording.unanswered.len();
+        let _ = writeln!(
+            out,
+            "{n} call{} written by hand with no answer yet, from line {}: `calltape replay --update` \
+             against the server fills {} in",
+            plural(n),
+            first.line,
+            if n == 1 { "it" } else { "them" }
+        );
+    }
     if calls.is_empty() {
         return out;
     }
@@ -397,6 +416,21 @@ mod tests {
     const RECORD: &str = r#"{"v":1,"at":"2026-11-29T20:46:45.123Z","session":"3f9a1c2e","method":"tools/call","name":"quote","input":{},"answer":{"content":[]},"durationMs":12.4}"#;
     const META: &str = r#"{"normalizer":"ab12","redaction":"cd34","t":"meta","v":1}"#;
 
+    #[cfg(feature = "mcp")]
+    #[test]
+    fn a_summary_counts_the_calls_written_by_hand_apart() {
+        let text = format!("{RECORD}\n{{\"method\":\"tools/list\"}}\n");
+        let recording = Recording::parse("c.jsonl", text.as_bytes()).unwrap();
+        let summary = recording_summary(&recording);
+        assert!(
+            summary.starts_with(
+                "c.jsonl: 1 call in 1 session\n1 call written by hand with no answer yet, from \
+                 line 2: `calltape replay --update` against the server fills it in\n"
+            ),
+            "{summary}"
+        );
+    }
+
     #[test]
     fn sniff_tells_the_formats_apart_by_the_first_line() {
         // (file content, what sniff says: "recording", "cassette" or the start of the reason)
@@ -436,6 +470,14 @@ mod tests {
                 "its first line is a cassette line, but not",
             ),
             (RECORD.as_bytes(), "recording"),
+            (
+                br#"{"method":"tools/call","name":"echo","input":{}}"#,
+                "recording",
+            ),
+            (
+                br#"{"method":"tools/call","answer":{}}"#,
+                "its first line is a JSON object, but neither",
+            ),
             (long_record.as_bytes(), "recording"),
             (two_records.as_bytes(), "recording"),
             (cut_tail.as_bytes(), "recording"),

@@ -64,6 +64,7 @@ mod redaction;
 mod tap;
 mod tasks;
 mod time;
+mod unanswered;
 
 pub use asks::{Ask, MAX_ASKS};
 pub use format::{CallError, CallRecord, ErrorCode, FORMAT_VERSION, INTERNAL_ERROR, Outcome};
@@ -73,6 +74,7 @@ pub use params::{name_and_input, request_params};
 pub(crate) use read::describe_problems;
 pub use read::{LineProblem, MAX_PROBLEMS, RecordedCall, Recording};
 pub use recorder::{Recorder, SessionRecorder};
-pub use redaction::{hide_known, hide_sent_values, redact_outcome};
+pub use redaction::{hide_known, hide_sent_values, redact_name, redact_outcome};
 pub use tasks::{RELATED_TASK_META, TASKS_RESULT, strip_related_task};
-pub use time::timestamp;
+pub use time::{new_session_id, timestamp};
+pub use unanswered::UnansweredCall;

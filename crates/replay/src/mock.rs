@@ -31,7 +31,8 @@
 //! [`Mock::open`] takes a [`Mode`], as the LLM proxy does: in [`Mode::Auto`] a request the recording
 //! does not answer goes to the real server and its answer is recorded; [`Mode::Record`] forwards and
 //! records everything anew; [`Mode::Verify`] forwards everything and makes each answer that differs
-//! from the recorded one a [`Miss`].
+//! from the recorded one a [`Miss`]: a call's, a listing's (compared item by item, by name, as a
+//! replay compares it: `tools[echo].description`) and the server info `initialize` gives.
 //!
 //! A request with no recorded answer gets a JSON-RPC error (`-32602` for a method the recording holds
 //! calls of, `-32601` for one it holds none of) whose message names the closest recorded call and how
@@ -66,8 +67,8 @@ use std::time::SystemTime;
 
 use bytes::Bytes;
 use calltape_recorder::mcp::{
-    Ask, CURSOR, CallError, ErrorCode, LIST_METHODS, Outcome, Recorder, RecorderOptions,
-    RecorderReport, Recording, SessionRecorder, list_items_key, name_and_input,
+    Ask, CURSOR, CallError, ErrorCode, LIST_METHODS, NEXT_CURSOR, Outcome, RecordedCall, Recorder,
+    RecorderOptions, RecorderReport, Recording, SessionRecorder, list_items_key, name_and_input,
 };
 use calltape_recorder::terminal::{LineBreaks, escape_controls};
 use calltape_redact::Redactor;
@@ -113,9 +114,13 @@ impl std::fmt::Debug for Mock {
 struct State {
     shown: String,
     calls: Mutex<Calls>,
+    /// The calls written by hand with no answer yet, each answered with a miss that says so.
+    unanswered: Mutex<Calls>,
     /// The last recorded listing of each list method.
-    lists: HashMap<&'static str, Value>,
+    lists: HashMap<&'static str, Listing>,
     server: Value,
+    /// The line the server info came from, when the recording holds one.
+    server_line: Option<usize>,
     protocol_version: Option<String>,
     capabilities: Value,
     misses: Mutex<Vec<Miss>>,
@@ -177,7 +182,9 @@ impl Mock {
     /// - [`Mode::Record`] (`update`): forwards everything and records the recording anew.
     /// - [`Mode::Verify`]: forwards everything, writes nothing, and compares the server's answer to
     ///   each call with the recorded one: a difference, or a call the recording does not hold, is a
-    ///   [`Miss`] (of kind [`MissKind::Drift`] or [`MissKind::NotRecorded`]).
+    ///   [`Miss`] (of kind [`MissKind::Drift`] or [`MissKind::NotRecorded`]). The first page of a
+    ///   list the recording holds is compared with the recorded listing when it is the whole list,
+    ///   and `initialize`'s `serverInfo` with the recorded server info, each difference a `Drift`.
     /// - [`Mode::Live`]: forwards everything and writes nothing.
     ///
     /// Everything written passes the recorder's redaction, as `calltape record` writes it; call
@@ -260,12 +267,30 @@ impl Mock {
         let shown = recording.path.display().to_string();
         let mut lists = HashMap::new();
         let mut calls = Vec::new();
-        let (mut server, mut protocol_version) = (None, None);
+        let (mut server, mut protocol_version, mut server_line) = (None, None, None);
         let mut kinds = [false; 4];
+        if let Some(first) = recording.unanswered.first() {
+            tracing::warn!(
+                "{shown}: {} call(s) with no answer yet, from line {}: each is a miss until \
+                 `calltape replay --update` against the server fills them in",
+                recording.unanswered.len(),
+                first.line
+            );
+        }
+        let unanswered = recording
+            .unanswered
+            .iter()
+            .map(|call| {
+                // Never answered: the stand-in only lets the call be found.
+                let record = call.to_record("", Outcome::Answer(Value::Null));
+                RecordedCall::new(call.line, record)
+            })
+            .collect();
         for call in recording.calls {
             let record = &call.record;
-            if server.is_none() {
+            if server.is_none() && record.server.is_some() {
                 server = record.server.clone();
+                server_line = Some(call.line);
             }
             if protocol_version.is_none() {
                 protocol_version = record.protocol_version.clone();
@@ -280,7 +305,11 @@ impl Mock {
             match LIST_METHODS.iter().find(|(m, _)| *m == record.method) {
                 Some((method, _)) => {
                     if let Outcome::Answer(answer) = &record.outcome {
-                        lists.insert(*method, handshake_era(answer.clone()));
+                        let listing = Listing {
+                            line: call.line,
+                            answer: handshake_era(answer.clone()),
+                        };
+                        lists.insert(*method, listing);
                     }
                 }
                 None => calls.push(call),
@@ -302,9 +331,11 @@ impl Mock {
         Self {
             state: Arc::new(State {
                 shown,
+                unanswered: Mutex::new(Calls::new(unanswered, redactor.clone())),
                 calls: Mutex::new(Calls::new(calls, redactor)),
                 lists,
                 server,
+                server_line,
                 protocol_version,
                 capabilities: Value::Object(capabilities),
                 misses: Mutex::new(Vec::new()),
@@ -373,8 +404,26 @@ enum Reply {
     Now(Value),
     /// The asks of the recorded call at `index` first, then its answer.
     AfterAsks { id: Value, index: usize },
-    /// The server's answer; in verify mode, compared with that of the recorded call at `verify`.
-    Forward { verify: Option<usize> },
+    /// The server's answer; in verify mode, compared with the recorded one at `verify`.
+    Forward { verify: Option<Recorded> },
+}
+
+/// What a forwarded request's answer is compared with in verify mode.
+#[derive(Debug, Clone, Copy)]
+enum Recorded {
+    /// The recorded call at this index.
+    Call(usize),
+    /// The recorded listing of this list method.
+    List(&'static str),
+    /// The recorded server info, for `initialize`.
+    ServerInfo,
+}
+
+/// The last recorded listing of a list method: its line, and its answer as a server of the
+/// handshake era gives it.
+struct Listing {
+    line: usize,
+    answer: Value,
 }
 
 impl State {
@@ -401,12 +450,28 @@ impl State {
                 method,
                 INITIALIZE | PING | SET_LOG_LEVEL | RESOURCES_SUBSCRIBE | RESOURCES_UNSUBSCRIBE
             ) && list_items_key(method).is_none();
-            let verify = if forward.mode == Mode::Verify && call {
-                let (name, input) = name_and_input(method, params);
-                let found = self.calls().find(method, &name, input.as_ref());
-                found.map_err(|miss| self.missed(*miss)).ok()
-            } else {
-                None
+            let first_page = params
+                .and_then(|p| p.get(CURSOR))
+                .is_none_or(Value::is_null);
+            let verify = match forward.mode {
+                Mode::Verify if call => {
+                    let (name, input) = name_and_input(method, params);
+                    let found = self.calls().find(method, &name, input.as_ref());
+                    found
+                        .map_err(|miss| self.missed(*miss))
+                        .ok()
+                        .map(Recorded::Call)
+                }
+                // A listing is compared whole, so only from its first page; a recording without
+                // one (made before lists were recorded) has nothing to compare.
+                Mode::Verify if method == INITIALIZE => {
+                    self.server_line.map(|_| Recorded::ServerInfo)
+                }
+                Mode::Verify if first_page => self
+                    .lists
+                    .get_key_value(method)
+                    .map(|(method, _)| Recorded::List(method)),
+                _ => None,
             };
             return Some(Reply::Forward { verify });
         }
@@ -433,7 +498,10 @@ impl State {
                         }
                     }
                     Err(_) if forwards => Reply::Forward { verify: None },
-                    Err(miss) => Reply::Now(self.miss_answer(&id, *miss)),
+                    Err(miss) => {
+                        let miss = self.unanswered(method, &name, input.as_ref(), *miss);
+                        Reply::Now(self.miss_answer(&id, miss))
+                    }
                 });
             }
         };
@@ -467,9 +535,9 @@ impl State {
             return result_answer(id, json!({ key: [] }));
         }
         match self.lists.get(method) {
-            Some(answer) => {
+            Some(listing) => {
                 self.answered.fetch_add(1, Ordering::Relaxed);
-                result_answer(id, answer.clone())
+                result_answer(id, listing.answer.clone())
             }
             None => {
                 let miss = Miss {
@@ -479,8 +547,30 @@ impl State {
                     kind: MissKind::NotRecorded,
                     closest: None,
                 };
+                let miss = self.unanswered(method, "", None, miss);
                 self.miss_answer(id, miss)
             }
+        }
+    }
+
+    /// `miss`, or a miss of kind [`MissKind::Unanswered`] when the recording holds the request as a
+    /// call written by hand with no answer yet.
+    fn unanswered(&self, method: &str, name: &str, input: Option<&Value>, miss: Miss) -> Miss {
+        let mut unanswered = self
+            .unanswered
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        match unanswered.find(method, name, input) {
+            Ok(index) => Miss {
+                kind: MissKind::Unanswered,
+                closest: Some(Closest {
+                    line: unanswered.get(index).line,
+                    name: name.to_owned(),
+                    differences: Vec::new(),
+                }),
+                ..miss
+            },
+            Err(_) => miss,
         }
     }
 
@@ -541,26 +631,64 @@ impl State {
         self.missed(miss);
     }
 
-    /// Compares the server's `response` to a forwarded call with the recorded call at `index`, in
-    /// verify mode: a difference is a miss.
-    fn check_drift(&self, index: usize, response: &Value) {
+    /// Compares the server's `response` to a forwarded request with what the recording holds for
+    /// it, in verify mode, as a replay compares them (a list item by item, by its name): a
+    /// difference is a miss. A listing the server gave in pages is not compared with the recorded
+    /// one, which holds every page.
+    fn check_drift(&self, recorded: Recorded, response: &Value) {
         let calls = self.calls();
         let mut response = response.clone();
         calls.redactor().redact_value(&mut response);
-        let given = Outcome::from_response(&response).unwrap_or(Outcome::Answer(Value::Null));
-        let call = calls.get(index);
-        let comparison = Comparer::new().compare(&call.record.outcome, &given);
+        let mut given = Outcome::from_response(&response).unwrap_or(Outcome::Answer(Value::Null));
+        let (line, method, name, input, outcome) = match recorded {
+            Recorded::Call(index) => {
+                let call = calls.get(index);
+                let record = &call.record;
+                (
+                    call.line,
+                    record.method.as_str(),
+                    record.name.as_str(),
+                    record.input.clone(),
+                    record.outcome.clone(),
+                )
+            }
+            Recorded::List(method) => {
+                let Some(listing) = self.lists.get(method) else {
+                    return;
+                };
+                if response
+                    .pointer(&format!("/result/{NEXT_CURSOR}"))
+                    .is_some_and(|c| !c.is_null())
+                {
+                    return;
+                }
+                let outcome = Outcome::Answer(listing.answer.clone());
+                (listing.line, method, "", None, outcome)
+            }
+            Recorded::ServerInfo => {
+                let Some(line) = self.server_line else {
+                    return;
+                };
+                // Only the server info is compared: the recording holds no capabilities of the
+                // server's, and the protocol version is the client's to ask for.
+                let info = response.pointer("/result/serverInfo").cloned();
+                given = Outcome::Answer(json!({ "serverInfo": info }));
+                let outcome = Outcome::Answer(json!({ "serverInfo": self.server }));
+                (line, INITIALIZE, "", None, outcome)
+            }
+        };
+        let comparison = Comparer::new().compare_call(method, &outcome, &given);
         if comparison.status == Status::Same {
             return;
         }
         let miss = Miss {
-            method: call.record.method.clone(),
-            name: call.record.name.clone(),
-            input: call.record.input.clone(),
+            method: method.to_owned(),
+            name: name.to_owned(),
+            input,
             kind: MissKind::Drift,
             closest: Some(Closest {
-                line: call.line,
-                name: call.record.name.clone(),
+                line,
+                name: name.to_owned(),
                 differences: comparison.differences,
             }),
         };
@@ -654,7 +782,7 @@ impl Upstream for Mock {
 type Waiting = Arc<Mutex<HashMap<String, oneshot::Sender<Value>>>>;
 
 /// The recorded call each forwarded request is compared with in verify mode, by request id.
-type Pending = Arc<Mutex<HashMap<String, usize>>>;
+type Pending = Arc<Mutex<HashMap<String, Recorded>>>;
 
 /// How a link closes its server link, once it has one.
 type Closer = Arc<Mutex<Option<Box<dyn FnOnce() -> BoxFuture<'static, ()> + Send>>>>;
@@ -771,11 +899,11 @@ async fn serve_link(
                             }
                         }
                     }
-                    if let Some(index) = verify {
+                    if let Some(recorded) = verify {
                         pending
                             .lock()
                             .unwrap_or_else(PoisonError::into_inner)
-                            .insert(id.to_string(), index);
+                            .insert(id.to_string(), recorded);
                     }
                     state.forwarded.fetch_add(1, Ordering::Relaxed);
                     if let Some(server) = &server {
@@ -874,12 +1002,12 @@ async fn pump(
                     }
                     continue;
                 }
-                let index = pending
+                let recorded = pending
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
                     .remove(&id.to_string());
-                if let Some(index) = index {
-                    state.check_drift(index, &message);
+                if let Some(recorded) = recorded {
+                    state.check_drift(recorded, &message);
                 }
             }
         }
@@ -965,6 +1093,64 @@ mod tests {
             .unwrap()
             .extend(end.as_object().unwrap().clone());
         line
+    }
+
+    #[test]
+    fn a_call_written_by_hand_with_no_answer_yet_is_a_miss_that_names_its_line() {
+        let mock = mock(&[
+            line(
+                "tools/call",
+                "echo",
+                json!({"message": "a"}),
+                json!({"answer": {"content": []}}),
+            ),
+            json!({"method": "tools/call", "name": "echo", "input": {"message": "b"}}),
+            json!({"method": "tools/list"}),
+        ]);
+        let ask = |id: u64, method: &str, params: Value| {
+            let request = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+            mock.answer(&request.to_string()).unwrap()
+        };
+        let answer = ask(
+            1,
+            "tools/call",
+            json!({"name": "echo", "arguments": {"message": "b"}}),
+        );
+        assert_eq!(
+            answer["error"]["message"],
+            "calltape mock (calls.jsonl): no recorded answer for tools/call echo: line 2 holds it \
+             with no answer yet; `calltape replay --update FILE -- SERVER…` fills in the answers \
+             of the calls written by hand"
+        );
+        assert_eq!(answer["error"]["data"]["closest"]["line"], 2);
+        let answer = ask(2, "tools/list", json!({}));
+        assert!(
+            answer["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("tools/list: line 3 holds it with no answer yet"),
+            "{answer}"
+        );
+        // A call nobody wrote is an ordinary miss, closest to the answered call.
+        let answer = ask(
+            3,
+            "tools/call",
+            json!({"name": "echo", "arguments": {"message": "c"}}),
+        );
+        let message = answer["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains("closest recorded call: tools/call echo (line 1)"),
+            "{message}"
+        );
+        let kinds: Vec<MissKind> = mock.misses().into_iter().map(|m| m.kind).collect();
+        assert_eq!(
+            kinds,
+            [
+                MissKind::Unanswered,
+                MissKind::Unanswered,
+                MissKind::NotRecorded
+            ]
+        );
     }
 
     #[tokio::test]

@@ -460,24 +460,24 @@ fn auto_records_what_the_recording_lacks_then_answers_it_with_no_server_running(
     );
 }
 
+/// The `calls` scenario against `calltape mock --mode verify FILE -- <the everything server>`.
+fn verify_calls(file: &Path, dir: &Path) -> Value {
+    let server = everything();
+    let args = [
+        "--mode".as_ref(),
+        "verify".as_ref(),
+        file.as_os_str(),
+        "--".as_ref(),
+        server.as_os_str(),
+    ];
+    against_mock_with("calls", &args, dir)
+}
+
 #[test]
 fn verify_forwards_everything_and_exits_1_on_an_answer_that_changed() {
     let dir = tempfile::tempdir().unwrap();
     let (file, recorded) = record(dir.path());
-    let server = everything();
-    let verify = || {
-        against_mock_with(
-            "calls",
-            &[
-                "--mode".as_ref(),
-                "verify".as_ref(),
-                file.as_ref(),
-                "--".as_ref(),
-                server.as_ref(),
-            ],
-            dir.path(),
-        )
-    };
+    let verify = || verify_calls(&file, dir.path());
 
     let same = verify();
     assert_eq!(same, recorded);
@@ -505,6 +505,55 @@ fn verify_forwards_everything_and_exits_1_on_an_answer_that_changed() {
     assert!(stderr.contains("The sum of 2 and 40 is 41."), "{stderr}");
     // Verify writes nothing.
     assert!(std::fs::read_to_string(&file).unwrap().contains("is 41."));
+}
+
+#[test]
+fn verify_compares_the_lists_and_the_server_info_too_naming_the_tool_and_the_field_that_changed() {
+    let dir = tempfile::tempdir().unwrap();
+    let (file, recorded) = record(dir.path());
+    // The recorded tool list, with echo described otherwise.
+    let text = std::fs::read_to_string(&file).unwrap();
+    let mut lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let at = lines
+        .iter()
+        .position(|l| l["method"] == "tools/list")
+        .expect("the tool list is recorded");
+    let tools = lines[at]["answer"]["tools"].as_array_mut().unwrap();
+    let echo = tools.iter_mut().find(|t| t["name"] == "echo").unwrap();
+    let described = echo["description"].as_str().unwrap().to_owned();
+    echo["description"] = Value::String("Says it twice".to_owned());
+    // And the server's info, as an older release gave it.
+    let version = lines[0]["server"]["version"].clone();
+    for line in &mut lines {
+        line["server"]["version"] = Value::String("0.9.0".to_owned());
+    }
+    let edited: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(&file, edited).unwrap();
+
+    let got = verify_calls(&file, dir.path());
+    assert_eq!(got, recorded, "the client got the server's answers");
+    let (status, stderr) = mock_outcome(dir.path());
+    assert_eq!(status, "1", "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "  miss: the server answered tools/list unlike the recording (line {}), differing at \
+             tools[echo].description: recorded \"Says it twice\", answered {}",
+            at + 1,
+            Value::String(described)
+        )),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!(
+            "  miss: the server answered initialize unlike the recording (line 1), differing at \
+             serverInfo.version: recorded \"0.9.0\", answered {version}"
+        )),
+        "{stderr}"
+    );
+    assert!(stderr.contains(", 2 differing\n"), "{stderr}");
 }
 
 #[test]
@@ -852,5 +901,147 @@ fn the_mcp_inspector_cli_gets_the_recorded_answers_from_serve_mock_over_streamab
         text().contains("1 missed\n  miss: no recorded answer for tools/call get-sum"),
         "{}",
         text()
+    );
+}
+
+/// A scenario written by hand: the calls of `mock_client.py written`, and the tool list its client
+/// reads to check a tool's output.
+const WRITTEN: &str = r#"{"method":"tools/list"}
+{"method":"tools/call","name":"echo","input":{"message":"hi"}}
+{"method":"tools/call","name":"get-sum","input":{"a":2,"b":40}}
+{"method":"resources/read","name":"demo://resource/static/document/architecture.md"}
+"#;
+
+/// `calltape ARGS… FILE -- SERVER` with nothing on stdin: its exit status and stderr.
+fn run_on(args: &[&str], file: &Path, server: &Path) -> (Option<i32>, String) {
+    let out = calltape()
+        .args(args)
+        .arg(file)
+        .arg("--")
+        .arg(server)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    (out.status.code(), stderr)
+}
+
+#[test]
+fn calls_written_by_hand_are_filled_in_by_replay_update_and_then_answered_by_the_mock_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("written.jsonl");
+    std::fs::write(&file, WRITTEN).unwrap();
+
+    // Before it is filled in: the mock answers each call with a miss that says how to fill it.
+    let got = against_mock(&python(), "written", &file, dir.path());
+    let Value::String(message) = &got["error"] else {
+        panic!("{got}")
+    };
+    assert!(
+        message
+            .contains("no recorded answer for tools/call echo: line 2 holds it with no answer yet"),
+        "{message}"
+    );
+    assert!(message.contains("calltape replay --update"), "{message}");
+    let status = std::fs::read_to_string(dir.path().join("mock.status")).unwrap();
+    assert_eq!(status.trim(), "1");
+    // And so does replay without --update, before any server starts.
+    let (status, stderr) = run_on(&["replay"], &file, Path::new("/nonexistent/server"));
+    assert_eq!(status, Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "{}: calls with no recorded answer yet (lines 1, 2, 3, 4); run `calltape replay --update",
+            file.display()
+        )),
+        "{stderr}"
+    );
+
+    let (status, stderr) = run_on(&["replay", "--update"], &file, &everything());
+    assert_eq!(status, Some(0), "{stderr}");
+    assert!(
+        stderr
+            .contains("rewritten with the replayed answers (4 calls answered for the first time)"),
+        "{stderr}"
+    );
+    let text = std::fs::read_to_string(&file).unwrap();
+    let records: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let names: Vec<(&str, &str)> = records
+        .iter()
+        .map(|r| (r["method"].as_str().unwrap(), r["name"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("tools/list", ""),
+            ("tools/call", "echo"),
+            ("tools/call", "get-sum"),
+            (
+                "resources/read",
+                "demo://resource/static/document/architecture.md"
+            )
+        ]
+    );
+    for record in &records {
+        assert_eq!(record["v"], 1, "{record}");
+        assert_eq!(record["session"], records[0]["session"], "one session");
+        assert_eq!(record["server"]["name"], "mcp-servers/everything");
+        assert!(record["durationMs"].is_number(), "{record}");
+    }
+    assert_eq!(
+        records[2]["answer"]["content"][0]["text"],
+        "The sum of 2 and 40 is 42."
+    );
+    // Filled in, it replays as any recording does.
+    let (status, stderr) = run_on(&["replay"], &file, &everything());
+    assert_eq!(status, Some(0), "{stderr}");
+
+    // Now the mock answers the client from the file alone.
+    let got = against_mock(&python(), "written", &file, dir.path());
+    assert_eq!(
+        got["echo"],
+        serde_json::json!(["Echo: hi"]),
+        "{got}: {}",
+        std::fs::read_to_string(dir.path().join("mock.stderr")).unwrap()
+    );
+    assert_eq!(
+        got["sum"],
+        serde_json::json!(["The sum of 2 and 40 is 42."])
+    );
+    assert_eq!(
+        got["resource"],
+        serde_json::json!(["# Everything Server \u{2013} Architecture\n\n**Ar"])
+    );
+    let status = std::fs::read_to_string(dir.path().join("mock.status")).unwrap();
+    assert_eq!(status.trim(), "0");
+}
+
+#[test]
+fn a_malformed_call_written_by_hand_is_named_with_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("written.jsonl");
+    let text = WRITTEN.replace(
+        r#"{"method":"tools/call","name":"echo","input":{"message":"hi"}}"#,
+        r#"{"method":"tools/call","params":{"name":"echo","arguments":{"message":"hi"}}}"#,
+    );
+    std::fs::write(&file, text).unwrap();
+    for command in [&["replay", "--update"][..], &["mock"]] {
+        let (status, stderr) = run_on(command, &file, &everything());
+        assert_eq!(status, Some(2), "{command:?}: {stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "{}:2: field `params`: a call with no answer yet is written as a recorded line is",
+                file.display()
+            )),
+            "{command:?}: {stderr}"
+        );
+    }
+    // Nothing was rewritten.
+    assert!(
+        std::fs::read_to_string(&file)
+            .unwrap()
+            .contains("\"params\"")
     );
 }

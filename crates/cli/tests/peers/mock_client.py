@@ -8,6 +8,8 @@ URL a Streamable HTTP endpoint (`calltape serve --mock FILE`). SCENARIO is:
 
 - `calls`: the tool list, `echo` (with a key in its input), `get-sum` twice, a resource and a prompt;
 - `miss`: `get-sum` with an input nobody recorded, then the same `echo` with another key;
+- `written`: `echo`, `get-sum` and a resource, as a scenario written by hand holds them, or the first
+  error's message;
 - `asks`: the tools of asks_client.py's `everything` scenario that ask for a completion and for the
   user's input, answered as asks_client.py answers them.
 
@@ -65,6 +67,18 @@ async def miss(session):
     return out
 
 
+async def written(session):
+    # The calls of a scenario written by hand (tests/it/mock.rs), each answer's texts, or the first
+    # error's message.
+    try:
+        echo = await session.call_tool("echo", {"message": "hi"})
+        total = await session.call_tool("get-sum", {"a": 2, "b": 40})
+        resource = await session.read_resource(STATIC)
+    except RpcError as error:
+        return {"error": error.error.message}
+    return {"echo": texts(echo), "sum": texts(total), "resource": [c.text[:40] for c in resource.contents]}
+
+
 # What asks_client.py's user types and sends, so that the answers are the ones it recorded.
 from asks_client import PASSWORD, TOKEN
 
@@ -111,7 +125,7 @@ async def asks(session):
     return {"texts": texts, "asked": ASKED}
 
 
-SCENARIOS = {"calls": calls, "miss": miss, "asks": asks}
+SCENARIOS = {"calls": calls, "miss": miss, "asks": asks, "written": written}
 CALLBACKS = {"sampling_callback": on_sample, "elicitation_callback": on_elicit}
 
 

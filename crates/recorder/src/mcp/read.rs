@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use crate::error::{Error, ErrorKind};
 use crate::mcp::asks::Ask;
 use crate::mcp::format::CallRecord;
+use crate::mcp::unanswered::UnansweredCall;
 
 /// The most bad lines an [`ErrorKind::InvalidRecording`] names; the rest are only counted.
 pub const MAX_PROBLEMS: usize = 20;
@@ -19,6 +20,9 @@ pub struct Recording {
     pub path: PathBuf,
     /// The calls, in the order of the file.
     pub calls: Vec<RecordedCall>,
+    /// The calls written by hand with no answer yet (`method`, `name`, `input`), in the order of the
+    /// file; a replay against the real server fills them in.
+    pub unanswered: Vec<UnansweredCall>,
 }
 
 /// One call of a [`Recording`].
@@ -29,6 +33,13 @@ pub struct RecordedCall {
     pub line: usize,
     /// The call.
     pub record: CallRecord,
+}
+
+impl RecordedCall {
+    /// `record`, as read at `line`.
+    pub fn new(line: usize, record: CallRecord) -> Self {
+        Self { line, record }
+    }
 }
 
 /// One bad line of a recording.
@@ -60,9 +71,13 @@ impl Recording {
     }
 
     /// Checks `bytes` as a recording; `path` names it in messages.
+    ///
+    /// A line with no format version and neither an answer nor an error is a call written by hand
+    /// with no answer yet ([`UnansweredCall`]), held only `method`, `name` and `input`.
     pub fn parse(path: impl Into<PathBuf>, bytes: &[u8]) -> Result<Self, Error> {
         let path = path.into();
         let mut calls = Vec::new();
+        let mut unanswered = Vec::new();
         let mut problems = Vec::new();
         let mut total = 0usize;
         let mut report = |line: usize, message: String| {
@@ -107,6 +122,16 @@ impl Recording {
                     continue;
                 }
             };
+            let value = match value {
+                serde_json::Value::Object(map) if UnansweredCall::is_one(&map) => {
+                    match UnansweredCall::from_map(number, map) {
+                        Ok(call) => unanswered.push(call),
+                        Err(problem) => report(number, problem.to_string()),
+                    }
+                    continue;
+                }
+                value => value,
+            };
             match CallRecord::from_value(value) {
                 Ok(mut record) => {
                     if !record.asks.is_empty() {
@@ -128,7 +153,11 @@ impl Recording {
             }
             .into());
         }
-        Ok(Self { path, calls })
+        Ok(Self {
+            path,
+            calls,
+            unanswered,
+        })
     }
 
     /// The session ids in the order their first call appears, each with the indexes of its calls.
@@ -242,6 +271,34 @@ calls.jsonl:7: the last line is cut short (11 bytes, no newline), as a crash mid
                 ("bbbbbbbb".to_owned(), vec![0, 2]),
                 ("aaaaaaaa".to_owned(), vec![1, 3])
             ]
+        );
+    }
+
+    #[test]
+    fn calls_written_by_hand_are_read_beside_full_records_and_a_bad_one_is_named() {
+        let hand = r#"{"method":"tools/call","name":"echo","input":{"message":"hi"}}"#;
+        let text =
+            format!("{hand}\n{GOOD}\n{{\"method\":\"resources/read\",\"name\":\"demo://a\"}}\n");
+        let recording = Recording::parse("c.jsonl", text.as_bytes()).unwrap();
+        assert_eq!(recording.calls.len(), 1);
+        assert_eq!(recording.calls[0].line, 2);
+        let lines: Vec<(usize, &str)> = recording
+            .unanswered
+            .iter()
+            .map(|c| (c.line, c.name.as_str()))
+            .collect();
+        assert_eq!(lines, [(1, "echo"), (3, "demo://a")]);
+
+        let bad =
+            format!("{GOOD}\n{{\"method\":\"tools/call\",\"params\":{{\"name\":\"echo\"}}}}\n");
+        let message = Recording::parse("c.jsonl", bad.as_bytes())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            message.starts_with(
+                "c.jsonl is not a valid call recording: 1 bad line\nc.jsonl:2: field `params`: "
+            ),
+            "{message}"
         );
     }
 

@@ -31,7 +31,7 @@ pub fn redact_outcome(redactor: &Redactor, outcome: &mut Outcome) {
 
 /// The name a call is recorded under: a resource URI is redacted as text, a tool or prompt name is
 /// kept as the client sent it.
-pub(crate) fn redact_name(redactor: &Redactor, method: &str, name: &str) -> String {
+pub fn redact_name(redactor: &Redactor, method: &str, name: &str) -> String {
     if method == RESOURCES_READ || name.contains("://") {
         redactor.redact_text(name).into_owned()
     } else {

@@ -91,7 +91,7 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
 
 /// A fresh 8-character session id: random per process (the standard library's hash keys are seeded
 /// from the OS), distinct per call.
-pub(crate) fn new_session_id() -> String {
+pub fn new_session_id() -> String {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let mut hasher = RandomState::new().build_hasher();
     hasher.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));

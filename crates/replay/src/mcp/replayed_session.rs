@@ -4,12 +4,12 @@
 use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
 use calltape_recorder::mcp::{
     CallRecord, Outcome, RecordedCall, Recording, hide_known, hide_sent_values, list_items_key,
-    redact_outcome, request_params,
+    new_session_id, redact_name, redact_outcome, request_params, timestamp,
 };
 use calltape_redact::{KnownSecrets, Redactor};
 use calltape_stdio_bridge::vocab::{
@@ -181,6 +181,16 @@ struct Notes {
     substitutions: Vec<Substitution>,
     unfilled: Vec<String>,
     asks: AskReport,
+    /// When the call was sent, and how long its answer took.
+    sent: Option<(SystemTime, Duration)>,
+}
+
+/// What one session's run gave: each call's outcome and notes, and what the server said of itself
+/// in the handshake (`serverInfo`, the protocol version).
+struct SessionRun {
+    calls: Vec<(Outcome, Notes)>,
+    server: Option<Map<String, Value>>,
+    protocol_version: Option<String>,
 }
 
 /// What a replay produced: the report, and each call's replayed (redacted) outcome for `--update`.
@@ -191,6 +201,10 @@ pub struct Replayed {
     pub report: ReplayReport,
     /// The replayed outcomes, in recording order.
     pub outcomes: Vec<Outcome>,
+    /// The recording's calls with no answer yet, answered: one full record each (redacted, as the
+    /// recorder writes it), in the order of [`Recording::unanswered`]. They are compared with
+    /// nothing, so the report leaves them out.
+    pub filled: Vec<CallRecord>,
 }
 
 /// Replays every call of `recording` against `upstream` and compares the answers.
@@ -205,13 +219,17 @@ pub struct Replayed {
 /// [`EraUpstream`] with the options' [`protocol`](ReplayOptions::protocol), so a server of the other
 /// era gets the calls translated: pass `upstream` unwrapped. Fails when the server cannot be started
 /// or stops answering, naming the call.
+///
+/// The recording's calls with no answer yet ([`Recording::unanswered`]) are sent too, in order, in a
+/// session of their own (declaring the first recorded client's info and capabilities, or calltape's
+/// own when the recording holds no answered call), and come back as [`Replayed::filled`].
 pub async fn replay(
     recording: &Recording,
     upstream: Arc<dyn Upstream>,
     options: &ReplayOptions,
 ) -> Result<Replayed, Error> {
     let upstream: Arc<dyn Upstream> = Arc::new(EraUpstream::from_arc(upstream, options.protocol));
-    let total = recording.calls.len();
+    let total = recording.calls.len() + recording.unanswered.len();
     let done = AtomicUsize::new(0);
     let sessions = recording.sessions();
     let runs = futures::stream::iter(sessions.into_iter().map(|(_, indexes)| {
@@ -220,14 +238,14 @@ pub async fn replay(
         async move {
             let calls: Vec<(usize, &RecordedCall)> =
                 indexes.iter().map(|&i| (i, &recording.calls[i])).collect();
-            let outcomes = run_session(&*upstream, &calls, options, || {
+            let run = run_session(&*upstream, &calls, options, || {
                 let n = done.fetch_add(1, Ordering::AcqRel) + 1;
                 if let Some(progress) = &options.progress {
                     progress(n, total);
                 }
             })
             .await?;
-            Ok::<_, Error>(indexes.into_iter().zip(outcomes).collect::<Vec<_>>())
+            Ok::<_, Error>(indexes.into_iter().zip(run.calls).collect::<Vec<_>>())
         }
     }))
     .buffer_unordered(options.jobs.max(1));
@@ -244,7 +262,81 @@ pub async fn replay(
         .into_iter()
         .map(|o| o.unwrap_or(Outcome::Answer(Value::Null)))
         .collect();
-    Ok(compare_with_notes(recording, outcomes, notes, options))
+    let filled = fill(recording, &*upstream, options, || {
+        let n = done.fetch_add(1, Ordering::AcqRel) + 1;
+        if let Some(progress) = &options.progress {
+            progress(n, total);
+        }
+    })
+    .await?;
+    let mut replayed = compare_with_notes(recording, outcomes, notes, options);
+    replayed.filled = filled;
+    Ok(replayed)
+}
+
+/// Sends the recording's calls with no answer yet in a session of their own and makes each a full
+/// record: the answer redacted as the recorder redacts it (the input and a resource's URI too), the
+/// time it was sent, a fresh session id, the server's info and protocol version from the handshake.
+async fn fill(
+    recording: &Recording,
+    upstream: &dyn Upstream,
+    options: &ReplayOptions,
+    tick: impl FnMut(),
+) -> Result<Vec<CallRecord>, Error> {
+    if recording.unanswered.is_empty() {
+        return Ok(Vec::new());
+    }
+    let session = new_session_id();
+    let first = recording.calls.first().map(|call| &call.record);
+    let calls: Vec<RecordedCall> = recording
+        .unanswered
+        .iter()
+        .map(|call| {
+            // Nothing is compared with this answer: it only stands in until the server's comes.
+            let mut record = call.to_record(session.as_str(), Outcome::Answer(Value::Null));
+            if let Some(first) = first {
+                record.client = first.client.clone();
+                record.capabilities = first.capabilities.clone();
+                // A 2026-07-28 session sends its calls without a handshake, as the recorded ones.
+                record.protocol_version = first.protocol_version.clone();
+            }
+            RecordedCall::new(call.line, record)
+        })
+        .collect();
+    let offset = recording.calls.len();
+    let indexed: Vec<(usize, &RecordedCall)> = calls
+        .iter()
+        .enumerate()
+        .map(|(i, call)| (offset + i, call))
+        .collect();
+    let run = run_session(upstream, &indexed, options, tick).await?;
+    let filled = calls
+        .into_iter()
+        .zip(run.calls)
+        .map(|(call, (mut outcome, notes))| {
+            let mut record = call.record;
+            hide_sent_values(&mut outcome, options.fills.values());
+            hide_known(&mut outcome, &options.known);
+            redact_outcome(&options.redactor, &mut outcome);
+            record.outcome = outcome;
+            if let Some(input) = &mut record.input {
+                options.redactor.redact_value(input);
+            }
+            record.name = redact_name(&options.redactor, &record.method, &record.name);
+            if let Some((at, took)) = notes.sent {
+                record.at = timestamp(at);
+                record.duration_ms = took.as_secs_f64() * 1000.0;
+            }
+            if run.server.is_some() {
+                record.server = run.server.clone();
+            }
+            if run.protocol_version.is_some() {
+                record.protocol_version = run.protocol_version.clone();
+            }
+            record
+        })
+        .collect();
+    Ok(filled)
 }
 
 /// Redacts the replayed outcomes (one per call of `recording`, in order, as the server gave them),
@@ -311,6 +403,7 @@ fn compare_with_notes(
     Replayed {
         report: ReplayReport::new(recording.path.clone(), calls),
         outcomes,
+        filled: Vec::new(),
     }
 }
 
@@ -320,7 +413,7 @@ async fn run_session(
     calls: &[(usize, &RecordedCall)],
     options: &ReplayOptions,
     mut tick: impl FnMut(),
-) -> Result<Vec<(Outcome, Notes)>, Error> {
+) -> Result<SessionRun, Error> {
     let describe = upstream.describe();
     // A server's error may quote what it was sent (an HTTP error body, say): the filled values and
     // the run's other secrets never reach a reason.
@@ -334,7 +427,11 @@ async fn run_session(
         .into()
     };
     let Some((_, first)) = calls.first() else {
-        return Ok(Vec::new());
+        return Ok(SessionRun {
+            calls: Vec::new(),
+            server: None,
+            protocol_version: None,
+        });
     };
     let session = first.record.session.clone();
     let link = upstream.connect().await.map_err(|e| {
@@ -349,6 +446,8 @@ async fn run_session(
         initialize: initialize_request(&first.record),
         meta: stateless.then(|| stateless_meta(&first.record)),
         task_tools: None,
+        server: None,
+        protocol_version: None,
         asks: Answerer::new(
             calls.iter().map(|(_, call)| &call.record),
             &options.redactor,
@@ -387,7 +486,10 @@ async fn run_session(
                 ))
             };
             conn.asks.start(n);
+            let (sent_at, started) = (SystemTime::now(), Instant::now());
             let answer = conn.send_call(&request, record).await.map_err(failed)?;
+            let mut notes = notes;
+            notes.sent = Some((sent_at, started.elapsed()));
             // Redacted in `compare_outcomes`, before anything compares or keeps it.
             let outcome = Outcome::from_response(&answer).unwrap_or(Outcome::Answer(Value::Null));
             if options.follow {
@@ -413,6 +515,11 @@ async fn run_session(
         Ok(outcomes)
     }
     .await;
+    let result = result.map(|calls| SessionRun {
+        calls,
+        server: conn.server.take(),
+        protocol_version: conn.protocol_version.take(),
+    });
     let close = conn.link.close;
     drop(conn.link.outgoing);
     close().await;
@@ -502,6 +609,10 @@ pub(super) struct Conn {
     meta: Option<Value>,
     /// The tools the server runs only as tasks, once asked.
     pub(super) task_tools: Option<Vec<String>>,
+    /// The `serverInfo` the server answered `initialize` with.
+    server: Option<Map<String, Value>>,
+    /// The protocol version the handshake agreed on.
+    protocol_version: Option<String>,
     /// The recorded answers to what the server asks the client (`asks.rs`).
     pub(super) asks: Answerer,
 }
@@ -550,6 +661,12 @@ impl Conn {
         let answer = self.request(&self.initialize.clone()).await?;
         if let Some(error) = answer.get("error") {
             return Err(format!("the server refused initialize: {error}"));
+        }
+        if let Some(Value::Object(info)) = answer.pointer("/result/serverInfo") {
+            self.server = Some(info.clone());
+        }
+        if let Some(Value::String(version)) = answer.pointer("/result/protocolVersion") {
+            self.protocol_version = Some(version.clone());
         }
         self.send(&json!({"jsonrpc": "2.0", "method": INITIALIZED}))
             .await

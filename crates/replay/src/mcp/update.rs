@@ -1,13 +1,15 @@
 //! `--update`: rewrite a recording with the replayed answers, atomically, keeping the calls' order.
 
-use calltape_recorder::mcp::{Outcome, Recording};
+use calltape_recorder::mcp::{CallRecord, Recording};
 use calltape_recorder::{Refusal, admit};
 use calltape_redact::Gate;
 
 use crate::error::{Error, ErrorKind};
+use crate::mcp::Replayed;
 
 /// Rewrites `recording`'s file with each call's outcome replaced by the replayed one (already
-/// redacted), every other field kept, in the same order. The file is replaced atomically and stays
+/// redacted), every other field kept, and each call that had no answer yet replaced by its filled
+/// record ([`Replayed::filled`]), in the same order. The file is replaced atomically and stays
 /// owner-only.
 ///
 /// Every line passes `gate` last: a call whose line still holds a provider token or a secret value
@@ -15,22 +17,38 @@ use crate::error::{Error, ErrorKind};
 /// refusal returned, so that a recording meant to be committed never holds one.
 pub fn update_recording(
     recording: &Recording,
-    outcomes: &[Outcome],
+    replayed: &Replayed,
     gate: &Gate,
 ) -> Result<Vec<Refusal>, Error> {
+    // (line in the file, the record written there)
+    let mut records: Vec<(usize, CallRecord)> = recording
+        .calls
+        .iter()
+        .zip(&replayed.outcomes)
+        .map(|(call, outcome)| {
+            let mut record = call.record.clone();
+            record.outcome = outcome.clone();
+            (call.line, record)
+        })
+        .chain(
+            recording
+                .unanswered
+                .iter()
+                .zip(&replayed.filled)
+                .map(|(call, record)| (call.line, record.clone())),
+        )
+        .collect();
+    records.sort_by_key(|(line, _)| *line);
     let mut refused = Vec::new();
-    let mut lines = Vec::with_capacity(recording.calls.len());
-    for (n, (call, outcome)) in recording.calls.iter().zip(outcomes).enumerate() {
-        let mut record = call.record.clone();
-        record.outcome = outcome.clone();
+    let mut lines = Vec::with_capacity(records.len());
+    for (n, (at, record)) in records.iter().enumerate() {
         let line = record.to_line();
         let item = || {
             format!(
-                "call {} ({} {}, line {})",
+                "call {} ({} {}, line {at})",
                 n + 1,
                 record.method,
                 record.name,
-                call.line
             )
         };
         match admit(gate, [line.as_bytes()], item) {

@@ -45,9 +45,13 @@ pub enum MissKind {
         /// Its place among the call's asks, from 0.
         index: usize,
     },
-    /// In [`Mode::Verify`](crate::Mode::Verify): the server answered the call unlike the recording
-    /// ([`Miss::closest`] is the recorded call, with the differences of the server's answer).
+    /// In [`Mode::Verify`](crate::Mode::Verify): the server answered the call, a list or
+    /// `initialize` unlike the recording ([`Miss::closest`] is the recorded line, with the
+    /// differences of the server's answer; for `initialize`, of its `serverInfo`).
     Drift,
+    /// The recording holds the call with no answer yet, written by hand ([`Miss::closest`] is that
+    /// line): a replay of the recording with update against the real server fills it in.
+    Unanswered,
 }
 
 /// The recorded call closest to a missed request, and how the request differs from it.
@@ -98,6 +102,16 @@ impl fmt::Display for Miss {
                     )?;
                 }
                 Ok(())
+            }
+            MissKind::Unanswered => {
+                write!(f, "no recorded answer for {call}")?;
+                if let Some(closest) = &self.closest {
+                    write!(f, ": line {} holds it with no answer yet", closest.line)?;
+                }
+                f.write_str(
+                    "; `calltape replay --update FILE -- SERVER…` fills in the answers of the \
+                     calls written by hand",
+                )
             }
             MissKind::Drift => {
                 write!(f, "the server answered {call} unlike the recording")?;

@@ -287,7 +287,7 @@ async fn each_session_gets_its_own_connection_and_recorded_client() {
     );
 
     assert!(
-        update_recording(&recording, &replayed.outcomes, &Gate::new())
+        update_recording(&recording, &replayed, &Gate::new())
             .unwrap()
             .is_empty()
     );
@@ -707,7 +707,7 @@ fn a_filled_value_echoed_as_a_key_or_an_error_code_is_hidden_and_the_update_gate
         Outcome::Answer(json!({"cards": {"[REDACTED]": "stored", "[REDACTED:2]": "too"}}))
     );
     let gate = Gate::new().watch(&options.fills.known()).watch(&known);
-    let refused = update_recording(&recording, &replayed.outcomes, &gate).unwrap();
+    let refused = update_recording(&recording, &replayed, &gate).unwrap();
     assert_eq!(refused.len(), 1, "{refused:?}");
     assert_eq!(
         refused[0].to_string().split(':').next().unwrap(),
