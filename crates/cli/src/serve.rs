@@ -5,7 +5,7 @@ use std::{ffi::OsString, net::SocketAddr, path::PathBuf, sync::Arc, time::Durati
 
 use calltape_replay::Mode;
 use calltape_stdio_bridge::{
-    ChildUpstream, ErrorKind, Protocol, Stderr, Upstream,
+    ChildUpstream, DEFAULT_HTTP_PATH, ErrorKind, Protocol, Stderr, Upstream,
     serve::{ServerBuilder, StopReason, Transport},
     shared::{SERVE_KEY_ENV, Secret, serve_shared},
 };
@@ -30,6 +30,7 @@ Examples:
   calltape serve --listen 127.0.0.1:8808 --record calls.jsonl --url https://mcp.example.com/mcp
   calltape serve --socket /run/user/1000/mcp.sock --url http://127.0.0.1:3000/mcp --header-file team.headers
   calltape serve --mock calls.jsonl --mode auto -- npx -y @modelcontextprotocol/server-everything
+  calltape serve --mock calls.jsonl --mode verify --url http://127.0.0.1:3000/mcp
 
 MCP is served at /mcp over HTTP/1.1. The server runs CMD once and multiplexes every session onto \
 it: the first initialize is forwarded and its answer reused, request ids and progress tokens are \
@@ -50,7 +51,9 @@ nothing while its stdout is full never stalls the server.
 With --mock FILE no server runs: every session is answered from the recording, as `calltape mock` \
 answers on stdio (see its help); when serve stops, every miss is listed and the exit status is 1, \
 unless --allow-misses. --mode takes the modes of `calltape mock` (else CALLTAPE_MODE, else replay \
-when CI is set, else auto), CMD being the real server: `serve --mock calls.jsonl --mode auto -- CMD` \
+when CI is set, else auto), the real server being -- CMD, --url URL (with --header and \
+--header-file; a client's Authorization is not passed on) or --server-socket PATH (HTTP over a Unix \
+socket, --socket being where serve itself listens): `serve --mock calls.jsonl --mode auto -- CMD` \
 answers what the recording holds and records the rest from CMD.
 
 Loopback only: a request with an Origin header gets 403 unless it is serve's own \
@@ -64,7 +67,7 @@ Both protocol eras: sessions of the handshake era and stateless 2026-07-28 reque
 endpoint whatever era CMD speaks (--protocol, found on each start by default); what CMD lacks is \
 translated. On a CMD of the handshake era, stateless requests go through its one session.
 
-A remote server (--url): sessions are multiplexed onto one session of the remote endpoint, as \
+A remote server (--url without --mock): sessions are multiplexed onto one session of the remote endpoint, as \
 onto CMD. A client's own Authorization header is passed on to the remote server and never stored \
 (not in the recording, a log or an error): sessions that send one get a remote session of their \
 own per distinct value, so clients with different credentials never share one, and a session is \
@@ -78,7 +81,8 @@ differ between sessions (a roots/list request goes to the session whose request 
 /// The arguments of `calltape serve`.
 #[derive(Debug, Args)]
 #[command(after_help = EXAMPLES)]
-// One server: --url, CMD or --mock (with CMD as the real server in the modes that forward).
+// One server: --url, CMD or --mock (with --url, CMD or --server-socket as the real server in the
+// modes that forward).
 #[command(group(ArgGroup::new("server").required(true).multiple(true).args(["url", "command", "mock"])))]
 pub(crate) struct ServeArgs {
     /// Listen on this address of 127.0.0.1 (port 0 picks a free one); the URL is printed on stdout.
@@ -129,8 +133,8 @@ pub(crate) struct ServeArgs {
     protocol: ProtocolArg,
 
     /// Answer every session from this call recording, as `calltape mock` does; no server runs but
-    /// in the modes that forward, where CMD is the real server.
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["record", "protocol", "url"])]
+    /// in the modes that forward, where CMD, --url or --server-socket is the real server.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["record", "protocol"])]
     mock: Option<PathBuf>,
 
     /// With --mock: replay, auto, record (or update), verify or live, as `calltape mock --mode`.
@@ -140,6 +144,15 @@ pub(crate) struct ServeArgs {
     /// With --mock: exit 0 even when a request missed the recording.
     #[arg(long, requires = "mock")]
     allow_misses: bool,
+
+    /// With --mock: the real server is HTTP over this Unix socket (--socket being where serve
+    /// listens).
+    #[arg(long, value_name = "PATH", requires = "mock", conflicts_with_all = ["url", "command"])]
+    server_socket: Option<PathBuf>,
+
+    /// The MCP endpoint's path on --server-socket.
+    #[arg(long = "server-path", value_name = "PATH", requires = "server_socket", default_value = DEFAULT_HTTP_PATH)]
+    server_path: String,
 
     #[command(flatten)]
     remote: RemoteArgs,
@@ -196,9 +209,18 @@ pub(crate) fn run(args: ServeArgs) -> Outcome {
     let mock = match &args.mock {
         Some(path) => {
             let mode = Mode::resolve(args.mode).map_err(Error::Mode)?;
-            let server: Option<Arc<dyn Upstream>> = match args.command.is_empty() {
-                true => None,
-                false => Some(Arc::new(ChildUpstream::new(args.command.iter().cloned())?)),
+            let given = !args.command.is_empty()
+                || args.remote.url.is_some()
+                || args.server_socket.is_some();
+            let server = match given {
+                true => Some(crate::args::upstream(
+                    &args.remote,
+                    args.server_socket.as_deref(),
+                    &args.server_path,
+                    &args.command,
+                    Stderr::Inherit,
+                )?),
+                false => None,
             };
             Some(runtime.block_on(crate::mock::open(path, mode, server, &args.recording))?)
         }

@@ -12,8 +12,8 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::support::{
-    KillOnDrop, calltape, client_result, everything, first_line, modern_python, peer_script, peers,
-    python, wait_or_kill,
+    KillOnDrop, calltape, client_result, everything, first_line, free_port, http_everything,
+    modern_python, peer_script, peers, python, wait_or_kill,
 };
 
 /// How long a stopped `serve --mock` may take to exit before the test gives up on it.
@@ -620,6 +620,54 @@ fn serve_mock_in_auto_mode_records_over_streamable_http_then_answers_with_no_ser
     assert!(recording.contains(r#""name":"get-sum""#), "{recording}");
     assert!(!recording.contains("sk-test-first-key-0001"), "{recording}");
 
+    let (served, url) = serve_mock(&file, &["--mode".as_ref(), "replay".as_ref()], &stderr);
+    assert_eq!(client(&url), live);
+    assert_eq!(stop(served), Some(0), "{}", text());
+}
+
+#[test]
+fn serve_mock_in_auto_mode_forwards_to_a_url_what_the_recording_lacks_then_answers_it_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let (file, _) = record(dir.path());
+    let stderr = dir.path().join("serve.stderr");
+    let text = || std::fs::read_to_string(&stderr).unwrap();
+    let client = |url: &str| {
+        client_result(
+            Command::new(python())
+                .arg(peer_script("mock_client.py"))
+                .args(["miss", "--url", url]),
+        )
+    };
+
+    // The recording lacks the call of `miss`: the server at --url answers it, and it is recorded.
+    let server = http_everything(free_port());
+    let (served, url) = serve_mock(
+        &file,
+        &[
+            "--mode".as_ref(),
+            "auto".as_ref(),
+            "--url".as_ref(),
+            server.url().as_ref(),
+        ],
+        &stderr,
+    );
+    let live = client(&url);
+    assert_eq!(live["miss"], "no error", "{live}");
+    assert_eq!(live["echo"], serde_json::json!(["Echo: hello"]));
+    assert_eq!(stop(served), Some(0), "{}", text());
+    assert!(
+        text().contains(" answered, 1 forwarded, 0 missed"),
+        "{}",
+        text()
+    );
+    let recording = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        recording.contains(r#""input":{"a":2,"b":41}"#),
+        "{recording}"
+    );
+
+    // With the server stopped, the recording answers it.
+    drop(server);
     let (served, url) = serve_mock(&file, &["--mode".as_ref(), "replay".as_ref()], &stderr);
     assert_eq!(client(&url), live);
     assert_eq!(stop(served), Some(0), "{}", text());
