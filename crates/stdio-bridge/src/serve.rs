@@ -86,6 +86,7 @@ mod endpoint;
 mod listen;
 mod mux;
 mod outbox;
+mod per_path;
 
 pub use endpoint::{Endpoint, Transport};
 pub use listen::{SUPPORTED_PROTOCOL_VERSIONS, Server, ServerBuilder, StopReason};

@@ -558,12 +558,21 @@ fn a_cassette_dir_holds_one_recording_per_test_named_by_flag_or_environment() {
 
 /// `calltape serve --mock FILE ARGS…` on a free port, its stderr in `stderr`; the server and its URL.
 fn serve_mock(file: &Path, args: &[&std::ffi::OsStr], stderr: &Path) -> (KillOnDrop, String) {
+    serve_mock_with(
+        &[&["--mock".as_ref(), file.as_ref()], args].concat(),
+        stderr,
+    )
+}
+
+/// `calltape serve ARGS…` on a free port, outside CI whatever the environment says, its stderr in
+/// `stderr`; the server and the URL it printed.
+fn serve_mock_with(args: &[&std::ffi::OsStr], stderr: &Path) -> (KillOnDrop, String) {
     let mut served = calltape()
-        .args(["serve", "--listen", "127.0.0.1:0", "--mock"])
-        .arg(file)
+        .args(["serve", "--listen", "127.0.0.1:0"])
         .args(args)
         .env_remove("CI")
         .env_remove("CALLTAPE_MODE")
+        .env_remove("CALLTAPE_CASSETTE")
         .stdout(Stdio::piped())
         .stderr(std::fs::File::create(stderr).unwrap())
         .spawn()
@@ -671,4 +680,92 @@ fn serve_mock_in_auto_mode_forwards_to_a_url_what_the_recording_lacks_then_answe
     let (served, url) = serve_mock(&file, &["--mode".as_ref(), "replay".as_ref()], &stderr);
     assert_eq!(client(&url), live);
     assert_eq!(stop(served), Some(0), "{}", text());
+}
+
+/// The whole HTTP response to an `initialize` POSTed to `path` of the server at `addr`.
+fn initialize_at(addr: &str, path: &str) -> String {
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    write!(
+        stream,
+        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n\
+         Connection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut response = String::new();
+    std::io::Read::read_to_string(&mut stream, &mut response).unwrap();
+    response
+}
+
+#[test]
+fn serve_mock_with_a_cassette_dir_answers_each_test_from_its_own_recording_at_its_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let (file, recorded) = record(dir.path());
+    let cassettes = dir.path().join("cassettes");
+    std::fs::create_dir_all(cassettes.join("suite")).unwrap();
+    std::fs::copy(&file, cassettes.join("test_a.jsonl")).unwrap();
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(
+        cassettes.join("suite/test_b.jsonl"),
+        text.replace("is 42.", "is 43."),
+    )
+    .unwrap();
+    let stderr = dir.path().join("serve.stderr");
+    let (served, url) = serve_mock_with(
+        &[
+            "--mock".as_ref(),
+            "--cassette-dir".as_ref(),
+            cassettes.as_ref(),
+            "--mode".as_ref(),
+            "replay".as_ref(),
+        ],
+        &stderr,
+    );
+    let addr = crate::support::served_addr(&url);
+    let client = |scenario: &str, path: &str| {
+        client_result(
+            Command::new(python())
+                .arg(peer_script("mock_client.py"))
+                .args([scenario, "--url", &format!("http://{addr}{path}")]),
+        )
+    };
+
+    let a = client("calls", "/_cassette/test_a/mcp");
+    assert_eq!(a, recorded, "test_a's recording");
+    let b = client("calls", "/_cassette/suite%2Ftest_b/mcp");
+    assert_eq!(
+        b["sum"],
+        serde_json::json!(["The sum of 2 and 40 is 43."]),
+        "{b}"
+    );
+    assert_eq!(b["echo"], recorded["echo"]);
+    let missed = client("miss", "/_cassette/suite%2Ftest_b/mcp");
+    assert_eq!(missed["miss"]["code"], -32602, "{missed}");
+
+    // A name that leaves the folder is refused, and /mcp names where MCP is served.
+    let refused = initialize_at(&addr, "/_cassette/..%2Fx/mcp");
+    assert!(refused.starts_with("HTTP/1.1 400"), "{refused}");
+    assert!(
+        refused.contains(r#"cassette name "../x" is not allowed"#),
+        "{refused}"
+    );
+    let plain = initialize_at(&addr, "/mcp");
+    assert!(plain.starts_with("HTTP/1.1 404"), "{plain}");
+    assert!(
+        plain.contains("MCP is served at /_cassette/NAME/mcp"),
+        "{plain}"
+    );
+
+    let text = || std::fs::read_to_string(&stderr).unwrap();
+    assert_eq!(stop(served), Some(1), "{}", text());
+    let stderr = text();
+    assert!(
+        stderr.contains(&format!(
+            "\n{}: calltape mock: 8 answered, 1 missed\n  miss: no recorded answer for tools/call get-sum",
+            cassettes.join("suite/test_b.jsonl").display()
+        )),
+        "{stderr}"
+    );
 }
