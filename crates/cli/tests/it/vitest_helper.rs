@@ -687,3 +687,86 @@ fn use_calltape_mcp_records_each_test_in_auto_mode_then_answers_offline_and_a_mi
         "{text}"
     );
 }
+
+const MCP_HTTP_TEST: &str = r#"import { describe, expect, it } from "vitest";
+import { useCalltapeMcp } from "calltape-vitest";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+
+async function getSum(server, a, b) {
+  const client = new Client({ name: "vitest-client", version: "0.0.0" });
+  await client.connect(new StreamableHTTPClientTransport(new URL(server.url)));
+  try {
+    const result = await client.callTool({ name: "get-sum", arguments: { a, b } });
+    return result.content[0].text;
+  } catch (error) {
+    // The client swallows a failed call, as many do: the helper must still fail this test.
+    return String(error);
+  } finally {
+    await client.close();
+  }
+}
+
+describe("tools", () => {
+  const server = useCalltapeMcp({
+    transport: "http",
+    server: process.env.EVERYTHING ? [process.env.EVERYTHING] : undefined,
+  });
+
+  it("sums", async () => {
+    expect(server.url).toContain("/_cassette/tools.test%2Ftools%2Fsums.mcp/mcp");
+    expect(await getSum(server, 2, Number(process.env.B ?? 40))).toBeTruthy();
+  });
+
+  it("sums again", async () => {
+    expect(await getSum(server, 1, 1)).toBe("The sum of 1 and 1 is 2.");
+  });
+});
+"#;
+
+#[test]
+fn use_calltape_mcp_over_http_records_in_auto_mode_then_answers_offline_and_a_miss_fails_its_test()
+{
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("project");
+    std::fs::create_dir_all(project.join("tests")).unwrap();
+    std::fs::write(project.join("package.json"), PACKAGE).unwrap();
+    std::fs::write(project.join("tests/tools.test.js"), MCP_HTTP_TEST).unwrap();
+    install(&project, &["--no-save"]);
+    std::os::unix::fs::symlink(
+        peers().join("node/node_modules/@modelcontextprotocol"),
+        project.join("node_modules/@modelcontextprotocol"),
+    )
+    .unwrap();
+    let everything = crate::support::everything().display().to_string();
+    let unused = "http://127.0.0.1:9";
+
+    let (passed, tests, text) = vitest(&project, unused, &[("EVERYTHING", &everything)], &[]);
+    assert!(passed, "{text}");
+    assert_eq!(tests, ["passed tools sums", "passed tools sums again"]);
+    let recording = project.join("tests/cassettes/tools.test/tools/sums.mcp.jsonl");
+    let recorded = std::fs::read_to_string(&recording).unwrap_or_default();
+    assert!(
+        recorded.contains(r#""input":{"a":2,"b":40}"#),
+        "{recorded}\n{text}"
+    );
+
+    let (passed, _, text) = vitest(&project, unused, &[("CI", "true")], &[]);
+    assert!(passed, "{text}");
+
+    let (passed, tests, text) = vitest(&project, unused, &[("CI", "true"), ("B", "41")], &[]);
+    assert!(!passed, "{text}");
+    assert_eq!(
+        tests,
+        ["failed tools sums", "passed tools sums again"],
+        "{text}"
+    );
+    assert!(
+        text.contains("closest recorded call: tools/call get-sum (line "),
+        "{text}"
+    );
+    assert!(
+        text.contains("differing at b: recorded 40, asked 41"),
+        "{text}"
+    );
+}
