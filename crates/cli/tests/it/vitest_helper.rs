@@ -609,14 +609,16 @@ fn vitest_takes_its_settings_from_calltape_toml_or_package_json_as_calltape_repl
     }
 }
 
+/// A Vitest test file of two tests of `useCalltapeMcp(OPTIONS)` that call `get-sum`, the client
+/// connected with `CONNECT` (after `IMPORT`).
 const MCP_TEST: &str = r#"import { describe, expect, it } from "vitest";
 import { useCalltapeMcp } from "calltape-vitest";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+IMPORT
 
 async function getSum(server, a, b) {
   const client = new Client({ name: "vitest-client", version: "0.0.0" });
-  await client.connect(new StdioClientTransport({ command: server.command, args: server.args }));
+  await client.connect(CONNECT);
   try {
     const result = await client.callTool({ name: "get-sum", arguments: { a, b } });
     return result.content[0].text;
@@ -629,7 +631,7 @@ async function getSum(server, a, b) {
 }
 
 describe("tools", () => {
-  const server = useCalltapeMcp({ server: process.env.EVERYTHING ? [process.env.EVERYTHING] : undefined });
+  const server = useCalltapeMcp({ OPTIONSserver: process.env.EVERYTHING ? [process.env.EVERYTHING] : undefined });
 
   it("sums", async () => {
     expect(await getSum(server, 2, Number(process.env.B ?? 40))).toBeTruthy();
@@ -640,15 +642,55 @@ describe("tools", () => {
   });
 });
 "#;
+
+/// [`MCP_TEST`] on stdio.
+fn mcp_stdio_test() -> String {
+    MCP_TEST
+        .replace(
+            "IMPORT",
+            r#"import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";"#,
+        )
+        .replace(
+            "CONNECT",
+            "new StdioClientTransport({ command: server.command, args: server.args })",
+        )
+        .replace("OPTIONS", "")
+}
+
+/// [`MCP_TEST`] over Streamable HTTP; the URL names the test's recording.
+fn mcp_http_test() -> String {
+    MCP_TEST
+        .replace(
+            "IMPORT",
+            r#"import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";"#,
+        )
+        .replace(
+            "CONNECT",
+            r#"new StreamableHTTPClientTransport(new URL(server.url))"#,
+        )
+        .replace("OPTIONS", r#"transport: "http", "#)
+        .replace(
+            "    expect(await getSum(server, 2,",
+            "    expect(server.url).toContain(\"/_cassette/tools.test%2Ftools%2Fsums.mcp/mcp\");\n    expect(await getSum(server, 2,",
+        )
+}
 
 #[test]
 fn use_calltape_mcp_records_each_test_in_auto_mode_then_answers_offline_and_a_miss_fails_its_test()
 {
+    use_calltape_mcp_records_then_answers_offline_and_a_miss_fails(&mcp_stdio_test());
+}
+
+/// A Vitest project whose `tests/tools.test.js` is `test`, two tests of `useCalltapeMcp()` ("tools
+/// sums", "tools sums again"): run first with the real server in auto mode, it records each test's
+/// own recording; then in CI with no server the recordings answer; then a changed call fails
+/// exactly its test, though the test swallowed the error, showing the closest recorded call.
+fn use_calltape_mcp_records_then_answers_offline_and_a_miss_fails(test: &str) {
     let dir = tempfile::tempdir().unwrap();
     let project = dir.path().join("project");
     std::fs::create_dir_all(project.join("tests")).unwrap();
     std::fs::write(project.join("package.json"), PACKAGE).unwrap();
-    std::fs::write(project.join("tests/tools.test.js"), MCP_TEST).unwrap();
+    std::fs::write(project.join("tests/tools.test.js"), test).unwrap();
     install(&project, &["--no-save"]);
     std::os::unix::fs::symlink(
         peers().join("node/node_modules/@modelcontextprotocol"),
@@ -678,95 +720,11 @@ fn use_calltape_mcp_records_each_test_in_auto_mode_then_answers_offline_and_a_mi
         ["failed tools sums", "passed tools sums again"],
         "{text}"
     );
-    assert!(
-        text.contains("closest recorded call: tools/call get-sum (line "),
-        "{text}"
-    );
-    assert!(
-        text.contains("differing at b: recorded 40, asked 41"),
-        "{text}"
-    );
+    crate::support::assert_shows_the_closest_get_sum(&text);
 }
-
-const MCP_HTTP_TEST: &str = r#"import { describe, expect, it } from "vitest";
-import { useCalltapeMcp } from "calltape-vitest";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-
-async function getSum(server, a, b) {
-  const client = new Client({ name: "vitest-client", version: "0.0.0" });
-  await client.connect(new StreamableHTTPClientTransport(new URL(server.url)));
-  try {
-    const result = await client.callTool({ name: "get-sum", arguments: { a, b } });
-    return result.content[0].text;
-  } catch (error) {
-    // The client swallows a failed call, as many do: the helper must still fail this test.
-    return String(error);
-  } finally {
-    await client.close();
-  }
-}
-
-describe("tools", () => {
-  const server = useCalltapeMcp({
-    transport: "http",
-    server: process.env.EVERYTHING ? [process.env.EVERYTHING] : undefined,
-  });
-
-  it("sums", async () => {
-    expect(server.url).toContain("/_cassette/tools.test%2Ftools%2Fsums.mcp/mcp");
-    expect(await getSum(server, 2, Number(process.env.B ?? 40))).toBeTruthy();
-  });
-
-  it("sums again", async () => {
-    expect(await getSum(server, 1, 1)).toBe("The sum of 1 and 1 is 2.");
-  });
-});
-"#;
 
 #[test]
 fn use_calltape_mcp_over_http_records_in_auto_mode_then_answers_offline_and_a_miss_fails_its_test()
 {
-    let dir = tempfile::tempdir().unwrap();
-    let project = dir.path().join("project");
-    std::fs::create_dir_all(project.join("tests")).unwrap();
-    std::fs::write(project.join("package.json"), PACKAGE).unwrap();
-    std::fs::write(project.join("tests/tools.test.js"), MCP_HTTP_TEST).unwrap();
-    install(&project, &["--no-save"]);
-    std::os::unix::fs::symlink(
-        peers().join("node/node_modules/@modelcontextprotocol"),
-        project.join("node_modules/@modelcontextprotocol"),
-    )
-    .unwrap();
-    let everything = crate::support::everything().display().to_string();
-    let unused = "http://127.0.0.1:9";
-
-    let (passed, tests, text) = vitest(&project, unused, &[("EVERYTHING", &everything)], &[]);
-    assert!(passed, "{text}");
-    assert_eq!(tests, ["passed tools sums", "passed tools sums again"]);
-    let recording = project.join("tests/cassettes/tools.test/tools/sums.mcp.jsonl");
-    let recorded = std::fs::read_to_string(&recording).unwrap_or_default();
-    assert!(
-        recorded.contains(r#""input":{"a":2,"b":40}"#),
-        "{recorded}\n{text}"
-    );
-
-    let (passed, _, text) = vitest(&project, unused, &[("CI", "true")], &[]);
-    assert!(passed, "{text}");
-
-    let (passed, tests, text) = vitest(&project, unused, &[("CI", "true"), ("B", "41")], &[]);
-    assert!(!passed, "{text}");
-    assert_eq!(
-        tests,
-        ["failed tools sums", "passed tools sums again"],
-        "{text}"
-    );
-    assert!(
-        text.contains("closest recorded call: tools/call get-sum (line "),
-        "{text}"
-    );
-    assert!(
-        text.contains("differing at b: recorded 40, asked 41"),
-        "{text}"
-    );
+    use_calltape_mcp_records_then_answers_offline_and_a_miss_fails(&mcp_http_test());
 }

@@ -22,13 +22,7 @@ class McpServer:
     def __init__(self, binary: str, recording: Path, mode: str | None, upstream, log: Path):
         self.recording = recording
         self._log = log
-        mock = [binary, "mock", str(recording)]
-        if mode:
-            mock += ["--mode", mode]
-        if isinstance(upstream, str):
-            mock += ["--url", upstream]
-        elif upstream:
-            mock += ["--", *[str(word) for word in upstream]]
+        mock = [binary, "mock", str(recording), *_mode_and_server(mode, upstream)]
         given = [f"{name}={os.environ[name]}" for name in _MODE_VARIABLES if name in os.environ]
         # The mock's stderr goes to a file of the test's, read when the test ends.
         self.command = ["sh", "-c", 'log="$1"; shift; exec env "$@" 2>>"$log"', "sh", str(log), *given, *mock]
@@ -58,12 +52,7 @@ class McpHttpServer:
         self.recording = cassette_dir / f"{name}.jsonl"
         self._log = log
         serve = [binary, "serve", "--mock", "--cassette-dir", str(cassette_dir), "--listen", "127.0.0.1:0"]
-        if mode:
-            serve += ["--mode", mode]
-        if isinstance(upstream, str):
-            serve += ["--url", upstream]
-        elif upstream:
-            serve += ["--", *[str(word) for word in upstream]]
+        serve += _mode_and_server(mode, upstream)
         with open(log, "ab") as stderr:
             self._process = subprocess.Popen(serve, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr)
         # serve prints its URL, http://127.0.0.1:PORT/mcp, as its first line once it listens.
@@ -90,6 +79,17 @@ class McpHttpServer:
     def misses(self) -> list[str]:
         """As `McpServer.misses`, once `stop` has returned."""
         return miss_lines(self._log)
+
+
+def _mode_and_server(mode: str | None, upstream) -> list[str]:
+    """The arguments of `calltape mock` and `serve --mock` that give the mode and the real server
+    (a Streamable HTTP URL, or a command as a list of words)."""
+    words = ["--mode", mode] if mode else []
+    if isinstance(upstream, str):
+        words += ["--url", upstream]
+    elif upstream:
+        words += ["--", *[str(word) for word in upstream]]
+    return words
 
 
 def miss_lines(log: Path) -> list[str]:
