@@ -179,6 +179,8 @@ pub(crate) struct Mocks {
 impl Mocks {
     /// The mock of the recording at `path`: the one already opened for it, else a new one, of
     /// `mode`, forwarding to what `server` makes. Must run inside the Tokio runtime that serves it.
+    /// Callers open one recording at a time (serve's table of paths is locked while one opens), so
+    /// a recording never gets two mocks.
     pub(crate) async fn open(
         &self,
         path: &Path,
