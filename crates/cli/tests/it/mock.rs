@@ -769,3 +769,47 @@ fn serve_mock_with_a_cassette_dir_answers_each_test_from_its_own_recording_at_it
         "{stderr}"
     );
 }
+
+#[test]
+fn serve_mock_in_auto_mode_forwards_to_a_server_socket_what_the_recording_lacks() {
+    let dir = tempfile::tempdir().unwrap();
+    let (file, _) = record(dir.path());
+    let socket = dir.path().join("everything.sock");
+    let mut real = calltape()
+        .args(["serve", "--socket"])
+        .arg(&socket)
+        .arg("--")
+        .arg(everything())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map(KillOnDrop::with_sigterm)
+        .unwrap();
+    assert!(first_line(&mut real).starts_with("unix:"));
+    let stderr = dir.path().join("serve.stderr");
+    let (served, url) = serve_mock(
+        &file,
+        &[
+            "--mode".as_ref(),
+            "auto".as_ref(),
+            "--server-socket".as_ref(),
+            socket.as_ref(),
+        ],
+        &stderr,
+    );
+    let got = client_result(
+        Command::new(python())
+            .arg(peer_script("mock_client.py"))
+            .args(["miss", "--url", &url]),
+    );
+    assert_eq!(got["miss"], "no error", "{got}");
+    let status = stop(served);
+    let text = std::fs::read_to_string(&stderr).unwrap();
+    assert_eq!(status, Some(0), "{text}");
+    assert!(text.contains(" answered, 1 forwarded, 0 missed"), "{text}");
+    let recording = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        recording.contains(r#""input":{"a":2,"b":41}"#),
+        "{recording}"
+    );
+}
