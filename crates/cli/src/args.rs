@@ -2,7 +2,7 @@
 //! spelled, documented and checked the same way everywhere.
 
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use calltape_stdio_bridge::{
@@ -273,22 +273,37 @@ impl UpstreamArgs {
 
     /// The upstream these flags name; a child's stderr goes to `stderr`.
     pub(crate) fn upstream(&self, stderr: Stderr) -> Result<Arc<dyn Upstream>, Error> {
-        if self.is_child() {
-            if self.remote.has_headers() {
-                return Err(Error::HeadersForChild);
-            }
-            let child = ChildUpstream::new(self.command.iter().cloned())?;
-            return Ok(Arc::new(child.stderr(stderr)));
+        upstream(
+            &self.remote,
+            self.socket.as_deref(),
+            &self.http_path,
+            &self.command,
+            stderr,
+        )
+    }
+}
+
+/// The upstream of a command's server flags: `-- CMD` (its stderr to `stderr`), else `--url`, else
+/// HTTP at `http_path` over the Unix socket `socket`. `calltape serve --mock` spells the socket
+/// `--server-socket`, its own `--socket` being where it listens.
+pub(crate) fn upstream(
+    remote: &RemoteArgs,
+    socket: Option<&Path>,
+    http_path: &str,
+    command: &[OsString],
+    stderr: Stderr,
+) -> Result<Arc<dyn Upstream>, Error> {
+    if !command.is_empty() {
+        if remote.has_headers() {
+            return Err(Error::HeadersForChild);
         }
-        let headers = self.remote.headers()?;
-        match (&self.remote.url, &self.socket) {
-            (Some(url), _) => self.remote.http_upstream(url, headers),
-            (None, Some(socket)) => Ok(Arc::new(UnixUpstream::new(
-                socket,
-                &self.http_path,
-                headers,
-            )?)),
-            (None, None) => Err(Error::NoServer),
-        }
+        let child = ChildUpstream::new(command.iter().cloned())?;
+        return Ok(Arc::new(child.stderr(stderr)));
+    }
+    let headers = remote.headers()?;
+    match (&remote.url, socket) {
+        (Some(url), _) => remote.http_upstream(url, headers),
+        (None, Some(socket)) => Ok(Arc::new(UnixUpstream::new(socket, http_path, headers)?)),
+        (None, None) => Err(Error::NoServer),
     }
 }

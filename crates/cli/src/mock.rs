@@ -1,7 +1,7 @@
 //! `calltape mock`: a call recording served to an MCP client on stdio, with no server running.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use calltape_replay::{Mode, mock::Mock};
@@ -168,5 +168,81 @@ pub(crate) fn finish(mock: &Mock, allow_misses: bool) -> u8 {
         exit::OK
     } else {
         exit::DIFFERENCES
+    }
+}
+
+/// The recordings one `serve --mock` answers from: its FILE, or under a cassette folder one per
+/// NAME, each opened on the first request for it. They are closed together when the server stops.
+#[derive(Clone, Default)]
+pub(crate) struct Mocks {
+    opened: Arc<Mutex<Vec<(PathBuf, Mock)>>>,
+}
+
+impl Mocks {
+    /// The mock of the recording at `path`: the one already opened for it, else a new one, of
+    /// `mode`, forwarding to what `server` makes. Must run inside the Tokio runtime that serves it.
+    /// Callers open one recording at a time (serve's table of paths is locked while one opens), so
+    /// a recording never gets two mocks.
+    pub(crate) async fn open(
+        &self,
+        path: &Path,
+        mode: Mode,
+        server: impl FnOnce() -> Result<Option<Arc<dyn Upstream>>, Error>,
+        options: &RecordOptions,
+    ) -> Result<Mock, Error> {
+        if let Some(mock) = self.find(path) {
+            return Ok(mock);
+        }
+        let mock = open(path, mode, server()?, options).await?;
+        self.lock().push((path.to_owned(), mock.clone()));
+        Ok(mock)
+    }
+
+    fn find(&self, path: &Path) -> Option<Mock> {
+        let opened = self.lock();
+        opened
+            .iter()
+            .find(|(opened, _)| opened == path)
+            .map(|(_, mock)| mock.clone())
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(PathBuf, Mock)>> {
+        self.opened.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Closes every mock, each recording written whole in the modes that record; says what was
+    /// written. The first error is returned once all are closed.
+    pub(crate) async fn close(&self) -> Result<(), Error> {
+        let opened = self.lock().clone();
+        let mut result = Ok(());
+        for (path, mock) in opened {
+            if let Some(report) = mock.close().await {
+                let said = crate::record::say_recorded(&path, &report);
+                result = result.and(said);
+            }
+        }
+        result
+    }
+
+    /// Says what each mock did (every miss on stderr, under its recording's name when there are
+    /// several) and gives the exit status: 1 on a miss of any, unless `allow_misses`.
+    pub(crate) fn finish(&self, allow_misses: bool) -> u8 {
+        let opened = self.lock().clone();
+        if let [(_, mock)] = opened.as_slice() {
+            return finish(mock, allow_misses);
+        }
+        let mut missed = false;
+        for (path, mock) in &opened {
+            if mock.misses().is_empty() {
+                tracing::info!("{}: {}", path.display(), mock.summary());
+            } else {
+                missed = true;
+                errln!("{}: {}", path.display(), mock.summary());
+            }
+        }
+        match missed && !allow_misses {
+            true => exit::DIFFERENCES,
+            false => exit::OK,
+        }
     }
 }

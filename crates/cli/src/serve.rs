@@ -5,7 +5,7 @@ use std::{ffi::OsString, net::SocketAddr, path::PathBuf, sync::Arc, time::Durati
 
 use calltape_replay::Mode;
 use calltape_stdio_bridge::{
-    ChildUpstream, ErrorKind, Protocol, Stderr, Upstream,
+    ChildUpstream, DEFAULT_HTTP_PATH, ErrorKind, Protocol, Stderr, Upstream,
     serve::{ServerBuilder, StopReason, Transport},
     shared::{SERVE_KEY_ENV, Secret, serve_shared},
 };
@@ -16,6 +16,7 @@ use crate::{
     args::{ProtocolArg, RemoteArgs, learn_credential},
     error::{Error, Outcome},
     exit,
+    mock::Mocks,
     record::{ActiveRecording, RecordOptions},
     units::duration,
 };
@@ -30,6 +31,8 @@ Examples:
   calltape serve --listen 127.0.0.1:8808 --record calls.jsonl --url https://mcp.example.com/mcp
   calltape serve --socket /run/user/1000/mcp.sock --url http://127.0.0.1:3000/mcp --header-file team.headers
   calltape serve --mock calls.jsonl --mode auto -- npx -y @modelcontextprotocol/server-everything
+  calltape serve --mock calls.jsonl --mode verify --url http://127.0.0.1:3000/mcp
+  calltape serve --mock --cassette-dir tests/cassettes --listen 127.0.0.1:0 -- python server.py
 
 MCP is served at /mcp over HTTP/1.1. The server runs CMD once and multiplexes every session onto \
 it: the first initialize is forwarded and its answer reused, request ids and progress tokens are \
@@ -50,8 +53,14 @@ nothing while its stdout is full never stalls the server.
 With --mock FILE no server runs: every session is answered from the recording, as `calltape mock` \
 answers on stdio (see its help); when serve stops, every miss is listed and the exit status is 1, \
 unless --allow-misses. --mode takes the modes of `calltape mock` (else CALLTAPE_MODE, else replay \
-when CI is set, else auto), CMD being the real server: `serve --mock calls.jsonl --mode auto -- CMD` \
-answers what the recording holds and records the rest from CMD.
+when CI is set, else auto), the real server being -- CMD, --url URL (with --header and \
+--header-file; a client's Authorization is not passed on) or --server-socket PATH (HTTP over a Unix \
+socket, --socket being where serve itself listens): `serve --mock calls.jsonl --mode auto -- CMD` \
+answers what the recording holds and records the rest from CMD. One recording per test: with \
+--mock --cassette-dir DIR (no FILE), /_cassette/NAME/mcp answers from DIR/NAME.jsonl (a / in NAME \
+written %2F; a NAME with `..` or an absolute path gets 400), each recording opened on its first \
+request with its own real server and written when serve stops; /mcp answers from --cassette NAME \
+(or CALLTAPE_CASSETTE), else 404. The misses of every recording are listed.
 
 Loopback only: a request with an Origin header gets 403 unless it is serve's own \
 (http://127.0.0.1:PORT, http://localhost:PORT or http://[::1]:PORT: no web page of another address \
@@ -64,7 +73,7 @@ Both protocol eras: sessions of the handshake era and stateless 2026-07-28 reque
 endpoint whatever era CMD speaks (--protocol, found on each start by default); what CMD lacks is \
 translated. On a CMD of the handshake era, stateless requests go through its one session.
 
-A remote server (--url): sessions are multiplexed onto one session of the remote endpoint, as \
+A remote server (--url without --mock): sessions are multiplexed onto one session of the remote endpoint, as \
 onto CMD. A client's own Authorization header is passed on to the remote server and never stored \
 (not in the recording, a log or an error): sessions that send one get a remote session of their \
 own per distinct value, so clients with different credentials never share one, and a session is \
@@ -78,7 +87,8 @@ differ between sessions (a roots/list request goes to the session whose request 
 /// The arguments of `calltape serve`.
 #[derive(Debug, Args)]
 #[command(after_help = EXAMPLES)]
-// One server: --url, CMD or --mock (with CMD as the real server in the modes that forward).
+// One server: --url, CMD or --mock (with --url, CMD or --server-socket as the real server in the
+// modes that forward).
 #[command(group(ArgGroup::new("server").required(true).multiple(true).args(["url", "command", "mock"])))]
 pub(crate) struct ServeArgs {
     /// Listen on this address of 127.0.0.1 (port 0 picks a free one); the URL is printed on stdout.
@@ -129,9 +139,24 @@ pub(crate) struct ServeArgs {
     protocol: ProtocolArg,
 
     /// Answer every session from this call recording, as `calltape mock` does; no server runs but
-    /// in the modes that forward, where CMD is the real server.
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["record", "protocol", "url"])]
-    mock: Option<PathBuf>,
+    /// in the modes that forward, where CMD, --url or --server-socket is the real server. Without
+    /// FILE, --cassette-dir names the recordings.
+    #[arg(
+        long,
+        value_name = "FILE",
+        num_args = 0..=1,
+        conflicts_with_all = ["record", "protocol"]
+    )]
+    mock: Option<Option<PathBuf>>,
+
+    /// With --mock: a folder of recordings, one per test: /_cassette/NAME/mcp answers from (and in
+    /// the modes that write, records to) DIR/NAME.jsonl, a / in NAME written %2F.
+    #[arg(long, value_name = "DIR", requires = "mock")]
+    cassette_dir: Option<PathBuf>,
+
+    /// With --cassette-dir: the recording /mcp answers from (else /mcp is not served).
+    #[arg(long, value_name = "NAME", env = "CALLTAPE_CASSETTE")]
+    cassette: Option<String>,
 
     /// With --mock: replay, auto, record (or update), verify or live, as `calltape mock --mode`.
     #[arg(long, value_name = "MODE", requires = "mock", value_parser = crate::http::parse_mode)]
@@ -140,6 +165,15 @@ pub(crate) struct ServeArgs {
     /// With --mock: exit 0 even when a request missed the recording.
     #[arg(long, requires = "mock")]
     allow_misses: bool,
+
+    /// With --mock: the real server is HTTP over this Unix socket (--socket being where serve
+    /// listens).
+    #[arg(long, value_name = "PATH", requires = "mock", conflicts_with_all = ["url", "command"])]
+    server_socket: Option<PathBuf>,
+
+    /// The MCP endpoint's path on --server-socket.
+    #[arg(long = "server-path", value_name = "PATH", requires = "server_socket", default_value = DEFAULT_HTTP_PATH)]
+    server_path: String,
 
     #[command(flatten)]
     remote: RemoteArgs,
@@ -178,6 +212,90 @@ fn server(args: &ServeArgs, shared_key: bool) -> Result<ServerBuilder, Error> {
     Ok(ServerBuilder::new(child.stderr(stderr)))
 }
 
+/// The server of `serve --mock`: the mock of FILE, or one mock per cassette under
+/// `--cassette-dir`, each opened on its first request at /_cassette/NAME/mcp (and the mock of
+/// `--cassette` at /mcp), all kept in `mocks`.
+fn mock_server(
+    args: &Arc<ServeArgs>,
+    mocks: &Mocks,
+    runtime: &tokio::runtime::Runtime,
+) -> Result<ServerBuilder, Error> {
+    let mode = Mode::resolve(args.mode).map_err(Error::Mode)?;
+    let file = match (
+        args.mock.as_ref().and_then(Option::as_ref),
+        &args.cassette_dir,
+    ) {
+        (Some(_), Some(_)) => {
+            return Err(Error::Cassette(
+                "give --mock a FILE or --cassette-dir, not both".to_owned(),
+            ));
+        }
+        (Some(file), None) => Some(file.clone()),
+        (None, Some(dir)) => match &args.cassette {
+            Some(name) => Some(calltape_replay::cassette_file(dir, name).map_err(Error::Cassette)?),
+            None => None,
+        },
+        (None, None) => {
+            return Err(Error::Cassette(
+                "name the recording: --mock FILE, or --mock --cassette-dir DIR".to_owned(),
+            ));
+        }
+    };
+    let mock = match &file {
+        Some(file) => {
+            let server = || mock_upstream(args);
+            Some(runtime.block_on(mocks.open(file, mode, server, &args.recording))?)
+        }
+        None => None,
+    };
+    let Some(dir) = args.cassette_dir.clone() else {
+        return Ok(ServerBuilder::new(mock.ok_or(Error::NoServer)?));
+    };
+    let (args, mocks) = (Arc::clone(args), mocks.clone());
+    let upstream_at = move |segment: &str| {
+        let name = calltape_replay::cassette_name_in_path(segment).into_owned();
+        let (args, mocks, dir) = (Arc::clone(&args), mocks.clone(), dir.clone());
+        async move {
+            let opened = async {
+                let file = calltape_replay::cassette_file(&dir, &name).map_err(Error::Cassette)?;
+                let server = || mock_upstream(&args);
+                mocks.open(&file, mode, server, &args.recording).await
+            };
+            match opened.await {
+                Ok(mock) => Ok(Arc::new(mock) as Arc<dyn Upstream>),
+                Err(e) => Err(calltape_stdio_bridge::Error::config(format!(
+                    "calltape: {e}"
+                ))),
+            }
+        }
+    };
+    Ok(match mock {
+        Some(mock) => ServerBuilder::new(mock).upstream_per_path(CASSETTE_PREFIX, upstream_at),
+        None => ServerBuilder::per_path_only(CASSETTE_PREFIX, upstream_at),
+    })
+}
+
+/// Where `serve --mock --cassette-dir` serves each cassette: /_cassette/NAME/mcp, as `calltape
+/// http` takes /_cassette/NAME/.
+const CASSETTE_PREFIX: &str = "/_cassette/";
+
+/// The real server of `serve --mock`, when one is named: a fresh one for each recording.
+fn mock_upstream(args: &ServeArgs) -> Result<Option<Arc<dyn Upstream>>, Error> {
+    let given =
+        !args.command.is_empty() || args.remote.url.is_some() || args.server_socket.is_some();
+    if !given {
+        return Ok(None);
+    }
+    let upstream = crate::args::upstream(
+        &args.remote,
+        args.server_socket.as_deref(),
+        &args.server_path,
+        &args.command,
+        Stderr::Inherit,
+    )?;
+    Ok(Some(upstream))
+}
+
 pub(crate) fn transport(input: &str) -> Result<Transport, String> {
     input.parse::<Transport>().map_err(|e| e.to_string())
 }
@@ -189,24 +307,16 @@ fn write_token_file(path: &PathBuf, token: &str) -> Result<(), Error> {
 }
 
 pub(crate) fn run(args: ServeArgs) -> Outcome {
+    // The factory of a cassette folder's mocks reads the flags whenever a cassette is first asked for.
+    let args = Arc::new(args);
     let shared_key = std::env::var(SERVE_KEY_ENV)
         .ok()
         .filter(|key| !key.is_empty());
     let runtime = crate::single_thread_runtime()?;
-    let mock = match &args.mock {
-        Some(path) => {
-            let mode = Mode::resolve(args.mode).map_err(Error::Mode)?;
-            let server: Option<Arc<dyn Upstream>> = match args.command.is_empty() {
-                true => None,
-                false => Some(Arc::new(ChildUpstream::new(args.command.iter().cloned())?)),
-            };
-            Some(runtime.block_on(crate::mock::open(path, mode, server, &args.recording))?)
-        }
-        None => None,
-    };
-    let serve = match &mock {
+    let mocks = args.mock.as_ref().map(|_| Mocks::default());
+    let serve = match &mocks {
         // The recording speaks the handshake era; the other era's requests are translated.
-        Some(mock) => ServerBuilder::new(mock.clone()).protocol(Protocol::Legacy),
+        Some(mocks) => mock_server(&args, mocks, &runtime)?.protocol(Protocol::Legacy),
         None => server(&args, shared_key.is_some())?.protocol(args.protocol.protocol),
     };
     let mut serve = serve
@@ -269,21 +379,18 @@ pub(crate) fn run(args: ServeArgs) -> Outcome {
         })
     };
     // The server has returned: every session's observer has seen its last frame.
-    let recorded = match (recording, &mock, &args.mock) {
-        (Some(recording), _, _) => runtime.block_on(recording.finish()),
-        (None, Some(mock), Some(path)) => match runtime.block_on(mock.close()) {
-            Some(report) => crate::record::say_recorded(path, &report),
-            None => Ok(()),
-        },
-        _ => Ok(()),
+    let recorded = match (recording, &mocks) {
+        (Some(recording), _) => runtime.block_on(recording.finish()),
+        (None, Some(mocks)) => runtime.block_on(mocks.close()),
+        (None, None) => Ok(()),
     };
     runtime.shutdown_timeout(Duration::from_millis(200));
     match result {
         Ok(reason) => {
             tracing::debug!("stopped ({reason:?})");
             recorded?;
-            Ok(match &mock {
-                Some(mock) => crate::mock::finish(mock, args.allow_misses),
+            Ok(match &mocks {
+                Some(mocks) => mocks.finish(args.allow_misses),
                 None => exit::OK,
             })
         }

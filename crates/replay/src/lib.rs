@@ -46,7 +46,7 @@ mod mode;
 mod xml;
 
 #[cfg(any(feature = "http", feature = "mcp"))]
-pub use cassette::cassette_file;
+pub use cassette::{cassette_file, cassette_name_in_path};
 pub use error::{Error, ErrorKind, Result};
 #[cfg(any(feature = "http", feature = "mcp"))]
 pub use html_page::ReportContext;

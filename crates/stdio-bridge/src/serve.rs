@@ -49,6 +49,10 @@
 //! distinct value, never shared between values), and a session answers only requests that carry the
 //! value it started with. The serving side keeps no copy of the value and logs none.
 //!
+//! With [`ServerBuilder::upstream_per_path`] (or [`ServerBuilder::per_path_only`]), `{prefix}KEY/mcp`
+//! is an endpoint of its own for each KEY: its sessions are multiplexed as above onto an upstream
+//! made for that KEY on its first request, and a session answers only at the path it started at.
+//!
 //! # What cannot be shared
 //!
 //! The upstream sees one client. `logging/setLevel` sets the level for every session (the last one to set
@@ -86,6 +90,7 @@ mod endpoint;
 mod listen;
 mod mux;
 mod outbox;
+mod per_path;
 
 pub use endpoint::{Endpoint, Transport};
 pub use listen::{SUPPORTED_PROTOCOL_VERSIONS, Server, ServerBuilder, StopReason};

@@ -30,10 +30,12 @@ export function recordCommand(task: unknown, root: string): string;
 
 /** What useCalltapeMcp() gives a describe block: the running test's mock MCP server. */
 export interface CalltapeMcp {
-  /** The command of the running test's stdio MCP server, for StdioClientTransport. */
+  /** The command of the running test's stdio MCP server, for StdioClientTransport (stdio). */
   readonly command: string | undefined;
-  /** Its arguments. */
+  /** Its arguments (stdio). */
   readonly args: string[] | undefined;
+  /** The running test's Streamable HTTP endpoint, for StreamableHTTPClientTransport (transport "http"). */
+  readonly url: string | undefined;
   /** The running test's recording (`.mcp.jsonl`). */
   readonly recording: string | undefined;
 }
@@ -41,11 +43,14 @@ export interface CalltapeMcp {
 export interface CalltapeMcpOptions {
   /** The real MCP server recorded from: a command as an array of words, or a Streamable HTTP URL. */
   server?: string[] | string;
+  /** "stdio" (the default): a command; "http": a URL, of a `calltape serve --mock` of the test's own. */
+  transport?: "stdio" | "http";
 }
 
 /**
  * Call inside a describe block: each test gets a stdio MCP server, `calltape mock` answering from its
  * own recording `<test file>/<describe path>/<test name>.mcp.jsonl`, recorded from `server` in auto
- * mode on the first run. A request the recording holds no answer for fails the test that sent it.
+ * mode on the first run; with `transport: "http"`, a `url` served by `calltape serve --mock`. A
+ * request the recording holds no answer for fails the test that sent it.
  */
 export function useCalltapeMcp(options?: CalltapeMcpOptions): CalltapeMcp;

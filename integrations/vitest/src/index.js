@@ -1,7 +1,8 @@
 // useCalltape(): each test of a describe block gets a cassette of its own,
 // <test file>/<describe path>/<test name>.jsonl under the cassette folder, through per-test base URLs.
 
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 
@@ -150,10 +151,15 @@ async function finished(log) {
  * SDK's StdioClientTransport takes them) that answers from the test's own recording,
  * `<test file>/<describe path>/<test name>.mcp.jsonl` under the cassette folder: `calltape mock`,
  * recording from `options.server` (a command as an array of words, or a Streamable HTTP URL) in auto
- * mode on the first run. A request the recording holds no answer for fails the test that sent it,
- * with the closest recorded call.
+ * mode on the first run. With `transport: "http"` each test gets a `url` instead, of a `calltape serve
+ * --mock --cassette-dir` of its own that answers the same recording over Streamable HTTP. A request
+ * the recording holds no answer for fails the test that sent it, with the closest recorded call.
  */
 export function useCalltapeMcp(options = {}) {
+  const http = options.transport === "http";
+  if (options.transport !== undefined && options.transport !== "http" && options.transport !== "stdio") {
+    throw new Error(`calltape: useCalltapeMcp takes transport "stdio" or "http", not ${JSON.stringify(options.transport)}`);
+  }
   const state = { current: null };
   const handle = {
     get command() {
@@ -162,20 +168,33 @@ export function useCalltapeMcp(options = {}) {
     get args() {
       return state.current?.args;
     },
+    get url() {
+      return state.current?.url;
+    },
     get recording() {
       return state.current?.recording;
     },
   };
 
-  beforeEach((ctx) => {
+  beforeEach(async (ctx) => {
     const root = inject("calltape")?.root ?? process.cwd();
     const settings = loadSettings(root);
-    const recording = path.join(settings.cassetteDir, `${cassetteName(ctx.task, root)}.mcp.jsonl`);
+    const name = `${cassetteName(ctx.task, root)}.mcp`;
+    const recording = path.join(settings.cassetteDir, `${name}.jsonl`);
     const work = mkdtempSync(path.join(tmpdir(), "calltape-vitest-mcp-"));
     const log = path.join(work, "mock.log");
-    const mock = [findBinary(), "mock", recording];
-    if (typeof options.server === "string") mock.push("--url", options.server);
-    else if (options.server?.length) mock.push("--", ...options.server.map(String));
+    const server = [];
+    if (typeof options.server === "string") server.push("--url", options.server);
+    else if (options.server?.length) server.push("--", ...options.server.map(String));
+    if (http) {
+      state.current = { recording, log, work, root };
+      const serve = ["serve", "--mock", "--cassette-dir", settings.cassetteDir, "--listen", "127.0.0.1:0", ...server];
+      const { child, base } = await startServe(findBinary(), serve, log);
+      state.current.child = child;
+      state.current.url = `${base}/_cassette/${name.replaceAll("/", "%2F")}/mcp`;
+      return;
+    }
+    const mock = [findBinary(), "mock", recording, ...server];
     const given = MODE_VARIABLES.filter((name) => process.env[name] !== undefined).map((name) => `${name}=${process.env[name]}`);
     // The mock's stderr goes to a file of the test's, read when the test ends.
     const args = ["-c", 'log="$1"; shift; exec env "$@" 2>>"$log"', "sh", log, ...given, ...mock];
@@ -186,8 +205,14 @@ export function useCalltapeMcp(options = {}) {
     const cur = state.current;
     state.current = null;
     if (!cur) return;
-    const started = existsSync(cur.log);
-    const misses = started ? missLines(await finished(cur.log)) : [];
+    let misses = [];
+    if (cur.child) {
+      // Stopped, serve writes the recording and lists its misses.
+      await stopServe(cur.child);
+      misses = missLines(readFileSync(cur.log, "utf8"));
+    } else if (existsSync(cur.log)) {
+      misses = missLines(await finished(cur.log));
+    }
     rmSync(cur.work, { recursive: true, force: true });
     if (misses.length > 0) {
       const shown = path.relative(cur.root, cur.recording);
@@ -199,4 +224,43 @@ export function useCalltapeMcp(options = {}) {
   });
 
   return handle;
+}
+
+/** Starts `calltape serve` with `args`, its stderr to `log`; resolves once it printed its URL
+ * (`http://127.0.0.1:PORT/mcp`, its first line on stdout) with the URL's base. */
+function startServe(binary, args, log) {
+  const stderr = openSync(log, "a");
+  const child = spawn(binary, args, { stdio: ["ignore", "pipe", stderr] });
+  closeSync(stderr);
+  return new Promise((resolve, reject) => {
+    let out = "";
+    const failed = (why) => {
+      const said = existsSync(log) ? readFileSync(log, "utf8").trim() : "";
+      reject(new Error(`calltape: calltape serve did not start: ${said || why}`));
+    };
+    child.on("error", (error) => failed(String(error)));
+    child.on("exit", () => failed("it exited"));
+    child.stdout.on("data", (chunk) => {
+      out += chunk;
+      const end = out.indexOf("\n");
+      if (end < 0) return;
+      const line = out.slice(0, end).trim();
+      child.removeAllListeners("exit");
+      if (!line.startsWith("http://") || !line.endsWith("/mcp")) {
+        child.kill("SIGTERM");
+        failed(`it printed ${JSON.stringify(line)}`);
+        return;
+      }
+      resolve({ child, base: line.slice(0, -"/mcp".length) });
+    });
+  });
+}
+
+/** Stops a `calltape serve` (SIGTERM) and waits until it has exited. */
+function stopServe(child) {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    child.once("exit", () => resolve());
+    child.kill("SIGTERM");
+  });
 }

@@ -13,8 +13,8 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::support::{
-    KillOnDrop, calltape, client_result, everything, first_line, installed, modern_python,
-    peer_script, peers, python, wait_or_kill,
+    KillOnDrop, calltape, client_result, everything, first_line, free_port, http_everything,
+    installed, modern_python, peer_script, peers, python, wait_or_kill,
 };
 
 /// How long a stopped `serve --mock` may take to exit before the test gives up on it.
@@ -608,12 +608,21 @@ fn a_cassette_dir_holds_one_recording_per_test_named_by_flag_or_environment() {
 
 /// `calltape serve --mock FILE ARGS…` on a free port, its stderr in `stderr`; the server and its URL.
 fn serve_mock(file: &Path, args: &[&std::ffi::OsStr], stderr: &Path) -> (KillOnDrop, String) {
+    serve_mock_with(
+        &[&["--mock".as_ref(), file.as_ref()], args].concat(),
+        stderr,
+    )
+}
+
+/// `calltape serve ARGS…` on a free port, outside CI whatever the environment says, its stderr in
+/// `stderr`; the server and the URL it printed.
+fn serve_mock_with(args: &[&std::ffi::OsStr], stderr: &Path) -> (KillOnDrop, String) {
     let mut served = calltape()
-        .args(["serve", "--listen", "127.0.0.1:0", "--mock"])
-        .arg(file)
+        .args(["serve", "--listen", "127.0.0.1:0"])
         .args(args)
         .env_remove("CI")
         .env_remove("CALLTAPE_MODE")
+        .env_remove("CALLTAPE_CASSETTE")
         .stdout(Stdio::piped())
         .stderr(std::fs::File::create(stderr).unwrap())
         .spawn()
@@ -1043,5 +1052,185 @@ fn a_malformed_call_written_by_hand_is_named_with_its_line() {
         std::fs::read_to_string(&file)
             .unwrap()
             .contains("\"params\"")
+    );
+}
+
+#[test]
+fn serve_mock_in_auto_mode_forwards_to_a_url_what_the_recording_lacks_then_answers_it_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let (file, _) = record(dir.path());
+    let stderr = dir.path().join("serve.stderr");
+    let text = || std::fs::read_to_string(&stderr).unwrap();
+    let client = |url: &str| {
+        client_result(
+            Command::new(python())
+                .arg(peer_script("mock_client.py"))
+                .args(["miss", "--url", url]),
+        )
+    };
+
+    // The recording lacks the call of `miss`: the server at --url answers it, and it is recorded.
+    let server = http_everything(free_port());
+    let (served, url) = serve_mock(
+        &file,
+        &[
+            "--mode".as_ref(),
+            "auto".as_ref(),
+            "--url".as_ref(),
+            server.url().as_ref(),
+        ],
+        &stderr,
+    );
+    let live = client(&url);
+    assert_eq!(live["miss"], "no error", "{live}");
+    assert_eq!(live["echo"], serde_json::json!(["Echo: hello"]));
+    assert_eq!(stop(served), Some(0), "{}", text());
+    assert!(
+        text().contains(" answered, 1 forwarded, 0 missed"),
+        "{}",
+        text()
+    );
+    let recording = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        recording.contains(r#""input":{"a":2,"b":41}"#),
+        "{recording}"
+    );
+
+    // With the server stopped, the recording answers it.
+    drop(server);
+    let (served, url) = serve_mock(&file, &["--mode".as_ref(), "replay".as_ref()], &stderr);
+    assert_eq!(client(&url), live);
+    assert_eq!(stop(served), Some(0), "{}", text());
+}
+
+/// The whole HTTP response to an `initialize` POSTed to `path` of the server at `addr`.
+fn initialize_at(addr: &str, path: &str) -> String {
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    write!(
+        stream,
+        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n\
+         Connection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut response = String::new();
+    std::io::Read::read_to_string(&mut stream, &mut response).unwrap();
+    response
+}
+
+#[test]
+fn serve_mock_with_a_cassette_dir_answers_each_test_from_its_own_recording_at_its_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let (file, recorded) = record(dir.path());
+    let cassettes = dir.path().join("cassettes");
+    std::fs::create_dir_all(cassettes.join("suite")).unwrap();
+    std::fs::copy(&file, cassettes.join("test_a.jsonl")).unwrap();
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(
+        cassettes.join("suite/test_b.jsonl"),
+        text.replace("is 42.", "is 43."),
+    )
+    .unwrap();
+    let stderr = dir.path().join("serve.stderr");
+    let (served, url) = serve_mock_with(
+        &[
+            "--mock".as_ref(),
+            "--cassette-dir".as_ref(),
+            cassettes.as_ref(),
+            "--mode".as_ref(),
+            "replay".as_ref(),
+        ],
+        &stderr,
+    );
+    let addr = crate::support::served_addr(&url);
+    let client = |scenario: &str, path: &str| {
+        client_result(
+            Command::new(python())
+                .arg(peer_script("mock_client.py"))
+                .args([scenario, "--url", &format!("http://{addr}{path}")]),
+        )
+    };
+
+    let a = client("calls", "/_cassette/test_a/mcp");
+    assert_eq!(a, recorded, "test_a's recording");
+    let b = client("calls", "/_cassette/suite%2Ftest_b/mcp");
+    assert_eq!(
+        b["sum"],
+        serde_json::json!(["The sum of 2 and 40 is 43."]),
+        "{b}"
+    );
+    assert_eq!(b["echo"], recorded["echo"]);
+    let missed = client("miss", "/_cassette/suite%2Ftest_b/mcp");
+    assert_eq!(missed["miss"]["code"], -32602, "{missed}");
+
+    // A name that leaves the folder is refused, and /mcp names where MCP is served.
+    let refused = initialize_at(&addr, "/_cassette/..%2Fx/mcp");
+    assert!(refused.starts_with("HTTP/1.1 400"), "{refused}");
+    assert!(
+        refused.contains(r#"cassette name "../x" is not allowed"#),
+        "{refused}"
+    );
+    let plain = initialize_at(&addr, "/mcp");
+    assert!(plain.starts_with("HTTP/1.1 404"), "{plain}");
+    assert!(
+        plain.contains("MCP is served at /_cassette/NAME/mcp"),
+        "{plain}"
+    );
+
+    let text = || std::fs::read_to_string(&stderr).unwrap();
+    assert_eq!(stop(served), Some(1), "{}", text());
+    let stderr = text();
+    assert!(
+        stderr.contains(&format!(
+            "\n{}: calltape mock: 8 answered, 1 missed\n  miss: no recorded answer for tools/call get-sum",
+            cassettes.join("suite/test_b.jsonl").display()
+        )),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn serve_mock_in_auto_mode_forwards_to_a_server_socket_what_the_recording_lacks() {
+    let dir = tempfile::tempdir().unwrap();
+    let (file, _) = record(dir.path());
+    let socket = dir.path().join("everything.sock");
+    let mut real = calltape()
+        .args(["serve", "--socket"])
+        .arg(&socket)
+        .arg("--")
+        .arg(everything())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map(KillOnDrop::with_sigterm)
+        .unwrap();
+    assert!(first_line(&mut real).starts_with("unix:"));
+    let stderr = dir.path().join("serve.stderr");
+    let (served, url) = serve_mock(
+        &file,
+        &[
+            "--mode".as_ref(),
+            "auto".as_ref(),
+            "--server-socket".as_ref(),
+            socket.as_ref(),
+        ],
+        &stderr,
+    );
+    let got = client_result(
+        Command::new(python())
+            .arg(peer_script("mock_client.py"))
+            .args(["miss", "--url", &url]),
+    );
+    assert_eq!(got["miss"], "no error", "{got}");
+    let status = stop(served);
+    let text = std::fs::read_to_string(&stderr).unwrap();
+    assert_eq!(status, Some(0), "{text}");
+    assert!(text.contains(" answered, 1 forwarded, 0 missed"), "{text}");
+    let recording = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        recording.contains(r#""input":{"a":2,"b":41}"#),
+        "{recording}"
     );
 }

@@ -734,6 +734,14 @@ def test_other(mcp_server):
 
 #[test]
 fn mcp_server_records_each_test_in_auto_mode_then_answers_offline_and_a_miss_fails_its_test() {
+    mcp_fixture_records_then_answers_offline_and_a_miss_fails("test_tools", MCP_TESTS);
+}
+
+/// A pytest project whose `tests/<module>.py` is `tests`, two tests of a fixture for MCP
+/// (`test_sum`, `test_other`): run first with the real server in auto mode, it records each test's
+/// own recording; then in CI with no server the recordings answer; then a changed call fails
+/// exactly its test, though the test swallowed the error, showing the closest recorded call.
+fn mcp_fixture_records_then_answers_offline_and_a_miss_fails(module: &str, tests: &str) {
     let dir = tempfile::tempdir().unwrap();
     let site = install_plugin(dir.path());
     let project = dir.path().join("project");
@@ -744,38 +752,64 @@ fn mcp_server_records_each_test_in_auto_mode_then_answers_offline_and_a_miss_fai
     )
     .unwrap();
     std::fs::write(project.join("tests/conftest.py"), MCP_CONFTEST).unwrap();
-    std::fs::write(project.join("tests/test_tools.py"), MCP_TESTS).unwrap();
+    std::fs::write(project.join(format!("tests/{module}.py")), tests).unwrap();
     let everything = support::everything().display().to_string();
     let unused = "http://127.0.0.1:9";
 
-    // First run: no recording, the real server is there, auto mode records each test's own.
     let (out, text) = pytest(&site, &project, unused, &[("EVERYTHING", &everything)], &[]);
     assert!(out.status.success(), "{text}");
-    let recording = project.join("tests/cassettes/test_tools/test_sum.mcp.jsonl");
-    let recorded = std::fs::read_to_string(&recording).unwrap();
+    let recordings = project.join("tests/cassettes").join(module);
+    let recorded = std::fs::read_to_string(recordings.join("test_sum.mcp.jsonl"))
+        .unwrap_or_else(|e| panic!("{e}: {text}"));
     assert!(recorded.contains(r#""input":{"a":2,"b":40}"#), "{recorded}");
-    assert!(
-        project
-            .join("tests/cassettes/test_tools/test_other.mcp.jsonl")
-            .exists()
-    );
+    assert!(recordings.join("test_other.mcp.jsonl").exists());
 
-    // In CI with no server at all, the recordings answer.
     let (out, text) = pytest(&site, &project, unused, &[("CI", "true")], &[]);
     assert!(out.status.success(), "{text}");
 
-    // A changed call fails exactly its test, though the test swallowed the error, showing the
-    // closest recorded call.
     let (out, text) = pytest(&site, &project, unused, &[("CI", "true"), ("B", "41")], &[]);
     assert!(!out.status.success(), "{text}");
-    assert!(text.contains("test_tools.py::test_other PASSED"), "{text}");
-    assert!(text.contains("test_tools.py::test_sum FAILED"), "{text}");
     assert!(
-        text.contains("closest recorded call: tools/call get-sum (line "),
+        text.contains(&format!("{module}.py::test_other PASSED")),
         "{text}"
     );
     assert!(
-        text.contains("differing at b: recorded 40, asked 41"),
+        text.contains(&format!("{module}.py::test_sum FAILED")),
         "{text}"
     );
+    support::assert_shows_the_closest_get_sum(&text);
+}
+
+const MCP_HTTP_TESTS: &str = r#"import asyncio
+import os
+
+from mcp import ClientSession
+from mcp.client.streamable_http import streamablehttp_client
+
+
+async def get_sum(url, a, b):
+    async with streamablehttp_client(url) as (read, write, _):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            result = await session.call_tool("get-sum", {"a": a, "b": b})
+            return result.content[0].text
+
+
+def test_sum(mcp_server_url):
+    assert "/_cassette/test_http%2Ftest_sum.mcp/mcp" in mcp_server_url
+    # The client swallows a failed call, as many do: the plugin must still fail this test.
+    try:
+        text = asyncio.run(get_sum(mcp_server_url, 2, int(os.environ.get("B", "40"))))
+    except Exception as error:
+        text = str(error)
+    assert text
+
+
+def test_other(mcp_server_url):
+    assert asyncio.run(get_sum(mcp_server_url, 1, 1)) == "The sum of 1 and 1 is 2."
+"#;
+
+#[test]
+fn mcp_server_url_serves_each_test_its_recording_over_http_made_in_auto_mode_and_a_miss_fails_it() {
+    mcp_fixture_records_then_answers_offline_and_a_miss_fails("test_http", MCP_HTTP_TESTS);
 }

@@ -428,3 +428,16 @@ pub(crate) fn list_names(answer: &serde_json::Value, key: &str, field: &str) -> 
         .map(|item| item[field].as_str().unwrap().to_owned())
         .collect()
 }
+
+/// Asserts that a test runner's output shows why the `get-sum` call of the MCP fixtures' tests
+/// missed: the closest recorded call and where it differs (recorded with `b` 40, asked with 41).
+pub(crate) fn assert_shows_the_closest_get_sum(text: &str) {
+    assert!(
+        text.contains("closest recorded call: tools/call get-sum (line "),
+        "{text}"
+    );
+    assert!(
+        text.contains("differing at b: recorded 40, asked 41"),
+        "{text}"
+    );
+}

@@ -609,14 +609,16 @@ fn vitest_takes_its_settings_from_calltape_toml_or_package_json_as_calltape_repl
     }
 }
 
+/// A Vitest test file of two tests of `useCalltapeMcp(OPTIONS)` that call `get-sum`, the client
+/// connected with `CONNECT` (after `IMPORT`).
 const MCP_TEST: &str = r#"import { describe, expect, it } from "vitest";
 import { useCalltapeMcp } from "calltape-vitest";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+IMPORT
 
 async function getSum(server, a, b) {
   const client = new Client({ name: "vitest-client", version: "0.0.0" });
-  await client.connect(new StdioClientTransport({ command: server.command, args: server.args }));
+  await client.connect(CONNECT);
   try {
     const result = await client.callTool({ name: "get-sum", arguments: { a, b } });
     return result.content[0].text;
@@ -629,7 +631,7 @@ async function getSum(server, a, b) {
 }
 
 describe("tools", () => {
-  const server = useCalltapeMcp({ server: process.env.EVERYTHING ? [process.env.EVERYTHING] : undefined });
+  const server = useCalltapeMcp({ OPTIONSserver: process.env.EVERYTHING ? [process.env.EVERYTHING] : undefined });
 
   it("sums", async () => {
     expect(await getSum(server, 2, Number(process.env.B ?? 40))).toBeTruthy();
@@ -641,14 +643,54 @@ describe("tools", () => {
 });
 "#;
 
+/// [`MCP_TEST`] on stdio.
+fn mcp_stdio_test() -> String {
+    MCP_TEST
+        .replace(
+            "IMPORT",
+            r#"import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";"#,
+        )
+        .replace(
+            "CONNECT",
+            "new StdioClientTransport({ command: server.command, args: server.args })",
+        )
+        .replace("OPTIONS", "")
+}
+
+/// [`MCP_TEST`] over Streamable HTTP; the URL names the test's recording.
+fn mcp_http_test() -> String {
+    MCP_TEST
+        .replace(
+            "IMPORT",
+            r#"import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";"#,
+        )
+        .replace(
+            "CONNECT",
+            r#"new StreamableHTTPClientTransport(new URL(server.url))"#,
+        )
+        .replace("OPTIONS", r#"transport: "http", "#)
+        .replace(
+            "    expect(await getSum(server, 2,",
+            "    expect(server.url).toContain(\"/_cassette/tools.test%2Ftools%2Fsums.mcp/mcp\");\n    expect(await getSum(server, 2,",
+        )
+}
+
 #[test]
 fn use_calltape_mcp_records_each_test_in_auto_mode_then_answers_offline_and_a_miss_fails_its_test()
 {
+    use_calltape_mcp_records_then_answers_offline_and_a_miss_fails(&mcp_stdio_test());
+}
+
+/// A Vitest project whose `tests/tools.test.js` is `test`, two tests of `useCalltapeMcp()` ("tools
+/// sums", "tools sums again"): run first with the real server in auto mode, it records each test's
+/// own recording; then in CI with no server the recordings answer; then a changed call fails
+/// exactly its test, though the test swallowed the error, showing the closest recorded call.
+fn use_calltape_mcp_records_then_answers_offline_and_a_miss_fails(test: &str) {
     let dir = tempfile::tempdir().unwrap();
     let project = dir.path().join("project");
     std::fs::create_dir_all(project.join("tests")).unwrap();
     std::fs::write(project.join("package.json"), PACKAGE).unwrap();
-    std::fs::write(project.join("tests/tools.test.js"), MCP_TEST).unwrap();
+    std::fs::write(project.join("tests/tools.test.js"), test).unwrap();
     install(&project, &["--no-save"]);
     std::os::unix::fs::symlink(
         peers().join("node/node_modules/@modelcontextprotocol"),
@@ -678,12 +720,11 @@ fn use_calltape_mcp_records_each_test_in_auto_mode_then_answers_offline_and_a_mi
         ["failed tools sums", "passed tools sums again"],
         "{text}"
     );
-    assert!(
-        text.contains("closest recorded call: tools/call get-sum (line "),
-        "{text}"
-    );
-    assert!(
-        text.contains("differing at b: recorded 40, asked 41"),
-        "{text}"
-    );
+    crate::support::assert_shows_the_closest_get_sum(&text);
+}
+
+#[test]
+fn use_calltape_mcp_over_http_records_in_auto_mode_then_answers_offline_and_a_miss_fails_its_test()
+{
+    use_calltape_mcp_records_then_answers_offline_and_a_miss_fails(&mcp_http_test());
 }

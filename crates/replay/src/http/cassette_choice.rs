@@ -19,13 +19,3 @@ pub(crate) fn cassette_path(state: &State, chosen: Option<&str>) -> Result<PathB
     };
     crate::cassette_file(dir, name)
 }
-
-/// A cassette name as a path carries it: one segment of the `/_cassette/NAME/` prefix holds a name's
-/// `/` as `%2F`, so `NAME` may name a cassette in a subfolder (`suite%2Ftest` is `suite/test`).
-pub(crate) fn cassette_name(raw: &str) -> std::borrow::Cow<'_, str> {
-    if raw.contains('%') {
-        raw.replace("%2F", "/").replace("%2f", "/").into()
-    } else {
-        raw.into()
-    }
-}

@@ -19,7 +19,7 @@ use tokio::sync::watch;
 
 use super::access::{refuse, strip_path_token};
 use super::capture::{self, AUTH_HEADERS};
-use super::cassette_choice::{cassette_name, cassette_path};
+use super::cassette_choice::cassette_path;
 use super::exchange::{Forward, Sink, exchange};
 use super::flush::{CountingIo, FlushBeforeError};
 use super::miss::{self, Provider, error_response, request_diff};
@@ -30,6 +30,7 @@ use super::status;
 use super::tape::{Lookup, Tape, lock};
 use super::{CASSETTE_HEADER, State, UpstreamCfg};
 use crate::Mode;
+use crate::cassette_name_in_path;
 
 const MAX_REQUEST_BODY: usize = 64 * 1024 * 1024;
 
@@ -142,7 +143,7 @@ fn target<'s>(state: &'s State, parts: &Parts) -> Result<Target<'s>, Box<HttpRes
     let cassette = if state.mode == Mode::Live {
         None
     } else {
-        let prefix_cassette = prefix_cassette.map(cassette_name);
+        let prefix_cassette = prefix_cassette.map(cassette_name_in_path);
         let chosen = header_cassette.or(prefix_cassette.as_deref());
         Some(cassette_path(state, chosen).map_err(|m| {
             Box::new(error_response(
@@ -437,21 +438,6 @@ mod tests {
         ];
         for (path, cassette, up, rest) in table {
             assert_eq!(split_path(path), (cassette, up, rest), "{path}");
-        }
-    }
-
-    #[test]
-    fn a_prefix_segment_carries_the_slashes_of_a_cassette_name_as_2f() {
-        let table = [
-            ("t1", "t1"),
-            ("suite%2Ftest", "suite/test"),
-            ("a%2fb%2Fc", "a/b/c"),
-            ("%2E%2E%2Fescape", "%2E%2E/escape"),
-            ("..%2Fescape", "../escape"),
-            ("100%25", "100%25"),
-        ];
-        for (raw, name) in table {
-            assert_eq!(cassette_name(raw), name, "{raw}");
         }
     }
 }

@@ -13,9 +13,10 @@ use serde_json::json;
 
 use super::State;
 use super::access::refuse;
-use super::cassette_choice::{cassette_name, cassette_path};
+use super::cassette_choice::cassette_path;
 use super::report::{CassetteReport, Report};
 use super::response::{HttpResponse, full};
+use crate::cassette_name_in_path;
 
 /// The path prefix of the query; the rest of the path is the cassette's name.
 pub(crate) const PREFIX: &str = "/_calltape/cassette/";
@@ -28,7 +29,7 @@ pub(crate) fn answer(state: &State, method: &Method, name: &str) -> HttpResponse
             "the cassette query only answers GET",
         );
     }
-    let path = match cassette_path(state, Some(&cassette_name(name))) {
+    let path = match cassette_path(state, Some(&cassette_name_in_path(name))) {
         Ok(p) => p,
         Err(m) => return refuse(StatusCode::BAD_REQUEST, &m),
     };

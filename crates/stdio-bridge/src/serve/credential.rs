@@ -63,10 +63,11 @@ pub(crate) fn same_credential(session: Option<&[u8; 32]>, request: Option<&Crede
     }
 }
 
-/// The server's multiplexers: the one every session without a credential of its own shares, and
-/// one per client credential while a session holds it.
+/// The server's multiplexers: the one every session without a credential of its own shares (none
+/// for a server whose upstreams are all per path), and one per client credential while a session
+/// holds it.
 pub(crate) struct Muxes {
-    shared: Mux,
+    shared: Option<Mux>,
     protocol: Protocol,
     upstream_for: Option<UpstreamFor>,
     by_credential: Mutex<HashMap<[u8; 32], WeakMux>>,
@@ -74,16 +75,22 @@ pub(crate) struct Muxes {
 
 impl Muxes {
     pub(crate) fn new(
-        upstream: Arc<dyn Upstream>,
+        upstream: Option<Arc<dyn Upstream>>,
         protocol: Protocol,
         upstream_for: Option<UpstreamFor>,
     ) -> Self {
         Self {
-            shared: Mux::start(Arc::new(EraUpstream::from_arc(upstream, protocol))),
+            shared: upstream
+                .map(|upstream| Mux::start(Arc::new(EraUpstream::from_arc(upstream, protocol)))),
             protocol,
             upstream_for,
             by_credential: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Whether the server has an upstream of its own, at `/mcp`.
+    pub(crate) fn has_shared(&self) -> bool {
+        self.shared.is_some()
     }
 
     /// Whether a client's `Authorization` is passed on.
@@ -95,7 +102,10 @@ impl Muxes {
     /// of that value, started when none holds it.
     pub(crate) fn get(&self, credential: Option<&Credential>) -> Result<Mux, Error> {
         let (Some(credential), Some(upstream_for)) = (credential, &self.upstream_for) else {
-            return Ok(self.shared.clone());
+            return self
+                .shared
+                .clone()
+                .ok_or_else(|| Error::config("this server has no upstream at /mcp"));
         };
         let mut table = lock(&self.by_credential);
         if let Some(mux) = table.get(&credential.digest).and_then(WeakMux::upgrade) {
@@ -121,7 +131,9 @@ impl Muxes {
         for mux in live {
             mux.shutdown().await;
         }
-        self.shared.shutdown().await;
+        if let Some(shared) = &self.shared {
+            shared.shutdown().await;
+        }
     }
 }
 

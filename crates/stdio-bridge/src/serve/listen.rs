@@ -36,6 +36,7 @@ use super::{
     credential::{Muxes, UpstreamFor},
     endpoint::Endpoint,
     mux::{Mux, SessionNo},
+    per_path::{PerPath, UpstreamAt},
 };
 use crate::vocab::{HEADER_PROTOCOL_VERSION, HEADER_SESSION_ID};
 use crate::{
@@ -95,7 +96,7 @@ pub enum StopReason {
 /// sends no CORS headers, and, when given a token, answers `/mcp` only to requests that carry it as
 /// a bearer token (401), compared in constant time.
 pub struct ServerBuilder {
-    upstream: Arc<dyn Upstream>,
+    upstream: Option<Arc<dyn Upstream>>,
     protocol: Protocol,
     token: Option<String>,
     keys: Option<ServerKeys>,
@@ -108,6 +109,7 @@ pub struct ServerBuilder {
     max_sessions: usize,
     on_retire: Option<OnRetire>,
     upstream_for: Option<UpstreamFor>,
+    per_path: Option<(String, UpstreamAt)>,
 }
 
 /// What a shared server lets go of when it is replaced.
@@ -116,7 +118,11 @@ type OnRetire = Box<dyn FnOnce() + Send + Sync>;
 impl std::fmt::Debug for ServerBuilder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ServerBuilder")
-            .field("upstream", &self.upstream.describe())
+            .field("upstream", &self.upstream.as_ref().map(|u| u.describe()))
+            .field(
+                "per_path",
+                &self.per_path.as_ref().map(|(prefix, _)| prefix),
+            )
             .field("protocol", &self.protocol)
             .field("token", &self.token.as_ref().map(|_| "[REDACTED]"))
             .field("idle_exit", &self.idle_exit)
@@ -133,6 +139,21 @@ impl ServerBuilder {
 
     /// A server in front of an upstream that is already shared.
     pub fn from_arc(upstream: Arc<dyn Upstream>) -> Self {
+        Self::with_upstream(Some(upstream))
+    }
+
+    /// A server with no upstream of its own: MCP is served only at `{prefix}KEY/mcp`, as
+    /// [`upstream_per_path`](Self::upstream_per_path) says, and `/mcp` is answered 404 with a
+    /// message naming that shape.
+    pub fn per_path_only<F, Fut>(prefix: impl Into<String>, upstream_at: F) -> Self
+    where
+        F: Fn(&str) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Arc<dyn Upstream>, Error>> + Send + 'static,
+    {
+        Self::with_upstream(None).upstream_per_path(prefix, upstream_at)
+    }
+
+    fn with_upstream(upstream: Option<Arc<dyn Upstream>>) -> Self {
         Self {
             upstream,
             protocol: Protocol::Auto,
@@ -147,7 +168,30 @@ impl ServerBuilder {
             max_sessions: DEFAULT_MAX_SESSIONS,
             on_retire: None,
             upstream_for: None,
+            per_path: None,
         }
+    }
+
+    /// Also serves MCP at `{prefix}KEY/mcp` for every KEY that is one non-empty path segment (no
+    /// `/`; the KEY is given as the request wrote it, percent escapes and all): the sessions and
+    /// stateless requests at a KEY are multiplexed onto an upstream of their own, which
+    /// `upstream_at(KEY)` makes when the first request for that KEY arrives (after the loopback and
+    /// token checks) and which serves until the server stops. When `upstream_at` fails, the request
+    /// is answered 400 with the error's message, and the next one for that KEY tries again.
+    ///
+    /// `prefix` starts and ends with `/`, e.g. `/_cassette/`. A session belongs to the path it was
+    /// initialized at: a request at another path that names it is answered 404 as for an unknown
+    /// session. Every rule of the server holds there as at `/mcp`: the loopback guard, the bearer
+    /// token, the session and connection limits.
+    #[must_use]
+    pub fn upstream_per_path<F, Fut>(mut self, prefix: impl Into<String>, upstream_at: F) -> Self
+    where
+        F: Fn(&str) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Arc<dyn Upstream>, Error>> + Send + 'static,
+    {
+        let upstream_at: UpstreamAt = Arc::new(move |key: &str| Box::pin(upstream_at(key)));
+        self.per_path = Some((prefix.into(), upstream_at));
+        self
     }
 
     /// As a shared server, runs `f` when a session for another command says it replaces this server
@@ -311,8 +355,13 @@ impl ServerBuilder {
         // The `Authorization` header is the server's own token when it has one: never passed on.
         let upstream_for = self.upstream_for.filter(|_| self.token.is_none());
         let muxes = Muxes::new(self.upstream, self.protocol, upstream_for);
+        let protocol = self.protocol;
+        let per_path = self
+            .per_path
+            .map(|(prefix, upstream_at)| PerPath::new(prefix, upstream_at, protocol));
         let inner = Arc::new(Inner {
             muxes,
+            per_path,
             token: self.token,
             keys: self.keys,
             endpoint_text: endpoint.to_string(),
@@ -462,6 +511,9 @@ impl Server {
             let _ = std::fs::remove_file(path);
         }
         inner.muxes.shutdown().await;
+        if let Some(per_path) = &inner.per_path {
+            per_path.shutdown().await;
+        }
         // Every frame of every session reaches its tap before this returns.
         let tap_threads = std::mem::take(&mut *lock(&inner.tap_threads));
         for thread in tap_threads {
@@ -521,6 +573,12 @@ async fn accept(listener: &Listener) -> std::io::Result<Io> {
     }
 }
 
+/// A `{prefix}KEY/mcp` endpoint a request came to: its KEY and multiplexer. `/mcp` has none.
+struct At {
+    key: String,
+    mux: Mux,
+}
+
 struct SessionEntry {
     no: SessionNo,
     /// The multiplexer the session is on.
@@ -528,6 +586,9 @@ struct SessionEntry {
     /// The digest of the `Authorization` the session started with, when the client's own is passed
     /// on: its later requests must carry the same.
     credential: Option<[u8; 32]>,
+    /// The KEY of the `{prefix}KEY/mcp` path it was initialized at (none at `/mcp`): its later
+    /// requests must come there.
+    path_key: Option<String>,
     open: AtomicUsize,
     last_seen: Mutex<Instant>,
     tap: Option<TapSender>,
@@ -535,6 +596,7 @@ struct SessionEntry {
 
 struct Inner {
     muxes: Muxes,
+    per_path: Option<PerPath>,
     token: Option<String>,
     keys: Option<ServerKeys>,
     endpoint_text: String,

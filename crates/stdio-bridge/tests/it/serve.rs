@@ -5,7 +5,7 @@ use std::{net::SocketAddr, path::PathBuf, time::Duration};
 
 use bytes::Bytes;
 use calltape_stdio_bridge::{
-    ChildUpstream, Direction, ErrorKind, Stderr, TapEvent, UPSTREAM_EXITED,
+    ChildUpstream, Direction, ErrorKind, Stderr, TapEvent, UPSTREAM_EXITED, Upstream,
     serve::Endpoint,
     serve::{ServerBuilder, StopReason},
     shared::{IDENTITY_PATH, Nonce, Secret},
@@ -136,6 +136,8 @@ pub(crate) struct Session {
     pub(crate) target: Target,
     pub(crate) token: Option<String>,
     pub(crate) id: Option<String>,
+    /// The endpoint's path: `/mcp` unless [`Session::at`] says another.
+    pub(crate) path: String,
 }
 
 pub(crate) struct Reply {
@@ -162,7 +164,14 @@ impl Session {
             target,
             token,
             id: None,
+            path: "/mcp".to_owned(),
         }
+    }
+
+    /// The session at another endpoint path.
+    pub(crate) fn at(mut self, path: &str) -> Self {
+        self.path = path.to_owned();
+        self
     }
 
     fn headers(&self) -> Vec<(&'static str, String)> {
@@ -184,7 +193,7 @@ impl Session {
         let headers = self.headers();
         let refs: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
         let body = serde_json::to_vec(message).expect("json");
-        let res = raw(&self.target, Method::POST, "/mcp", &refs, &body).await;
+        let res = raw(&self.target, Method::POST, &self.path, &refs, &body).await;
         let status = res.status();
         let headers = res.headers().clone();
         let text = body_text(res).await;
@@ -250,7 +259,7 @@ impl Session {
         }
         headers.push(("mcp-session-id", self.id.clone().expect("initialized")));
         let refs: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        let res = raw(&self.target, Method::GET, "/mcp", &refs, b"").await;
+        let res = raw(&self.target, Method::GET, &self.path, &refs, b"").await;
         assert_eq!(res.status(), StatusCode::OK);
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         let mut body = res.into_body();
@@ -1053,5 +1062,58 @@ async fn requests_held_for_a_child_that_cannot_start_get_an_error() {
             .contains("/nonexistent/mcp-server"),
         "{error}"
     );
+    running.stop().await;
+}
+
+#[tokio::test]
+async fn each_path_key_gets_an_upstream_of_its_own_made_once_and_keeps_its_sessions() {
+    let made = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let seen = std::sync::Arc::clone(&made);
+    let serve = ServerBuilder::per_path_only("/_t/", move |key: &str| {
+        let key = key.to_owned();
+        seen.lock().unwrap().push(key.clone());
+        async move {
+            match key.as_str() {
+                "bad" => Err(calltape_stdio_bridge::Error::config(
+                    "key \"bad\" is not allowed",
+                )),
+                _ => Ok(std::sync::Arc::new(child()) as std::sync::Arc<dyn Upstream>),
+            }
+        }
+    });
+    let running = start(serve).await;
+    let t = &running.target;
+    let mut a = Session::new(t.clone(), None).at("/_t/a/mcp");
+    let mut again = Session::new(t.clone(), None).at("/_t/a/mcp");
+    let mut b = Session::new(t.clone(), None).at("/_t/b%2Fc/mcp");
+    a.initialize().await;
+    again.initialize().await;
+    b.initialize().await;
+    let pid_a = a.call_text(json!(1), "pid", json!({})).await;
+    assert_eq!(again.call_text(json!(1), "pid", json!({})).await, pid_a);
+    assert_ne!(b.call_text(json!(1), "pid", json!({})).await, pid_a);
+    assert_eq!(*made.lock().unwrap(), ["a", "b%2Fc"]);
+
+    // A session belongs to its path.
+    let mut elsewhere = Session::new(t.clone(), None).at("/_t/b%2Fc/mcp");
+    elsewhere.id = a.id.clone();
+    let reply = elsewhere.call(json!(2), "pid", json!({})).await;
+    assert_eq!(reply.status, StatusCode::NOT_FOUND, "{}", reply.text);
+
+    // A key the factory refuses gets 400 with its message; /mcp and other shapes get 404 naming
+    // where MCP is served.
+    let refused = raw(t, Method::POST, "/_t/bad/mcp", &[ACCEPT_BOTH, JSON], PING).await;
+    assert_eq!(refused.status(), StatusCode::BAD_REQUEST);
+    assert_eq!(body_text(refused).await, "key \"bad\" is not allowed\n");
+    for path in ["/mcp", "/_t/a/b/mcp", "/_t//mcp", "/_t/a/other"] {
+        let res = raw(t, Method::POST, path, &[ACCEPT_BOTH, JSON], PING).await;
+        assert_eq!(res.status(), StatusCode::NOT_FOUND, "{path}");
+        assert!(
+            body_text(res)
+                .await
+                .contains("MCP is served at /_t/NAME/mcp"),
+            "{path}"
+        );
+    }
     running.stop().await;
 }

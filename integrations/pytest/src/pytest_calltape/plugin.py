@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 
 from . import hooks
-from .mcp import McpServer, new_log
+from .mcp import McpHttpServer, McpServer, new_log
 from .config import MODES, PLACEHOLDER_KEY, ConfigError, Settings, file_safe, load, unset_key_variables
 from .proxy import Proxy, ProxyError, find_binary
 
 _STATE = pytest.StashKey["_Session"]()
 _TEST = pytest.StashKey["Calltape"]()
-_MCP = pytest.StashKey["list[McpServer]"]()
+_MCP = pytest.StashKey["list[McpServer | McpHttpServer]"]()
 
 
 class Calltape:
@@ -179,6 +179,7 @@ def pytest_runtest_call(item):
 
 def _fail_on_mcp_misses(item) -> None:
     for server in item.stash.get(_MCP, []):
+        server.stop()
         misses = server.misses()
         if misses:
             shown = os.path.relpath(server.recording, item.config.invocation_params.dir)
@@ -267,6 +268,32 @@ def mcp_server(request, calltape_mcp_upstream) -> McpServer:
     server = McpServer(binary, recording, item.config.getoption("calltape_mode"), calltape_mcp_upstream, log)
     item.stash.setdefault(_MCP, []).append(server)
     return server
+
+
+@pytest.fixture
+def mcp_server_url(request, calltape_mcp_upstream) -> str:
+    """The Streamable HTTP form of `mcp_server`: the URL of an MCP server for this test,
+    `http://127.0.0.1:PORT/_cassette/NAME/mcp`, served by a `calltape serve --mock --cassette-dir`
+    of its own that answers from the same recording, `<cassette_dir>/<test file>/<test>.mcp.jsonl`,
+    recorded from `calltape_mcp_upstream` in auto mode on the first run. The server is stopped when
+    the test's call ends; a request the recording cannot answer fails the test, with the closest
+    recorded call shown."""
+    try:
+        binary = find_binary()
+    except ProxyError as e:
+        pytest.fail(f"calltape: {e}", pytrace=False)
+    item = request.node
+    log = new_log()
+    request.addfinalizer(lambda: log.unlink(missing_ok=True))
+    cassette_dir = _state(item.config).settings.cassette_dir
+    mode = item.config.getoption("calltape_mode")
+    try:
+        server = McpHttpServer(binary, cassette_dir, f"{cassette_name(item)}.mcp", mode, calltape_mcp_upstream, log)
+    except RuntimeError as e:
+        pytest.fail(f"calltape: {e}", pytrace=False)
+    request.addfinalizer(server.stop)
+    item.stash.setdefault(_MCP, []).append(server)
+    return server.url
 
 
 def pytest_sessionfinish(session):

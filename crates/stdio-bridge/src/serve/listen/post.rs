@@ -21,7 +21,7 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use super::{
-    Inner, MAX_BODY, ResBody, SESSION_HEADER, SessionEntry, StreamGuard, TAP_CAPACITY,
+    At, Inner, MAX_BODY, ResBody, SESSION_HEADER, SessionEntry, StreamGuard, TAP_CAPACITY,
     VERSION_HEADER, lock,
     reply::{accepts, header_str, invalid_request, json_body, json_response, plain, rpc_error},
     routes::UnknownSession,
@@ -47,6 +47,7 @@ impl Inner {
         req: Request<Incoming>,
         conn: &Arc<Conn>,
         credential: Option<&Credential>,
+        at: Option<&At>,
     ) -> Response<ResBody> {
         let headers = req.headers().clone();
         if let Some(refused) = refuse_post_headers(&headers) {
@@ -60,7 +61,7 @@ impl Inner {
             session,
             minted,
             ephemeral,
-        } = match self.post_session(&headers, &messages, credential).await {
+        } = match self.post_session(&headers, &messages, credential, at).await {
             Ok(found) => found,
             Err(refused) => return *refused,
         };
@@ -116,10 +117,11 @@ impl Inner {
         headers: &HeaderMap,
         messages: &[Value],
         credential: Option<&Credential>,
+        at: Option<&At>,
     ) -> Result<PostSession, Box<Response<ResBody>>> {
         let is_initialize = messages.iter().any(|m| method_of(m) == Some(INITIALIZE));
         let session = self
-            .session_of(headers, credential)
+            .session_of(headers, credential, at)
             .map_err(|UnknownSession| Box::new(UnknownSession.response()))?;
         // The version header without a session id makes a 2026-07-28 request, also an `initialize`.
         let stateless = session.is_none()
@@ -138,7 +140,7 @@ impl Inner {
                 return Err(invalid_request(message));
             }
             let (id, entry) = self
-                .new_session(credential)
+                .new_session(credential, at)
                 .await
                 .map_err(|e| Box::new(self.no_session(e, &messages[0])))?;
             return Ok(PostSession {
@@ -164,8 +166,7 @@ impl Inner {
             .stateless_slot()
             .ok_or_else(|| Box::new(self.no_session(NoSession::Full, &messages[0])))?;
         let mux = self
-            .muxes
-            .get(credential)
+            .mux_for(credential, at)
             .map_err(|e| Box::new(self.no_session(NoSession::Credential(e), &messages[0])))?;
         let Some(no) = mux.open(true).await else {
             return Err(Box::new(plain(
@@ -178,6 +179,7 @@ impl Inner {
                 no,
                 mux,
                 credential: credential.map(Credential::digest),
+                path_key: at.map(|at| at.key.clone()),
                 open: AtomicUsize::new(0),
                 last_seen: Mutex::new(Instant::now()),
                 tap: self.start_tap(),
@@ -185,6 +187,18 @@ impl Inner {
             minted: None,
             ephemeral: Some(slot),
         })
+    }
+
+    /// The multiplexer a new session goes to: its path's, else the one for its credential.
+    fn mux_for(
+        &self,
+        credential: Option<&Credential>,
+        at: Option<&At>,
+    ) -> Result<Mux, crate::Error> {
+        match at {
+            Some(at) => Ok(at.mux.clone()),
+            None => self.muxes.get(credential),
+        }
     }
 
     /// A stateless request's place among the sessions, while the server holds fewer than it may.
@@ -200,6 +214,7 @@ impl Inner {
     async fn new_session(
         &self,
         credential: Option<&Credential>,
+        at: Option<&At>,
     ) -> Result<(String, Arc<SessionEntry>), NoSession> {
         if self.retired.load(Ordering::SeqCst) {
             return Err(NoSession::Replaced);
@@ -207,7 +222,9 @@ impl Inner {
         if self.sessions_full(lock(&self.sessions).len()) {
             return Err(NoSession::Full);
         }
-        let mux = self.muxes.get(credential).map_err(NoSession::Credential)?;
+        let mux = self
+            .mux_for(credential, at)
+            .map_err(NoSession::Credential)?;
         let no = mux.open(false).await.ok_or(NoSession::Stopping)?;
         let Ok(id) = Nonce::generate().map(|n| n.to_hex()) else {
             mux.send(Command::Close { session: no });
@@ -218,6 +235,7 @@ impl Inner {
             no,
             mux: mux.clone(),
             credential: credential.map(Credential::digest),
+            path_key: at.map(|at| at.key.clone()),
             open: AtomicUsize::new(0),
             last_seen: Mutex::new(Instant::now()),
             tap,

@@ -15,8 +15,8 @@ use serde_json::json;
 use tokio::time::Instant;
 
 use super::{
-    Inner, MAX_IDENTITY_BODY, ResBody, SESSION_HEADER, SUPPORTED_PROTOCOL_VERSIONS, SessionEntry,
-    StreamGuard, VERSION_HEADER, lock,
+    At, Inner, MAX_IDENTITY_BODY, ResBody, SESSION_HEADER, SUPPORTED_PROTOCOL_VERSIONS,
+    SessionEntry, StreamGuard, VERSION_HEADER, lock,
     reply::{accepts, header_str, json_response, plain, rpc_error},
 };
 use crate::vocab::HEADER_LAST_EVENT_ID;
@@ -27,6 +27,7 @@ use crate::{
         credential::{Credential, same_credential},
         mux::Command,
         outbox::Outbox as StreamOutbox,
+        per_path::PathKey,
     },
     shared::{IDENTITY_PATH, MCP_PATH, Nonce, RETIRE_PATH, token_matches},
 };
@@ -94,9 +95,13 @@ impl Inner {
             return self.identify(req).await;
         }
         let retire = path == RETIRE_PATH && self.keys.is_some();
-        if path != MCP_PATH && !retire {
-            return plain(StatusCode::NOT_FOUND, "not found; MCP is served at /mcp");
-        }
+        let key = match self.per_path.as_ref().and_then(|p| p.key_of(&path)) {
+            Some(PathKey::Key(key)) => Some(key.to_owned()),
+            Some(PathKey::Malformed) => return self.not_found(),
+            None if path == MCP_PATH && !self.muxes.has_shared() => return self.not_found(),
+            None if path != MCP_PATH && !retire => return self.not_found(),
+            None => None,
+        };
         if let Some(token) = &self.token {
             let presented = header_str(req.headers(), "authorization")
                 .and_then(|v| {
@@ -117,6 +122,15 @@ impl Inner {
             }
             return self.retire();
         }
+        // A path's upstream is made only for a request that passed every check above.
+        let at = match (key, &self.per_path) {
+            (Some(key), Some(per_path)) => match per_path.mux(&key).await {
+                Ok(mux) => Some(At { key, mux }),
+                Err(e) => return plain(StatusCode::BAD_REQUEST, &e.to_string()),
+            },
+            _ => None,
+        };
+        let at = at.as_ref();
         // The client's own credential, when it is passed on (never with the server's own token).
         let credential = if self.muxes.passes_credentials() {
             match Credential::of(req.headers()) {
@@ -152,9 +166,9 @@ impl Inner {
         }
         self.touch();
         match *req.method() {
-            Method::POST => self.post(req, conn, credential).await,
-            Method::GET => self.get(&req, conn, credential),
-            Method::DELETE => self.delete(&req, credential),
+            Method::POST => self.post(req, conn, credential, at).await,
+            Method::GET => self.get(&req, conn, credential, at),
+            Method::DELETE => self.delete(&req, credential, at),
             _ => {
                 let mut res = plain(StatusCode::METHOD_NOT_ALLOWED, "use POST, GET or DELETE");
                 res.headers_mut()
@@ -162,6 +176,18 @@ impl Inner {
                 res
             }
         }
+    }
+
+    /// A 404 for a path where no MCP is served, saying where it is.
+    fn not_found(&self) -> Response<ResBody> {
+        let message = match (&self.per_path, self.muxes.has_shared()) {
+            (Some(per_path), true) => {
+                format!("not found; MCP is served at /mcp and {}", per_path.shape())
+            }
+            (Some(per_path), false) => format!("not found; MCP is served at {}", per_path.shape()),
+            (None, _) => "not found; MCP is served at /mcp".to_owned(),
+        };
+        plain(StatusCode::NOT_FOUND, &message)
     }
 
     /// Steps aside for a server that runs another command: lets go of what `on_retire` holds, takes no
@@ -213,17 +239,18 @@ impl Inner {
     }
 
     /// The session a request's `Mcp-Session-Id` names; a session started with another credential
-    /// than the request's is unknown to it.
+    /// than the request's, or at another path, is unknown to it.
     pub(super) fn session_of(
         &self,
         headers: &HeaderMap,
         credential: Option<&Credential>,
+        at: Option<&At>,
     ) -> Result<Option<Arc<SessionEntry>>, UnknownSession> {
         let Some(id) = header_str(headers, SESSION_HEADER) else {
             return Ok(None);
         };
         match lock(&self.sessions).get(id) {
-            Some(s) if same_credential(s.credential.as_ref(), credential) => {
+            Some(s) if s.reached(credential, at) => {
                 *lock(&s.last_seen) = Instant::now();
                 Ok(Some(Arc::clone(s)))
             }
@@ -236,6 +263,7 @@ impl Inner {
         req: &Request<Incoming>,
         conn: &Arc<Conn>,
         credential: Option<&Credential>,
+        at: Option<&At>,
     ) -> Response<ResBody> {
         if !accepts(req.headers(), "text/event-stream") {
             return plain(
@@ -243,7 +271,7 @@ impl Inner {
                 "Accept must include text/event-stream",
             );
         }
-        let session = match self.session_of(req.headers(), credential) {
+        let session = match self.session_of(req.headers(), credential, at) {
             Ok(Some(session)) => session,
             Ok(None) => return plain(StatusCode::BAD_REQUEST, "Mcp-Session-Id is required"),
             Err(UnknownSession) => return UnknownSession.response(),
@@ -274,6 +302,7 @@ impl Inner {
         &self,
         req: &Request<Incoming>,
         credential: Option<&Credential>,
+        at: Option<&At>,
     ) -> Response<ResBody> {
         let Some(id) = header_str(req.headers(), SESSION_HEADER) else {
             return plain(StatusCode::BAD_REQUEST, "Mcp-Session-Id is required");
@@ -281,9 +310,7 @@ impl Inner {
         let entry = {
             let mut sessions = lock(&self.sessions);
             match sessions.get(id) {
-                Some(s) if same_credential(s.credential.as_ref(), credential) => {
-                    sessions.remove(id)
-                }
+                Some(s) if s.reached(credential, at) => sessions.remove(id),
                 _ => None,
             }
         };
@@ -295,6 +322,15 @@ impl Inner {
         let mut res = Response::new(Full::new(Bytes::new()).boxed_unsync());
         *res.status_mut() = StatusCode::OK;
         res
+    }
+}
+
+impl SessionEntry {
+    /// Whether a request with `credential` at `at` reaches this session: the credential and the
+    /// path it started with.
+    fn reached(&self, credential: Option<&Credential>, at: Option<&At>) -> bool {
+        same_credential(self.credential.as_ref(), credential)
+            && self.path_key.as_deref() == at.map(|at| at.key.as_str())
     }
 }
 
