@@ -93,15 +93,7 @@ impl fmt::Display for Miss {
                     f,
                     "the client answered the server's {method} (asks.{index}) during {call} unlike the recorded client"
                 )?;
-                if let Some(closest) = &self.closest {
-                    write!(
-                        f,
-                        " (line {}), {}",
-                        closest.line,
-                        shown_differences(&closest.differences, "answered")
-                    )?;
-                }
-                Ok(())
+                self.write_recorded_line(f)
             }
             MissKind::Unanswered => {
                 write!(f, "no recorded answer for {call}")?;
@@ -115,16 +107,24 @@ impl fmt::Display for Miss {
             }
             MissKind::Drift => {
                 write!(f, "the server answered {call} unlike the recording")?;
-                if let Some(closest) = &self.closest {
-                    write!(
-                        f,
-                        " (line {}), {}",
-                        closest.line,
-                        shown_differences(&closest.differences, "answered")
-                    )?;
-                }
-                Ok(())
+                self.write_recorded_line(f)
             }
+        }
+    }
+}
+
+impl Miss {
+    /// ` (line N), differing at …`: the recorded call an answer was compared with, and how the
+    /// answer differs from it.
+    fn write_recorded_line(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.closest {
+            Some(closest) => write!(
+                f,
+                " (line {}), {}",
+                closest.line,
+                shown_differences(&closest.differences, "answered")
+            ),
+            None => Ok(()),
         }
     }
 }
