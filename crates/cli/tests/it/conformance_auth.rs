@@ -11,10 +11,10 @@
 //! `--oauth-client-credentials`, no browser). A scenario passes when the suite reports no failed and no
 //! warning check.
 //!
-//! With `CALLTAPE_COMPARE_MCP_REMOTE=1`, the same scenarios run through mcp-remote too (installed by
-//! `.ci/install-peers`, the client in front of it unchanged) for comparison columns in the printed
-//! table; they are not asserted, and they are off by default: a scenario mcp-remote does not finish
-//! costs the suite's whole timeout.
+//! The same scenarios run through mcp-remote too (installed by `.ci/install-peers`, the client in front
+//! of it unchanged, given the same era, client and grant), for the comparison columns of the printed
+//! table, in the same run. They are not asserted: the table is for the reader (set
+//! `CALLTAPE_COMPARE_MCP_REMOTE=0` to leave them out).
 //!
 //! Run this module alone: `cargo test -p calltape --test it conformance_auth` (after
 //! `eval "$(.ci/install-peers --env)"`).
@@ -113,13 +113,7 @@ fn conformance_auth_scenarios_pass_through_the_bridge() {
             !scenarios.is_empty(),
             "the suite lists no auth/* client scenario at {version}"
         );
-        let compare = std::env::var_os("CALLTAPE_COMPARE_MCP_REMOTE").is_some_and(|v| v == "1");
-        let vias: &[Via] = if compare {
-            &[Via::Calltape, Via::McpRemote]
-        } else {
-            &[Via::Calltape]
-        };
-        for &via in vias {
+        for &via in vias() {
             runs.extend(scenarios.iter().map(|scenario| Run {
                 version,
                 scenario: scenario.clone(),
@@ -128,12 +122,14 @@ fn conformance_auth_scenarios_pass_through_the_bridge() {
             }));
         }
     }
-    runs.extend(EXTENSION_SCENARIOS.iter().map(|scenario| Run {
-        version: EXTENSION,
-        scenario: (*scenario).to_owned(),
-        via: Via::Calltape,
-        outcome: None,
-    }));
+    for &via in vias() {
+        runs.extend(EXTENSION_SCENARIOS.iter().map(|scenario| Run {
+            version: EXTENSION,
+            scenario: (*scenario).to_owned(),
+            via,
+            outcome: None,
+        }));
+    }
     let runs = Mutex::new(runs);
     let next = AtomicUsize::new(0);
     let total = runs.lock().unwrap().len();
@@ -157,7 +153,15 @@ fn conformance_auth_scenarios_pass_through_the_bridge() {
         }
     });
     let runs = runs.into_inner().unwrap();
-    table(&runs);
+    // The table goes to the test's output and to a file `.ci/run` prints, as a passing test's output
+    // is not shown.
+    let report = format!("{}{}", table(&runs), compared_failures(&runs));
+    report_out(&report);
+    std::fs::write(
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join("conformance-auth.txt"),
+        &report,
+    )
+    .expect("write the comparison table");
     let failed: Vec<String> = runs
         .iter()
         .filter(|run| run.via == Via::Calltape && !run.passed())
@@ -170,6 +174,16 @@ fn conformance_auth_scenarios_pass_through_the_bridge() {
         runs.iter().filter(|run| run.via == Via::Calltape).count(),
         failed.join("\n")
     );
+}
+
+/// What the scenarios run through: calltape, and mcp-remote beside it unless
+/// `CALLTAPE_COMPARE_MCP_REMOTE=0`.
+fn vias() -> &'static [Via] {
+    if std::env::var_os("CALLTAPE_COMPARE_MCP_REMOTE").is_some_and(|v| v == "0") {
+        &[Via::Calltape]
+    } else {
+        &[Via::Calltape, Via::McpRemote]
+    }
 }
 
 /// The `auth/*` client scenarios the suite lists at `version`.
@@ -219,13 +233,39 @@ fn run_scenario(client: &str, opener: &Path, version: &str, scenario: &str, via:
     outcome
 }
 
-/// The table of scenario × version → pass or fail, calltape's columns beside mcp-remote's, for
-/// whoever reads the test's output.
 #[allow(
     clippy::disallowed_macros,
     reason = "the test harness's output, not the calltape binary's"
 )]
-fn table(runs: &[Run]) {
+fn report_out(report: &str) {
+    eprintln!("{report}");
+}
+
+/// Why mcp-remote failed the scenarios it failed, for whoever reads the comparison.
+fn compared_failures(runs: &[Run]) -> String {
+    let mut text = String::new();
+    for run in runs
+        .iter()
+        .filter(|r| r.via == Via::McpRemote && !r.passed())
+    {
+        let account = run.account();
+        let checks: Vec<&str> = account.lines().filter(|l| l.starts_with("  - ")).collect();
+        let why = if checks.is_empty() {
+            account.lines().take(5).collect::<Vec<_>>().join("\n")
+        } else {
+            checks.join("\n")
+        };
+        text.push_str(&format!(
+            "mcp-remote, {} at {}:\n{why}\n",
+            run.scenario, run.version
+        ));
+    }
+    text
+}
+
+/// The table of scenario × version → pass or fail, calltape's columns beside mcp-remote's, for
+/// whoever reads the test's output.
+fn table(runs: &[Run]) -> String {
     let mut scenarios: Vec<&str> = runs.iter().map(|r| r.scenario.as_str()).collect();
     scenarios.sort_unstable();
     scenarios.dedup();
@@ -235,6 +275,7 @@ fn table(runs: &[Run]) {
         (Via::Calltape, EXTENSION, "calltape extension"),
         (Via::McpRemote, VERSIONS[0], "mcp-remote 2025-11-25"),
         (Via::McpRemote, VERSIONS[1], "mcp-remote 2026-07-28"),
+        (Via::McpRemote, EXTENSION, "mcp-remote extension"),
     ];
     // mcp-remote's columns only when it ran.
     let columns: Vec<_> = columns
@@ -266,5 +307,5 @@ fn table(runs: &[Run]) {
         let passed = of_column.iter().filter(|r| r.passed()).count();
         text.push_str(&format!("{name}: {passed}/{} passed\n", of_column.len()));
     }
-    eprintln!("{text}");
+    text
 }

@@ -46,7 +46,7 @@ async def main(url: str) -> None:
     bridge = StdioServerParameters(command=os.environ["CALLTAPE_BIN"], args=args, env=env)
     mcp_remote = os.environ.get("AUTH_CLIENT_VIA_MCP_REMOTE")
     if mcp_remote:
-        bridge = via_mcp_remote(mcp_remote, url, context)
+        bridge = via_mcp_remote(mcp_remote, url, context, modern=version == MODERN)
     # Within the suite's own 30 s: a client that gives up ends its bridge (or mcp-remote) with it,
     # where the suite's timeout would end only the shell that started it.
     async with asyncio.timeout(25):
@@ -55,17 +55,23 @@ async def main(url: str) -> None:
             await client.call_tool("test-tool", {})
 
 
-def via_mcp_remote(proxy: str, url: str, context: dict) -> StdioServerParameters:
-    """mcp-remote in front of `url`, with the scenario's pre-registered client, on a free callback port."""
+def via_mcp_remote(proxy: str, url: str, context: dict, modern: bool) -> StdioServerParameters:
+    """mcp-remote in front of `url`, given what calltape is given: the era (its `--protocol auto` for
+    2026-07-28, where calltape gets `--protocol modern`), the client ID metadata document URL, the
+    scenario's pre-registered client and the client credentials grant; on a free callback port."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    args = [proxy, url, str(port)]
+    args = [proxy, url, str(port), "--client-metadata-url", CLIENT_METADATA_URL]
+    if modern:
+        args += ["--protocol", "auto"]
     if "client_id" in context:
         info = {"client_id": context["client_id"]}
         if "client_secret" in context:
             info["client_secret"] = context["client_secret"]
         args += ["--static-oauth-client-info", json.dumps(info)]
+        if context.get("name", "").startswith("auth/client-credentials"):
+            args.append("--client-credentials")
     env = {**os.environ, "MCP_REMOTE_CONFIG_DIR": os.path.join(os.environ["CALLTAPE_HOME"], "mcp-remote")}
     return StdioServerParameters(command=os.environ["AUTH_CLIENT_NODE"], args=args, env=env)
 
