@@ -2,14 +2,17 @@
 //! send their own bearer token, through `serve --url --record`, to the reference "everything" server
 //! over Streamable HTTP behind a bearer check. The sessions work, the calls are recorded, each token
 //! reaches the server and no file nor calltape's stderr, and clients with different tokens never share
-//! a session of the server.
+//! a session of the server. On a socket listener, the GET stream passes through and resumes with
+//! `Last-Event-ID`.
 
 use std::{
     collections::HashSet,
     ffi::OsString,
-    io::Read,
+    io::{BufRead, BufReader, Read, Write},
+    os::unix::net::UnixStream,
     path::{Path, PathBuf},
     process::{Child, Command, Stdio},
+    time::Duration,
 };
 
 use serde_json::Value;
@@ -321,6 +324,165 @@ fn serve_url_relays_a_refusal_keeps_sessions_to_their_token_and_uses_its_own_hea
     for secret in [&a, &b] {
         assert_eq!(files_holding(dir.path(), secret), Vec::<PathBuf>::new());
     }
+}
+
+#[test]
+fn serve_url_on_a_socket_carries_the_get_stream_and_resumes_it_with_the_last_event_id() {
+    // The remote: a Python SDK server behind another `calltape serve`, over Streamable HTTP in the
+    // handshake era. Its `flood` tool sends log messages that reach every session's GET stream.
+    let dir = tempfile::tempdir().unwrap();
+    let inner_dir = dir.path().join("inner");
+    let outer_dir = dir.path().join("outer");
+    std::fs::create_dir(&inner_dir).unwrap();
+    std::fs::create_dir(&outer_dir).unwrap();
+    let inner = Served::start_with(
+        &inner_dir,
+        &["--listen", "127.0.0.1:0"],
+        &[python(), peer_script("shared_server.py")],
+    );
+    let socket = outer_dir.join("serve.sock");
+    let recording = outer_dir.join("calls.jsonl");
+    let mut outer = Served::start_args(
+        &outer_dir,
+        &[
+            "--socket".into(),
+            socket.clone().into(),
+            "--url".into(),
+            format!("http://{}/mcp", inner.addr()).into(),
+            "--record".into(),
+            recording.clone().into(),
+            // The handshake era, which has the server's GET stream (the inner serve speaks both).
+            "--protocol".into(),
+            "legacy".into(),
+        ],
+    );
+    assert_eq!(outer.addr(), format!("unix:{}", socket.display()));
+
+    let started = on_socket(&socket, &post(None, INITIALIZE));
+    let session = session_id_of(&started).unwrap_or_else(|| panic!("{started}"));
+    let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    let accepted = on_socket(&socket, &post(Some(&session), initialized));
+    assert!(accepted.starts_with("HTTP/1.1 202"), "{accepted}");
+
+    // The GET stream. serve opens the remote's own GET stream once the handshake is through, which
+    // a first message shows has happened.
+    let mut stream = get_stream(&socket, &session, None);
+    let flood = |count: usize| {
+        let call = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"flood","arguments":{{"count":{count},"size":16}}}}}}"#
+        );
+        let answer = on_socket(&socket, &post(Some(&session), &call));
+        assert!(answer.contains("flooded"), "{answer}");
+    };
+    stream
+        .get_ref()
+        .set_read_timeout(Some(Duration::from_secs(2)))
+        .unwrap();
+    let mut first = Vec::new();
+    for _ in 0..10 {
+        flood(1);
+        first = read_events(&mut stream, 1).unwrap_or_default();
+        if !first.is_empty() {
+            break;
+        }
+    }
+    assert_eq!(first.len(), 1, "no message reached the GET stream");
+    stream
+        .get_ref()
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+
+    // Three log messages: each comes with an event id.
+    flood(3);
+    let events = read_events(&mut stream, 3).expect("three events within 30 s");
+    assert!(
+        events
+            .iter()
+            .all(|(_, data)| data.contains("notifications/message")),
+        "{events:?}"
+    );
+    drop(stream);
+
+    // Resumed after the first: the other two come again, with their ids.
+    let mut resumed = get_stream(&socket, &session, Some(&events[0].0));
+    let again = read_events(&mut resumed, 2).expect("two events within 30 s");
+    assert_eq!(again, events[1..].to_vec());
+    drop(resumed);
+
+    stop(&mut outer);
+    let recorded = std::fs::read_to_string(&recording).unwrap();
+    assert!(
+        recorded.contains("\"flood\"") && recorded.contains("flooded"),
+        "{recorded}"
+    );
+}
+
+/// A POST of `body` to `/mcp`, in session `session` when given.
+fn post(session: Option<&str>, body: &str) -> String {
+    let session = session
+        .map(|id| format!("Mcp-Session-Id: {id}\r\nMCP-Protocol-Version: 2025-06-18\r\n"))
+        .unwrap_or_default();
+    format!(
+        "POST /mcp HTTP/1.1\r\nHost: localhost\r\nAccept: application/json, text/event-stream\r\nContent-Type: application/json\r\nConnection: close\r\n{session}Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+/// One request on a fresh connection to the socket; the whole response.
+fn on_socket(socket: &Path, request: &str) -> String {
+    let mut stream = UnixStream::connect(socket).expect("connect to serve's socket");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut response = String::new();
+    let _ = stream.read_to_string(&mut response);
+    response
+}
+
+/// The session's GET stream on the socket, resumed after `last_event` when given.
+fn get_stream(socket: &Path, session: &str, last_event: Option<&str>) -> BufReader<UnixStream> {
+    let mut stream = UnixStream::connect(socket).expect("connect to serve's socket");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let resume = last_event
+        .map(|id| format!("Last-Event-ID: {id}\r\n"))
+        .unwrap_or_default();
+    let request = format!(
+        "GET /mcp HTTP/1.1\r\nHost: localhost\r\nAccept: text/event-stream\r\nMcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-06-18\r\n{resume}\r\n"
+    );
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut reader = BufReader::new(stream);
+    let mut status = String::new();
+    reader.read_line(&mut status).unwrap();
+    assert!(status.starts_with("HTTP/1.1 200"), "{status}");
+    reader
+}
+
+/// The next `count` SSE events that carry data: (id, data), or `None` when the stream's read timeout
+/// passed first. Chunked framing lines are skipped.
+fn read_events(reader: &mut BufReader<UnixStream>, count: usize) -> Option<Vec<(String, String)>> {
+    let mut events = Vec::new();
+    let mut id = None;
+    while events.len() < count {
+        let mut line = String::new();
+        match reader.read_line(&mut line) {
+            Ok(read) => assert!(read > 0, "the stream ended after {events:?}"),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return None,
+            Err(e) => panic!("reading the GET stream: {e}"),
+        }
+        let line = line.trim_end();
+        if let Some(value) = line.strip_prefix("id: ") {
+            id = Some(value.to_owned());
+        } else if let Some(data) = line.strip_prefix("data: ") {
+            let id = id
+                .take()
+                .unwrap_or_else(|| panic!("an event without an id: {data}"));
+            events.push((id, data.to_owned()));
+        }
+    }
+    Some(events)
 }
 
 /// The JSON-RPC message of a POST's whole response, a JSON body or the first SSE event.
