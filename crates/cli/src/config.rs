@@ -25,7 +25,8 @@ Examples:
 Prints the snippet on stdout (JSON, ready to merge into the file) and, on stderr, the file the \
 client reads it from. The server runs as `calltape record -o FILE -- CMD…` (FILE made absolute, as \
 clients start servers in a folder of their own), `calltape bridge` with --bridge, or `calltape \
-shared --key KEY` with --shared KEY; --url wraps a Streamable HTTP server instead of a command.
+shared --key KEY` with --shared KEY; --url wraps a Streamable HTTP server instead of a command \
+(with --shared too: one shared server of the remote for every session).
 
 calltape is started the way this one was: `npx -y calltape` when run through npm's launcher \
 (which sets CALLTAPE_LAUNCHER=npx), `uvx calltape` when run by uv (which sets UV), else \
@@ -85,7 +86,7 @@ pub(crate) struct ConfigArgs {
     bridge: bool,
 
     /// Wrap the server in `calltape shared --key KEY` (one server for every session of the key).
-    #[arg(long, value_name = "KEY", conflicts_with = "url")]
+    #[arg(long, value_name = "KEY")]
     shared: Option<String>,
 
     /// How the client starts calltape: calltape, npx or uvx [default: as this one was started].

@@ -57,6 +57,11 @@ pub(crate) enum Error {
     /// `--header` or `--header-file` with a child command.
     #[error("--header and --header-file apply to --url and --socket, not to a child command")]
     HeadersForChild,
+    /// `shared --url` with `--header`, whose value would go on the shared server's command line.
+    #[error(
+        "a shared server's command line can be read by other local users, so `shared` takes no --header: put the headers in a file and give --header-file FILE"
+    )]
+    SharedHeaderOnArgv,
     /// No server to talk to.
     #[error("give the server: `-- CMD ARGS…`, --url URL or --socket PATH")]
     NoServer,

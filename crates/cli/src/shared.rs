@@ -8,10 +8,10 @@ use calltape_stdio_bridge::{
     shared::{Launcher, SharedKey, SharedPaths, SharedUpstream, answer_held_requests},
     stdio,
 };
-use clap::Args;
+use clap::{ArgGroup, Args};
 
 use crate::{
-    args::ProtocolArg,
+    args::{ProtocolArg, RemoteArgs},
     error::{Error, Outcome},
     exit,
     serve::transport,
@@ -22,6 +22,7 @@ pub(crate) const EXAMPLES: &str = "\
 Examples:
   calltape shared --key notes -- npx -y some-mcp-server
   calltape shared --key notes --transport http --idle-exit 30m -- python server.py
+  calltape shared --key linear --url https://mcp.example.com/mcp
 
 Put it in each MCP client's configuration as the server command: the first session starts one \
 server for the key (`calltape serve` of this binary, detached), every later one attaches to it.
@@ -45,6 +46,14 @@ Both protocol eras: the server translates for its command (--protocol is passed 
 server started with another --protocol is not attached to), so a client of either era works with a \
 command of either era.
 
+A remote server (--url): the shared server is `calltape serve --url` of it, so every session \
+shares one remote session and one sign-in. It signs in with OAuth when the remote asks (the \
+--oauth-* flags are passed on; a client secret only through --oauth-client-secret-file or \
+CALLTAPE_OAUTH_CLIENT_SECRET): the sign-in URL is opened in the browser and written to \
+server.log, not to this session's stderr, so `calltape auth login URL` first is the way to see it. \
+Headers come only from --header-file: a --header value would be on the shared server's command \
+line.
+
 A session sends its bearer token only to a server that proved it holds the record's secret (a \
 fresh challenge per connection on the socket, per request over loopback HTTP).
 
@@ -57,6 +66,7 @@ later (the server went away mid-session) it tries again after a pause.";
 /// The arguments of `calltape shared`.
 #[derive(Debug, Args)]
 #[command(after_help = EXAMPLES)]
+#[command(group(ArgGroup::new("server").required(true).args(["url", "command"])))]
 pub(crate) struct SharedArgs {
     /// The server's key: 1 to 64 of a-z 0-9 . _ -, starting and ending with a letter or digit.
     #[arg(long, value_name = "KEY")]
@@ -77,8 +87,11 @@ pub(crate) struct SharedArgs {
     #[command(flatten)]
     protocol: ProtocolArg,
 
+    #[command(flatten)]
+    remote: RemoteArgs,
+
     /// The server to run when none is running, with its arguments (no shell).
-    #[arg(last = true, required = true, value_name = "CMD")]
+    #[arg(last = true, value_name = "CMD", conflicts_with_all = ["headers", "header_file", "url"])]
     command: Vec<OsString>,
 }
 
@@ -92,10 +105,53 @@ fn launcher(args: &SharedArgs) -> Result<Launcher, Error> {
         format!("{}ms", args.idle_exit.as_millis()).into(),
         "--protocol".into(),
         args.protocol.protocol.to_string().into(),
-        "--".into(),
     ];
-    argv.extend(args.command.iter().cloned());
+    match &args.remote.url {
+        Some(url) => argv.extend(remote_argv(url, &args.remote)?),
+        None => {
+            argv.push("--".into());
+            argv.extend(args.command.iter().cloned());
+        }
+    }
     Ok(Launcher::new(program, argv)?)
+}
+
+/// The flags that make the shared server `serve --url` of `url`, with the session's header file and
+/// OAuth flags: all but secrets, which reach it through a file or its environment. A `--header`
+/// value is refused, as it would be on the server's command line.
+fn remote_argv(url: &str, remote: &RemoteArgs) -> Result<Vec<OsString>, Error> {
+    if !remote.headers.is_empty() {
+        return Err(Error::SharedHeaderOnArgv);
+    }
+    let mut argv: Vec<OsString> = vec!["--url".into(), url.into()];
+    let mut flag = |name: &str, value: Option<OsString>| {
+        if let Some(value) = value {
+            argv.push(name.into());
+            argv.push(value);
+        }
+    };
+    flag("--header-file", remote.header_file.clone().map(Into::into));
+    let oauth = &remote.oauth;
+    flag(
+        "--oauth-client-id",
+        oauth.oauth_client_id.clone().map(Into::into),
+    );
+    flag(
+        "--oauth-client-secret-file",
+        oauth.oauth_client_secret_file.clone().map(Into::into),
+    );
+    flag(
+        "--oauth-client-metadata-url",
+        oauth.oauth_client_metadata_url.clone().map(Into::into),
+    );
+    flag("--oauth-scope", oauth.oauth_scope.clone().map(Into::into));
+    if oauth.oauth_client_credentials {
+        argv.push("--oauth-client-credentials".into());
+    }
+    if oauth.no_browser {
+        argv.push("--no-browser".into());
+    }
+    Ok(argv)
 }
 
 /// The key and its files: an invalid key or an unusable home folder is an error.
@@ -116,8 +172,8 @@ pub(crate) fn run(args: SharedArgs) -> Outcome {
             )
         })?;
     }
-    paths.prepare()?;
     let launcher = launcher(&args)?;
+    paths.prepare()?;
     let upstream =
         SharedUpstream::new(paths, args.transport, launcher).start_timeout(args.start_timeout);
     let runtime = crate::single_thread_runtime()?;

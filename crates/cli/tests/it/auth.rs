@@ -1,6 +1,7 @@
 //! Sign-in to an MCP server behind OAuth, through the `calltape` binary: several bridges started at
-//! once share one sign-in and one refresh through the token store, tokens stay in the store alone, and
-//! `calltape auth list`/`logout` show and remove what is stored.
+//! once share one sign-in and one refresh through the token store, so do the sessions of one shared
+//! server of a remote (`shared --url`), tokens stay in the store alone, and `calltape auth
+//! list`/`logout` show and remove what is stored.
 //!
 //! The server is `tests/peers/oauth_server.py`: an MCP endpoint and its authorization server, which
 //! approves every sign-in at once and counts what it was asked. `tests/peers/auth_opener.py` stands in
@@ -17,7 +18,9 @@ use std::{
 
 use serde_json::{Value, json};
 
-use crate::support::{KillOnDrop, calltape, peer_script, python, wait_or_kill};
+use calltape_stdio_bridge::shared::{SharedKey, SharedPaths};
+
+use crate::support::{KillOnDrop, calltape, peer_script, python, stop_shared_server, wait_or_kill};
 
 /// How many bridges start at once.
 const BRIDGES: usize = 5;
@@ -170,6 +173,73 @@ fn files_under(dir: &Path) -> Vec<PathBuf> {
         }
     }
     found
+}
+
+#[test]
+fn shared_sessions_of_a_remote_server_make_one_sign_in_and_no_file_but_the_store_holds_the_token() {
+    let server = OAuthServer::start();
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let paths = SharedPaths::under(&home, &SharedKey::new("remote").unwrap());
+
+    // Two sessions at once: one shared server, `serve --url` of the fixture, signs in for both.
+    let args = ["shared", "--key", "remote", "--url", server.url.as_str()];
+    let mut sessions: Vec<Bridge> = (0..2).map(|n| Bridge::run(&args, tmp.path(), n)).collect();
+    for session in &mut sessions {
+        session.send(initialize(1));
+    }
+    for session in &mut sessions {
+        let answer = session.answer(1);
+        assert_eq!(
+            answer["result"]["serverInfo"]["name"], "oauth-fixture",
+            "{answer}"
+        );
+        session.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        session.send(call(
+            2,
+            "tools/call",
+            json!({"name": "whoami", "arguments": {}}),
+        ));
+    }
+    for session in &mut sessions {
+        let answer = session.answer(2);
+        assert_eq!(
+            answer["result"]["content"][0]["text"], "signed in",
+            "{answer}"
+        );
+    }
+    let stats = server.stats();
+    assert_eq!(stats["registrations"], 1, "{stats}");
+    assert_eq!(stats["authorizations"], 1, "{stats}");
+    assert_eq!(stats["code_grants"], 1, "{stats}");
+    let opened = std::fs::read_to_string(tmp.path().join("opened.log")).unwrap();
+    assert_eq!(opened.lines().count(), 1, "{opened}");
+
+    let entries: Vec<PathBuf> = files_under(&home.join("auth"))
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    let stored: Value = serde_json::from_slice(&std::fs::read(&entries[0]).unwrap()).unwrap();
+    let token = stored["access_token"].as_str().unwrap().to_owned();
+    assert!(token.starts_with("at-"), "{stored}");
+    let mut stderr = String::new();
+    for session in sessions {
+        stderr.push_str(&session.finish());
+    }
+    assert!(!stderr.contains(&token), "{stderr}");
+    // The shared server's log says it signed in, and no file but the store's entry holds the token.
+    stop_shared_server(&paths);
+    let log = std::fs::read_to_string(paths.log()).unwrap();
+    assert!(log.contains("sign in to"), "{log}");
+    let holding: Vec<PathBuf> = files_under(tmp.path())
+        .into_iter()
+        .filter(|p| *p != entries[0])
+        .filter(|p| {
+            std::fs::read(p).is_ok_and(|bytes| String::from_utf8_lossy(&bytes).contains(&token))
+        })
+        .collect();
+    assert_eq!(holding, Vec::<PathBuf>::new());
 }
 
 #[test]

@@ -144,6 +144,11 @@ fn the_snippet_wraps_the_server_as_asked() {
         ),
         (&["--bridge"], &["--url", url], &["bridge", "--url", url]),
         (
+            &["--shared", "notes"],
+            &["--url", url],
+            &["shared", "--key", "notes", "--url", url],
+        ),
+        (
             &["-o", "rec/a.jsonl"],
             &["--url", url],
             &["record", "-o", &output, "--url", url],
@@ -159,7 +164,6 @@ fn the_snippet_wraps_the_server_as_asked() {
     let wrong: &[&[&str]] = &[
         &["cursor"],
         &["cursor", "--url", url, "--", "srv"],
-        &["cursor", "--shared", "k", "--url", url],
         &["cursor", "--bridge", "--shared", "k", "--", "srv"],
         &["cursor", "--bridge", "-o", "x.jsonl", "--", "srv"],
         &["zed", "--", "srv"],

@@ -114,6 +114,35 @@ fn python_clients_started_together_share_one_server_over_both_transports() {
 }
 
 #[test]
+fn a_shared_server_of_a_remote_takes_headers_only_from_a_file() {
+    let home = home();
+    let output = calltape()
+        .args([
+            "shared",
+            "--key",
+            "remote",
+            "--url",
+            "http://127.0.0.1:9/mcp",
+        ])
+        .args(["--header", "Authorization: Bearer sk-live-abcdefabcdef0123"])
+        .env("CALLTAPE_HOME", home.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("--header-file") && !stderr.contains("abcdefabcdef0123"),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read_dir(home.path()).unwrap().count(),
+        0,
+        "nothing was created"
+    );
+}
+
+#[test]
 fn every_invalid_key_is_rejected_before_any_file_is_touched() {
     let home = home();
     let long = "k".repeat(65);
