@@ -93,14 +93,7 @@ impl Served {
         stream
             .set_read_timeout(Some(Duration::from_secs(60)))
             .unwrap();
-        let session = session
-            .map(|id| format!("Mcp-Session-Id: {id}\r\nMCP-Protocol-Version: 2025-06-18\r\n"))
-            .unwrap_or_default();
-        let request = format!(
-            "POST /mcp HTTP/1.1\r\nHost: {}\r\nAccept: application/json, text/event-stream\r\nContent-Type: application/json\r\nConnection: close\r\n{session}{headers}Content-Length: {}\r\n\r\n{body}",
-            self.addr,
-            body.len()
-        );
+        let request = post_request(&self.addr, session, headers, body);
         stream.write_all(request.as_bytes()).unwrap();
         let mut response = String::new();
         let _ = stream.read_to_string(&mut response);
@@ -130,6 +123,18 @@ impl Served {
     pub(crate) fn stderr(&self) -> String {
         std::fs::read_to_string(&self.stderr).unwrap_or_default()
     }
+}
+
+/// A whole `POST /mcp` of `body` to `host`, in session `session` when given (at 2025-06-18), with
+/// more header lines `headers`, each ending in CRLF; the connection closes after the answer.
+pub(crate) fn post_request(host: &str, session: Option<&str>, headers: &str, body: &str) -> String {
+    let session = session
+        .map(|id| format!("Mcp-Session-Id: {id}\r\nMCP-Protocol-Version: 2025-06-18\r\n"))
+        .unwrap_or_default();
+    format!(
+        "POST /mcp HTTP/1.1\r\nHost: {host}\r\nAccept: application/json, text/event-stream\r\nContent-Type: application/json\r\nConnection: close\r\n{session}{headers}Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
 }
 
 pub(crate) const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;

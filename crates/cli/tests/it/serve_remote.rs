@@ -17,7 +17,7 @@ use std::{
 
 use serde_json::Value;
 
-use crate::serve::{INITIALIZE, Served};
+use crate::serve::{INITIALIZE, Served, post_request};
 use crate::support::{
     HttpPeer, client_output, free_port, http_everything, modern_python, peer_script, peers, python,
     session_id_of,
@@ -417,15 +417,9 @@ fn serve_url_on_a_socket_carries_the_get_stream_and_resumes_it_with_the_last_eve
     );
 }
 
-/// A POST of `body` to `/mcp`, in session `session` when given.
+/// A POST of `body` to `/mcp` on the socket, in session `session` when given.
 fn post(session: Option<&str>, body: &str) -> String {
-    let session = session
-        .map(|id| format!("Mcp-Session-Id: {id}\r\nMCP-Protocol-Version: 2025-06-18\r\n"))
-        .unwrap_or_default();
-    format!(
-        "POST /mcp HTTP/1.1\r\nHost: localhost\r\nAccept: application/json, text/event-stream\r\nContent-Type: application/json\r\nConnection: close\r\n{session}Content-Length: {}\r\n\r\n{body}",
-        body.len()
-    )
+    post_request("localhost", session, "", body)
 }
 
 /// One request on a fresh connection to the socket; the whole response.
