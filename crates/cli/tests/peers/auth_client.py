@@ -3,7 +3,8 @@
 Usage: python auth_client.py URL   (the suite appends the URL of the server it started)
 
 The client (the Python SDK 2.x, in the era the suite names in MCP_CONFORMANCE_PROTOCOL_VERSION) speaks
-stdio to `calltape bridge --url URL` (the binary named by $CALLTAPE_BIN), which signs in to the suite's
+stdio to `calltape bridge --url URL` (the binary named by $CALLTAPE_BIN; `calltape shared --url URL` with
+AUTH_CLIENT_VIA_SHARED set, mcp-remote with AUTH_CLIENT_VIA_MCP_REMOTE), which signs in to the suite's
 server with OAuth: $BROWSER is the test's opener, which follows the sign-in URL to calltape's loopback
 redirect. The pre-registered client of MCP_CONFORMANCE_CONTEXT (and its secret, through
 CALLTAPE_OAUTH_CLIENT_SECRET) is given to calltape's flags, with the client credentials grant for the
@@ -27,8 +28,10 @@ CLIENT_METADATA_URL = "https://conformance-test.local/client-metadata.json"
 async def main(url: str) -> None:
     version = os.environ.get("MCP_CONFORMANCE_PROTOCOL_VERSION", "2025-11-25")
     context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
+    # `calltape shared --url`: the key's shared server signs in (it ends 2 s after the session).
+    front = ["shared", "--key", "conformance", "--idle-exit", "2s"] if os.environ.get("AUTH_CLIENT_VIA_SHARED") else ["bridge"]
     args = [
-        "bridge",
+        *front,
         "--url",
         url,
         "--protocol",
