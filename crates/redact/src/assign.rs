@@ -10,8 +10,8 @@ use crate::context::private_key;
 use crate::redactor::Inner;
 use crate::span::Span;
 use crate::text::{
-    Memory, NAME, OPEN_BLOCK, OPEN_PAIR, Open, VALUE_END, WORD, has, is_blank, push_text,
-    quoted_value, run, run_value, skip_blanks,
+    Memory, NAME, OPEN_BLOCK, OPEN_PAIR, Open, VALUE_END, WORD, has, is_blank, provider_tokens,
+    push_text, quoted_value, run, run_value, skip_blanks,
 };
 use crate::{REDACTED, step};
 
@@ -698,7 +698,9 @@ fn authorization(
 }
 
 /// The values of every cookie in a `Cookie` or `Set-Cookie` header that
-/// starts at `v`; names and attributes stay. Returns where the scan goes on.
+/// starts at `v`; names and attributes stay, and a provider's token among
+/// what is no cookie pair (`cookie=-64 glpat-…`) is redacted too. Returns
+/// where the scan goes on.
 fn cookies(b: &[u8], v: usize, holder: Option<(u8, bool)>, out: &mut Vec<Span>) -> usize {
     let end = header_end(b, v, holder);
     let mut i = v;
@@ -734,13 +736,19 @@ fn cookies(b: &[u8], v: usize, holder: Option<(u8, bool)>, out: &mut Vec<Span>) 
                 push_text(b, vs, ve, out);
             }
             i = ve;
+        } else {
+            // No cookie pair: its bytes are no cookie's value, but a token
+            // among them is still one.
+            provider_tokens(b, name_start, i, out);
         }
-        // On to the next pair.
+        // On to the next pair, over what is no cookie (a token there is
+        // still one).
         let from = i;
         while i < end && !matches!(b[i], b';' | b',') {
             i += 1;
         }
         step!(i - from + 1);
+        provider_tokens(b, from, i, out);
         i += 1;
     }
     end

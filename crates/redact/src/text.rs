@@ -539,6 +539,28 @@ pub(crate) fn scan_text_open(inner: &Inner, text: &str, out: &mut Vec<Span>) -> 
     memory.open
 }
 
+/// Tokens known by their form (the provider table) in `b[from..to]`, found
+/// at their anchors as the scan finds them: for bytes a rule passed over
+/// without reading them as text (what a cookie header holds that is no
+/// cookie pair), so that no such token is left in them.
+pub(crate) fn provider_tokens(b: &[u8], from: usize, to: usize, out: &mut Vec<Span>) {
+    let mut i = from;
+    let mut floor = from;
+    while i + 1 < to {
+        if stop_kind(b[i], b[i + 1]) & PROVIDER_STOP != 0
+            && let Some((start, end)) = provider::token(b, i, floor)
+            && end <= to
+        {
+            push_text(b, start, end, out);
+            i = end;
+            floor = end;
+            continue;
+        }
+        i += 1;
+    }
+    step!(to.saturating_sub(from) + 1);
+}
+
 /// Rules that fire where the scan stopped at `b[i]`: JWTs and
 /// `Bearer`/`Basic` credentials where a word starts there, then, at a
 /// provider's anchor, tokens known by their form (the provider table, whose

@@ -356,6 +356,22 @@ pub(crate) const ROWS: &[(&str, &str, &str)] = &[
         "set-cookie: sid=abc; Path=/",
         "set-cookie: sid=[REDACTED]; Path=/",
     ),
+    // What follows a cookie name but is no cookie pair is read as text: a token there is found.
+    (
+        "text",
+        "cookie=-64 glpat-Zq8xW3vT9kL2mN7pHx4L ok",
+        "cookie=-64 [REDACTED] ok",
+    ),
+    (
+        "text",
+        "Cookie: a=1 glpat-Zq8xW3vT9kL2mN7pHx4L; b=2",
+        "Cookie: a=[REDACTED] [REDACTED]; b=[REDACTED]",
+    ),
+    (
+        "text",
+        "set-cookie: a=1; Expires=Thu, 01 Jan 2026 00:00:00 GMT, sid=abc",
+        "set-cookie: a=[REDACTED]; Expires=Thu, 01 Jan 2026 00:00:00 GMT, sid=[REDACTED]",
+    ),
     ("text", "password: \"unterminated", "password: \"[REDACTED]"),
     (
         "text",
