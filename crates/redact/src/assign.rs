@@ -419,14 +419,26 @@ pub(crate) fn assignment(
         push_text(b, cs, ce, out);
         return Some(after.max(ce));
     }
+    // A cookie header reads what follows a redacted start as cookies, on
+    // the first pass as on the next (idempotence).
+    let cookie = ends_with_ci(&b[name.start..name.end], b"cookie");
     if b[v..].starts_with(b"-----BEGIN ")
         && let Some(end) = private_key(b, v, &mut memory.open, out)
     {
+        if cookie {
+            return Some(cookies(b, v, end, holder(b, &name, floor), out).max(end));
+        }
         return Some(end);
     }
     if b[v..].starts_with(REDACTED.as_bytes()) {
         // Redacted before: the scan went on right after the span then.
-        return Some(v + REDACTED.len());
+        // A cookie header's placeholder stands where a cookie's name did:
+        // the header is read as it was then.
+        let end = v + REDACTED.len();
+        if cookie {
+            return Some(cookies(b, v, v, holder(b, &name, floor), out).max(end));
+        }
+        return Some(end);
     }
     if b[v] == b'{' || b[v] == b'[' {
         // A nested structure: its own names decide.
@@ -565,6 +577,15 @@ fn named_pair(
     Some(end)
 }
 
+/// The quote that holds an unquoted name and its value (`"cookie: a=b"`),
+/// and whether that quote is escaped: the header's value ends there.
+fn holder(b: &[u8], name: &Name, floor: usize) -> Option<(u8, bool)> {
+    (!name.quoted && name.start > 0)
+        .then(|| b[name.start - 1])
+        .filter(|q| matches!(q, b'"' | b'\''))
+        .map(|q| (q, escaped_at(b, name.start - 1, floor)))
+}
+
 /// The value of an assignment to a credential name `name`, starting at `v`: an `Authorization` or
 /// cookie header's, a value after a scheme word (`token: Bearer abc` keeps `Bearer`), a YAML block,
 /// or a plain value up to its end; `None` where what follows is no value (prose, a type word).
@@ -581,15 +602,12 @@ fn value_after_name(
     out: &mut Vec<Span>,
 ) -> Option<usize> {
     let header = &b[name.start..name.end];
-    let holder = (!name.quoted && name.start > 0)
-        .then(|| b[name.start - 1])
-        .filter(|q| matches!(q, b'"' | b'\''))
-        .map(|q| (q, escaped_at(b, name.start - 1, floor)));
+    let holder = holder(b, name, floor);
     if ends_with_ci(header, b"authorization") {
         return authorization(b, v, holder, out);
     }
     if ends_with_ci(header, b"cookie") {
-        return Some(cookies(b, v, holder, out));
+        return Some(cookies(b, v, v, holder, out));
     }
     // `token: Bearer abc` keeps its scheme word.
     let word_end = run(b, v, WORD);
@@ -699,18 +717,28 @@ fn authorization(
 
 /// The values of every cookie in a `Cookie` or `Set-Cookie` header that
 /// starts at `v`; names and attributes stay, and a provider's token among
-/// what is no cookie pair (`cookie=-64 glpat-…`) is redacted too. Returns
-/// where the scan goes on.
-fn cookies(b: &[u8], v: usize, holder: Option<(u8, bool)>, out: &mut Vec<Span>) -> usize {
-    let end = header_end(b, v, holder);
-    let mut i = v;
+/// what is no cookie pair (`cookie=-64 glpat-…`) is redacted too. The scan
+/// starts at `resume`: past a private key that starts the header, which
+/// stands where the first cookie's name does, as its placeholder will when
+/// the text is redacted again. Returns where the scan goes on.
+fn cookies(
+    b: &[u8],
+    v: usize,
+    resume: usize,
+    holder: Option<(u8, bool)>,
+    out: &mut Vec<Span>,
+) -> usize {
+    let end = header_end(b, resume, holder);
+    let mut i = resume;
+    let mut name_start = v;
     while i < end {
-        i = skip_blanks(b, i);
-        let name_start = i;
+        let read_from = i;
         while i < end && !matches!(b[i], b'=' | b';' | b',') && !is_blank(b[i]) {
             i += 1;
         }
-        step!(i - name_start + 1);
+        step!(i - read_from + 1);
+        // A token is one wherever it stands, a cookie's name included.
+        provider_tokens(b, read_from, i, out);
         if i < end && b[i] == b'=' && i > name_start {
             let name = &b[name_start..i];
             let vs = i + 1;
@@ -736,10 +764,6 @@ fn cookies(b: &[u8], v: usize, holder: Option<(u8, bool)>, out: &mut Vec<Span>) 
                 push_text(b, vs, ve, out);
             }
             i = ve;
-        } else {
-            // No cookie pair: its bytes are no cookie's value, but a token
-            // among them is still one.
-            provider_tokens(b, name_start, i, out);
         }
         // On to the next pair, over what is no cookie (a token there is
         // still one).
@@ -749,7 +773,8 @@ fn cookies(b: &[u8], v: usize, holder: Option<(u8, bool)>, out: &mut Vec<Span>) 
         }
         step!(i - from + 1);
         provider_tokens(b, from, i, out);
-        i += 1;
+        i = skip_blanks(b, i + 1);
+        name_start = i;
     }
     end
 }

@@ -372,6 +372,23 @@ pub(crate) const ROWS: &[(&str, &str, &str)] = &[
         "set-cookie: a=1; Expires=Thu, 01 Jan 2026 00:00:00 GMT, sid=abc",
         "set-cookie: a=[REDACTED]; Expires=Thu, 01 Jan 2026 00:00:00 GMT, sid=[REDACTED]",
     ),
+    // A token that stands as a cookie's name goes; the header after it is
+    // read as it was, when it is read again (idempotence).
+    (
+        "text",
+        "Cookie: glpat-Zq8xW3vT9kL2mN7pHx4L=1; b=2",
+        "Cookie: [REDACTED]=[REDACTED]; b=[REDACTED]",
+    ),
+    (
+        "text",
+        "cookie:sk_test_eAyAccountKo x.=r{y token:z",
+        "cookie:[REDACTED] x.=r{y token:z",
+    ),
+    (
+        "text",
+        "Set-Cookie: -----BEGIN RSA PRIVATE KEY-----abc-----END RSA PRIVATE KEY-----=} ; b=2",
+        "Set-Cookie: [REDACTED]=[REDACTED] ; b=[REDACTED]",
+    ),
     ("text", "password: \"unterminated", "password: \"[REDACTED]"),
     (
         "text",
