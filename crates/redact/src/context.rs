@@ -64,7 +64,7 @@ pub(crate) fn context_rule(
             if b[i..].starts_with(b"-----BEGIN ") {
                 private_key(b, i, &mut memory.open, out)
             } else {
-                flag(inner, b, i, memory, out)
+                return flag(inner, b, i, memory, out);
             }
         }
         (b'-', Some(b'p')) if word_start && on_mysql_line(b, i, memory, out) => {
@@ -87,26 +87,48 @@ pub(crate) fn context_rule(
 
 /// `--password hunter2`, `--api-key "…"`: a flag that names a credential,
 /// then its value as the next argument (`--password=…` is an assignment).
-fn flag(
-    inner: &Inner,
-    b: &[u8],
-    i: usize,
-    memory: &mut Memory,
-    out: &mut Vec<Span>,
-) -> Option<usize> {
+fn flag(inner: &Inner, b: &[u8], i: usize, memory: &mut Memory, out: &mut Vec<Span>) -> Found {
     let ns = i + 2;
     let ne = run(b, ns, NAME);
     if ne == ns || !b.get(ne).is_some_and(|&c| is_blank(c)) {
-        return None;
+        return Found::Nothing;
     }
     if !inner.is_redacted_bytes(&b[ns..ne]) {
-        return None;
+        return Found::Nothing;
     }
     let v = skip_blanks(b, ne);
     if v >= b.len() || b[v] == b'-' {
+        return Found::Nothing;
+    }
+    if let Some(end) = usage_placeholder(b, v) {
+        // `--key <KEY>` in a usage line names the value, it is none.
+        return Found::Skip(end);
+    }
+    match value_at(b, v, memory, out) {
+        Some(to) => Found::Span(to),
+        None => Found::Nothing,
+    }
+}
+
+/// Where a usage line's placeholder for a value at `v` ends (`<KEY>`,
+/// `<FILE>`, `<client-id>`: a name in angle brackets, then a blank, a
+/// line's end, `...`, `]` or `|`); `None` when `v` holds no placeholder.
+fn usage_placeholder(b: &[u8], v: usize) -> Option<usize> {
+    if b[v] != b'<' {
         return None;
     }
-    value_at(b, v, memory, out)
+    let ns = v + 1;
+    let ne = run(b, ns, NAME);
+    step!(ne - ns + 1);
+    if ne == ns || b.get(ne) != Some(&b'>') {
+        return None;
+    }
+    let end = ne + 1;
+    match b.get(end) {
+        None | Some(b' ' | b'\t' | b'\n' | b'\r' | b']' | b'|') => Some(end),
+        Some(b'.') if b[end..].starts_with(b"...") => Some(end),
+        Some(_) => None,
+    }
 }
 
 /// `<apiToken>…</apiToken>`, fired at the `>` of the opening tag: the

@@ -143,6 +143,33 @@ fn a_shared_server_of_a_remote_takes_headers_only_from_a_file() {
 }
 
 #[test]
+fn a_usage_error_shows_the_placeholders_and_still_hides_a_secret_typed_in_it() {
+    let output = calltape()
+        .arg("shared")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("--key <KEY>") && !stderr.contains("[REDACTED]"),
+        "{stderr}"
+    );
+
+    let output = calltape()
+        .args(["bridge", "--buffer", "token=hunter2x", "--", "true"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("--buffer <N>") && !stderr.contains("hunter2x"),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn every_invalid_key_is_rejected_before_any_file_is_touched() {
     let home = home();
     let long = "k".repeat(65);

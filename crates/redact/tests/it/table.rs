@@ -341,6 +341,20 @@ pub(crate) const ROWS: &[(&str, &str, &str)] = &[
         "--password=hunter2 --user bob",
         "--password=[REDACTED] --user bob",
     ),
+    // A usage line's placeholder names a value and is none; a value that
+    // only starts like one is still a value.
+    (
+        "text",
+        "Usage: calltape shared --key <KEY> <--url <URL>|CMD>",
+        "Usage: calltape shared --key <KEY> <--url <URL>|CMD>",
+    ),
+    (
+        "text",
+        "[--oauth-client-secret-file <FILE>] --password <PASSWORD>...",
+        "[--oauth-client-secret-file <FILE>] --password <PASSWORD>...",
+    ),
+    ("text", "--password <pw>hunter2", "--password [REDACTED]"),
+    ("text", "--password <PW>.x", "--password [REDACTED]"),
     (
         "text",
         "config.db.password=hunter2",
