@@ -444,7 +444,9 @@ pub(crate) fn assignment(
         // A nested structure: its own names decide.
         return None;
     }
-    if call_at(b, v, &mut memory.callee) {
+    // A cookie header holds cookies, not a call; and a placeholder in it
+    // must not make it look like one on the next pass.
+    if !cookie && call_at(b, v, &mut memory.callee) {
         return None;
     }
     value_after_name(b, sep, sep_len, v, &name, floor, memory, out)

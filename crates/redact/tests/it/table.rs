@@ -395,6 +395,11 @@ pub(crate) const ROWS: &[(&str, &str, &str)] = &[
     ),
     (
         "text",
+        "cookie=J:xoxp-ssxVu006eg]token:]",
+        "cookie=J:[REDACTED]]token:]",
+    ),
+    (
+        "text",
         "cookie:sk_test_eAyAccountKo x.=r{y token:z",
         "cookie:[REDACTED] x.=r{y token:z",
     ),
