@@ -10,8 +10,8 @@ use crate::context::private_key;
 use crate::redactor::Inner;
 use crate::span::Span;
 use crate::text::{
-    Memory, NAME, OPEN_BLOCK, OPEN_PAIR, Open, VALUE_END, WORD, has, is_blank, provider_tokens,
-    push_text, quoted_value, run, run_value, skip_blanks,
+    Memory, NAME, OPEN_BLOCK, OPEN_PAIR, Open, VALUE_END, WORD, has, is_blank, push_text,
+    quoted_value, run, run_value, scan_part, skip_blanks,
 };
 use crate::{REDACTED, step};
 
@@ -421,12 +421,12 @@ pub(crate) fn assignment(
     }
     // A cookie header reads what follows a redacted start as cookies, on
     // the first pass as on the next (idempotence).
-    let cookie = ends_with_ci(&b[name.start..name.end], b"cookie");
+    let cookie = memory.cookies && ends_with_ci(&b[name.start..name.end], b"cookie");
     if b[v..].starts_with(b"-----BEGIN ")
         && let Some(end) = private_key(b, v, &mut memory.open, out)
     {
         if cookie {
-            return Some(cookies(b, v, end, holder(b, &name, floor), out).max(end));
+            return Some(cookies(inner, b, v, end, holder(b, &name, floor), out).max(end));
         }
         return Some(end);
     }
@@ -436,7 +436,7 @@ pub(crate) fn assignment(
         // the header is read as it was then.
         let end = v + REDACTED.len();
         if cookie {
-            return Some(cookies(b, v, v, holder(b, &name, floor), out).max(end));
+            return Some(cookies(inner, b, v, v, holder(b, &name, floor), out).max(end));
         }
         return Some(end);
     }
@@ -449,7 +449,7 @@ pub(crate) fn assignment(
     if !cookie && call_at(b, v, &mut memory.callee) {
         return None;
     }
-    value_after_name(b, sep, sep_len, v, &name, floor, memory, out)
+    value_after_name(inner, b, sep, sep_len, v, &name, floor, memory, out)
 }
 
 /// An assignment whose name is no credential name but a short word: a
@@ -594,6 +594,7 @@ fn holder(b: &[u8], name: &Name, floor: usize) -> Option<(u8, bool)> {
 #[allow(clippy::too_many_arguments)]
 #[inline]
 fn value_after_name(
+    inner: &Inner,
     b: &[u8],
     sep: usize,
     sep_len: usize,
@@ -608,8 +609,8 @@ fn value_after_name(
     if ends_with_ci(header, b"authorization") {
         return authorization(b, v, holder, out);
     }
-    if ends_with_ci(header, b"cookie") {
-        return Some(cookies(b, v, v, holder, out));
+    if memory.cookies && ends_with_ci(header, b"cookie") {
+        return Some(cookies(inner, b, v, v, holder, out));
     }
     // `token: Bearer abc` keeps its scheme word.
     let word_end = run(b, v, WORD);
@@ -718,12 +719,15 @@ fn authorization(
 }
 
 /// The values of every cookie in a `Cookie` or `Set-Cookie` header that
-/// starts at `v`; names and attributes stay, and a provider's token among
-/// what is no cookie pair (`cookie=-64 glpat-…`) is redacted too. The scan
-/// starts at `resume`: past a private key that starts the header, which
-/// stands where the first cookie's name does, as its placeholder will when
-/// the text is redacted again. Returns where the scan goes on.
+/// starts at `v`; names and attributes stay. What is no cookie's value (the
+/// names, and what follows a pair up to the next `;` or `,`, as in
+/// `cookie=-64 glpat-…`) is read as text, so a credential there is found
+/// too. The scan starts at `resume`: past a private key that starts the
+/// header, which stands where the first cookie's name does, as its
+/// placeholder will when the text is redacted again. Returns where the scan
+/// goes on.
 fn cookies(
+    inner: &Inner,
     b: &[u8],
     v: usize,
     resume: usize,
@@ -739,8 +743,7 @@ fn cookies(
             i += 1;
         }
         step!(i - read_from + 1);
-        // A token is one wherever it stands, a cookie's name included.
-        provider_tokens(b, read_from, i, out);
+        scan_part(inner, b, read_from, i, out);
         if i < end && b[i] == b'=' && i > name_start {
             let name = &b[name_start..i];
             let vs = i + 1;
@@ -764,17 +767,19 @@ fn cookies(
                 .any(|a| name.eq_ignore_ascii_case(a))
             {
                 push_text(b, vs, ve, out);
+            } else {
+                // An attribute's value is no secret, but is text.
+                scan_part(inner, b, vs, ve, out);
             }
             i = ve;
         }
-        // On to the next pair, over what is no cookie (a token there is
-        // still one).
-        let from = i;
+        // On to the next pair, over what is no cookie.
+        let from = skip_blanks(b, i);
         while i < end && !matches!(b[i], b';' | b',') {
             i += 1;
         }
-        step!(i - from + 1);
-        provider_tokens(b, from, i, out);
+        step!(i - from.min(i) + 1);
+        scan_part(inner, b, from, i, out);
         i = skip_blanks(b, i + 1);
         name_start = i;
     }

@@ -287,6 +287,9 @@ pub(crate) fn quoted_value(
 
 /// What one scan of a text remembers as it goes.
 pub(crate) struct Memory {
+    /// Whether a cookie header's value is read as cookies (false inside a
+    /// part of one, see [`scan_part`]).
+    pub(crate) cookies: bool,
     pub(crate) quotes: QuoteMemo,
     /// Boxed: a short text, which has none, then costs no copy of it.
     pub(crate) names: Option<Box<NameCache>>,
@@ -423,9 +426,40 @@ pub(crate) fn scan_text(inner: &Inner, text: &str, out: &mut Vec<Span>) {
 /// the first one starts on, unless a span runs over that line start (see
 /// `writer::clean_cut`).
 pub(crate) fn scan_text_open(inner: &Inner, text: &str, out: &mut Vec<Span>) -> Open {
+    scan(inner, text, true, out)
+}
+
+/// What a cookie header holds that is no cookie's value, `b[from..to]` (a
+/// name, or what follows a pair up to the next `;` or `,`), read as text with
+/// every rule but the cookie rule: a token, a URL's password or an
+/// assignment there is found wherever it stands. The part holds no byte the
+/// cookie rule splits the header at, so what is redacted in it never moves
+/// where the next pass splits.
+pub(crate) fn scan_part(inner: &Inner, b: &[u8], from: usize, to: usize, out: &mut Vec<Span>) {
+    if from >= to {
+        return;
+    }
+    let Ok(part) = std::str::from_utf8(&b[from..to]) else {
+        // Cut inside a character: cannot happen, as parts end at ASCII
+        // bytes; the provider table still reads the bytes.
+        provider_tokens(b, from, to, out);
+        return;
+    };
+    let mark = out.len();
+    scan(inner, part, false, out);
+    for span in &mut out[mark..] {
+        span.start += from;
+        span.end += from;
+    }
+}
+
+/// The scan: with `cookies` false, a cookie header's value is read as any
+/// other credential's (the scan of a part of one, see [`scan_part`]).
+fn scan(inner: &Inner, text: &str, cookies: bool, out: &mut Vec<Span>) -> Open {
     let b = text.as_bytes();
     let n = b.len();
     let mut memory = Memory {
+        cookies,
         quotes: QuoteMemo::default(),
         // Only a long text repeats its names often enough to pay for a
         // cache; most texts are short strings of a JSON document.
@@ -543,7 +577,7 @@ pub(crate) fn scan_text_open(inner: &Inner, text: &str, out: &mut Vec<Span>) -> 
 /// at their anchors as the scan finds them: for bytes a rule passed over
 /// without reading them as text (what a cookie header holds that is no
 /// cookie pair), so that no such token is left in them.
-pub(crate) fn provider_tokens(b: &[u8], from: usize, to: usize, out: &mut Vec<Span>) {
+fn provider_tokens(b: &[u8], from: usize, to: usize, out: &mut Vec<Span>) {
     let mut i = from;
     let mut floor = from;
     while i + 1 < to {

@@ -396,12 +396,29 @@ pub(crate) const ROWS: &[(&str, &str, &str)] = &[
     (
         "text",
         "cookie=J:xoxp-ssxVu006eg]token:]",
-        "cookie=J:[REDACTED]]token:]",
+        "cookie=J:[REDACTED]]token:[REDACTED]",
     ),
     (
         "text",
         "cookie:sk_test_eAyAccountKo x.=r{y token:z",
-        "cookie:[REDACTED] x.=r{y token:z",
+        "cookie:[REDACTED] x.=r{y token:[REDACTED]",
+    ),
+    // What a cookie header holds that is no cookie's value is read as text:
+    // a URL's password, an assignment, a bearer token there is found.
+    (
+        "text",
+        "Cookie: a=1 postgres://app:Hx4Lm9Qw2Rt7Yp3K@db:5432/app; b=2",
+        "Cookie: a=[REDACTED] postgres://[REDACTED]@db:5432/app; b=[REDACTED]",
+    ),
+    (
+        "text",
+        "{\"cookie\":-64,\"note\":\"see postgres://app:Hx4Lm9Qw2Rt7Yp3K@db/app\"}",
+        "{\"cookie\":\"[REDACTED]\",\"note\":\"see postgres://[REDACTED]@db/app\"}",
+    ),
+    (
+        "text",
+        "set-cookie: sid=1; Path=/cb?access_token=abc123; HttpOnly, x password:hunter2",
+        "set-cookie: sid=[REDACTED]; Path=/cb?access_token=[REDACTED]; HttpOnly, x password:[REDACTED]",
     ),
     (
         "text",
