@@ -422,10 +422,15 @@ pub(crate) fn assignment(
     // A cookie header reads what follows a redacted start as cookies, on
     // the first pass as on the next (idempotence).
     let cookie = memory.cookies && ends_with_ci(&b[name.start..name.end], b"cookie");
+    let mark = out.len();
     if b[v..].starts_with(b"-----BEGIN ")
         && let Some(end) = private_key(b, v, &mut memory.open, out)
     {
         if cookie {
+            // The key is the first part of the header, which reads it as
+            // text (and finds it) from where it starts, as it reads its
+            // placeholder on the next pass.
+            out.truncate(mark);
             return Some(cookies(inner, b, v, end, holder(b, &name, floor), out).max(end));
         }
         return Some(end);
@@ -719,13 +724,20 @@ fn authorization(
 }
 
 /// The values of every cookie in a `Cookie` or `Set-Cookie` header that
-/// starts at `v`; names and attributes stay. What is no cookie's value (the
-/// names, and what follows a pair up to the next `;` or `,`, as in
-/// `cookie=-64 glpat-…`) is read as text, so a credential there is found
-/// too. The scan starts at `resume`: past a private key that starts the
-/// header, which stands where the first cookie's name does, as its
-/// placeholder will when the text is redacted again. Returns where the scan
-/// goes on.
+/// starts at `v`; names and attributes stay. The header splits at `;` and
+/// `,`; a part that is no cookie pair (`cookie=-64 glpat-…`, a JSON
+/// member's number and the members after it), the names, what follows a
+/// value, and attributes' values are read as text with every rule but this
+/// one, so a credential there is found too. The scan starts at `resume`:
+/// past a private key that starts the header, which stands where the first
+/// cookie's name does, as its placeholder will when the text is redacted
+/// again. Returns where the scan goes on.
+///
+/// Idempotence: what decides how the header is read never moves when the
+/// text is redacted again. Parts end at `;` or `,`, which no span in them
+/// holds. A name that holds the placeholder is no cookie's name: a span
+/// that ran over the end of a name (a quoted value, a key) leaves one, and
+/// so does a token that was a name, whose pair's value was redacted then.
 fn cookies(
     inner: &Inner,
     b: &[u8],
@@ -738,14 +750,31 @@ fn cookies(
     let mut i = resume;
     let mut name_start = v;
     while i < end {
-        let read_from = i;
+        let part_from = i;
         while i < end && !matches!(b[i], b'=' | b';' | b',') && !is_blank(b[i]) {
             i += 1;
         }
-        step!(i - read_from + 1);
-        scan_part(inner, b, read_from, i, out);
-        if i < end && b[i] == b'=' && i > name_start {
-            let name = &b[name_start..i];
+        step!(i - part_from + 1);
+        let name = &b[name_start..i];
+        let mut pair = i < end
+            && b[i] == b'='
+            && i > name_start
+            && part_from == name_start
+            && memchr::memmem::find(name, REDACTED.as_bytes()).is_none();
+        if pair {
+            // A name with a credential in it will hold the placeholder: the
+            // part is text then, as it will be on the next pass.
+            let mark = out.len();
+            scan_part(inner, b, name_start, i, out);
+            if out.len() > mark {
+                out.truncate(mark);
+                pair = false;
+            }
+        }
+        if pair {
+            let attribute = COOKIE_ATTRIBUTES
+                .iter()
+                .any(|a| name.eq_ignore_ascii_case(a));
             let vs = i + 1;
             let mut ve = vs;
             if b[vs..end].starts_with(REDACTED.as_bytes()) {
@@ -755,30 +784,34 @@ fn cookies(
                 while ve < end && b[ve] != b'"' {
                     ve += 1;
                 }
+                step!(ve - vs + 1);
+                if attribute {
+                    scan_part(inner, b, vs + 1, ve, out);
+                }
                 ve = (ve + 1).min(end);
             } else {
                 while ve < end && !matches!(b[ve], b';' | b',') && !is_blank(b[ve]) {
                     ve += 1;
                 }
+                step!(ve - vs + 1);
+                if attribute {
+                    scan_part(inner, b, vs, ve, out);
+                }
             }
-            step!(ve - vs + 1);
-            if !COOKIE_ATTRIBUTES
-                .iter()
-                .any(|a| name.eq_ignore_ascii_case(a))
-            {
+            if !attribute {
                 push_text(b, vs, ve, out);
-            } else {
-                // An attribute's value is no secret, but is text.
-                scan_part(inner, b, vs, ve, out);
             }
-            i = ve;
+            i = skip_blanks(b, ve).min(end);
+        } else {
+            // No pair: the part is text from where its name would start.
+            i = name_start;
         }
-        // On to the next pair, over what is no cookie.
-        let from = skip_blanks(b, i);
+        // On to the next part, over what is no cookie, read as text.
+        let from = i;
         while i < end && !matches!(b[i], b';' | b',') {
             i += 1;
         }
-        step!(i - from.min(i) + 1);
+        step!(i - from + 1);
         scan_part(inner, b, from, i, out);
         i = skip_blanks(b, i + 1);
         name_start = i;

@@ -391,7 +391,7 @@ pub(crate) const ROWS: &[(&str, &str, &str)] = &[
     (
         "text",
         "Cookie: glpat-Zq8xW3vT9kL2mN7pHx4L=1; b=2",
-        "Cookie: [REDACTED]=[REDACTED]; b=[REDACTED]",
+        "Cookie: [REDACTED]=1; b=[REDACTED]",
     ),
     (
         "text",
@@ -417,13 +417,18 @@ pub(crate) const ROWS: &[(&str, &str, &str)] = &[
     ),
     (
         "text",
+        "x cookie:37,\"Bearer Tk9Lm2Qx7Vb4Nw8Zr3Jc\"",
+        "x cookie:37,\"Bearer [REDACTED]\"",
+    ),
+    (
+        "text",
         "set-cookie: sid=1; Path=/cb?access_token=abc123; HttpOnly, x password:hunter2",
         "set-cookie: sid=[REDACTED]; Path=/cb?access_token=[REDACTED]; HttpOnly, x password:[REDACTED]",
     ),
     (
         "text",
         "Set-Cookie: -----BEGIN RSA PRIVATE KEY-----abc-----END RSA PRIVATE KEY-----=} ; b=2",
-        "Set-Cookie: [REDACTED]=[REDACTED] ; b=[REDACTED]",
+        "Set-Cookie: [REDACTED]=} ; b=[REDACTED]",
     ),
     ("text", "password: \"unterminated", "password: \"[REDACTED]"),
     (
