@@ -441,8 +441,8 @@ pub(crate) fn scan_part(inner: &Inner, b: &[u8], from: usize, to: usize, out: &m
     }
     let Ok(part) = std::str::from_utf8(&b[from..to]) else {
         // Cut inside a character: cannot happen, as parts end at ASCII
-        // bytes; the provider table still reads the bytes.
-        provider_tokens(b, from, to, out);
+        // bytes; were it to, the part would go whole.
+        push_text(b, from, to, out);
         return;
     };
     let mark = out.len();
@@ -571,28 +571,6 @@ fn scan(inner: &Inner, text: &str, cookies: bool, out: &mut Vec<Span>) -> Open {
         memory.open.cut = clean_cut(b, &memory.crossings, memory.open.at);
     }
     memory.open
-}
-
-/// Tokens known by their form (the provider table) in `b[from..to]`, found
-/// at their anchors as the scan finds them: for bytes a rule passed over
-/// without reading them as text (what a cookie header holds that is no
-/// cookie pair), so that no such token is left in them.
-fn provider_tokens(b: &[u8], from: usize, to: usize, out: &mut Vec<Span>) {
-    let mut i = from;
-    let mut floor = from;
-    while i + 1 < to {
-        if stop_kind(b[i], b[i + 1]) & PROVIDER_STOP != 0
-            && let Some((start, end)) = provider::token(b, i, floor)
-            && end <= to
-        {
-            push_text(b, start, end, out);
-            i = end;
-            floor = end;
-            continue;
-        }
-        i += 1;
-    }
-    step!(to.saturating_sub(from) + 1);
 }
 
 /// Rules that fire where the scan stopped at `b[i]`: JWTs and
