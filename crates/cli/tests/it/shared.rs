@@ -144,29 +144,24 @@ fn a_shared_server_of_a_remote_takes_headers_only_from_a_file() {
 
 #[test]
 fn a_usage_error_shows_the_placeholders_and_still_hides_a_secret_typed_in_it() {
-    let output = calltape()
-        .arg("shared")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stderr = usage_error(&["shared"]);
     assert!(
         stderr.contains("--key <KEY>") && !stderr.contains("[REDACTED]"),
         "{stderr}"
     );
 
-    let output = calltape()
-        .args(["bridge", "--buffer", "token=hunter2x", "--", "true"])
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stderr = usage_error(&["bridge", "--buffer", "token=hunter2x", "--", "true"]);
     assert!(
         stderr.contains("--buffer <N>") && !stderr.contains("hunter2x"),
         "{stderr}"
     );
+}
+
+/// What `calltape ARGS` prints on stderr, after checking it exits 2 (a usage error).
+fn usage_error(args: &[&str]) -> String {
+    let output = calltape().args(args).stdin(Stdio::null()).output().unwrap();
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
 #[test]
