@@ -222,3 +222,56 @@ fn help_shows_an_example() {
     assert!(text.contains("Examples:"), "{text}");
     assert!(text.contains("calltape redact server.log"), "{text}");
 }
+
+/// Cookie headers written by Python's own `http.cookies` (a date with a comma
+/// in `expires`, attributes in its order) and a JSON log line whose `cookie`
+/// member is a number: `calltape redact` leaves no cookie value and no
+/// password, keeps the attributes, and gives the same text when run again.
+#[test]
+fn cookie_headers_from_python_lose_their_values_and_what_follows_them_is_still_read() {
+    let script = r#"
+import json
+from http.cookies import SimpleCookie
+c = SimpleCookie()
+c["sid"] = "Zq8xW3vT9kL2mN7pHx4L"
+c["sid"]["path"] = "/"
+c["sid"]["expires"] = "Thu, 01 Jan 2026 00:00:00 GMT"
+c["sid"]["httponly"] = True
+c["sid"]["secure"] = True
+c["theme"] = "Q7fK2xV9mP4rT8wL3zN6"
+print(c.output())
+print(c.output(attrs=[], header="Cookie:", sep=";"))
+print(json.dumps({"cookie": -64, "note": "see postgres://app:Hx4Lm9Qw2Rt7Yp3K@db/app"}))
+"#;
+    let made = std::process::Command::new(crate::support::python())
+        .args(["-c", script])
+        .output()
+        .expect("run python");
+    assert!(made.status.success(), "{made:?}");
+    let input = String::from_utf8(made.stdout).expect("utf-8");
+    assert!(
+        input.contains("Set-Cookie: sid=Zq8xW3vT9kL2mN7pHx4L"),
+        "{input}"
+    );
+
+    let out = run_with_stdin(&[], input.as_bytes());
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8(out.stdout).expect("utf-8");
+    for secret in [
+        "Zq8xW3vT9kL2mN7pHx4L",
+        "Q7fK2xV9mP4rT8wL3zN6",
+        "Hx4Lm9Qw2Rt7Yp3K",
+    ] {
+        assert!(!text.contains(secret), "{secret} in {text}");
+    }
+    for kept in [
+        "expires=Thu, 01 Jan 2026 00:00:00 GMT",
+        "HttpOnly",
+        "Path=/",
+        "postgres://",
+    ] {
+        assert!(text.contains(kept), "{kept} lost in {text}");
+    }
+    let again = run_with_stdin(&[], text.as_bytes());
+    assert_eq!(String::from_utf8(again.stdout).expect("utf-8"), text);
+}
