@@ -32,17 +32,18 @@ pub enum ErrorKind {
     },
     /// The file belongs to another user, so this process may not make it owner-only.
     #[error(
-        "{}: owned by uid {owner}, not by this process's uid {euid}; refusing to write a file another user \
+        "{}: owned by {owner}, not by this process's {user}; refusing to write a file another user \
          controls, remove it or choose another path",
         path.display()
     )]
     NotOwner {
         /// The file that was refused.
         path: PathBuf,
-        /// Its owner.
-        owner: u32,
-        /// This process's effective user id.
-        euid: u32,
+        /// Its owner: `uid 1000` on Unix, `SID S-1-5-21-…` on Windows.
+        owner: String,
+        /// The user this process runs as, in the same form: its effective user id on Unix, its
+        /// token's user SID on Windows.
+        user: String,
     },
     /// The path is neither a regular file nor a named pipe.
     #[error("{}: is not a regular file; choose a path to a regular file", path.display())]
@@ -92,14 +93,24 @@ pub enum ErrorKind {
         path: PathBuf,
     },
     /// The file's mode could not be set (a read-only mount, for instance), so it is not written to.
-    #[error(
-        "{}: cannot set mode {mode:04o}: {source}; the file was left untouched",
-        path.display()
+    /// On Windows: its access list could not be made owner-only.
+    #[cfg_attr(
+        not(windows),
+        error("{}: cannot set mode {mode:04o}: {source}; the file was left untouched", path.display())
+    )]
+    #[cfg_attr(
+        windows,
+        error(
+            "{}: cannot make it owner-only (an access list for this user alone): {source}; the file was \
+             left untouched",
+            path.display()
+        )
     )]
     SetMode {
         /// The file that was refused.
         path: PathBuf,
-        /// The mode it should have had.
+        /// The mode it should have had (on Windows, the Unix mode the call stands for; the file gets
+        /// an owner-only access list whatever it is).
         mode: u32,
         /// Why it could not be set.
         #[source]
@@ -286,6 +297,7 @@ mod tests {
     use super::*;
 
     #[test]
+    #[cfg(unix)]
     fn messages_name_the_file_and_say_what_to_do() {
         let cases: Vec<(Error, &str)> = vec![
             (
@@ -306,6 +318,16 @@ mod tests {
                 "calls.jsonl:17:42: unknown field `anwser`",
             ),
             (
+                ErrorKind::NotOwner {
+                    path: "theirs.jsonl".into(),
+                    owner: "uid 65534".into(),
+                    user: "uid 1000".into(),
+                }
+                .into(),
+                "theirs.jsonl: owned by uid 65534, not by this process's uid 1000; refusing to write a file \
+                 another user controls, remove it or choose another path",
+            ),
+            (
                 Error::write(
                     Path::new("x.jsonl"),
                     io::Error::from_raw_os_error(libc::ENOSPC),
@@ -320,6 +342,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(unix)]
     fn truncated_tail_is_recognisable_and_errors_keep_their_os_error() {
         let tail: Error = ErrorKind::TruncatedTail {
             path: "c.jsonl".into(),

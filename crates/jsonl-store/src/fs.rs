@@ -5,16 +5,21 @@
 //! report becomes the way round. Every function here follows the crate's file rules:
 //!
 //! - the path is opened without following a symbolic link: a link at the path, even one pointing
-//!   nowhere, is [`ErrorKind::Symlink`], naming the path, and its target is left untouched;
+//!   nowhere, is [`ErrorKind::Symlink`], naming the path, and its target is left untouched (on
+//!   Windows, any reparse point at the path, a junction too);
 //! - a file is created owner-only (`0o600`), and an existing one is set to that mode through its
 //!   open descriptor before anything is written; a file another user owns is refused
 //!   ([`ErrorKind::NotOwner`]);
 //! - a folder is created `0o700`;
 //! - descriptors are close-on-exec, so no program the caller starts inherits one by accident.
 //!
+//! On Windows, owner-only is an access list rather than a mode: a file or folder is created with a
+//! protected access list that grants the user this process runs as full access and nobody else
+//! anything, an existing one is given that list through its open handle once its owner is checked,
+//! and handles are not inheritable.
+//!
 //! ```
 //! use std::io::Write;
-//! use std::os::unix::fs::MetadataExt;
 //!
 //! use calltape_jsonl_store::{ErrorKind, fs};
 //!
@@ -24,58 +29,52 @@
 //! fs::create_dir_all(&logs)?;
 //! let mut log = fs::append(logs.join("server.log"))?;
 //! writeln!(log, "started").unwrap();
-//! assert_eq!(logs.join("server.log").metadata().unwrap().mode() & 0o777, 0o600);
+//! assert!(fs::is_owner_only(logs.join("server.log"))?);
+//! #[cfg(unix)]
+//! {
+//!     use std::os::unix::fs::MetadataExt;
+//!     assert_eq!(logs.join("server.log").metadata().unwrap().mode() & 0o777, 0o600);
+//! }
 //!
 //! fs::write_atomic(dir.path().join("token"), b"abc")?;
 //! assert_eq!(fs::read(dir.path().join("token"))?, b"abc");
 //!
-//! std::os::unix::fs::symlink(dir.path().join("token"), dir.path().join("link")).unwrap();
-//! let err = fs::append(dir.path().join("link")).unwrap_err();
-//! assert!(matches!(err.kind(), ErrorKind::Symlink { .. }));
+//! #[cfg(unix)]
+//! {
+//!     std::os::unix::fs::symlink(dir.path().join("token"), dir.path().join("link")).unwrap();
+//!     let err = fs::append(dir.path().join("link")).unwrap_err();
+//!     assert!(matches!(err.kind(), ErrorKind::Symlink { .. }));
+//! }
 //! # Ok(())
 //! # }
 //! ```
 
 use std::ffi::OsStr;
-use std::fs::{DirBuilder, File, OpenOptions};
+use std::fs::File;
 use std::io::{Read, Write};
-use std::os::fd::OwnedFd;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Component, Path, PathBuf};
-
-use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 
 use crate::error::{Error, ErrorKind};
 use crate::options::DEFAULT_MODE;
 use crate::rewrite::replace;
-use crate::sink::{open_checked, open_error, own_with_mode};
+use crate::sys::{self, Access};
 
-/// The mode of a folder this module creates: the owner's only.
+/// The mode of a folder this module creates: the owner's only. On Windows every folder this module
+/// creates or makes private is owner-only through its access list, whatever this value.
 pub const DIR_MODE: u32 = 0o700;
 
 /// Creates a new owner-only file at `path` for writing; anything already at the path (a file, a
 /// link) is an error.
 pub fn create_new(path: impl AsRef<Path>) -> Result<File, Error> {
-    let path = path.as_ref();
-    let (file, _) = open_checked(
-        path,
-        OpenOptions::new().write(true).create_new(true),
-        DEFAULT_MODE,
-        false,
-    )?;
+    let (file, _) = sys::open_checked(path.as_ref(), Access::CreateNew, DEFAULT_MODE, false)?;
     Ok(file)
 }
 
-/// Opens the file at `path` for appending, creating it when missing, under the module's rules. A
-/// named pipe that a process reads is accepted too, as the writers accept one.
+/// Opens the file at `path` for appending, creating it when missing, under the module's rules. On
+/// Unix a named pipe that a process reads is accepted too, as the writers accept one; on Windows only
+/// a regular file is.
 pub fn append(path: impl AsRef<Path>) -> Result<File, Error> {
-    let path = path.as_ref();
-    let (file, _) = open_checked(
-        path,
-        OpenOptions::new().append(true).create(true),
-        DEFAULT_MODE,
-        true,
-    )?;
+    let (file, _) = sys::open_checked(path.as_ref(), Access::Append, DEFAULT_MODE, true)?;
     Ok(file)
 }
 
@@ -83,12 +82,7 @@ pub fn append(path: impl AsRef<Path>) -> Result<File, Error> {
 /// is emptied only once it passed the module's checks: a file another user owns keeps its content.
 pub fn truncate(path: impl AsRef<Path>) -> Result<File, Error> {
     let path = path.as_ref();
-    let (file, _) = open_checked(
-        path,
-        OpenOptions::new().write(true).create(true),
-        DEFAULT_MODE,
-        false,
-    )?;
+    let (file, _) = sys::open_checked(path, Access::Write, DEFAULT_MODE, false)?;
     file.set_len(0).map_err(|e| Error::write(path, e))?;
     Ok(file)
 }
@@ -112,12 +106,7 @@ pub fn write_atomic(path: impl AsRef<Path>, data: impl AsRef<[u8]>) -> Result<()
 /// Reads the regular file at `path` whole, without following a symbolic link at the path.
 pub fn read(path: impl AsRef<Path>) -> Result<Vec<u8>, Error> {
     let path = path.as_ref();
-    let mut file = OpenOptions::new()
-        .read(true)
-        // Non-blocking for the open: a named pipe at the path is refused below, not waited on.
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|e| open_error(path, e))?;
+    let mut file = sys::open_read(path)?;
     let meta = file.metadata().map_err(|e| Error::read(path, e))?;
     if !meta.file_type().is_file() {
         return Err(ErrorKind::NotAFile {
@@ -131,6 +120,14 @@ pub fn read(path: impl AsRef<Path>) -> Result<Vec<u8>, Error> {
     Ok(data)
 }
 
+/// Whether the file or folder at `path` is owner-only: owned by this process's user and closed to
+/// everyone else (on Unix, no permission bit for the group or others; on Windows, a protected access
+/// list with one entry, granting that user full access). A symbolic link at the path is not
+/// followed, and is not owner-only.
+pub fn is_owner_only(path: impl AsRef<Path>) -> Result<bool, Error> {
+    sys::is_owner_only(path.as_ref())
+}
+
 /// Reads the regular file at `rel` inside the folder `dir`, whole, when it holds at most `max` bytes.
 ///
 /// For a file that someone else's tree names (an artifact a recording points at): every name of
@@ -138,8 +135,10 @@ pub fn read(path: impl AsRef<Path>) -> Result<Vec<u8>, Error> {
 /// under `dir`, to a file outside it, a folder or a device, is [`ErrorKind::Symlink`], naming the
 /// path, and is never read through. What is not a regular file (a folder, a named pipe, a device) is
 /// [`ErrorKind::NotAFile`], a file of more than `max` bytes [`ErrorKind::TooLarge`], and a `rel`
-/// that is not a relative path of plain names (`..`, `.`, an absolute path)
-/// [`ErrorKind::OutsideFolder`]. The folder `dir` itself is opened as given, links and all.
+/// that is not a relative path of plain names (`..`, `.`, an absolute path, a Windows drive or
+/// prefix) [`ErrorKind::OutsideFolder`]. The folder `dir` itself is opened as given, links and all.
+/// On Windows a junction counts as a link, and every folder of the walk is held open, so that none
+/// can be renamed or replaced until the file is open.
 ///
 /// ```
 /// use calltape_jsonl_store::{ErrorKind, fs};
@@ -149,11 +148,16 @@ pub fn read(path: impl AsRef<Path>) -> Result<Vec<u8>, Error> {
 /// std::fs::write(dir.path().join("audio/a.wav"), b"RIFF").unwrap();
 /// assert_eq!(fs::read_within(dir.path(), "audio/a.wav", 1024).unwrap(), b"RIFF");
 ///
-/// std::os::unix::fs::symlink("/dev/zero", dir.path().join("audio/zero.wav")).unwrap();
-/// let err = fs::read_within(dir.path(), "audio/zero.wav", 1024).unwrap_err();
-/// assert!(matches!(err.kind(), ErrorKind::Symlink { .. }));
+/// #[cfg(unix)]
+/// {
+///     std::os::unix::fs::symlink("/dev/zero", dir.path().join("audio/zero.wav")).unwrap();
+///     let err = fs::read_within(dir.path(), "audio/zero.wav", 1024).unwrap_err();
+///     assert!(matches!(err.kind(), ErrorKind::Symlink { .. }));
+/// }
 /// let err = fs::read_within(dir.path(), "audio/a.wav", 3).unwrap_err();
 /// assert!(matches!(err.kind(), ErrorKind::TooLarge { .. }));
+/// let err = fs::read_within(dir.path(), "../audio/a.wav", 1024).unwrap_err();
+/// assert!(matches!(err.kind(), ErrorKind::OutsideFolder { .. }));
 /// ```
 pub fn read_within(
     dir: impl AsRef<Path>,
@@ -168,7 +172,7 @@ pub fn read_within(
         }
         .into()
     };
-    let mut names = Vec::new();
+    let mut names: Vec<&OsStr> = Vec::new();
     for component in rel.components() {
         match component {
             Component::Normal(name) => names.push(name),
@@ -178,25 +182,7 @@ pub fn read_within(
     let Some((last, folders)) = names.split_last() else {
         return Err(outside());
     };
-    let mut at = rustix::fs::open(
-        dir,
-        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-    .map_err(|e| Error::open(dir, e.into()))?;
-    let mut path = dir.to_path_buf();
-    for name in folders {
-        path.push(name);
-        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-        at = rustix::fs::openat(&at, *name, flags, Mode::empty())
-            .map_err(|e| opened_below(&at, name, &path, e))?;
-    }
-    path.push(last);
-    // Non-blocking for the open: a named pipe is refused below, not waited on.
-    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
-    let fd = rustix::fs::openat(&at, *last, flags, Mode::empty())
-        .map_err(|e| opened_below(&at, last, &path, e))?;
-    let file = File::from(fd);
+    let (file, path) = sys::open_within(dir, folders, last)?;
     let meta = file.metadata().map_err(|e| Error::read(&path, e))?;
     if !meta.file_type().is_file() {
         return Err(ErrorKind::NotAFile { path }.into());
@@ -216,27 +202,10 @@ pub fn read_within(
     Ok(data)
 }
 
-/// The error of opening `name` below the folder `at` (`path` for the message): a symbolic link
-/// there is [`ErrorKind::Symlink`], something that is not a folder where one was wanted
-/// [`ErrorKind::NotAFolder`].
-fn opened_below(at: &OwnedFd, name: &OsStr, path: &Path, e: rustix::io::Errno) -> Error {
-    let found = rustix::fs::statat(at, name, AtFlags::SYMLINK_NOFOLLOW)
-        .map(|stat| FileType::from_raw_mode(stat.st_mode));
-    match found {
-        Ok(FileType::Symlink) => ErrorKind::Symlink {
-            path: path.to_owned(),
-        }
-        .into(),
-        Ok(_) if e == rustix::io::Errno::NOTDIR => ErrorKind::NotAFolder {
-            path: path.to_owned(),
-        }
-        .into(),
-        _ => Error::open(path, e.into()),
-    }
-}
-
-/// Creates the folder at `path` and any missing folder above it, each `0o700`. An existing folder is
-/// kept as it is; a symbolic link at `path` is refused, and so is anything there that is not a folder.
+/// Creates the folder at `path` and any missing folder above it, each `0o700` (on Windows, each with
+/// an owner-only access list from its creation). An existing folder is kept as it is; a symbolic link
+/// (on Windows, any reparse point, a junction too) at `path` is refused, and so is anything there that
+/// is not a folder.
 pub fn create_dir_all(path: impl AsRef<Path>) -> Result<(), Error> {
     let path = path.as_ref();
     if path.as_os_str().is_empty() {
@@ -245,11 +214,7 @@ pub fn create_dir_all(path: impl AsRef<Path>) -> Result<(), Error> {
     match path.symlink_metadata() {
         Ok(_) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            DirBuilder::new()
-                .recursive(true)
-                .mode(DIR_MODE)
-                .create(path)
-                .map_err(|e| Error::create_dir(path, e))?;
+            sys::make_dirs(path).map_err(|e| Error::create_dir(path, e))?;
         }
         Err(e) => return Err(Error::create_dir(path, e)),
     }
@@ -257,7 +222,7 @@ pub fn create_dir_all(path: impl AsRef<Path>) -> Result<(), Error> {
     let meta = path
         .symlink_metadata()
         .map_err(|e| Error::create_dir(path, e))?;
-    if meta.file_type().is_symlink() {
+    if sys::is_link(&meta) {
         return Err(ErrorKind::Symlink {
             path: path.to_owned(),
         }
@@ -273,27 +238,21 @@ pub fn create_dir_all(path: impl AsRef<Path>) -> Result<(), Error> {
 }
 
 /// Creates the folder at `path` as [`create_dir_all`] does, and makes the folder itself owner-only
-/// (`0o700`) when it exists already: for a folder that belongs to the caller's program alone, such as
-/// the sidecar folder of a recording. A folder another user owns is refused.
+/// (`0o700`; on Windows, an owner-only access list) when it exists already: for a folder that belongs
+/// to the caller's program alone, such as the sidecar folder of a recording. A folder another user
+/// owns is refused.
 pub fn private_dir(path: impl AsRef<Path>) -> Result<(), Error> {
     let path = path.as_ref();
     create_dir_all(path)?;
-    // The mode is set through a descriptor opened without following a link, so the folder checked is
-    // the folder changed.
-    let dir = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_DIRECTORY)
-        .open(path)
-        .map_err(|e| open_error(path, e))?;
-    let meta = dir.metadata().map_err(|e| Error::open(path, e))?;
-    own_with_mode(&dir, &meta, path, DIR_MODE)
+    sys::make_private(path)
 }
 
-/// An exclusive lock on a file (`flock`), held until dropped or until the process that holds it
-/// dies: the kernel releases it then, so no crashed process keeps it.
+/// An exclusive lock on a file (`flock` on Unix, `LockFileEx` on Windows), held until dropped or
+/// until the process that holds it dies: the system releases it then, so no crashed process keeps
+/// it.
 ///
-/// The lock file is opened under the module's rules (no link followed, created `0o600`, another user's
-/// file refused) and never emptied. Dropping the lock unlocks the file before closing it, so a
+/// The lock file is opened under the module's rules (no link followed, created owner-only, another
+/// user's file refused) and never emptied. Dropping the lock unlocks the file before closing it, so a
 /// process another thread forks at that instant cannot keep it held.
 ///
 /// ```
@@ -318,34 +277,23 @@ pub struct FileLock {
 impl FileLock {
     /// Takes the lock at `path` (creating the file) if nobody holds it; `Ok(None)` if somebody does.
     pub fn try_acquire(path: impl AsRef<Path>) -> Result<Option<Self>, Error> {
-        Self::lock(
-            path.as_ref(),
-            rustix::fs::FlockOperation::NonBlockingLockExclusive,
-        )
+        Self::lock(path.as_ref(), false)
     }
 
     /// Takes the lock at `path` (creating the file), waiting for as long as another holds it. This
     /// blocks the thread: from async code, call it on a blocking thread.
     pub fn acquire(path: impl AsRef<Path>) -> Result<Self, Error> {
         let path = path.as_ref();
-        Self::lock(path, rustix::fs::FlockOperation::LockExclusive)?
+        Self::lock(path, true)?
             .ok_or_else(|| Error::open(path, std::io::ErrorKind::WouldBlock.into()))
     }
 
-    fn lock(path: &Path, how: rustix::fs::FlockOperation) -> Result<Option<Self>, Error> {
-        let (file, _) = open_checked(
-            path,
-            OpenOptions::new().read(true).write(true).create(true),
-            DEFAULT_MODE,
-            false,
-        )?;
-        loop {
-            match rustix::fs::flock(&file, how) {
-                Ok(()) => return Ok(Some(Self { file: Some(file) })),
-                Err(rustix::io::Errno::WOULDBLOCK) => return Ok(None),
-                Err(rustix::io::Errno::INTR) => continue,
-                Err(e) => return Err(Error::open(path, e.into())),
-            }
+    fn lock(path: &Path, wait: bool) -> Result<Option<Self>, Error> {
+        let (file, _) = sys::open_checked(path, Access::ReadWrite, DEFAULT_MODE, false)?;
+        match sys::lock(&file, wait) {
+            Ok(true) => Ok(Some(Self { file: Some(file) })),
+            Ok(false) => Ok(None),
+            Err(e) => Err(Error::open(path, e)),
         }
     }
 }
@@ -353,7 +301,7 @@ impl FileLock {
 impl FileLock {
     /// The open file that holds the lock, without unlocking it: the lock stays held while the file
     /// is open, in this process or in a child that inherits it (as its standard input, say), and
-    /// whoever holds the file unlocks it or lets the kernel do so when the last copy closes.
+    /// whoever holds the file unlocks it or lets the system do so when the last copy closes.
     pub fn into_file(mut self) -> File {
         self.file
             .take()
@@ -364,12 +312,12 @@ impl FileLock {
 impl Drop for FileLock {
     fn drop(&mut self) {
         if let Some(file) = &self.file {
-            let _ = rustix::fs::flock(file, rustix::fs::FlockOperation::Unlock);
+            sys::unlock(file);
         }
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, unix))]
 mod tests {
     use super::*;
     use std::fs::Permissions;

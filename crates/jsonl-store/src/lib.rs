@@ -13,7 +13,10 @@
 //!   with [`Options::mode`] (`0o600`), and an existing file is set to that mode before its first line.
 //!   A file owned by another user than this process's effective user, or whose mode cannot be set (a
 //!   read-only mount), is never written to. The refusal is in the report. When a crash left half a
-//!   line at the end, the writer ends it before writing, so its own first line stays whole.
+//!   line at the end, the writer ends it before writing, so its own first line stays whole. On
+//!   Windows the same rules hold with an access list for a mode: every file is owner-only (a
+//!   protected access list granting this process's user alone), whatever [`Options::mode`] says, and
+//!   any reparse point at the path (a symbolic link, a junction) is refused.
 //! - `max_bytes` counts the file's size on disk, read before each write, so lines appended by other
 //!   processes count too. Lines go to the file whole, in `write` calls on an append-mode descriptor,
 //!   so writers in several processes never interleave inside a line.
@@ -55,7 +58,9 @@
 //! # Ok(())
 //! # }
 //! ```
-#![forbid(unsafe_code)]
+// The only unsafe code is the Windows system calls of `sys/windows.rs`, which allows it for itself.
+#![cfg_attr(not(windows), forbid(unsafe_code))]
+#![cfg_attr(windows, deny(unsafe_code))]
 #![deny(missing_docs)]
 
 mod engine;
@@ -66,6 +71,7 @@ mod reader;
 mod rewrite;
 mod sink;
 mod sync_writer;
+mod sys;
 mod writer;
 
 pub use engine::{Dropped, WriterReport};

@@ -3,7 +3,8 @@
 /// The default cap on a file's size, and on the bytes waiting in a writer's queue: 10 MiB.
 pub const DEFAULT_MAX_BYTES: u64 = 10 * 1024 * 1024;
 
-/// The default mode of a written file: readable and writable by its owner only.
+/// The default mode of a written file: readable and writable by its owner only. On Windows every
+/// written file is owner-only through its access list, whatever the mode.
 pub const DEFAULT_MODE: u32 = 0o600;
 
 /// When a writer asks the OS to put written lines on stable storage (`fsync`).
@@ -42,11 +43,12 @@ pub struct Options {
     /// most bytes of lines an asynchronous writer keeps waiting in memory. Default 10 MiB.
     pub max_bytes: u64,
     /// The mode a new file is created with, and that an existing file is set to before its first line.
-    /// Default `0o600`.
+    /// Default `0o600`. On Windows the file is owner-only through its access list whatever the mode.
     pub mode: u32,
     /// When to `fsync`. Default [`Fsync::OnClose`].
     pub fsync: Fsync,
-    /// Whether to create a missing parent folder (mode `0o700`). Default `false`.
+    /// Whether to create a missing parent folder (mode `0o700`; on Windows, an owner-only access
+    /// list). Default `false`.
     pub create_dirs: bool,
 }
 

@@ -1,8 +1,7 @@
 //! Replacing a file whole, atomically.
 
-use std::fs::{File, OpenOptions, Permissions};
+use std::fs::File;
 use std::io::{self, BufWriter, Write};
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -10,7 +9,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::Serialize;
 
 use crate::error::{Error, ErrorKind};
-use crate::options::DEFAULT_MODE;
+use crate::sys;
 
 /// Replaces the file at `path` with `lines`, so that a crash at any moment leaves either the old file
 /// or the new one, never a mix.
@@ -20,6 +19,11 @@ use crate::options::DEFAULT_MODE;
 /// which is `fsync`ed and renamed over the old file; then the folder is `fsync`ed so the rename itself
 /// survives a power cut. A symbolic link at `path` is refused, and its target left alone. On an error the temporary file is
 /// removed and the old file is unchanged; after a crash a `.<name>.*.tmp` file may be left beside it.
+///
+/// On Windows the temporary file is owner-only through its access list from its creation, the
+/// rename replaces the old file (`MoveFileExW` with `MOVEFILE_REPLACE_EXISTING`, which fails while
+/// another program holds the old file open without sharing delete access), and the folder is not
+/// synced, which Windows does not offer; any reparse point at `path`, a junction too, is refused.
 pub fn rewrite<I>(path: impl AsRef<Path>, lines: I) -> Result<(), Error>
 where
     I: IntoIterator,
@@ -78,15 +82,15 @@ where
 }
 
 /// Replaces the file at `path` with what `fill` writes, atomically: the one way this crate replaces
-/// a file. The temporary file is new (`O_EXCL`, no-follow) and owner-only; a symbolic link at `path`
-/// is refused.
+/// a file. The temporary file is new (`O_EXCL`, no-follow) and owner-only ([`sys::create_temp`]); a
+/// symbolic link at `path` is refused.
 pub(crate) fn replace(
     path: &Path,
     fill: impl FnOnce(&mut BufWriter<File>) -> Result<(), Error>,
     before_rename: impl FnOnce(&Path),
 ) -> Result<(), Error> {
     match path.symlink_metadata() {
-        Ok(meta) if meta.file_type().is_symlink() => {
+        Ok(meta) if sys::is_link(&meta) => {
             return Err(ErrorKind::Symlink {
                 path: path.to_owned(),
             }
@@ -106,9 +110,8 @@ pub(crate) fn replace(
         let _ = std::fs::remove_file(&temp);
         return result;
     }
-    let dir = parent_dir(path);
-    File::open(dir)
-        .and_then(|d| d.sync_all())
+    // The folder's fsync makes the rename itself durable; Windows offers none, so there it does nothing.
+    sys::sync_dir(parent_dir(path))
         .map_err(|e| Error::rewrite(path, "syncing the folder after the rename", e))
 }
 
@@ -117,16 +120,7 @@ fn write_temp(
     temp: &Path,
     fill: impl FnOnce(&mut BufWriter<File>) -> Result<(), Error>,
 ) -> Result<(), Error> {
-    let file = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(DEFAULT_MODE)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(temp)
-        .map_err(|e| Error::rewrite(path, "creating the temporary file", e))?;
-    // The umask may have taken bits off the mode; owner-only is what it must be, no more, no less.
-    file.set_permissions(Permissions::from_mode(DEFAULT_MODE))
-        .map_err(|e| Error::rewrite(path, "setting the temporary file's mode", e))?;
+    let file = sys::create_temp(path, temp)?;
     let mut out = BufWriter::with_capacity(256 * 1024, file);
     fill(&mut out)?;
     let file = out
@@ -157,10 +151,11 @@ fn temp_path(path: &Path) -> PathBuf {
     parent_dir(path).join(format!(".{name}.{}.{nanos}.{n}.tmp", std::process::id()))
 }
 
-#[cfg(test)]
+#[cfg(all(test, unix))]
 mod tests {
     use super::*;
-    use std::os::unix::fs::MetadataExt;
+    use std::fs::Permissions;
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
 
     #[test]
     fn replaces_the_file_and_makes_it_owner_only() {

@@ -122,7 +122,6 @@ impl Drop for SyncJsonlWriter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::unix::fs::PermissionsExt;
 
     #[test]
     fn writes_at_once_and_keeps_the_cap() {
@@ -136,8 +135,13 @@ mod tests {
         let report = writer.close();
         assert_eq!((report.lines_written, report.dropped.size_cap), (2, 1));
         assert_eq!(report.bytes_on_disk, 16);
-        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
-        assert_eq!(mode & 0o777, 0o600);
+        crate::sys::assert_owner_only(&path);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
     }
 
     #[test]

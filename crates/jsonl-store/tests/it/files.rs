@@ -1,12 +1,44 @@
 //! File rules: owner-only mode, no symbolic links, no files of other users, the size cap on disk.
 
-use std::fs::{self, OpenOptions, Permissions};
+use std::fs::{self, OpenOptions};
 use std::io::Write;
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::Path;
 
 use calltape_jsonl_store::{ErrorKind, JsonlWriter, Options, SyncJsonlWriter};
 
 use crate::{Rec, capture_logs, warnings};
+
+/// Gives `path` the Unix mode `mode`. On Windows the file keeps the access list it inherited from its
+/// folder, which lets others in just as well.
+fn loosen(path: &Path, mode: u32) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(path, fs::Permissions::from_mode(mode)).unwrap();
+    }
+    #[cfg(not(unix))]
+    let _ = (path, mode);
+}
+
+/// Asserts that `path` is owner-only: on Unix, that its mode is `mode` exactly; on Windows, that its
+/// access list grants this user alone.
+fn assert_owner_only(path: &Path, mode: u32) {
+    assert!(
+        calltape_jsonl_store::fs::is_owner_only(path).unwrap(),
+        "{}",
+        path.display()
+    );
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let meta = fs::metadata(path).unwrap();
+        // A folder may inherit the setgid bit of the one above; only its permission bits count.
+        let bits = if meta.is_dir() { 0o777 } else { 0o7777 };
+        assert_eq!(meta.mode() & bits, mode);
+    }
+    #[cfg(not(unix))]
+    let _ = mode;
+}
 
 #[tokio::test]
 async fn a_new_file_is_created_owner_only() {
@@ -16,7 +48,7 @@ async fn a_new_file_is_created_owner_only() {
     writer.append(&Rec::new(1, 1, 3));
     let report = writer.close().await;
     assert_eq!(report.lines_written, 1);
-    assert_eq!(fs::metadata(&path).unwrap().mode() & 0o7777, 0o600);
+    assert_owner_only(&path, 0o600);
 }
 
 #[tokio::test]
@@ -24,11 +56,11 @@ async fn an_existing_0644_file_is_0600_after_the_first_line_and_keeps_its_lines(
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("old.jsonl");
     fs::write(&path, "{\"old\":true}\n").unwrap();
-    fs::set_permissions(&path, Permissions::from_mode(0o644)).unwrap();
+    loosen(&path, 0o644);
     let writer = JsonlWriter::open(&path, Options::default()).await;
     writer.append_line("{\"new\":true}");
     writer.close().await;
-    assert_eq!(fs::metadata(&path).unwrap().mode() & 0o7777, 0o600);
+    assert_owner_only(&path, 0o600);
     assert_eq!(
         fs::read_to_string(&path).unwrap(),
         "{\"old\":true}\n{\"new\":true}\n"
@@ -40,15 +72,19 @@ fn the_sync_writer_sets_the_mode_too() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("old.jsonl");
     fs::write(&path, "").unwrap();
-    fs::set_permissions(&path, Permissions::from_mode(0o666)).unwrap();
+    loosen(&path, 0o666);
     let writer = SyncJsonlWriter::open(&path, Options::default());
     writer.append(&Rec::new(0, 0, 0));
     assert_eq!(writer.close().lines_written, 1);
-    assert_eq!(fs::metadata(&path).unwrap().mode() & 0o7777, 0o600);
+    assert_owner_only(&path, 0o600);
 }
 
+#[cfg(unix)]
 #[tokio::test]
 async fn a_symlink_is_refused_and_its_target_untouched() {
+    use std::fs::Permissions;
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+
     capture_logs();
     let dir = tempfile::tempdir().unwrap();
     let target = dir.path().join("target.jsonl");
@@ -81,8 +117,12 @@ async fn a_symlink_is_refused_and_its_target_untouched() {
 
 /// The rule: a file not owned by this process's effective user is refused, whatever its mode, even
 /// for root (who could change it). Without root, a file this user cannot open for writing stands in.
+#[cfg(unix)]
 #[tokio::test]
 async fn a_file_of_another_user_is_refused_and_left_untouched() {
+    use std::fs::Permissions;
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+
     capture_logs();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("theirs.jsonl");
@@ -113,11 +153,8 @@ async fn a_file_of_another_user_is_refused_and_left_untouched() {
             assert!(
                 matches!(
                     error.kind(),
-                    ErrorKind::NotOwner {
-                        owner: 65534,
-                        euid: 0,
-                        ..
-                    }
+                    ErrorKind::NotOwner { owner, user, .. }
+                        if owner == "uid 65534" && user == "uid 0"
                 ),
                 "{error}"
             );
@@ -152,10 +189,7 @@ async fn a_missing_folder_is_refused_unless_create_dirs_is_set() {
     let writer = JsonlWriter::open(&path, Options::default().create_dirs(true)).await;
     writer.append_line("{}");
     assert_eq!(writer.close().await.lines_written, 1);
-    assert_eq!(
-        fs::metadata(dir.path().join("a")).unwrap().mode() & 0o777,
-        0o700
-    );
+    assert_owner_only(&dir.path().join("a"), 0o700);
 }
 
 /// `max_bytes` counts the file's size on disk, so lines another writer appended count too.

@@ -1,7 +1,8 @@
 //! Several processes, and processes killed with SIGKILL: real children (this binary, re-run).
 
-use std::fs::{self, OpenOptions, Permissions};
+use std::fs::{self, OpenOptions};
 use std::io::Write;
+#[cfg(unix)]
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -95,6 +96,8 @@ fn four_processes_append_without_interleaving_inside_a_line() {
     }
     assert_eq!(count, 4 * LINES_PER_PROCESS);
     assert_eq!(next_seq, [LINES_PER_PROCESS; 4]);
+    assert!(calltape_jsonl_store::fs::is_owner_only(&path).unwrap());
+    #[cfg(unix)]
     assert_eq!(fs::metadata(&path).unwrap().mode() & 0o777, 0o600);
 }
 
@@ -236,7 +239,8 @@ fn a_rewrite_killed_before_its_rename_leaves_the_old_file_intact() {
     let path = dir.path().join("cassette.jsonl");
     let old: String = (0..100).map(|i| format!("{{\"old\":{i}}}\n")).collect();
     fs::write(&path, &old).unwrap();
-    fs::set_permissions(&path, Permissions::from_mode(0o640)).unwrap();
+    #[cfg(unix)]
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o640)).unwrap();
 
     let mut child = spawn_child(
         "process::a_rewrite_killed_before_its_rename_leaves_the_old_file_intact",
@@ -256,6 +260,7 @@ fn a_rewrite_killed_before_its_rename_leaves_the_old_file_intact() {
         old,
         "the old file is intact"
     );
+    #[cfg(unix)]
     assert_eq!(fs::metadata(&path).unwrap().mode() & 0o777, 0o640);
     let written = fs::read_to_string(&temp).unwrap();
     assert_eq!(
@@ -263,6 +268,11 @@ fn a_rewrite_killed_before_its_rename_leaves_the_old_file_intact() {
         5000,
         "the new content was complete, only the rename was missing"
     );
+    assert!(
+        calltape_jsonl_store::fs::is_owner_only(&temp).unwrap(),
+        "the temporary file is owner-only, whatever the old file's mode"
+    );
+    #[cfg(unix)]
     assert_eq!(
         fs::metadata(&temp).unwrap().mode() & 0o777,
         0o600,

@@ -1,15 +1,24 @@
 //! A disk that stalls: appends still return at once, the queue stays under `max_bytes`, and later
 //! lines are dropped with one warning.
 
+#[cfg(unix)]
 use std::fs::OpenOptions;
-use std::io::{self, Read};
+use std::io;
+#[cfg(unix)]
+use std::io::Read;
+#[cfg(unix)]
 use std::os::unix::fs::OpenOptionsExt;
+#[cfg(unix)]
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, mpsc};
+#[cfg(unix)]
+use std::sync::mpsc;
+use std::sync::{Arc, Condvar, Mutex};
 
 use bytes::Bytes;
-use calltape_jsonl_store::{ErrorKind, JsonlWriter, Options, Sink};
+#[cfg(unix)]
+use calltape_jsonl_store::ErrorKind;
+use calltape_jsonl_store::{JsonlWriter, Options, Sink};
 
 use crate::{capture_logs, line_200, wait_for, warnings};
 
@@ -104,6 +113,7 @@ async fn a_stalled_sink_never_blocks_append_and_the_queue_stays_under_max_bytes(
 }
 
 /// The same with a real stall: a named pipe whose reader stops reading.
+#[cfg(unix)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fifo_whose_reader_sleeps_fills_the_queue_then_drains() {
     capture_logs();
@@ -167,6 +177,7 @@ async fn a_fifo_whose_reader_sleeps_fills_the_queue_then_drains() {
     assert!(report.first_error.is_none(), "{report}");
 }
 
+#[cfg(unix)]
 #[tokio::test]
 async fn a_fifo_nobody_reads_is_refused_at_once_instead_of_waited_for() {
     let dir = tempfile::tempdir().unwrap();
