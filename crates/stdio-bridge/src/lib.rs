@@ -3,7 +3,7 @@
 //! An MCP client (an editor, an agent host) starts a stdio server and speaks newline-delimited JSON-RPC
 //! to it. A [`Bridge`] is that server from the client's point of view, and forwards every message to the
 //! real one: a child process ([`ChildUpstream`]), a Streamable HTTP endpoint ([`HttpUpstream`]) or HTTP
-//! over a Unix socket ([`UnixUpstream`]). When the server restarts, starts late or forgets the session,
+//! over a Unix socket ([`UnixUpstream`], Unix only). When the server restarts, starts late or forgets the session,
 //! the client sees no error and no hang.
 //!
 //! # What the bridge does
@@ -33,12 +33,12 @@
 //! # Features
 //!
 //! None is on by default: a child-process bridge needs calltape-jsonl-store (for the files it writes),
-//! tokio, serde, serde_json, rustix, bytes, memchr, thiserror and tracing. Turn on what the tool uses
-//! (`calltape` turns on all four):
+//! tokio, serde, serde_json, rustix (Unix) or windows-sys (Windows), bytes, memchr, thiserror and
+//! tracing. Turn on what the tool uses (`calltape` turns on all four):
 //!
 //! | feature | brings | built on |
 //! |---|---|---|
-//! | `http` | [`HttpUpstream`], [`UnixUpstream`], [`tls_client_config`] | reqwest, rustls, the hyper client |
+//! | `http` | [`HttpUpstream`], [`UnixUpstream`] (Unix only), [`tls_client_config`] | reqwest, rustls, the hyper client (and hyperlocal on Unix) |
 //! | `era` | [`EraUpstream`], [`Protocol`] and `Upstream::connect_apart`: translation between the protocol eras | nothing more |
 //! | `serve` | the [`serve`] and [`shared`] modules (and `era`, for their clients of either era) | the hyper server, HKDF and HMAC-SHA-256 |
 //! | `watch` | [`Watcher`] | notify |
@@ -124,6 +124,7 @@
     not(feature = "serve"),
     doc = "[`serve`]: #features\n[`shared`]: #features\n[`shared::unavailable_answer`]: #features"
 )]
+#![cfg_attr(all(feature = "http", not(unix)), doc = "[`UnixUpstream`]: #features")]
 #![cfg_attr(not(feature = "watch"), doc = "[`Watcher`]: #features")]
 #![cfg_attr(
     not(feature = "era"),
@@ -186,10 +187,12 @@ pub use jsonrpc::frame::{
     DEFAULT_MAX_FRAME, Frame, FrameReader, FrameWriter, Incoming, InvalidLine,
 };
 pub use tap::{Direction, TAP_QUEUE_BYTES, Tap, TapEvent};
+#[cfg(all(feature = "http", unix))]
+pub use upstream::UnixUpstream;
 #[cfg(feature = "http")]
 pub use upstream::{
     AuthChallenge, Authorizer, DEFAULT_HTTP_PATH, ExtraHeaders, HttpUpstream, MAX_AUTH_RETRIES,
-    UnixUpstream, error_chain, tls_client_config,
+    error_chain, tls_client_config,
 };
 pub use upstream::{BoxFuture, ChildUpstream, Link, SharedWriter, Stderr, Upstream, UpstreamEvent};
 pub use vocab::{INVALID_REQUEST, MODERN_VERSION, PARSE_ERROR};

@@ -4,11 +4,14 @@
 //! The pieces, in the order a session uses them:
 //! - [`SharedKey`]: the validated key, checked before any file is touched.
 //! - [`SharedPaths`]: the key's folder `$CALLTAPE_HOME/shared/<key>/` (0700) and its files, with the owner
-//!   and mode checks of the folder, every folder above it, the record and the socket.
+//!   and mode checks of the folder, every folder above it, the record and the socket (on Windows: the
+//!   home, `shared` and the key's folder made owner-only, and no Unix socket: the server listens on
+//!   127.0.0.1).
 //! - [`ServerRecord`]: `server.json`, written by a server once it listens (0600, renamed into place).
 //! - [`Secret`], [`Nonce`], [`ServerKeys`]: the identity proof a server gives before a session sends it the
 //!   bearer token.
-//! - OS file locks (`flock`) make one server per key without leases.
+//! - OS file locks (`flock`; calltape-jsonl-store's `FileLock` on Windows) make one server per key
+//!   without leases.
 //! - [`attach_or_start`]: finds the key's server or starts exactly one ([`Launcher`]).
 //! - [`serve_shared`]: the server's side: lock, listen, write the record, serve, clean up.
 //! - [`SharedUpstream`]: the key's server as an [`Upstream`](crate::Upstream) for a
@@ -57,4 +60,5 @@ pub use server::serve_shared;
 pub use server_record::{MCP_PATH, ServerRecord};
 
 pub(crate) use identity::{RETIRE_PATH, token_matches};
+#[cfg(unix)]
 pub(crate) use paths::check_socket_len;

@@ -12,24 +12,24 @@ pub(crate) mod child;
 pub(crate) mod http;
 #[cfg(any(feature = "http", feature = "serve"))]
 pub(crate) mod sse;
-#[cfg(feature = "http")]
+#[cfg(all(feature = "http", unix))]
 pub(crate) mod unix;
 
 pub(crate) use crate::jsonrpc::Frame;
 pub use child::{ChildUpstream, SharedWriter, Stderr};
 #[cfg(feature = "http")]
 pub use http::{
-    AuthChallenge, Authorizer, ExtraHeaders, HttpUpstream, MAX_AUTH_RETRIES, error_chain,
-    tls_client_config,
+    AuthChallenge, Authorizer, DEFAULT_HTTP_PATH, ExtraHeaders, HttpUpstream, MAX_AUTH_RETRIES,
+    error_chain, tls_client_config,
 };
-#[cfg(feature = "http")]
-pub use unix::{DEFAULT_HTTP_PATH, UnixUpstream};
+#[cfg(all(feature = "http", unix))]
+pub use unix::UnixUpstream;
 
 /// A boxed future, so the trait stays object safe.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// Something the bridge can forward client messages to: a child process, a Streamable HTTP endpoint,
-/// an HTTP endpoint on a Unix socket.
+/// an HTTP endpoint on a Unix socket (Unix only).
 pub trait Upstream: Send + Sync + 'static {
     /// A short description for logs, never containing a secret (no header values).
     fn describe(&self) -> String;
@@ -57,7 +57,8 @@ pub struct Link {
     pub outgoing: mpsc::Sender<Frame>,
     /// Upstream → bridge events.
     pub events: mpsc::Receiver<UpstreamEvent>,
-    /// Graceful stop: child = close stdin, SIGTERM group after 500 ms, SIGKILL at 1.5 s;
+    /// Graceful stop: child = close stdin, SIGTERM group after 500 ms, SIGKILL at 1.5 s (Windows: close
+    /// stdin, terminate the child's job at 1.5 s);
     /// HTTP = DELETE the session (with the session id and protocol version headers) and stop the GET stream.
     pub close: Box<dyn FnOnce() -> BoxFuture<'static, ()> + Send>,
 }

@@ -11,15 +11,31 @@ use serde::{Deserialize, Serialize};
 
 use crate::Error;
 
-/// How a shared server is reached.
+/// How a shared server is reached. The default is [`Unix`](Transport::Unix) on Unix and
+/// [`Http`](Transport::Http) elsewhere.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum Transport {
-    /// HTTP over an owner-only Unix socket in the key's folder.
-    #[default]
+    /// HTTP over an owner-only Unix socket in the key's folder. Unix only: elsewhere a server or a
+    /// session asked for it fails with an error that names the `http` transport.
+    #[cfg_attr(unix, default)]
     Unix,
     /// HTTP on a free port of 127.0.0.1.
+    #[cfg_attr(not(unix), default)]
     Http,
+}
+
+#[cfg(not(unix))]
+impl Transport {
+    /// Refuses a transport this platform cannot carry: [`Unix`](Transport::Unix) off Unix.
+    pub(crate) fn check_available(self) -> Result<(), Error> {
+        match self {
+            Self::Unix => Err(Error::config(
+                "unix sockets are not available on windows; use the http transport",
+            )),
+            Self::Http => Ok(()),
+        }
+    }
 }
 
 impl fmt::Display for Transport {

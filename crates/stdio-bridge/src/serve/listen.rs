@@ -9,12 +9,14 @@ mod reply;
 mod routes;
 mod stateless;
 
+#[cfg(unix)]
+use std::path::Path;
 use std::{
     collections::HashMap,
     convert::Infallible,
     future::Future,
     net::SocketAddr,
-    path::{Path, PathBuf},
+    path::PathBuf,
     sync::{
         Arc, Mutex,
         atomic::{AtomicBool, AtomicUsize, Ordering},
@@ -25,11 +27,9 @@ use std::{
 use bytes::Bytes;
 use http_body_util::{BodyExt, combinators::UnsyncBoxBody};
 use hyper_util::rt::{TokioIo, TokioTimer};
-use tokio::{
-    net::{TcpListener, UnixListener},
-    sync::Notify,
-    time::Instant,
-};
+#[cfg(unix)]
+use tokio::net::UnixListener;
+use tokio::{net::TcpListener, sync::Notify, time::Instant};
 
 use super::{
     conn::{Connections, DEFAULT_MAX_CONNECTIONS},
@@ -40,10 +40,12 @@ use super::{
 };
 use crate::vocab::{HEADER_PROTOCOL_VERSION, HEADER_SESSION_ID};
 use crate::{
-    Error, ErrorKind, Protocol, Tap, Upstream,
-    shared::{ServerKeys, check_socket_len},
+    Error, Protocol, Tap, Upstream,
+    shared::ServerKeys,
     tap::{TapSender, TapThread},
 };
+#[cfg(unix)]
+use crate::{ErrorKind, shared::check_socket_len};
 
 /// The MCP protocol versions this server accepts in `MCP-Protocol-Version`.
 pub const SUPPORTED_PROTOCOL_VERSIONS: &[&str] = crate::vocab::PROTOCOL_VERSIONS;
@@ -88,7 +90,7 @@ pub enum StopReason {
 
 /// The settings of a Streamable HTTP server in front of one upstream (usually a stdio child process),
 /// multiplexing any number of MCP sessions onto it: [`listen_tcp`](Self::listen_tcp) or
-/// [`listen_unix`](Self::listen_unix) binds it and gives the [`Server`] that runs.
+/// `listen_unix` (Unix only) binds it and gives the [`Server`] that runs.
 ///
 /// The server listens on 127.0.0.1 or on a Unix socket only, refuses any request with an `Origin` header or a
 /// `Sec-Fetch-Site` that says another site's page sent it (403, see
@@ -339,7 +341,8 @@ impl ServerBuilder {
     }
 
     /// Listens on a Unix socket at `path`, owner-only (0600). A stale socket (nothing listening) is
-    /// removed first; a live one is never replaced.
+    /// removed first; a live one is never replaced. Unix only.
+    #[cfg(unix)]
     pub async fn listen_unix(self, path: &Path) -> Result<Server, Error> {
         check_socket_len(path)?;
         remove_stale_socket(path).await?;
@@ -391,6 +394,7 @@ impl ServerBuilder {
     }
 }
 
+#[cfg(unix)]
 async fn remove_stale_socket(path: &Path) -> Result<(), Error> {
     use std::os::unix::fs::FileTypeExt;
     let meta = match std::fs::symlink_metadata(path) {
@@ -425,6 +429,7 @@ async fn remove_stale_socket(path: &Path) -> Result<(), Error> {
 
 enum Listener {
     Tcp(TcpListener),
+    #[cfg(unix)]
     Unix(UnixListener),
 }
 
@@ -566,6 +571,7 @@ async fn accept(listener: &Listener) -> std::io::Result<Io> {
             let _ = stream.set_nodelay(true);
             Ok(TokioIo::new(Box::new(stream)))
         }
+        #[cfg(unix)]
         Listener::Unix(l) => {
             let (stream, _) = l.accept().await?;
             Ok(TokioIo::new(Box::new(stream)))
@@ -656,6 +662,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// is narrowed for the bind. A socket's mode could otherwise be set only through its path, which a link
 /// planted between the bind and the change could redirect; the umask is process-wide, but while it is
 /// narrowed any file another thread creates only comes out stricter.
+#[cfg(unix)]
 fn bind_private(path: &Path) -> std::io::Result<UnixListener> {
     use rustix::fs::Mode;
     let old = rustix::process::umask(Mode::from_raw_mode(0o177));

@@ -69,6 +69,7 @@ impl Conn {
                     host_port: Some(addr.port()),
                 })
             }
+            #[cfg(unix)]
             Endpoint::Unix(path) => {
                 let stream = tokio::net::UnixStream::connect(path).await?;
                 Ok(Self {
@@ -77,6 +78,11 @@ impl Conn {
                     host_port: None,
                 })
             }
+            #[cfg(not(unix))]
+            Endpoint::Unix(_) => Err(std::io::Error::new(
+                std::io::ErrorKind::Unsupported,
+                "unix sockets are not available on windows; use the http transport",
+            )),
         }
     }
 

@@ -16,10 +16,21 @@
 //! A session with another one retires the running server (it lets go of `server.lock` and its record,
 //! takes no new session, serves the ones it has and exits after the last one) and starts its own, on a
 //! socket of its own while the retired one still listens.
+//!
+//! On Windows a lock belongs to the process that took it and cannot be handed over: the session that
+//! starts a server lets go of `server.lock` just before it starts the server, and the server takes it
+//! itself ([`serve_shared`](super::serve_shared)). The session still holds `start.lock` until the
+//! server proved itself, so no other session starts one in between, and a second server that got past
+//! that would find the first one holding `server.lock` and exit. The server is started detached from
+//! the session's console and its process group (`DETACHED_PROCESS`, `CREATE_NEW_PROCESS_GROUP`), and in
+//! no job of the session's, so it outlives the session.
 
+#[cfg(unix)]
+use std::os::unix::process::CommandExt;
+#[cfg(windows)]
+use std::os::windows::process::CommandExt;
 use std::{
-    ffi::OsString,
-    os::unix::process::CommandExt,
+    ffi::{OsStr, OsString},
     path::{Path, PathBuf},
     process::{Child, Command, Stdio},
     time::Duration,
@@ -27,11 +38,10 @@ use std::{
 
 use tokio::time::Instant;
 
+#[cfg(unix)]
+use super::paths::check_private_file;
 use super::{
-    client::Conn,
-    identity::ServerKeys,
-    lock::FileLock,
-    paths::{SharedPaths, check_private_file},
+    client::Conn, identity::ServerKeys, lock::FileLock, paths::SharedPaths,
     server_record::ServerRecord,
 };
 use crate::{
@@ -52,8 +62,8 @@ pub const DEFAULT_START_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// How a session starts the key's server: a program (usually its own binary), the arguments that
 /// make it `calltape serve` for this key, and the folder it runs in. The key goes in its environment
-/// ([`SERVE_KEY_ENV`]); its standard input is the server lock; its stderr goes to the key's
-/// `server.log`.
+/// ([`SERVE_KEY_ENV`]); its standard input is the server lock (on Windows: nothing, and the server
+/// takes the lock itself); its stderr goes to the key's `server.log`.
 ///
 /// ```
 /// use calltape_stdio_bridge::shared::Launcher;
@@ -108,20 +118,33 @@ impl Launcher {
     /// attaches to the server another session started, which keeps that session's environment.
     pub fn fingerprint(&self) -> String {
         use sha2::{Digest, Sha256};
-        use std::os::unix::ffi::OsStrExt;
         let mut hash = Sha256::new();
         let mut part = |bytes: &[u8]| {
             hash.update((bytes.len() as u64).to_be_bytes());
             hash.update(bytes);
         };
         part(env!("CARGO_PKG_VERSION").as_bytes());
-        part(self.current_dir.as_os_str().as_bytes());
-        part(self.program.as_os_str().as_bytes());
+        part(&os_bytes(self.current_dir.as_os_str()));
+        part(&os_bytes(self.program.as_os_str()));
         for arg in &self.args {
-            part(arg.as_bytes());
+            part(&os_bytes(arg));
         }
         hash.finalize().iter().map(|b| format!("{b:02x}")).collect()
     }
+}
+
+/// The bytes of an OS string as the system holds them.
+#[cfg(unix)]
+fn os_bytes(text: &OsStr) -> std::borrow::Cow<'_, [u8]> {
+    use std::os::unix::ffi::OsStrExt;
+    std::borrow::Cow::Borrowed(text.as_bytes())
+}
+
+/// The bytes of an OS string as the system holds them: its UTF-16 code units, little-endian.
+#[cfg(windows)]
+fn os_bytes(text: &OsStr) -> std::borrow::Cow<'_, [u8]> {
+    use std::os::windows::ffi::OsStrExt;
+    std::borrow::Cow::Owned(text.encode_wide().flat_map(u16::to_le_bytes).collect())
 }
 
 /// A server that proved its identity.
@@ -155,6 +178,12 @@ pub(crate) async fn probe(paths: &SharedPaths) -> Result<Option<Attached>, Error
     let Some(record) = ServerRecord::read(&paths.record())? else {
         return Ok(None);
     };
+    #[cfg(not(unix))]
+    if let Endpoint::Unix(_) = &record.endpoint {
+        tracing::debug!("the record names a unix socket, which windows cannot reach; ignoring it");
+        return Ok(None);
+    }
+    #[cfg(unix)]
     if let Endpoint::Unix(socket) = &record.endpoint {
         if !is_server_socket(paths, socket) {
             tracing::debug!("the record names a socket outside the key's folder; ignoring it");
@@ -193,6 +222,7 @@ pub(crate) async fn probe(paths: &SharedPaths) -> Result<Option<Attached>, Error
 }
 
 /// `server.sock` in the key's folder, or the socket of a server that replaced another one there.
+#[cfg(unix)]
 pub(crate) fn is_server_socket(paths: &SharedPaths, socket: &Path) -> bool {
     if socket == paths.socket() {
         return true;
@@ -206,6 +236,7 @@ pub(crate) fn is_server_socket(paths: &SharedPaths, socket: &Path) -> bool {
 }
 
 /// `server.<8 hex digits>.sock`.
+#[cfg(unix)]
 const REPLACEMENT_SOCKET_LEN: usize = 20;
 
 /// A fresh name for the socket of a server that replaces one which may still listen.
@@ -229,6 +260,8 @@ pub async fn attach_or_start(
     launcher: &Launcher,
     timeout: Duration,
 ) -> Result<Attached, Error> {
+    #[cfg(not(unix))]
+    transport.check_available()?;
     paths.prepare()?;
     if transport == Transport::Unix {
         paths.check_socket_len()?;
@@ -335,20 +368,35 @@ fn spawn_server(
     } else {
         command.env_remove(SOCKET_ENV);
     }
-    let child = command
+    command
         .args(&launcher.args)
         .current_dir(&launcher.current_dir)
         .env(SERVE_KEY_ENV, paths.key().as_str())
         .env(COMMAND_ENV, launcher.fingerprint())
         // The server keeps its files exactly where this session looks for them.
         .env("CALLTAPE_HOME", paths.home())
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(log));
+    #[cfg(unix)]
+    command
         // The server lock, already taken: the server holds it from its first instant.
         .stdin(Stdio::from(server_lock.into_file()))
-        .stdout(Stdio::null())
-        .stderr(Stdio::from(log))
         // Detached from the session's process group, so a Ctrl-C or a client that kills the
         // session's group leaves the shared server running.
-        .process_group(0)
+        .process_group(0);
+    #[cfg(windows)]
+    {
+        use windows_sys::Win32::System::Threading::{CREATE_NEW_PROCESS_GROUP, DETACHED_PROCESS};
+        // A lock cannot be handed to another process here: the server takes it itself, and this
+        // session keeps `start.lock` until it proved itself.
+        drop(server_lock);
+        command
+            .stdin(Stdio::null())
+            // Without the session's console and out of its process group, so closing the
+            // session's console or a Ctrl-C leaves the shared server running.
+            .creation_flags(DETACHED_PROCESS | CREATE_NEW_PROCESS_GROUP);
+    }
+    let child = command
         .spawn()
         .map_err(|e| start_error(paths, format!("it could not be started ({e})")))?;
     tracing::debug!(
@@ -388,6 +436,7 @@ async fn wait_for_server(
         match &mut child {
             Some(c) => {
                 if let Ok(Some(status)) = c.try_wait() {
+                    #[cfg(unix)]
                     let how = match (
                         status.code(),
                         std::os::unix::process::ExitStatusExt::signal(&status),
@@ -395,6 +444,11 @@ async fn wait_for_server(
                         (Some(code), _) => format!("it exited with status {code}"),
                         (None, Some(signal)) => format!("it was killed by signal {signal}"),
                         _ => "it exited".to_owned(),
+                    };
+                    #[cfg(not(unix))]
+                    let how = match status.code() {
+                        Some(code) => format!("it exited with status {code}"),
+                        None => "it exited".to_owned(),
                     };
                     let why = last_log_line(paths)
                         .map(|l| format!(": {l}"))

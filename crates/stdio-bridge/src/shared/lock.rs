@@ -1,8 +1,15 @@
 //! OS file locks (`flock`): the kernel releases them when their holder dies, so no lease has to be
 //! renewed and no crashed process can keep a key locked.
+//!
+//! On Windows they are calltape-jsonl-store's [`FileLock`](calltape_jsonl_store::fs::FileLock), which
+//! the system releases too when their holder dies; such a lock belongs to the process that took it and
+//! cannot be handed to another one, so there is no `into_file` nor `take_over_stdin` there.
 
-use std::{fs::File, io, os::fd::AsFd, path::Path, time::Duration};
+#[cfg(unix)]
+use std::{fs::File, io, os::fd::AsFd};
+use std::{path::Path, time::Duration};
 
+#[cfg(unix)]
 use rustix::fs::{FlockOperation, flock};
 
 use crate::{Error, error::ErrorKind};
@@ -15,7 +22,11 @@ use crate::{Error, error::ErrorKind};
 #[derive(Debug)]
 pub(crate) struct FileLock {
     /// `None` only once [`FileLock::into_file`] handed the open file over.
+    #[cfg(unix)]
     file: Option<File>,
+    /// Held until dropped.
+    #[cfg(not(unix))]
+    _lock: calltape_jsonl_store::fs::FileLock,
 }
 
 impl FileLock {
@@ -25,9 +36,13 @@ impl FileLock {
     pub(crate) fn try_acquire(path: &Path) -> Result<Option<Self>, Error> {
         let lock =
             calltape_jsonl_store::fs::FileLock::try_acquire(path).map_err(ErrorKind::File)?;
-        Ok(lock.map(|lock| Self {
+        #[cfg(unix)]
+        let lock = lock.map(|lock| Self {
             file: Some(lock.into_file()),
-        }))
+        });
+        #[cfg(not(unix))]
+        let lock = lock.map(|lock| Self { _lock: lock });
+        Ok(lock)
     }
 
     /// Waits up to `timeout` for the lock at `path`.
@@ -58,6 +73,7 @@ impl FileLock {
     /// `None` when standard input is not that lock file, or another open file holds its lock. On
     /// success the lock moves to a close-on-exec descriptor and standard input becomes `/dev/null`, so
     /// no program this process starts (which would inherit standard input) can keep the lock after it.
+    #[cfg(unix)]
     pub(crate) fn take_over_stdin(path: &Path) -> Result<Option<Self>, Error> {
         let stdin = io::stdin();
         let fd = stdin.as_fd();
@@ -89,6 +105,7 @@ impl FileLock {
 
     /// The open file that holds the lock, without unlocking it. A child process that inherits it (as
     /// its stdin, say) shares the lock: it stays held while either process keeps the file open.
+    #[cfg(unix)]
     pub(crate) fn into_file(mut self) -> File {
         self.file
             .take()
@@ -96,6 +113,7 @@ impl FileLock {
     }
 }
 
+#[cfg(unix)]
 impl Drop for FileLock {
     fn drop(&mut self) {
         if let Some(file) = &self.file {

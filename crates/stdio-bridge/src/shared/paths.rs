@@ -3,10 +3,16 @@
 //! The record is the root of trust: a proof only shows that a server holds the record's secret, so what
 //! keeps another local user from planting a record of their own is that nobody else can write to the
 //! folder it is in, nor to any folder above it (unless that folder is sticky, like `/tmp`).
+//!
+//! On Windows the home, its `shared` folder and the key's folder are made owner-only (an access list
+//! that grants the current user alone) by calltape-jsonl-store's
+//! [`fs::private_dir`](calltape_jsonl_store::fs::private_dir), which refuses a folder another user
+//! owns; the mode and owner checks below are Unix only.
 
+#[cfg(unix)]
+use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::{
     fs,
-    os::unix::fs::{DirBuilderExt, MetadataExt},
     path::{Path, PathBuf},
 };
 
@@ -32,6 +38,7 @@ pub const MAX_SOCKET_PATH: usize = 103;
 )))]
 pub const MAX_SOCKET_PATH: usize = 107;
 
+#[cfg(unix)]
 const FOLDER_HINT: &str = "set CALLTAPE_HOME to a folder only you can write to";
 const RECORD_HINT: &str = "remove it; the next session starts a fresh server";
 
@@ -45,13 +52,10 @@ pub struct SharedPaths {
 
 impl SharedPaths {
     /// The key's files under the home named by the environment: `CALLTAPE_HOME`, else
-    /// `$XDG_RUNTIME_DIR/calltape`, else `~/.calltape`.
+    /// `$XDG_RUNTIME_DIR/calltape`, else `~/.calltape`. On Windows: `CALLTAPE_HOME`, else
+    /// `%LOCALAPPDATA%\calltape`, else `%USERPROFILE%\.calltape`.
     pub fn from_env(key: &SharedKey) -> Result<Self, Error> {
-        let home = default_home().ok_or_else(|| {
-            Error::config(
-                "cannot find a home for shared servers: set CALLTAPE_HOME, XDG_RUNTIME_DIR or HOME",
-            )
-        })?;
+        let home = default_home().ok_or_else(|| Error::config(NO_HOME))?;
         Ok(Self::under(home, key))
     }
 
@@ -84,7 +88,8 @@ impl SharedPaths {
         self.dir.join("server.json")
     }
 
-    /// `server.sock`, the server's Unix socket.
+    /// `server.sock`, the server's Unix socket (a shared server on Windows listens on loopback TCP
+    /// and has none).
     pub fn socket(&self) -> PathBuf {
         self.dir.join("server.sock")
     }
@@ -105,6 +110,10 @@ impl SharedPaths {
     }
 
     /// Creates the key's folder (0700) if needed and checks it and every folder above it.
+    ///
+    /// On Windows: creates the home, its `shared` folder and the key's folder if needed, each made
+    /// owner-only, and refuses any of them that another user owns.
+    #[cfg(unix)]
     pub fn prepare(&self) -> Result<(), Error> {
         fs::DirBuilder::new()
             .recursive(true)
@@ -114,11 +123,36 @@ impl SharedPaths {
         check_folder(&self.dir)
     }
 
+    /// Creates the key's folder (0700) if needed and checks it and every folder above it.
+    ///
+    /// On Windows: creates the home, its `shared` folder and the key's folder if needed, each made
+    /// owner-only, and refuses any of them that another user owns.
+    #[cfg(not(unix))]
+    pub fn prepare(&self) -> Result<(), Error> {
+        for dir in [
+            self.home.clone(),
+            self.home.join("shared"),
+            self.dir.clone(),
+        ] {
+            calltape_jsonl_store::fs::private_dir(&dir).map_err(ErrorKind::File)?;
+        }
+        Ok(())
+    }
+
     /// Refuses a socket path the platform cannot bind, before anything is started.
     pub fn check_socket_len(&self) -> Result<(), Error> {
         check_socket_len(&self.socket())
     }
 }
+
+/// Why [`default_home`] found none, and what to set.
+#[cfg(unix)]
+const NO_HOME: &str =
+    "cannot find a home for shared servers: set CALLTAPE_HOME, XDG_RUNTIME_DIR or HOME";
+/// Why [`default_home`] found none, and what to set.
+#[cfg(not(unix))]
+const NO_HOME: &str =
+    "cannot find a home for shared servers: set CALLTAPE_HOME, LOCALAPPDATA or USERPROFILE";
 
 /// The home for shared servers named by the environment, if any.
 pub(crate) fn default_home() -> Option<PathBuf> {
@@ -127,9 +161,15 @@ pub(crate) fn default_home() -> Option<PathBuf> {
             .filter(|v| !v.is_empty())
             .map(PathBuf::from)
     };
-    var("CALLTAPE_HOME")
+    #[cfg(unix)]
+    let home = var("CALLTAPE_HOME")
         .or_else(|| var("XDG_RUNTIME_DIR").map(|d| d.join("calltape")))
-        .or_else(|| var("HOME").map(|d| d.join(".calltape")))
+        .or_else(|| var("HOME").map(|d| d.join(".calltape")));
+    #[cfg(not(unix))]
+    let home = var("CALLTAPE_HOME")
+        .or_else(|| var("LOCALAPPDATA").map(|d| d.join("calltape")))
+        .or_else(|| var("USERPROFILE").map(|d| d.join(".calltape")));
+    home
 }
 
 /// Refuses a socket path longer than [`MAX_SOCKET_PATH`].
@@ -147,6 +187,7 @@ pub(crate) fn check_socket_len(path: &Path) -> Result<(), Error> {
 }
 
 /// The effective user id of this process.
+#[cfg(unix)]
 pub(crate) fn my_uid() -> u32 {
     rustix::process::geteuid().as_raw()
 }
@@ -162,6 +203,7 @@ fn unsafe_path(path: &Path, reason: String, hint: &'static str) -> Error {
 
 /// Checks that `dir` is a real folder of this user that nobody else can write to, and that no folder
 /// above it lets the group or others replace it (a sticky folder is fine: only its owners rename in it).
+#[cfg(unix)]
 pub(crate) fn check_folder(dir: &Path) -> Result<(), Error> {
     let me = my_uid();
     let meta = fs::symlink_metadata(dir)
@@ -218,6 +260,7 @@ pub(crate) fn check_folder(dir: &Path) -> Result<(), Error> {
 
 /// Checks a file the server wrote (record or socket): not a link, this user's, nothing for the group or
 /// others. `Ok(false)` when it does not exist.
+#[cfg(unix)]
 pub(crate) fn check_private_file(path: &Path, want_socket: bool) -> Result<bool, Error> {
     let meta = match fs::symlink_metadata(path) {
         Ok(meta) => meta,
@@ -258,6 +301,32 @@ pub(crate) fn check_private_file(path: &Path, want_socket: bool) -> Result<bool,
         return Err(unsafe_path(
             path,
             format!("mode {mode:04o}: the group or others can read or write it"),
+            RECORD_HINT,
+        ));
+    }
+    Ok(true)
+}
+
+/// Checks the record a server wrote: not a link, a regular file. `Ok(false)` when it does not exist.
+/// Who may write it is up to the key's folder, which [`SharedPaths::prepare`] made owner-only.
+#[cfg(not(unix))]
+pub(crate) fn check_private_file(path: &Path) -> Result<bool, Error> {
+    let meta = match fs::symlink_metadata(path) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(Error::io(format!("cannot inspect {}", path.display()), e)),
+    };
+    if meta.file_type().is_symlink() {
+        return Err(unsafe_path(
+            path,
+            "it is a symbolic link".into(),
+            RECORD_HINT,
+        ));
+    }
+    if !meta.file_type().is_file() {
+        return Err(unsafe_path(
+            path,
+            "it is not a regular file".into(),
             RECORD_HINT,
         ));
     }

@@ -1,11 +1,8 @@
 //! The record a running shared server writes: how to reach it and the secret it proves itself with.
 
-use std::{
-    fs::{self, OpenOptions},
-    io::Read,
-    os::unix::fs::OpenOptionsExt,
-    path::Path,
-};
+use std::{fs, path::Path};
+#[cfg(unix)]
+use std::{fs::OpenOptions, io::Read, os::unix::fs::OpenOptionsExt};
 
 use serde::{Deserialize, Serialize};
 
@@ -89,6 +86,9 @@ impl ServerRecord {
     /// Reads the record at `path`. `Ok(None)` when there is none or it is not a record (a server that
     /// died mid-write leaves no partial record, since records are renamed into place). Refused when it is
     /// a link, another user's, or readable by the group or others.
+    ///
+    /// On Windows: refused when it is a link; who may write it is up to the key's owner-only folder.
+    #[cfg(unix)]
     pub fn read(path: &Path) -> Result<Option<Self>, Error> {
         if !check_private_file(path, false)? {
             return Ok(None);
@@ -108,11 +108,45 @@ impl ServerRecord {
         file.take(MAX_RECORD_LEN)
             .read_to_string(&mut text)
             .map_err(|e| Error::io(format!("cannot read {}", path.display()), e))?;
-        let record = Self::from_json(&text);
+        Ok(Self::from_record_text(path, &text))
+    }
+
+    /// Reads the record at `path`. `Ok(None)` when there is none or it is not a record (a server that
+    /// died mid-write leaves no partial record, since records are renamed into place). Refused when it is
+    /// a link, another user's, or readable by the group or others.
+    ///
+    /// On Windows: refused when it is a link; who may write it is up to the key's owner-only folder.
+    #[cfg(not(unix))]
+    pub fn read(path: &Path) -> Result<Option<Self>, Error> {
+        if !check_private_file(path)? {
+            return Ok(None);
+        }
+        // No link followed; a file longer than a record is not one.
+        let bytes = match calltape_jsonl_store::fs::read(path) {
+            Ok(bytes) => bytes,
+            Err(e)
+                if e.io_error().map(std::io::Error::kind) == Some(std::io::ErrorKind::NotFound) =>
+            {
+                return Ok(None);
+            }
+            Err(e) => return Err(ErrorKind::File(e).into()),
+        };
+        if bytes.len() as u64 > MAX_RECORD_LEN {
+            tracing::debug!(path = %path.display(), "ignoring a record longer than {MAX_RECORD_LEN} bytes");
+            return Ok(None);
+        }
+        Ok(Self::from_record_text(
+            path,
+            &String::from_utf8_lossy(&bytes),
+        ))
+    }
+
+    fn from_record_text(path: &Path, text: &str) -> Option<Self> {
+        let record = Self::from_json(text);
         if record.is_none() {
             tracing::debug!(path = %path.display(), "ignoring a record that is not a version-1 shared server record");
         }
-        Ok(record)
+        record
     }
 
     /// Writes the record owner-only in one step: to a fresh temporary file beside it, then renamed

@@ -1,5 +1,8 @@
 //! The child-process upstream: a stdio MCP server the bridge runs, and restarts.
 
+#[cfg(windows)]
+mod windows;
+
 use std::{
     ffi::OsString,
     io::{PipeReader, Read, Write},
@@ -9,6 +12,7 @@ use std::{
     time::Duration,
 };
 
+#[cfg(unix)]
 use rustix::process::{Pid, Signal};
 use tokio::{
     io::AsyncWriteExt,
@@ -23,9 +27,11 @@ use crate::{
     jsonrpc::{DEFAULT_MAX_FRAME, FrameReader, Incoming},
 };
 
-/// How long a child gets to exit after its stdin closes, before SIGTERM goes to its process group.
+/// How long a child gets to exit after its stdin closes, before SIGTERM goes to its process group
+/// (Unix; Windows has no such step).
 const TERM_AFTER: Duration = Duration::from_millis(500);
-/// When SIGKILL goes to the group, counted from the stdin close.
+/// When SIGKILL goes to the group (Unix) or the job is terminated (Windows), counted from the stdin
+/// close.
 const KILL_AFTER: Duration = Duration::from_millis(1500);
 /// How long the child's stdout is still read after the child exited (a grandchild may hold it open).
 const DRAIN_AFTER_EXIT: Duration = Duration::from_secs(1);
@@ -122,6 +128,11 @@ fn copy_stderr(mut from: PipeReader, to: SharedWriter) -> Result<oneshot::Receiv
 /// parent-death signal set so that it never outlives the bridge. Stopping it closes its stdin, sends
 /// SIGTERM to the group after 500 ms and SIGKILL at 1.5 s, so wrappers such as `npx` take their children
 /// with them. Every [`connect`](Upstream::connect) starts a fresh process.
+///
+/// On Windows it is started in a process group of its own (`CREATE_NEW_PROCESS_GROUP`) and put in a
+/// job object that terminates its processes when the job's handle closes, so it never outlives the
+/// bridge either. A console program has no SIGTERM: stopping it closes its stdin and, if it still runs
+/// at 1.5 s, terminates the job, which stops every process it started at once.
 #[derive(Debug, Clone)]
 pub struct ChildUpstream {
     program: OsString,
@@ -192,8 +203,11 @@ impl ChildUpstream {
             .envs(self.envs.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .process_group(0)
             .kill_on_drop(true);
+        #[cfg(unix)]
+        command.process_group(0);
+        #[cfg(windows)]
+        command.creation_flags(windows_sys::Win32::System::Threading::CREATE_NEW_PROCESS_GROUP);
         if let Some(dir) = &self.current_dir {
             command.current_dir(dir);
         }
@@ -212,7 +226,12 @@ impl ChildUpstream {
                 command.stderr(pipe)
             }
         };
+        #[cfg(unix)]
         set_parent_death_signal(&mut command);
+        // Made before the child starts: a child that could not be put in a job is never left running.
+        #[cfg(windows)]
+        let job = windows::Job::new()
+            .map_err(|e| Error::io("cannot make a job object for the child", e))?;
         let spawned = command.spawn();
         // The command holds the pipe's writing end: the copy only ends once the child's copy closes.
         drop(command);
@@ -224,19 +243,34 @@ impl ChildUpstream {
             Some((reader, writer)) => Some(copy_stderr(reader, writer)?),
             None => None,
         };
+        #[cfg(unix)]
         let pgid = child
             .id()
             .and_then(|id| i32::try_from(id).ok())
             .and_then(Pid::from_raw)
             .ok_or_else(|| Error::config("the child exited before it could be watched"))?;
+        #[cfg(windows)]
+        job.assign(&child).map_err(|e| {
+            // Dropping `child` kills it (`kill_on_drop`).
+            Error::io(
+                format!(
+                    "cannot put {} in a job object, without which it could outlive the bridge",
+                    self.describe()
+                ),
+                e,
+            )
+        })?;
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
             return Err(Error::config("the child's stdio pipes are missing"));
         };
+        #[cfg(unix)]
         tracing::debug!(
             pid = pgid.as_raw_nonzero().get(),
             "started {}",
             self.describe()
         );
+        #[cfg(windows)]
+        tracing::debug!(pid = child.id(), "started {}", self.describe());
 
         let (outgoing, outgoing_rx) = mpsc::channel(64);
         let (events_tx, events) = mpsc::channel(64);
@@ -252,7 +286,10 @@ impl ChildUpstream {
         tokio::spawn(
             Supervisor {
                 child,
+                #[cfg(unix)]
                 guard: GroupGuard(Some(pgid)),
+                #[cfg(windows)]
+                guard: GroupGuard(job),
                 close_stdin: close_stdin_tx,
                 events: Some(events_tx),
                 waiters: Vec::new(),
@@ -305,6 +342,7 @@ impl Upstream for ChildUpstream {
 ///
 /// Linux delivers it when the *thread* that forked exits; tokio forks from the runtime's worker threads,
 /// which live as long as the runtime.
+#[cfg(unix)]
 fn set_parent_death_signal(command: &mut Command) {
     let parent = rustix::process::getpid();
     let hook = move || -> std::io::Result<()> {
@@ -325,8 +363,10 @@ fn set_parent_death_signal(command: &mut Command) {
 
 /// Sends SIGKILL to the child's process group if it is dropped while armed (the bridge is going away
 /// without a graceful stop).
+#[cfg(unix)]
 struct GroupGuard(Option<Pid>);
 
+#[cfg(unix)]
 impl GroupGuard {
     fn signal(&self, signal: Signal) {
         if let Some(pgid) = self.0 {
@@ -334,12 +374,72 @@ impl GroupGuard {
             let _ = rustix::process::kill_process_group(pgid, signal);
         }
     }
+
+    /// The leader exited: whatever it left behind in its group goes with it.
+    fn leader_exited(&self) {
+        self.signal(Signal::TERM);
+    }
+
+    /// The first step after the stdin close.
+    fn ask_to_stop(&self) {
+        tracing::debug!(
+            "the child did not exit after its stdin closed; sending SIGTERM to its group"
+        );
+        self.signal(Signal::TERM);
+    }
+
+    /// The last step.
+    fn force_stop(&self) {
+        tracing::debug!("the child did not exit after SIGTERM; sending SIGKILL to its group");
+        self.signal(Signal::KILL);
+    }
+
+    /// The leader is reaped; signalling the group id again could hit an unrelated new group.
+    fn disarm(&mut self) {
+        self.0 = None;
+    }
 }
 
+#[cfg(unix)]
 impl Drop for GroupGuard {
     fn drop(&mut self) {
         self.signal(Signal::KILL);
     }
+}
+
+/// The child's job object: dropping it closes the job, and the system terminates whatever still runs
+/// in it (the bridge is going away without a graceful stop, or the child left processes behind).
+#[cfg(windows)]
+struct GroupGuard(windows::Job);
+
+#[cfg(windows)]
+impl GroupGuard {
+    fn terminate(&self) {
+        if let Err(e) = self.0.terminate() {
+            tracing::debug!("terminating the child's job failed: {e}");
+        }
+    }
+
+    /// The leader exited: whatever it left behind in its job goes with it.
+    fn leader_exited(&self) {
+        self.terminate();
+    }
+
+    /// The first step after the stdin close: a console program has no SIGTERM, so the child is only
+    /// given until the last step.
+    fn ask_to_stop(&self) {
+        tracing::debug!("the child did not exit after its stdin closed; waiting a little longer");
+    }
+
+    /// The last step.
+    fn force_stop(&self) {
+        tracing::debug!("the child did not exit after its stdin closed; terminating its job");
+        self.terminate();
+    }
+
+    /// Nothing to do: a job has no id that a new process could reuse, and it stays armed until it
+    /// is dropped.
+    fn disarm(&mut self) {}
 }
 
 async fn write_stdin(
@@ -466,7 +566,7 @@ impl Supervisor {
                 },
                 exited = self.child.wait(), if status.is_none() => {
                     // Whatever the leader left behind in its group goes with it.
-                    self.guard.signal(Signal::TERM);
+                    self.guard.leader_exited();
                     status = Some(exited);
                     drain_until = Some(Instant::now() + DRAIN_AFTER_EXIT);
                 }
@@ -485,11 +585,9 @@ impl Supervisor {
                     if next_signal.is_some() && status.is_none() => {
                     signals_sent += 1;
                     if signals_sent == 1 {
-                        tracing::debug!("the child did not exit after its stdin closed; sending SIGTERM to its group");
-                        self.guard.signal(Signal::TERM);
+                        self.guard.ask_to_stop();
                     } else {
-                        tracing::debug!("the child did not exit after SIGTERM; sending SIGKILL to its group");
-                        self.guard.signal(Signal::KILL);
+                        self.guard.force_stop();
                         stopping = None;
                     }
                 }
@@ -500,7 +598,7 @@ impl Supervisor {
             }
         }
         // The leader is reaped; signalling the group id again could hit an unrelated new group.
-        self.guard.0 = None;
+        self.guard.disarm();
         let reason = match status {
             Some(Ok(status)) => describe_status(status),
             Some(Err(e)) => format!("could not be waited for: {e}"),
@@ -549,11 +647,20 @@ fn far_future() -> Instant {
     Instant::now() + Duration::from_secs(86_400)
 }
 
+#[cfg(unix)]
 fn describe_status(status: ExitStatus) -> String {
     use std::os::unix::process::ExitStatusExt;
     match (status.code(), status.signal()) {
         (Some(code), _) => format!("exited with status {code}"),
         (None, Some(signal)) => format!("was killed by signal {signal}"),
         _ => "exited".to_owned(),
+    }
+}
+
+#[cfg(not(unix))]
+fn describe_status(status: ExitStatus) -> String {
+    match status.code() {
+        Some(code) => format!("exited with status {code}"),
+        None => "exited".to_owned(),
     }
 }

@@ -43,6 +43,10 @@ macro_rules! upstream_over_core {
 #[cfg(feature = "http")]
 pub(crate) use upstream_over_core;
 
+/// The HTTP path of the MCP endpoint when none is given.
+#[cfg(feature = "http")]
+pub const DEFAULT_HTTP_PATH: &str = "/mcp";
+
 /// An error and its causes on one line (an HTTP client's own message alone says little), each cause
 /// once.
 #[cfg(feature = "http")]

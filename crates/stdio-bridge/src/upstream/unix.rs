@@ -1,5 +1,5 @@
 //! The Streamable HTTP upstream over a Unix socket (hyper and hyperlocal), with the same protocol logic as
-//! the TCP one.
+//! the TCP one. Unix only.
 
 use std::{
     fmt,
@@ -14,18 +14,16 @@ use hyper_util::{client::legacy::Client, rt::TokioExecutor};
 use hyperlocal::UnixConnector;
 
 use super::http::{
-    BodyStream, Core, ExtraHeaders, HttpRequest, HttpResponse, SendError, Transport, error_chain,
+    BodyStream, Core, DEFAULT_HTTP_PATH, ExtraHeaders, HttpRequest, HttpResponse, SendError,
+    Transport, error_chain,
 };
 use crate::{Error, upstream::BoxFuture};
-
-/// The HTTP path of the MCP endpoint when none is given.
-pub const DEFAULT_HTTP_PATH: &str = "/mcp";
 
 /// The longest socket path a Unix socket address holds (108 bytes on Linux, with the final NUL).
 const MAX_SOCKET_PATH: usize = 107;
 
 /// A Streamable HTTP MCP endpoint served on a Unix socket, with the same behaviour as
-/// [`HttpUpstream`](crate::HttpUpstream).
+/// [`HttpUpstream`](crate::HttpUpstream). Unix only.
 ///
 /// Requests carry `Host: localhost`: servers that guard against DNS rebinding refuse the hex-encoded
 /// socket path an HTTP-over-Unix-socket client would otherwise put there.

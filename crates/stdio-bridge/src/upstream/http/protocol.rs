@@ -113,7 +113,7 @@ impl<T: Transport> Core<T> {
         self.transport.describe()
     }
 
-    #[cfg(feature = "http")]
+    #[cfg(all(feature = "http", unix))]
     pub(crate) fn transport(&self) -> &T {
         &self.transport
     }
