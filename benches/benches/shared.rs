@@ -29,6 +29,13 @@ use serde_json::json;
 const ECHO_ARG: &str = "--echo-server";
 const SESSIONS: usize = 5;
 
+/// How sessions reach the shared server: an owner-only Unix socket where there is one, else HTTP on
+/// loopback.
+#[cfg(unix)]
+const TRANSPORT: Transport = Transport::Unix;
+#[cfg(not(unix))]
+const TRANSPORT: Transport = Transport::Http;
+
 fn main() {
     if std::env::args().nth(1).as_deref() == Some(ECHO_ARG) {
         return echo_server();
@@ -37,6 +44,7 @@ fn main() {
         return shared_server();
     }
     let home = tempfile::tempdir().expect("a temporary folder");
+    #[cfg(unix)]
     std::fs::set_permissions(
         home.path(),
         std::os::unix::fs::PermissionsExt::from_mode(0o700),
@@ -48,7 +56,7 @@ fn main() {
         .enable_all()
         .build()
         .expect("a runtime");
-    let upstream = SharedUpstream::new(paths.clone(), Transport::Unix, launcher(&child));
+    let upstream = SharedUpstream::new(paths.clone(), TRANSPORT, launcher(&child));
     let attached = runtime
         .block_on(upstream.attach())
         .expect("a shared server");
@@ -68,8 +76,7 @@ fn main() {
             runtime.block_on(async {
                 let mut total = Duration::ZERO;
                 for _ in 0..iters {
-                    let session =
-                        SharedUpstream::new(paths.clone(), Transport::Unix, launcher(&child));
+                    let session = SharedUpstream::new(paths.clone(), TRANSPORT, launcher(&child));
                     let start = Instant::now();
                     let link = session.connect().await.expect("attached");
                     total += first_answer_from(link, start).await.0;
@@ -99,13 +106,32 @@ fn main() {
     criterion.final_summary();
 
     memory(&runtime, &paths, &child, attached.pid);
-    let _ = Command::new("kill").arg(attached.pid.to_string()).status();
+    stop_server(attached.pid);
+}
+
+/// Asks the shared server `pid` to stop (SIGTERM, so that it cleans up as `calltape serve` does).
+#[cfg(unix)]
+fn stop_server(pid: u32) {
+    let _ = Command::new("kill").arg(pid.to_string()).status();
+}
+
+/// Stops the shared server `pid` and its child.
+#[cfg(not(unix))]
+fn stop_server(pid: u32) {
+    let _ = Command::new("taskkill")
+        .args(["/PID", &pid.to_string(), "/T", "/F"])
+        .stdout(Stdio::null())
+        .status();
 }
 
 /// The MCP server both sides run.
 fn child_command() -> Vec<OsString> {
     if let Some(peers) = std::env::var_os("CALLTAPE_PEERS") {
-        let python = PathBuf::from(&peers).join("venv/bin/python");
+        let python = if cfg!(windows) {
+            PathBuf::from(&peers).join("venv/Scripts/python.exe")
+        } else {
+            PathBuf::from(&peers).join("venv/bin/python")
+        };
         let script = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../crates/cli/tests/peers/shared_server.py");
         if python.exists() && script.exists() {
@@ -119,7 +145,7 @@ fn child_command() -> Vec<OsString> {
 }
 
 fn launcher(child: &[OsString]) -> Launcher {
-    let mut args: Vec<OsString> = vec!["unix".into(), "--".into()];
+    let mut args: Vec<OsString> = vec![TRANSPORT.to_string().into(), "--".into()];
     args.extend(child.iter().cloned());
     Launcher::new(std::env::current_exe().expect("this binary"), args).expect("the working folder")
 }
@@ -149,7 +175,7 @@ async fn first_answer_from(
     (elapsed, ())
 }
 
-/// Resident memory of `pid` and all its descendants, in KiB.
+/// Resident memory of `pid` and all its descendants, in KiB, from `/proc` (0 without one).
 fn tree_rss(pid: u32) -> u64 {
     let mut parents = Vec::new();
     for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
@@ -197,7 +223,7 @@ fn memory(runtime: &tokio::runtime::Runtime, paths: &SharedPaths, child: &[OsStr
     let links = runtime.block_on(async {
         let mut links = Vec::new();
         for _ in 0..SESSIONS {
-            let session = SharedUpstream::new(paths.clone(), Transport::Unix, launcher(child));
+            let session = SharedUpstream::new(paths.clone(), TRANSPORT, launcher(child));
             let mut link = session.connect().await.expect("attached");
             link.outgoing.send(initialize()).await.expect("send");
             while !matches!(link.events.recv().await, Some(UpstreamEvent::Message(_))) {}
@@ -260,10 +286,15 @@ fn shared_server() {
         .enable_all()
         .build()
         .expect("a runtime");
+    #[cfg(unix)]
     let stop = async {
         use tokio::signal::unix::{SignalKind, signal};
         let mut term = signal(SignalKind::terminate()).expect("SIGTERM");
         term.recv().await;
+    };
+    #[cfg(not(unix))]
+    let stop = async {
+        let _ = tokio::signal::ctrl_c().await;
     };
     if let Err(e) = runtime.block_on(serve_shared(&paths, transport, serve, stop)) {
         eprintln!("error: {e}");

@@ -35,7 +35,8 @@ pub enum ErrorKind {
         /// What was wrong.
         message: String,
     },
-    /// No home for the token store: none of `CALLTAPE_HOME`, `XDG_STATE_HOME` or `HOME` is set.
+    /// No home for the token store: none of `CALLTAPE_HOME`, `XDG_STATE_HOME` or `HOME` is set (nor,
+    /// on Windows, `LOCALAPPDATA`).
     #[error(
         "cannot find a home for the token store: set CALLTAPE_HOME (or XDG_STATE_HOME or HOME)"
     )]

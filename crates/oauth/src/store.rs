@@ -2,7 +2,8 @@
 //! each with a lock file beside it that the processes signing in to that server take in turn.
 //!
 //! The folder is `$CALLTAPE_HOME/auth`, else `$XDG_STATE_HOME/calltape/auth`, else
-//! `~/.local/state/calltape/auth`: a place that outlives a reboot and does not move with calltape's
+//! `~/.local/state/calltape/auth` (on Windows, where `HOME` is seldom set, else
+//! `%LOCALAPPDATA%\calltape\auth`): a place that outlives a reboot and does not move with calltape's
 //! version. An entry's file name is derived from its [`StoreKey`] by a fixed rule (the first 32 hex
 //! digits of the SHA-256 of the key's three parts, each ended by a zero byte), so a later calltape
 //! finds what an earlier one stored. Every file goes through calltape-jsonl-store's `fs`: created
@@ -193,6 +194,10 @@ impl TokenStore {
                 .join("state")
                 .join("calltape")
                 .join("auth")
+        } else if cfg!(windows)
+            && let Some(local) = var("LOCALAPPDATA")
+        {
+            PathBuf::from(local).join("calltape").join("auth")
         } else {
             return Err(crate::ErrorKind::NoHome.into());
         };
@@ -341,8 +346,6 @@ fn store_error(path: &Path, action: &'static str, err: calltape_jsonl_store::Err
 
 #[cfg(test)]
 mod tests {
-    use std::os::unix::fs::MetadataExt;
-
     use super::*;
 
     fn credentials(key: StoreKey) -> Credentials {
@@ -394,10 +397,14 @@ mod tests {
         let saved = credentials(key.clone());
         store.save(&saved).unwrap();
         assert_eq!(store.load(&key).unwrap().unwrap(), saved);
-        let dir_mode = std::fs::metadata(store.dir()).unwrap().mode() & 0o777;
-        assert_eq!(dir_mode, 0o700);
-        let file = store.dir().join(format!("{}.json", key.file_stem()));
-        assert_eq!(std::fs::metadata(file).unwrap().mode() & 0o777, 0o600);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            let dir_mode = std::fs::metadata(store.dir()).unwrap().mode() & 0o777;
+            assert_eq!(dir_mode, 0o700);
+            let file = store.dir().join(format!("{}.json", key.file_stem()));
+            assert_eq!(std::fs::metadata(file).unwrap().mode() & 0o777, 0o600);
+        }
         assert_eq!(store.list().unwrap(), vec![saved]);
         assert_eq!(store.remove(Some("https://other")).unwrap(), vec![]);
         assert_eq!(
@@ -407,6 +414,7 @@ mod tests {
         assert!(store.load(&key).unwrap().is_none());
     }
 
+    #[cfg(unix)]
     #[test]
     fn a_link_in_place_of_an_entry_is_refused() {
         let tmp = tempfile::tempdir().unwrap();

@@ -38,7 +38,12 @@ use crate::error::{ErrorKind, Result};
 
 /// The stand-in for a `/` in a key or glob: globset separates on `/`, dot paths on `.`.
 const SLASH: char = '\u{2215}';
-const SLASH_STR: &str = "\u{2215}";
+
+/// A key's or glob's literal `\` as globset reads it. On Unix a `\` in a path is an ordinary
+/// character; elsewhere globset reads it as a separator, so a stand-in takes its place in both the
+/// path and the glob.
+const BACKSLASH_IN_PATH: char = if cfg!(unix) { '\\' } else { '\u{2216}' };
+const BACKSLASH_IN_GLOB: &str = if cfg!(unix) { "\\\\" } else { "\u{2216}" };
 
 /// One step of a dot path: an object key, an array index, or a list item named by its identity.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -257,8 +262,14 @@ fn write_slashed(out: &mut String, path: &[Segment<'_>], positional: bool) {
 }
 
 fn push_slashed(out: &mut String, text: &str) {
-    if text.contains('/') {
-        out.push_str(&text.replace('/', SLASH_STR));
+    if text.contains('/') || (!cfg!(unix) && text.contains('\\')) {
+        for c in text.chars() {
+            match c {
+                '/' => out.push(SLASH),
+                '\\' => out.push(BACKSLASH_IN_PATH),
+                c => out.push(c),
+            }
+        }
     } else {
         out.push_str(text);
     }
@@ -283,6 +294,7 @@ fn to_slashes(glob: &str) -> std::result::Result<String, &'static str> {
             '\\' => match chars.next() {
                 Some('.') => out.push('.'),
                 Some('/') => out.push(SLASH),
+                Some('\\') => out.push_str(BACKSLASH_IN_GLOB),
                 Some(next) => {
                     out.push('\\');
                     out.push(next);
@@ -324,7 +336,8 @@ fn item_pattern(
         };
         match literal {
             '/' => out.push(SLASH),
-            '[' | ']' | '{' | '}' | '*' | '?' | '\\' => {
+            '\\' => out.push_str(BACKSLASH_IN_GLOB),
+            '[' | ']' | '{' | '}' | '*' | '?' => {
                 out.push('\\');
                 out.push(literal);
             }

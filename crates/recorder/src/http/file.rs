@@ -2,7 +2,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use calltape_jsonl_store::fs as store_fs;
@@ -513,13 +512,28 @@ pub(crate) fn write_blobs(dir: &Path, blobs: &BTreeMap<String, Blob>) -> Result<
     store_fs::private_dir(dir).map_err(ErrorKind::Store)?;
     for (name, blob) in blobs {
         let file = dir.join(name);
-        let kept = fs::symlink_metadata(&file)
-            .is_ok_and(|m| m.is_file() && m.mode() & 0o7777 == calltape_jsonl_store::DEFAULT_MODE);
-        if !kept {
+        if !is_owner_only_file(&file) {
             store_fs::write_atomic(&file, &blob.data).map_err(ErrorKind::Store)?;
         }
     }
     Ok(())
+}
+
+/// Whether `file` is a regular file (not a link) that only its owner can read and write, so that a
+/// blob there can be kept as it is.
+#[cfg(unix)]
+fn is_owner_only_file(file: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    fs::symlink_metadata(file)
+        .is_ok_and(|m| m.is_file() && m.mode() & 0o7777 == calltape_jsonl_store::DEFAULT_MODE)
+}
+
+/// Whether `file` can be kept as an owner-only blob. Elsewhere than on Unix a file's access is not
+/// a mode that std can read, so no file counts as one: each blob is written again, through
+/// calltape-jsonl-store's `fs`, which makes it owner-only (the same bytes, as its name is its hash).
+#[cfg(not(unix))]
+fn is_owner_only_file(_file: &Path) -> bool {
+    false
 }
 
 /// Reads a sidecar blob, never through a symbolic link: a link planted in the sidecar folder could

@@ -4,5 +4,5 @@
 mod http;
 #[cfg(feature = "mcp")]
 mod mcp;
-#[cfg(feature = "http")]
+#[cfg(all(unix, feature = "http"))]
 mod private_files;

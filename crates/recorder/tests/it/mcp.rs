@@ -1,6 +1,5 @@
 //! The MCP call recorder, driven with the frames a bridge's observer hook would show it.
 
-use std::os::unix::fs::PermissionsExt;
 use std::time::{Duration, SystemTime};
 
 use calltape_recorder::mcp::{
@@ -109,8 +108,12 @@ async fn a_session_is_recorded_paired_redacted_and_owner_only() {
     assert_eq!((report.recorded, report.unanswered), (6, 1), "{report}");
     assert!(report.is_complete(), "{report}");
 
-    let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
-    assert_eq!(mode, 0o600);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+    }
     let text = std::fs::read_to_string(&path).unwrap();
     for secret in [
         JWT,
@@ -297,6 +300,8 @@ fn recorder_types_are_send_and_sync() {
     assert_traits::<Recording>();
 }
 
+// The child is a `sh` script.
+#[cfg(unix)]
 #[tokio::test]
 async fn a_session_recorder_is_the_bridge_s_tap() {
     use calltape_stdio_bridge::{Bridge, ChildUpstream, Stderr};

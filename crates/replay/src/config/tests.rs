@@ -27,22 +27,27 @@ fn a_file_is_read_whole_and_described_with_the_line_of_each_setting() {
         .replay
         .mask
         .push(Sourced::new("timestamp", Origin::given("--mask")));
+    // Taken from the file's folder, with the platform's separator.
+    let key = Path::new("/project").join("secrets/key.txt");
     assert_eq!(
         config.describe(),
-        "config file: /project/calltape.toml
+        format!(
+            "config file: /project/calltape.toml
 calltape.toml:8   replay.ignore  **.requestId
 calltape.toml:8   replay.ignore  content.*.text.etag
 calltape.toml:9   replay.mask    uuid (preset)
 calltape.toml:9   replay.mask    req-[0-9]+
 --mask            replay.mask    timestamp (preset)
-calltape.toml:10  replay.fill    apiKey from file:/project/secrets/key.txt
+calltape.toml:10  replay.fill    apiKey from file:{}
 calltape.toml:10  replay.fill    cardToken from env:CARD
 calltape.toml:12  replay.call    get_file_info: mask timestamp (preset)
 calltape.toml:16  replay.call    file:///tmp/*: ignore contents.*.text
 calltape.toml:1   cassette_dir   tests/cassettes
 calltape.toml:5   upstreams      mistral: url https://api.mistral.ai
 calltape.toml:4   upstreams      openai: url https://api.openai.com, env OPENAI_BASE_URL, path v1, key OPENAI_API_KEY
-"
+",
+            key.display()
+        )
     );
     let rules = config.replay.call_rules().unwrap();
     assert_eq!(rules.len(), 2);

@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::fmt;
 
 use calltape_recorder::mcp::Outcome;
-use globset::{Glob, GlobSet, GlobSetBuilder};
+use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use regex::Regex;
 use serde_json::Value;
 
@@ -328,10 +328,15 @@ impl CallRulesBuilder {
         let mut names = GlobSetBuilder::new();
         let mut compiled = Vec::with_capacity(self.rules.len());
         for rule in &self.rules {
-            let glob = Glob::new(&rule.name).map_err(|e| ErrorKind::CallName {
-                glob: rule.name.clone(),
-                reason: e.kind().to_string(),
-            })?;
+            // `\` escapes on every platform (globset's default only on Unix), so a rule means the same
+            // everywhere.
+            let glob = GlobBuilder::new(&rule.name)
+                .backslash_escape(true)
+                .build()
+                .map_err(|e| ErrorKind::CallName {
+                    glob: rule.name.clone(),
+                    reason: e.kind().to_string(),
+                })?;
             names.add(glob);
             // Checked now, so that a replay never meets a glob that does not compile.
             Comparer::builder().ignore(&rule.ignore).build()?;

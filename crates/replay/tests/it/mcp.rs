@@ -1,6 +1,5 @@
 //! MCP replay driven against an in-process server behind the bridge's `Upstream` trait.
 
-use std::os::unix::fs::PermissionsExt;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -196,7 +195,9 @@ fn line(session: &str, client: &str, version: Option<&str>, name: &str, outcome:
 fn write(dir: &tempfile::TempDir, lines: &[String]) -> Recording {
     let path = dir.path().join("calls.jsonl");
     std::fs::write(&path, lines.join("\n") + "\n").unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+    // Readable by all, so that a rewrite is seen to make it owner-only.
+    #[cfg(unix)]
+    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
     Recording::read(&path).unwrap()
 }
 
@@ -291,12 +292,16 @@ async fn each_session_gets_its_own_connection_and_recorded_client() {
             .unwrap()
             .is_empty()
     );
-    let mode = std::fs::metadata(&recording.path)
-        .unwrap()
-        .permissions()
-        .mode()
-        & 0o777;
-    assert_eq!(mode, 0o600);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&recording.path)
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777;
+        assert_eq!(mode, 0o600);
+    }
     let updated = Recording::read(&recording.path).unwrap();
     assert_eq!(updated.calls.len(), 4);
     for (old, new) in recording.calls.iter().zip(&updated.calls) {

@@ -985,7 +985,8 @@ async fn replay_mode_never_connects_and_needs_no_cassette_file_to_start() {
     let a = post(&proxy, "openai", "/v1/chat/completions", &chat("x", false)).await;
     assert_eq!(a.status, 404);
     // The SDK's error says the cassette is missing and how to record it.
-    let body = String::from_utf8_lossy(&a.body);
+    let v: Value = serde_json::from_slice(&a.body).unwrap();
+    let body = v["error"]["message"].as_str().unwrap_or_default();
     assert!(
         body.contains(&format!(
             "calltape: no cassette at {} for POST openai /v1/chat/completions",

@@ -2,7 +2,6 @@
 //! only a client that knows its per-run path prefix.
 
 use std::net::SocketAddr;
-use std::os::unix::fs::PermissionsExt;
 
 use calltape_replay::http::{Mode, Proxy, ProxyHandle};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -149,8 +148,12 @@ async fn a_proxy_with_a_key_serves_only_under_its_random_path_prefix() {
         format!("http://{addr}/{token}/openai")
     );
     assert_eq!(std::fs::read_to_string(&token_file).unwrap().trim(), token);
-    let mode = std::fs::metadata(&token_file).unwrap().permissions().mode();
-    assert_eq!(mode & 0o777, 0o600);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&token_file).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
 
     let json = [("host", own.as_str()), ("content-type", "application/json")];
     for path in [
@@ -199,6 +202,7 @@ async fn a_proxy_with_a_key_serves_only_under_its_random_path_prefix() {
     }
 }
 
+#[cfg(unix)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_path_token_file_is_never_written_through_a_symlink() {
     let dir = tempfile::tempdir().unwrap();

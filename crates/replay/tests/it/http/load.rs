@@ -11,8 +11,7 @@ impl CpuLoad {
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 4));
         let children = (0..cores)
             .map(|_| {
-                Command::new("sh")
-                    .args(["-c", "while :; do :; done"])
+                busy_loop()
                     .stdin(Stdio::null())
                     .spawn()
                     .expect("start a busy-loop process")
@@ -20,6 +19,26 @@ impl CpuLoad {
             .collect();
         Self(children)
     }
+}
+
+/// A shell that loops until it is killed.
+#[cfg(unix)]
+fn busy_loop() -> Command {
+    let mut command = Command::new("sh");
+    command.args(["-c", "while :; do :; done"]);
+    command
+}
+
+/// A shell that loops until it is killed: a `for /L` whose step is 0 never ends.
+#[cfg(windows)]
+fn busy_loop() -> Command {
+    use std::os::windows::process::CommandExt;
+    let mut command = Command::new("cmd");
+    // As written: the standard quoting of an argument with spaces is not what `cmd /C` parses.
+    command
+        .args(["/D", "/Q", "/C"])
+        .raw_arg("for /L %i in (0,0,1) do @rem");
+    command
 }
 
 impl Drop for CpuLoad {
