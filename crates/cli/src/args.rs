@@ -6,8 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use calltape_stdio_bridge::{
-    ChildUpstream, DEFAULT_HTTP_PATH, ExtraHeaders, HttpUpstream, Protocol, Stderr, UnixUpstream,
-    Upstream,
+    ChildUpstream, DEFAULT_HTTP_PATH, ExtraHeaders, HttpUpstream, Protocol, Stderr, Upstream,
 };
 use clap::{ArgGroup, Args};
 
@@ -303,7 +302,17 @@ pub(crate) fn upstream(
     let headers = remote.headers()?;
     match (&remote.url, socket) {
         (Some(url), _) => remote.http_upstream(url, headers),
-        (None, Some(socket)) => Ok(Arc::new(UnixUpstream::new(socket, http_path, headers)?)),
+        #[cfg(unix)]
+        (None, Some(socket)) => Ok(Arc::new(calltape_stdio_bridge::UnixUpstream::new(
+            socket, http_path, headers,
+        )?)),
+        #[cfg(windows)]
+        (None, Some(socket)) => {
+            let _ = (http_path, headers);
+            Err(Error::NoUnixSockets {
+                path: socket.to_owned(),
+            })
+        }
         (None, None) => Err(Error::NoServer),
     }
 }

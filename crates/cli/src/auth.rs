@@ -24,7 +24,7 @@ Examples:
 $BROWSER, else the platform's opener, and always printed on stderr.
 
 The store is $CALLTAPE_HOME/auth, else $XDG_STATE_HOME/calltape/auth, else \
-~/.local/state/calltape/auth: owner-only files, one per server, resource and client, shared by \
+~/.local/state/calltape/auth (on Windows, else %LOCALAPPDATA%\\calltape\\auth): owner-only files, one per server, resource and client, shared by \
 every calltape process (several started at once make one sign-in and one refresh). `auth list` \
 never shows a token.";
 

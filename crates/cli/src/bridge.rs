@@ -110,10 +110,16 @@ fn upstream(args: &BridgeArgs) -> Result<Arc<dyn Upstream>, Error> {
 fn redirect_stderr(path: &PathBuf) -> Result<(), Error> {
     let file = calltape_jsonl_store::fs::append(path)
         .map_err(|e| Error::context("cannot open the log file", e))?;
+    #[cfg(unix)]
     rustix::stdio::dup2_stderr(&file).map_err(|e| Error::RedirectLogs {
         path: path.clone(),
         source: e.into(),
-    })
+    })?;
+    // What calltape writes goes to the file; the child's stderr reaches it through that writer
+    // (`--log` makes it a redacted pipe), and a panic message stays on the console.
+    #[cfg(windows)]
+    crate::logging::log_to(file);
+    Ok(())
 }
 
 pub(crate) fn run(args: BridgeArgs) -> Outcome {

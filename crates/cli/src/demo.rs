@@ -7,7 +7,6 @@
 
 use std::ffi::OsString;
 use std::io::{BufReader, IsTerminal};
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
@@ -170,16 +169,37 @@ fn bold(text: &str, color: bool) -> String {
     }
 }
 
-/// Step 2: reads the recording back and shows that it is owner-only and holds no secret. Returns it,
-/// and whether it is as it should be.
-fn check(path: &Path, calls: usize) -> Result<(Recording, bool), String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+/// How the file at `path` is protected (`mode 0600`), and whether that is owner-only.
+#[cfg(unix)]
+fn protection(path: &Path) -> Result<(String, bool), String> {
+    use std::os::unix::fs::PermissionsExt;
     let mode = std::fs::metadata(path)
         .map_err(|e| format!("cannot stat {}: {e}", path.display()))?
         .permissions()
         .mode()
         & 0o777;
+    Ok((format!("mode {mode:04o}"), mode == 0o600))
+}
+
+/// How the file at `path` is protected (its access list grants the owner alone, or more), and
+/// whether that is owner-only.
+#[cfg(windows)]
+fn protection(path: &Path) -> Result<(String, bool), String> {
+    let only = calltape_jsonl_store::fs::is_owner_only(path).map_err(|e| e.to_string())?;
+    let said = if only {
+        "owner-only access list"
+    } else {
+        "access list NOT owner-only"
+    };
+    Ok((said.to_owned(), only))
+}
+
+/// Step 2: reads the recording back and shows that it is owner-only and holds no secret. Returns it,
+/// and whether it is as it should be.
+fn check(path: &Path, calls: usize) -> Result<(Recording, bool), String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let (protection, owner_only) = protection(path)?;
     let recording = Recording::read(path).map_err(|e| e.to_string())?;
     let lists = recording
         .calls
@@ -187,7 +207,7 @@ fn check(path: &Path, calls: usize) -> Result<(Recording, bool), String> {
         .filter(|c| list_items_key(&c.record.method).is_some())
         .count();
     outln!(
-        "   {} lines ({} calls, then the {lists} lists), mode {mode:04o}, secret present: {}",
+        "   {} lines ({} calls, then the {lists} lists), {protection}, secret present: {}",
         recording.calls.len(),
         recording.calls.len() - lists,
         if text.contains(SECRET) {
@@ -200,7 +220,7 @@ fn check(path: &Path, calls: usize) -> Result<(Recording, bool), String> {
         let input = pay.record.input.clone().unwrap_or(Value::Null);
         outln!("   pay's recorded input: {input}");
     }
-    let ok = !text.contains(SECRET) && mode == 0o600 && recording.calls.len() == calls;
+    let ok = !text.contains(SECRET) && owner_only && recording.calls.len() == calls;
     Ok((recording, ok))
 }
 

@@ -89,7 +89,18 @@ pub(crate) enum Error {
     /// `record -o FILE` and `--record FILE` together.
     #[error("give the recording once: -o FILE or --record FILE, not both")]
     RecordingTwice,
+    /// `--socket` on a system without Unix sockets.
+    #[cfg(windows)]
+    #[error(
+        "--socket {} needs a unix socket, which calltape does not support on windows; serve the server over loopback http and give its URL with --url (or listen with --listen)",
+        path.display()
+    )]
+    NoUnixSockets {
+        /// The socket asked for.
+        path: PathBuf,
+    },
     /// stderr cannot be sent to the `--log` file.
+    #[cfg(unix)]
     #[error("cannot send logs to {}: {source}", path.display())]
     RedirectLogs {
         /// The log file.

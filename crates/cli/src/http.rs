@@ -15,7 +15,9 @@ use clap::{Args, Subcommand, ValueEnum};
 use crate::error::{Error, Outcome};
 use crate::exit;
 use crate::output::{errln, outln, shown};
-use crate::signals::{Signal, Signals};
+#[cfg(unix)]
+use crate::signals::Signal;
+use crate::signals::Signals;
 
 pub(crate) const EXAMPLES: &str = "\
 Examples:
@@ -557,23 +559,40 @@ async fn run_child(command: &[OsString], envs: &[(String, String)], base: &str) 
             status = child.wait() => break status,
             signal = signals.next() => match signal {
                 // Passed on; the child's exit ends the loop.
+                #[cfg(unix)]
                 Signal::Term => {
                     if let Some(pid) = child.id().and_then(|p| rustix::process::Pid::from_raw(p as i32)) {
                         let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
                     }
                 }
-                // The terminal sent it to the child too: wait for the child to finish.
-                Signal::Int | Signal::Hup => {}
+                // The terminal sent it to the child too (on Windows, every console event reaches
+                // every process of the console): wait for the child to finish.
+                _ => {}
             },
         }
     };
-    use std::os::unix::process::ExitStatusExt;
     let status = status.map_err(Error::Wait)?;
-    Ok(match (status.code(), status.signal()) {
+    Ok(exit_code(status))
+}
+
+/// The exit code of a command: its own, or 128 + the signal that ended it.
+#[cfg(unix)]
+fn exit_code(status: std::process::ExitStatus) -> u8 {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
         (Some(c), _) => u8::try_from(c).unwrap_or(1),
         (None, Some(sig)) => u8::try_from(128 + sig).unwrap_or(1),
         _ => 1,
-    })
+    }
+}
+
+/// The exit code of a command: its own, or 1 when it does not fit in a byte.
+#[cfg(windows)]
+fn exit_code(status: std::process::ExitStatus) -> u8 {
+    status
+        .code()
+        .and_then(|c| u8::try_from(c).ok())
+        .unwrap_or(1)
 }
 
 fn ls(dir: &Path) -> Outcome {

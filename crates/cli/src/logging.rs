@@ -7,7 +7,7 @@
 //! values requests held under credential names), and passes each line through the final gate last;
 //! a line the gate stops is not written but named, and [`refused_lines`] counts it.
 
-use std::io::{IsTerminal, Stderr as StdStderr};
+use std::io::{IsTerminal, Write};
 use std::sync::OnceLock;
 
 use calltape_redact::{Gate, KnownSecrets, RedactingWriter, Redactor, RefusedLines};
@@ -52,14 +52,47 @@ pub(crate) fn refused_lines() -> u64 {
 }
 
 /// The writer every line calltape writes on stderr goes through.
+pub(crate) fn stderr_writer() -> RedactingWriter<StderrOut> {
+    RedactingWriter::new(Redactor::new(), StderrOut)
+        .hiding(known().clone())
+        .gated(gate(), refused().clone())
+}
+
+/// This process's stderr: on Unix file descriptor 2 (which `bridge --log` points at its log file);
+/// on Windows the log file [`log_to`] set, else the standard error handle.
+#[derive(Debug)]
+pub(crate) struct StderrOut;
+
+#[cfg(windows)]
+static LOG_FILE: OnceLock<std::fs::File> = OnceLock::new();
+
+/// From now on, every line [`stderr_writer`] writes goes to `file` (on Windows, where the standard
+/// error handle is not replaced, `bridge --log`). A second call keeps the first file.
+#[cfg(windows)]
+pub(crate) fn log_to(file: std::fs::File) {
+    let _ = LOG_FILE.set(file);
+}
+
 #[allow(
     clippy::disallowed_methods,
     reason = "the one place stderr is opened for writing"
 )]
-pub(crate) fn stderr_writer() -> RedactingWriter<StdStderr> {
-    RedactingWriter::new(Redactor::new(), std::io::stderr())
-        .hiding(known().clone())
-        .gated(gate(), refused().clone())
+impl Write for StderrOut {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        #[cfg(windows)]
+        if let Some(mut file) = LOG_FILE.get() {
+            return file.write(buf);
+        }
+        std::io::stderr().write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        #[cfg(windows)]
+        if let Some(mut file) = LOG_FILE.get() {
+            return file.flush();
+        }
+        std::io::stderr().flush()
+    }
 }
 
 /// Installs the global subscriber. Logs never go to stdout: in bridge modes stdout carries the protocol.

@@ -132,7 +132,7 @@ pub(crate) struct ServeArgs {
     json_response: bool,
 
     /// The transport of a shared server (set by `calltape shared`).
-    #[arg(long, hide = true, default_value = "unix", value_parser = transport)]
+    #[arg(long, hide = true, default_value = DEFAULT_TRANSPORT, value_parser = transport)]
     transport: Transport,
 
     #[command(flatten)]
@@ -296,6 +296,10 @@ fn mock_upstream(args: &ServeArgs) -> Result<Option<Arc<dyn Upstream>>, Error> {
     Ok(Some(upstream))
 }
 
+/// The transport of a shared server when none is named: an owner-only Unix socket, or loopback HTTP
+/// where there are no Unix sockets (Windows).
+pub(crate) const DEFAULT_TRANSPORT: &str = if cfg!(unix) { "unix" } else { "http" };
+
 pub(crate) fn transport(input: &str) -> Result<Transport, String> {
     input.parse::<Transport>().map_err(|e| e.to_string())
 }
@@ -307,6 +311,10 @@ fn write_token_file(path: &PathBuf, token: &str) -> Result<(), Error> {
 }
 
 pub(crate) fn run(args: ServeArgs) -> Outcome {
+    #[cfg(windows)]
+    if let Some(path) = &args.socket {
+        return Err(Error::NoUnixSockets { path: path.clone() });
+    }
     // The factory of a cassette folder's mocks reads the flags whenever a cassette is first asked for.
     let args = Arc::new(args);
     let shared_key = std::env::var(SERVE_KEY_ENV)
@@ -355,9 +363,11 @@ pub(crate) fn run(args: ServeArgs) -> Outcome {
         }
         runtime.block_on(async {
             let server = match (&args.listen, &args.socket) {
+                #[cfg(unix)]
                 (_, Some(path)) => serve.listen_unix(path).await?,
-                (Some(addr), None) => serve.listen_tcp(*addr).await?,
-                (None, None) => serve.listen_tcp(([127, 0, 0, 1], 0).into()).await?,
+                // Without Unix sockets, `run` refused a --socket before anything started.
+                (Some(addr), _) => serve.listen_tcp(*addr).await?,
+                (None, _) => serve.listen_tcp(([127, 0, 0, 1], 0).into()).await?,
             };
             match server.endpoint() {
                 calltape_stdio_bridge::serve::Endpoint::Http(addr) => {

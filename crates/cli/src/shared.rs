@@ -72,8 +72,9 @@ pub(crate) struct SharedArgs {
     #[arg(long, value_name = "KEY")]
     key: String,
 
-    /// How sessions reach the server: an owner-only Unix socket, or loopback HTTP.
-    #[arg(long, value_name = "unix|http", default_value = "unix", value_parser = transport)]
+    /// How sessions reach the server: an owner-only Unix socket, or loopback HTTP (on Windows, http
+    /// only).
+    #[arg(long, value_name = "unix|http", default_value = crate::serve::DEFAULT_TRANSPORT, value_parser = transport)]
     transport: Transport,
 
     /// A server this session starts exits once no session has been connected for this long.
