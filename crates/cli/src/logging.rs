@@ -59,7 +59,7 @@ pub(crate) fn stderr_writer() -> RedactingWriter<StderrOut> {
 }
 
 /// This process's stderr: on Unix file descriptor 2 (which `bridge --log` points at its log file);
-/// on Windows the log file [`log_to`] set, else the standard error handle.
+/// on Windows the log file `log_to` set, else the standard error handle.
 #[derive(Debug)]
 pub(crate) struct StderrOut;
 
