@@ -559,14 +559,7 @@ pub(crate) fn is_owner_only(path: &Path) -> Result<bool, Error> {
 /// The error for a failed no-follow open of `path`: a reparse point there (a symbolic link, a
 /// junction) is named as such, whatever the open said about it.
 pub(crate) fn open_error(path: &Path, e: io::Error) -> Error {
-    if is_symlink(path) {
-        ErrorKind::Symlink {
-            path: path.to_owned(),
-        }
-        .into()
-    } else {
-        Error::open(path, e)
-    }
+    opened_below(path, path, e)
 }
 
 /// Whether `meta`, read without following a link, is a reparse point's: a symbolic link, a junction,
